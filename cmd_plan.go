@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dominikbraun/graph/draw"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+func cmdPlan(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "plan", "plan [ROADMAP_DIR] [--format text|json|mermaid|dot]", `
+Validate a roadmap and print its plan: the phases left to do in waves
+(phases in one wave can run together), the critical path (by phase count, or
+by (est: 90m) estimates when phases carry them), the phases eligible now
+(pending, every dep merged), and counts per state.
+
+Every problem in the manifest is reported at once as "path:line: message",
+and the command exits 3. Nothing on disk or in git changes.
+
+ROADMAP_DIR defaults to ./roadmap, else ./.claudopilot/roadmap, looked up in
+the current folder and then at the repository's top level.`,
+		"  claudopilot plan roadmap/\n  claudopilot plan --format dot | dot -Tsvg > plan.svg")
+	format := fs.String("format", "text", "output `format`: text, json, mermaid or dot")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("plan takes at most one ROADMAP_DIR, got %d", fs.NArg())
+	}
+	switch *format {
+	case "text", "json", "mermaid", "dot":
+	default:
+		return usageErrorf("plan: unknown --format %q (want text, json, mermaid or dot)", *format)
+	}
+	dir, err := findRoadmapDir(ctx, a, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	r, err := roadmap.Load(dir, roadmap.Options{})
+	if err != nil {
+		return err
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(a.s.Err, "%s:%d: warning: %s\n", r.ManifestPath, w.Line, w.Msg)
+	}
+	p := makePlan(r)
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(a.s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	case "mermaid":
+		return writeMermaid(a.s.Out, r)
+	case "dot":
+		return draw.DOT(r.Graph, a.s.Out, draw.GraphAttribute("rankdir", "LR"))
+	}
+	writePlanText(a.s.Out, r.ManifestPath, p)
+	return nil
+}
+
+// findRoadmapDir resolves the roadmap folder: the argument as given, else
+// roadmap/ or .claudopilot/roadmap/ here or at the repository's top level.
+func findRoadmapDir(ctx context.Context, a *app, arg string) (string, error) {
+	if arg != "" {
+		if !filepath.IsAbs(arg) {
+			arg = filepath.Join(a.cwd, arg)
+		}
+		return arg, nil
+	}
+	bases := []string{a.cwd}
+	if top, err := gitTopLevel(ctx, a.cwd); err == nil && top != a.cwd {
+		bases = append(bases, top)
+	}
+	for _, b := range bases {
+		for _, d := range []string{"roadmap", filepath.Join(".claudopilot", "roadmap")} {
+			p := filepath.Join(b, d)
+			if _, err := os.Stat(filepath.Join(p, roadmap.ManifestName)); err == nil {
+				return p, nil
+			}
+		}
+	}
+	// Not found anywhere: report the conventional place.
+	return filepath.Join(a.cwd, "roadmap"), nil
+}
+
+type planJSON struct {
+	Manifest     string         `json:"manifest"`
+	Phases       []planPhase    `json:"phases"`
+	Waves        [][]string     `json:"waves"`
+	CriticalPath []string       `json:"critical_path"`
+	CriticalLen  string         `json:"critical_length"` // "N phases" or a duration
+	Eligible     []string       `json:"eligible"`
+	Counts       map[string]int `json:"counts"`
+	Warnings     []string       `json:"warnings,omitempty"`
+}
+
+type planPhase struct {
+	ID    string   `json:"id"`
+	Title string   `json:"title"`
+	State string   `json:"state"`
+	Deps  []string `json:"deps"`
+	Owns  []string `json:"owns,omitempty"`
+	Est   string   `json:"est,omitempty"`
+	Doc   string   `json:"doc,omitempty"`
+	Line  int      `json:"line"`
+}
+
+func makePlan(r *roadmap.Roadmap) planJSON {
+	p := planJSON{Manifest: r.ManifestPath, Counts: map[string]int{}, Waves: [][]string{}, Eligible: []string{}}
+	for _, n := range r.Nodes {
+		pp := planPhase{ID: n.ID, Title: n.Title, State: string(n.State), Deps: n.Deps, Owns: n.Owns, Doc: n.DocPath(), Line: n.Line}
+		if pp.Deps == nil {
+			pp.Deps = []string{}
+		}
+		if n.Est > 0 {
+			pp.Est = n.Est.String()
+		}
+		p.Phases = append(p.Phases, pp)
+		if r.Eligible(n, roadmap.FileState) {
+			p.Eligible = append(p.Eligible, n.ID)
+		}
+	}
+	for _, s := range manifest.States {
+		p.Counts[string(s)] = 0
+	}
+	for s, c := range r.Counts() {
+		p.Counts[string(s)] = c
+	}
+	for _, w := range r.Levels(roadmap.FileState) {
+		p.Waves = append(p.Waves, ids(w))
+	}
+	path, total, weighted := r.CriticalPath()
+	p.CriticalPath = ids(path)
+	if weighted {
+		p.CriticalLen = total.String()
+	} else {
+		p.CriticalLen = fmt.Sprintf("%d phases", len(path))
+	}
+	for _, w := range r.Warnings {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: %s", r.ManifestPath, w.Line, w.Msg))
+	}
+	return p
+}
+
+func ids(ns []*roadmap.Node) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.ID
+	}
+	return out
+}
+
+func writePlanText(w io.Writer, path string, p planJSON) {
+	fmt.Fprintf(w, "%s: %d phases (%s)\n", path, len(p.Phases), countsLine(p.Counts))
+	if len(p.Waves) == 0 {
+		fmt.Fprintln(w, "\nNothing left to do: every phase is merged.")
+	} else {
+		fmt.Fprintf(w, "\nWaves (%d):\n", len(p.Waves))
+		for i, wave := range p.Waves {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, strings.Join(wave, ", "))
+		}
+	}
+	fmt.Fprintf(w, "\nCritical path (%s): %s\n", p.CriticalLen, strings.Join(p.CriticalPath, " -> "))
+	if len(p.Eligible) == 0 {
+		fmt.Fprintln(w, "Eligible now: none")
+	} else {
+		fmt.Fprintf(w, "Eligible now: %s\n", strings.Join(p.Eligible, ", "))
+	}
+}
+
+func countsLine(c map[string]int) string {
+	var parts []string
+	for _, s := range manifest.States {
+		if n := c[string(s)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeMermaid draws the graph as a mermaid flowchart, deps pointing at
+// the phases that wait on them.
+func writeMermaid(w io.Writer, r *roadmap.Roadmap) error {
+	fmt.Fprintln(w, "flowchart LR")
+	key := func(n *roadmap.Node) string { return fmt.Sprintf("p%d", n.Index) }
+	for _, n := range r.Nodes {
+		label := strings.NewReplacer(`"`, "#quot;").Replace(fmt.Sprintf("%s [%s]", n.ID, n.State))
+		fmt.Fprintf(w, "  %s[\"%s\"]\n", key(n), label)
+	}
+	for _, n := range r.Nodes {
+		for _, d := range r.Deps(n) {
+			fmt.Fprintf(w, "  %s --> %s\n", key(d), key(n))
+		}
+	}
+	return nil
+}
+
+func gitTopLevel(ctx context.Context, dir string) (string, error) {
+	c, err := worktree.Open(ctx, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	return c.Dir, nil
+}

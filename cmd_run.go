@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/prompts"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+const runAbout = `
+Run a roadmap: every eligible phase ([pending], every dep [merged]) gets an
+agent in its own git worktree (.claudopilot/worktrees/<id>, branch
+auto/<id>), up to MAX_PARALLEL at once, critical path first. When an agent
+exits, the driver itself checks "done" (exit 0, the phase doc renamed to
+DONE_<doc> on the branch, at least one commit) and runs the gate; green work
+is merged into the base branch one phase at a time, with the manifest entry
+marked [merged] in the same merge commit. A failed phase gets repair
+supervisor runs; then the run halts, or with --keep-going parks it as
+[blocked] and goes on.
+
+Settings come from flags, then the environment, then claudopilot.config at
+the repository root (KEY=VALUE lines), then the manifest's **Gate:** and
+**Prepare:** lines, then defaults. Each flag names its variable.
+
+Exit codes: 0 all merged; 1 fatal; 2 stopped at a LOOP-CHECKPOINT; 3 invalid
+manifest or nothing can progress; 5 halted, supervisor attempts exhausted;
+6 halted, a phase never produced its DONE_ doc; 8 keep-going left phases
+[blocked]; 64 flag misuse; 130/143 interrupted.`
+
+const runExample = `  claudopilot run roadmap/ --base develop
+  KEEP_GOING=1 MAX_PARALLEL=4 claudopilot run roadmap/
+  claudopilot run --agent script --base main --json roadmap/ > events.jsonl`
+
+func cmdRun(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "run", "run [ROADMAP_DIR] [flags]", runAbout, runExample)
+	ks := runKnobs()
+	addKnobFlags(fs, ks)
+	jsonOut := fs.Bool("json", false, "print one JSON event per line on stdout instead of progress")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("run takes at most one ROADMAP_DIR, got %d", fs.NArg())
+	}
+	dir, err := findRoadmapDir(ctx, a, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: ks, json: *jsonOut})
+}
+
+type runOptions struct {
+	dir   string
+	flags flagLookup
+	knobs []knob
+	json  bool
+	// explicitBase marks BASE_BRANCH as chosen by the caller (demo).
+	explicitBase bool
+}
+
+// runConfig is the resolved configuration of one run.
+type runConfig struct {
+	maxParallel, maxSuper, transient, logCapMB int
+	keepGoing, ignoreCheckpoints               bool
+	base, gate, prepare, agent, super          string
+	poll, stuck, agentTimeout, rateSleep       time.Duration
+	baseExplicit                               bool
+}
+
+func runRoadmap(ctx context.Context, a *app, o runOptions) error {
+	git, err := worktree.Open(ctx, o.dir, gitEnv(a))
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotRepo) {
+			if _, serr := os.Stat(o.dir); serr != nil {
+				return &roadmap.InvalidError{Path: filepath.Join(o.dir, roadmap.ManifestName), Problems: []roadmap.Problem{{Msg: "roadmap folder not found"}}}
+			}
+			return fmt.Errorf("%s is not inside a git repository: %w", o.dir, err)
+		}
+		return err
+	}
+	rm, err := roadmap.Load(o.dir, roadmap.Options{RequireDocs: true})
+	if err != nil {
+		return err
+	}
+	cfg, err := resolveRun(ctx, a, git, rm, o)
+	if err != nil {
+		return err
+	}
+	layout, err := makeLayout(git, o.dir, cfg.base)
+	if err != nil {
+		return err
+	}
+	if err := checkCommitted(ctx, git, rm, layout); err != nil {
+		return err
+	}
+	if ok, err := git.HasIdentity(ctx); err != nil {
+		return err
+	} else if !ok {
+		return errors.New("git has no user identity in this repository, and merges need one; run:\n" +
+			"  git config user.name \"Your Name\"\n  git config user.email you@example.com")
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	lock, err := scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
+		return err
+	}
+	jn, err := scheduler.OpenJournal(layout.JournalPath())
+	if err != nil {
+		return err
+	}
+	defer jn.Close()
+
+	live := roadmap.NewFile(rm.ManifestPath)
+	env := agentEnv(a)
+	runner := &work.Runner{
+		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,
+		Env: env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
+		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
+		DefaultCooldown: cfg.rateSleep,
+	}
+	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20}
+	events := make(chan scheduler.Event, 64)
+	sched := scheduler.New(scheduler.Config{
+		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
+		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
+		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
+	}, rm, live, runner, merger, jn, events)
+
+	view := newProgress(a.s, o.json, rm, layout)
+	done := make(chan struct{})
+	go func() {
+		view.consume(events)
+		close(done)
+	}()
+	sum, runErr := sched.Run(ctx)
+	close(events)
+	<-done
+	if o.json {
+		view.jsonSummary(sum)
+	} else {
+		printSummary(a.s.Out, sum, layout.Top)
+	}
+	return runErr
+}
+
+// resolveRun resolves every knob and checks the base branch.
+func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.Roadmap, o runOptions) (runConfig, error) {
+	var c runConfig
+	file, err := readConfigFile(filepath.Join(git.Dir, ConfigFile), o.knobs)
+	if err != nil {
+		return c, err
+	}
+	fromManifest := map[string]string{"GATE_CMD": rm.Manifest.Gate.Value, "WORKTREE_PREPARE_CMD": rm.Manifest.Prepare.Value}
+	var fs flagLookup = nilFlags{}
+	if o.flags != nil {
+		fs = o.flags
+	}
+	s := resolveWith(fs, o.knobs, a.env, file, fromManifest)
+	if c.maxParallel, err = s.int("MAX_PARALLEL"); err != nil {
+		return c, err
+	}
+	if c.maxParallel < 1 {
+		return c, usageErrorf("MAX_PARALLEL must be at least 1 (from %s)", s.source["MAX_PARALLEL"])
+	}
+	if c.maxSuper, err = s.int("MAX_SUPERVISOR_ATTEMPTS_PER_PHASE"); err != nil {
+		return c, err
+	}
+	if c.transient, err = s.int("TRANSIENT_API_MAX_RETRIES"); err != nil {
+		return c, err
+	}
+	if c.logCapMB, err = s.int("LOG_CAP_MB"); err != nil {
+		return c, err
+	}
+	if c.keepGoing, err = s.bool("KEEP_GOING"); err != nil {
+		return c, err
+	}
+	if c.ignoreCheckpoints, err = s.bool("IGNORE_LOOP_CHECKPOINTS"); err != nil {
+		return c, err
+	}
+	for k, dst := range map[string]*time.Duration{"POLL_SECONDS": &c.poll, "STUCK_TIMEOUT": &c.stuck, "AGENT_TIMEOUT": &c.agentTimeout, "DEFAULT_RATE_LIMIT_SLEEP": &c.rateSleep} {
+		if *dst, err = s.seconds(k); err != nil {
+			return c, err
+		}
+	}
+	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
+	c.super = s.str("SUPERVISOR_CMD")
+	if c.super == "" {
+		c.super = c.agent
+	}
+	if strings.TrimSpace(c.agent) == "" {
+		return c, usageErrorf("AGENT_CMD is empty (from %s)", s.source["AGENT_CMD"])
+	}
+	c.base = s.str("BASE_BRANCH")
+	c.baseExplicit = c.base != "" || o.explicitBase
+	if c.base == "" {
+		if c.base, err = git.CurrentBranch(ctx); err != nil {
+			return c, err
+		}
+		if c.base == "" {
+			return c, errors.New("HEAD is detached: name the branch to merge into with --base or BASE_BRANCH")
+		}
+	}
+	if !c.baseExplicit && (c.base == "main" || c.base == "master") {
+		return c, fmt.Errorf("refusing to merge into %s without being told to: pass --base %s (or BASE_BRANCH=%s), or switch to another branch", c.base, c.base, c.base)
+	}
+	if ok, err := git.BranchExists(ctx, c.base); err != nil {
+		return c, err
+	} else if !ok {
+		return c, fmt.Errorf("base branch %s does not exist", c.base)
+	}
+	return c, nil
+}
+
+type flagLookup interface {
+	Changed(string) bool
+	GetString(string) (string, error)
+	GetBool(string) (bool, error)
+}
+
+type nilFlags struct{}
+
+func (nilFlags) Changed(string) bool              { return false }
+func (nilFlags) GetString(string) (string, error) { return "", nil }
+func (nilFlags) GetBool(string) (bool, error)     { return false, nil }
+
+// makeLayout places the run: the roadmap must be inside the repository.
+func makeLayout(git *worktree.Client, dir, base string) (scheduler.Layout, error) {
+	top, _ := filepath.EvalSymlinks(git.Dir)
+	abs, _ := filepath.EvalSymlinks(dir)
+	rel, err := filepath.Rel(top, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return scheduler.Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, git.Dir)
+	}
+	return scheduler.Layout{Top: git.Dir, RoadmapRel: filepath.ToSlash(rel), Base: base}, nil
+}
+
+// checkCommitted makes sure the base holds the manifest and the doc of every
+// phase left to do: worktrees are cut from the base, so an agent could not
+// see (or rename) a doc that exists only in this checkout.
+func checkCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap, l scheduler.Layout) error {
+	bad := &roadmap.InvalidError{Path: rm.ManifestPath}
+	ref := "refs/heads/" + l.Base
+	if _, has, err := git.ReadFile(ctx, ref, l.ManifestRel()); err != nil {
+		return err
+	} else if !has {
+		bad.Problems = append(bad.Problems, roadmap.Problem{Msg: fmt.Sprintf("the manifest is not committed on %s: commit the roadmap first (git add %s && git commit)", l.Base, l.RoadmapRel)})
+		return bad
+	}
+	for _, n := range rm.Nodes {
+		if n.State == manifest.Merged || n.Doc == "" {
+			continue
+		}
+		_, has, err := git.ReadFile(ctx, ref, l.DocRel(n.DocPath()))
+		if err != nil {
+			return err
+		}
+		if !has && !n.Done {
+			bad.Problems = append(bad.Problems, roadmap.Problem{Line: n.Line, Msg: fmt.Sprintf("phase %s: its doc %s is not committed on %s; commit the roadmap first", n.ID, l.DocRel(n.Doc), l.Base)})
+		}
+	}
+	if len(bad.Problems) > 0 {
+		return bad
+	}
+	return nil
+}
+
+// gitEnv is the environment for the driver's own git commands.
+func gitEnv(a *app) []string {
+	env := make([]string, 0, len(a.env))
+	for _, k := range sortedKeys(a.env) {
+		env = append(env, k+"="+a.env[k])
+	}
+	return env
+}
+
+// agentEnv is the environment agents inherit: the driver's.
+func agentEnv(a *app) []string { return gitEnv(a) }

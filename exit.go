@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Exit codes. Run outcomes keep Claudopilot's numbers so scripts written for
+// it keep working; this is the only place an error becomes a number.
+const (
+	exitOK         = 0
+	exitFatal      = 1
+	exitCheckpoint = 2
+	exitInvalid    = 3
+	exitDepError   = 4
+	exitExhausted  = 5
+	exitNoDone     = 6
+	exitIterLimit  = 7
+	exitParked     = 8
+	exitUsage      = 64
+	exitSIGINT     = 130
+	exitSIGTERM    = 143
+)
+
+var exitTable = []struct {
+	code int
+	text string
+}{
+	{exitOK, "all phases merged (or the command succeeded)"},
+	{exitFatal, "fatal: not a repository, refused base branch, already running, git or I/O error"},
+	{exitCheckpoint, "stopped at a LOOP-CHECKPOINT marker"},
+	{exitInvalid, "invalid or missing manifest, or nothing can progress"},
+	{exitDepError, "a worker reported a dependency error"},
+	{exitExhausted, "halted: a phase exhausted its supervisor attempts"},
+	{exitNoDone, "halted: a phase never produced its DONE_ doc"},
+	{exitIterLimit, "iteration limit reached"},
+	{exitParked, "keep-going finished with parked ([blocked]) phases"},
+	{exitUsage, "flag or argument misuse"},
+	{exitSIGINT, "interrupted by SIGINT (Ctrl-C)"},
+	{exitSIGTERM, "terminated by SIGTERM"},
+}
+
+func printExitCodes(w io.Writer) {
+	fmt.Fprintln(w, "Exit codes:")
+	for _, e := range exitTable {
+		fmt.Fprintf(w, "  %3d  %s\n", e.code, e.text)
+	}
+}
+
+// usageError is flag or argument misuse.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps a command's error, and the signal that stopped it if any,
+// to the process exit code.
+func exitCode(err error, sig os.Signal) int {
+	if err == nil || errors.Is(err, errHelpShown) {
+		return exitOK
+	}
+	var (
+		usage *usageError
+		halt  *scheduler.HaltError
+	)
+	switch {
+	case errors.As(err, &usage):
+		return exitUsage
+	case sig == syscall.SIGTERM:
+		return exitSIGTERM
+	case sig != nil || errors.Is(err, scheduler.ErrInterrupted):
+		return exitSIGINT
+	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress):
+		return exitInvalid
+	case errors.Is(err, scheduler.ErrCheckpoint):
+		return exitCheckpoint
+	case errors.As(err, &halt):
+		if halt.Reason == scheduler.ReasonNoDone {
+			return exitNoDone
+		}
+		return exitExhausted
+	case errors.Is(err, scheduler.ErrParked):
+		return exitParked
+	case errors.Is(err, worktree.ErrNotRepo):
+		return exitFatal
+	}
+	return exitFatal
+}
+
+// isSilent is true for errors whose story was already told on screen.
+func isSilent(err error) bool {
+	return errors.Is(err, errHelpShown) || errors.Is(err, scheduler.ErrParked) ||
+		errors.As(err, new(*scheduler.HaltError)) || errors.Is(err, scheduler.ErrCheckpoint)
+}
+
+// formatError renders an error for stderr as "claudopilot: <what>: <why>".
+// An invalid roadmap is already "path:line: message" lines.
+func formatError(err error) string {
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return "claudopilot: " + usage.msg
+	}
+	if roadmap.IsInvalid(err) {
+		return err.Error()
+	}
+	return "claudopilot: " + err.Error()
+}

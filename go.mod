@@ -1,0 +1,13 @@
+module github.com/claudopilot/claudopilot
+
+go 1.26.0
+
+require (
+	github.com/dominikbraun/graph v0.23.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
+)

@@ -1,0 +1,362 @@
+// Package land is the merge owner: it lands one done phase at a time on the
+// base branch. It builds the exact merge commit (git merge-tree and
+// commit-tree, base tip plus branch, with the phase marked [merged] in the
+// manifest in that same commit), gates that exact commit, and moves the base
+// with a compare-and-swap (git update-ref <ref> <new> <old>), then brings a
+// checkout of the base forward as git merge would. Nothing red, and nothing
+// untested, reaches the base.
+//
+// It is apart from package worktree (plain git operations that know nothing
+// of phases) and from the scheduler (which only decides what merges when).
+package land
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Owner implements scheduler.Merger.
+type Owner struct {
+	Git       *worktree.Client
+	Layout    scheduler.Layout
+	Live      *roadmap.File // the manifest on disk that humans edit
+	Env       []string      // for the gate
+	LogCap    int64
+	KillGrace time.Duration
+}
+
+var _ scheduler.Merger = (*Owner)(nil)
+
+// attempts bounds how often a merge is rebuilt because the base moved
+// under it (a human committing on the base meanwhile).
+const attempts = 5
+
+// Merge lands one phase.
+func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
+	out := scheduler.MergeOutcome{ID: j.ID}
+	for try := 0; try < attempts; try++ {
+		res, again := o.try(ctx, j)
+		if !again {
+			return res
+		}
+	}
+	out.Err = fmt.Errorf("the base branch %s kept moving during the merge", o.Layout.Base)
+	return out
+}
+
+// try makes one attempt; again is true when the base moved under it.
+func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.MergeOutcome, again bool) {
+	out.ID = j.ID
+	baseRef := "refs/heads/" + o.Layout.Base
+	base, err := o.Git.RevParse(ctx, baseRef)
+	if err != nil {
+		out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
+		return out, false
+	}
+	tip := j.Tip
+	if tip == "" {
+		if tip, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(j.ID)); err != nil {
+			out.Err = err
+			return out, false
+		}
+	}
+	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
+		// Already contained (a merge that landed before a crash): only
+		// the bookkeeping is left.
+		if err := o.markLive(j); err != nil {
+			out.Err = err
+			return out, false
+		}
+		o.cleanup(ctx, j.ID, tip, base)
+		out.OK, out.Commit = true, base
+		return out, false
+	}
+	if paths := o.outOfScope(ctx, j, base, tip); len(paths) > 0 {
+		out.Reason = scheduler.ReasonScope
+		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
+		return out, false
+	}
+	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
+	if err != nil {
+		out.Err = err
+		return out, false
+	}
+	if len(conflicts) > 0 {
+		out.Reason = scheduler.ReasonConflict
+		out.Detail = "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
+		return out, false
+	}
+	// The manifest in the commit is the base's, with this phase marked
+	// merged: whatever the worker did to the manifest on its branch is
+	// dropped.
+	mrel := o.Layout.ManifestRel()
+	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
+	if err != nil || !has {
+		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
+		return out, false
+	}
+	flipped, err := flip(committed, j)
+	if err != nil {
+		// The phase was added to the live file and never committed:
+		// commit the live manifest with the flip instead.
+		live, rerr := os.ReadFile(o.Live.Path)
+		if rerr != nil {
+			out.Err = rerr
+			return out, false
+		}
+		if flipped, err = flip(live, j); err != nil {
+			out.Err = fmt.Errorf("mark %s merged: %w", j.ID, err)
+			return out, false
+		}
+	}
+	tree, err = o.Git.ReplaceFiles(ctx, tree, map[string][]byte{mrel: flipped}, nil)
+	if err != nil {
+		out.Err = err
+		return out, false
+	}
+	commit, err := o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, CleanTitle(j.Title)))
+	if err != nil {
+		out.Err = err
+		return out, false
+	}
+	// Test exactly what lands, unless the merged tree is the tree that
+	// was already gated (apart from the manifest, which the gate cannot
+	// depend on).
+	if o.needsGate(ctx, j, base, commit, tip) {
+		ok, detail, err := o.gate(ctx, j, commit)
+		if err != nil {
+			out.Err = err
+			return out, false
+		}
+		if !ok {
+			out.Reason, out.Detail = scheduler.ReasonGate, detail
+			return out, false
+		}
+	}
+	dir, checkedOut, err := o.Git.WorktreeOf(ctx, o.Layout.Base)
+	if err != nil {
+		out.Err = err
+		return out, false
+	}
+	var keep []string
+	if checkedOut && samePath(dir, o.Layout.Top) {
+		keep = []string{mrel}
+	}
+	if checkedOut {
+		blocking, err := o.Git.WouldOverwrite(ctx, dir, base, commit)
+		if err != nil {
+			out.Err = err
+			return out, false
+		}
+		blocking = without(blocking, keep)
+		if len(blocking) > 0 {
+			out.Wait = blocking
+			return out, false
+		}
+	}
+	o.Live.Lock()
+	defer o.Live.Unlock()
+	live, _ := os.ReadFile(o.Live.Path)
+	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+		if errors.Is(err, worktree.ErrStale) {
+			return out, true
+		}
+		out.Err = err
+		return out, false
+	}
+	if checkedOut {
+		if err := o.Git.MoveCheckout(ctx, dir, base, commit, keep); err != nil {
+			// The base has moved and is correct; only the checkout
+			// lags. `git status` shows it; say so and carry on.
+			out.Detail = "the base checkout was not brought forward: " + err.Error()
+		}
+	}
+	if keep != nil && live != nil {
+		// The checkout now holds the committed manifest; put the live
+		// states back with this phase marked merged.
+		if b, err := flip(live, j); err == nil {
+			err = roadmap.WriteAtomic(o.Live.Path, b)
+			if err != nil {
+				out.Err = err
+				return out, false
+			}
+		}
+	} else if err := o.Live.UpdateLocked(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
+		out.Err = err
+		return out, false
+	}
+	o.cleanup(ctx, j.ID, tip, commit)
+	out.OK, out.Commit = true, commit
+	return out, false
+}
+
+// markLive marks the phase merged in the live file.
+func (o *Owner) markLive(j scheduler.MergeJob) error {
+	return o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) })
+}
+
+// flip marks the phase merged, and the manifest complete when this merge
+// lands the last phase.
+func flip(src []byte, j scheduler.MergeJob) ([]byte, error) {
+	b, err := manifest.Apply(src, j.ID, manifest.Merged)
+	if err != nil {
+		return nil, err
+	}
+	if !j.Complete {
+		return b, nil
+	}
+	m, err := manifest.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range m.Phases {
+		if p.State != manifest.Merged {
+			return b, nil
+		}
+	}
+	return m.SetStatus("complete")
+}
+
+// needsGate is false only when the merge commit's tree equals the gated
+// branch tip's tree, manifest aside.
+func (o *Owner) needsGate(ctx context.Context, j scheduler.MergeJob, base, commit, tip string) bool {
+	changed, err := o.Git.DiffNames(ctx, tip, commit)
+	if err != nil {
+		return true
+	}
+	for _, p := range changed {
+		if p != o.Layout.ManifestRel() {
+			return true
+		}
+	}
+	return false
+}
+
+// gate runs the phase's gate on the exact merge commit, detached in the
+// phase's already-prepared worktree, then puts the worktree back on its
+// branch.
+func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (bool, string, error) {
+	wt := o.Layout.Worktree(j.ID)
+	branch := o.Layout.Branch(j.ID)
+	if _, err := os.Stat(wt); err != nil {
+		// The worktree is gone (a resumed run that found the branch
+		// only): gate in a temporary detached worktree.
+		tmp := filepath.Join(o.Layout.Dir(), "worktrees", scheduler.SafeName(j.ID)+".merge")
+		_ = o.Git.RemoveWorktree(ctx, tmp)
+		if _, err := o.Git.Git(ctx, "worktree", "add", "--detach", tmp, commit); err != nil {
+			return false, "", err
+		}
+		defer o.Git.RemoveWorktree(context.WithoutCancel(ctx), tmp)
+		ok, log, err := work.RunGate(ctx, o.Layout, j.ID, j.Gate, tmp, o.Env, o.LogCap, o.KillGrace)
+		return ok, "the gate is red on the merge with " + o.Layout.Base + ": see " + log, err
+	}
+	if _, err := o.Git.GitIn(ctx, wt, "checkout", "-q", "-f", "--detach", commit); err != nil {
+		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
+	}
+	ok, log, err := work.RunGate(ctx, o.Layout, j.ID, j.Gate, wt, o.Env, o.LogCap, o.KillGrace)
+	if _, cerr := o.Git.GitIn(context.WithoutCancel(ctx), wt, "checkout", "-q", "-f", branch); cerr != nil && err == nil {
+		err = fmt.Errorf("put %s back on %s: %w", wt, branch, cerr)
+	}
+	return ok, "the gate is red on the merge with " + o.Layout.Base + ": see " + log, err
+}
+
+// outOfScope lists the files the branch changed outside the phase's
+// declared scope, its phase doc and the manifest aside.
+func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip string) []string {
+	if len(j.Owns) == 0 {
+		return nil
+	}
+	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
+	if err != nil {
+		return nil
+	}
+	changed, err := o.Git.DiffNames(ctx, mb, tip)
+	if err != nil {
+		return nil
+	}
+	var bad []string
+	for _, p := range changed {
+		if p == o.Layout.ManifestRel() || strings.HasPrefix(p, o.Layout.RoadmapRel+"/") && isDocOf(p, o.Layout.RoadmapRel, j.ID) {
+			continue
+		}
+		if !InScope(p, j.Owns) {
+			bad = append(bad, p)
+		}
+	}
+	return bad
+}
+
+func isDocOf(p, dir, id string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(p, dir+"/"), roadmap.DonePrefix)
+	return name == id+".md" || strings.HasPrefix(name, id+"-") && strings.HasSuffix(name, ".md")
+}
+
+// InScope reports whether path lies within the declared scope: a folder
+// ("api/") covers everything below it, a file covers itself.
+func InScope(path string, owns []string) bool {
+	for _, o := range owns {
+		o = strings.TrimPrefix(o, "./")
+		if path == strings.TrimSuffix(o, "/") || strings.HasPrefix(path, strings.TrimSuffix(o, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanup removes a landed phase's worktree and branch. The branch goes
+// only when the base contains its tip.
+func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
+	ctx = context.WithoutCancel(ctx)
+	_ = o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
+	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
+		branch := o.Layout.Branch(id)
+		if cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch); err == nil && cur == tip {
+			_ = o.Git.DeleteBranch(ctx, branch)
+		}
+	}
+}
+
+var annotation = regexp.MustCompile(`\s*\((deps|owns|gate|est):[^)]*\)`)
+
+// CleanTitle drops the (deps: …)-style annotations from a title for use in
+// a commit message.
+func CleanTitle(t string) string {
+	return strings.TrimSpace(annotation.ReplaceAllString(t, ""))
+}
+
+func without(paths, drop []string) []string {
+	var out []string
+	for _, p := range paths {
+		keep := true
+		for _, d := range drop {
+			if p == d {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func samePath(a, b string) bool {
+	ea, err1 := filepath.EvalSymlinks(a)
+	eb, err2 := filepath.EvalSymlinks(b)
+	if err1 == nil && err2 == nil {
+		return ea == eb
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}

@@ -1,0 +1,68 @@
+// Command claudopilot runs a roadmap of phases as a dependency graph: every
+// eligible phase gets an AI coding agent in its own git worktree, green work
+// is merged into the base branch one phase at a time, red work is repaired
+// or parked.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+// Streams are the command's standard streams. Tests swap them for buffers.
+type Streams struct {
+	In       io.Reader
+	Out      io.Writer
+	Err      io.Writer
+	ErrIsTTY bool // progress is redrawn in place only on a terminal
+	Color    bool
+}
+
+func main() {
+	ctx, cause := signalContext()
+	s := &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	s.ErrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
+	_, noColor := os.LookupEnv("NO_COLOR")
+	s.Color = s.ErrIsTTY && !noColor && os.Getenv("TERM") != "dumb"
+	err := run(ctx, os.Args[1:], s, os.Environ())
+	code := exitCode(err, cause())
+	if err != nil && !isSilent(err) {
+		fmt.Fprintln(os.Stderr, formatError(err))
+	}
+	os.Exit(code)
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM; the returned
+// func tells which one arrived, so the exit code can say so (130 or 143).
+func signalContext() (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	got := make(chan os.Signal, 1)
+	go func() {
+		sig := <-ch
+		got <- sig
+		cancel()
+		// A second signal means "now": leave without the graceful stop.
+		sig2 := <-ch
+		if sig2 == syscall.SIGTERM {
+			os.Exit(143)
+		}
+		os.Exit(130)
+	}()
+	return ctx, func() os.Signal {
+		select {
+		case s := <-got:
+			got <- s
+			return s
+		default:
+			return nil
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+)
+
+// progress renders scheduler events. It is the only writer of progress
+// output and runs in one goroutine: a live table on a terminal, one line
+// per event elsewhere, JSON lines with --json.
+type progress struct {
+	s     *Streams
+	json  bool
+	enc   *json.Encoder
+	rows  []*row
+	by    map[string]*row
+	drawn int // lines of the last table, to redraw in place
+	start time.Time
+	logOf func(id string, role scheduler.Role, attempt int) string
+}
+
+type row struct {
+	id, state, note, log string
+	role                 scheduler.Role
+	attempt              int
+	since                time.Time
+	until                time.Time
+}
+
+func newProgress(s *Streams, jsonOut bool, rm *roadmap.Roadmap, l scheduler.Layout) *progress {
+	p := &progress{s: s, json: jsonOut, by: map[string]*row{}, start: time.Now()}
+	p.logOf = func(id string, role scheduler.Role, attempt int) string { return l.LogPath(id, string(role), attempt) }
+	if jsonOut {
+		p.enc = json.NewEncoder(s.Out)
+	}
+	for _, n := range rm.Nodes {
+		r := &row{id: n.ID, state: string(n.State)}
+		p.rows = append(p.rows, r)
+		p.by[n.ID] = r
+	}
+	return p
+}
+
+func (p *progress) consume(events <-chan scheduler.Event) {
+	var tick <-chan time.Time
+	if p.s.ErrIsTTY && !p.json {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				if p.drawn > 0 {
+					p.draw()
+				}
+				return
+			}
+			p.apply(e)
+			switch {
+			case p.json:
+				_ = p.enc.Encode(e)
+			case p.s.ErrIsTTY:
+				p.draw()
+			default:
+				fmt.Fprintln(p.s.Err, formatEvent(e))
+			}
+		case <-tick:
+			p.draw()
+		}
+	}
+}
+
+// apply updates the view (not the run's state, which the scheduler owns).
+func (p *progress) apply(e scheduler.Event) {
+	r := p.by[e.Phase]
+	if r == nil {
+		if e.Phase == "" {
+			return
+		}
+		r = &row{id: e.Phase}
+		p.rows = append(p.rows, r)
+		p.by[e.Phase] = r
+	}
+	if e.State != "" {
+		r.state = e.State
+	}
+	switch e.Kind {
+	case scheduler.EvLaunch:
+		r.role, r.attempt, r.since, r.note, r.until = e.Role, e.Attempt, e.Time, "", time.Time{}
+		r.log = p.logOf(e.Phase, e.Role, e.Attempt)
+	case scheduler.EvExit:
+		if e.Reason != "" {
+			r.note = string(e.Reason)
+		}
+		r.log = e.LogPath
+	case scheduler.EvCooldown, scheduler.EvRetry:
+		r.until, r.note = e.Until, e.Kind
+	case scheduler.EvMerging:
+		r.note = "merging"
+	case scheduler.EvWait:
+		r.note = "waits for: " + strings.Join(e.Files, ", ")
+	case scheduler.EvMerged:
+		r.note = ""
+	case scheduler.EvBlocked, scheduler.EvFailed:
+		r.note = string(e.Reason)
+		if e.Detail != "" && e.Reason == "" {
+			r.note = e.Detail
+		}
+	}
+}
+
+func formatEvent(e scheduler.Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.Format("15:04:05"))
+	if e.Phase != "" {
+		fmt.Fprintf(&b, " %-12s", e.Phase)
+	}
+	b.WriteString(" " + e.Kind)
+	if e.Role != "" {
+		fmt.Fprintf(&b, " %s", e.Role)
+	}
+	if e.Attempt > 0 {
+		fmt.Fprintf(&b, " #%d", e.Attempt)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", e.Reason)
+	}
+	if !e.Until.IsZero() {
+		fmt.Fprintf(&b, " until=%s", e.Until.Format("15:04:05"))
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, ": %s", e.Detail)
+	}
+	if e.LogPath != "" && e.Reason != "" {
+		fmt.Fprintf(&b, " (log %s)", e.LogPath)
+	}
+	return b.String()
+}
+
+// draw redraws the live table in place on the terminal.
+func (p *progress) draw() {
+	w := p.s.Err
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
+	}
+	lines := 0
+	counts := map[string]int{}
+	for _, r := range p.rows {
+		counts[r.state]++
+	}
+	now := time.Now()
+	fmt.Fprintf(&b, "claudopilot  %s  %s\n", now.Sub(p.start).Round(time.Second), countsText(counts))
+	lines++
+	for _, r := range p.rows {
+		// A long roadmap shows only what is moving.
+		if len(p.rows) > 15 && (r.state == string(manifest.Merged) || r.state == string(manifest.Pending)) {
+			continue
+		}
+		el, detail := "", r.note
+		if r.state == string(manifest.Running) && !r.since.IsZero() {
+			el = now.Sub(r.since).Round(time.Second).String()
+		}
+		if !r.until.IsZero() && r.until.After(now) {
+			detail = fmt.Sprintf("%s, %s left", r.note, r.until.Sub(now).Round(time.Second))
+		} else if r.state == string(manifest.Running) && r.log != "" {
+			if tail, err := supervisor.TailFile(r.log, 1); err == nil && len(tail) > 0 {
+				detail = strings.TrimSpace(tail[0])
+			}
+		}
+		role := ""
+		if r.attempt > 0 {
+			role = fmt.Sprintf("%s #%d", r.role, r.attempt)
+		}
+		line := fmt.Sprintf("  %-14s %s %-15s %6s  %s", r.id, colorState(p.s.Color, r.state), role, el, detail)
+		b.WriteString(clip(line, 120) + "\n")
+		lines++
+	}
+	p.drawn = lines
+	io.WriteString(w, b.String())
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func colorState(on bool, s string) string {
+	pad := fmt.Sprintf("%-8s", s)
+	if !on {
+		return pad
+	}
+	code := map[string]string{"merged": "32", "running": "36", "failed": "31", "blocked": "33"}[s]
+	if code == "" {
+		return pad
+	}
+	return "\x1b[" + code + "m" + pad + "\x1b[0m"
+}
+
+func countsText(c map[string]int) string {
+	var parts []string
+	for _, s := range manifest.States {
+		if c[string(s)] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[string(s)], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (p *progress) jsonSummary(sum scheduler.Summary) {
+	_ = p.enc.Encode(struct {
+		Kind string `json:"event"`
+		scheduler.Summary
+	}{"summary", sum})
+}
+
+// printSummary prints the end-of-run account on stdout.
+func printSummary(w io.Writer, sum scheduler.Summary, top string) {
+	fmt.Fprintf(w, "\n%d merged, %d blocked", sum.Counts["merged"], sum.Counts["blocked"])
+	for _, s := range []string{"failed", "running", "pending"} {
+		if sum.Counts[s] > 0 {
+			fmt.Fprintf(w, ", %d %s", sum.Counts[s], s)
+		}
+	}
+	fmt.Fprintf(w, " in %s\n", sum.Wall.Round(100*time.Millisecond))
+	for _, ph := range sum.Phases {
+		fmt.Fprintf(w, "  %-14s %-8s attempts %d  %8s", ph.ID, ph.State, ph.Attempts, ph.Spent.Round(100*time.Millisecond))
+		if ph.Reason != "" {
+			fmt.Fprintf(w, "  reason %s", ph.Reason)
+		}
+		if ph.WaitsOn != "" {
+			fmt.Fprintf(w, "  waits on %s", ph.WaitsOn)
+		}
+		if ph.LogPath != "" {
+			if rel, err := filepath.Rel(top, ph.LogPath); err == nil {
+				fmt.Fprintf(w, "  %s", rel)
+			} else {
+				fmt.Fprintf(w, "  %s", ph.LogPath)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}

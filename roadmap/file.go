@@ -1,0 +1,145 @@
+package roadmap
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+)
+
+// File is the live manifest on disk, shared by the driver and a human with
+// an editor. Every change re-reads the file, changes one token and replaces
+// the file atomically, so an edit made meanwhile is never overwritten.
+type File struct {
+	Path string
+	mu   sync.Mutex // serializes this process's writers; humans are handled by re-reading
+}
+
+// NewFile returns the live manifest at path.
+func NewFile(path string) *File { return &File{Path: path} }
+
+// Read parses the file as it is now.
+func (f *File) Read() (*manifest.Manifest, error) {
+	src, err := os.ReadFile(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return m, nil
+}
+
+// SetState changes one phase's state token.
+func (f *File) SetState(id string, s manifest.State) error {
+	return f.Update(func(src []byte) ([]byte, error) { return manifest.Apply(src, id, s) })
+}
+
+// SetStatus changes the **Status:** value, adding the line if missing.
+func (f *File) SetStatus(v string) error {
+	return f.Update(func(src []byte) ([]byte, error) {
+		m, err := manifest.Parse(src)
+		if err != nil {
+			return nil, err
+		}
+		if m.Status.Value == v {
+			return src, nil
+		}
+		return m.SetStatus(v)
+	})
+}
+
+// Update applies edit to the file's current bytes and replaces the file
+// with the result. An editor may be half-way through saving (VS Code
+// truncates, then writes), so a failed edit is tried again for a moment
+// before it is reported.
+func (f *File) Update(edit func(src []byte) ([]byte, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.UpdateLocked(edit)
+}
+
+// Lock and Unlock let a caller hold the file across a longer operation
+// (the merger moving the checkout under it) and use UpdateLocked inside.
+func (f *File) Lock()   { f.mu.Lock() }
+func (f *File) Unlock() { f.mu.Unlock() }
+
+// UpdateLocked is Update for a caller that holds the lock.
+func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
+	var lastErr error
+	for try := 0; try < 40; try++ {
+		if try > 0 {
+			time.Sleep(25 * time.Millisecond)
+		}
+		src, err := os.ReadFile(f.Path)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		out, err := edit(src)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if bytes.Equal(out, src) {
+			return nil
+		}
+		// Re-read right before the replace: if a human saved meanwhile,
+		// their bytes win and the token change is applied to them.
+		if cur, err := os.ReadFile(f.Path); err != nil || !bytes.Equal(cur, src) {
+			lastErr = fmt.Errorf("changed while writing")
+			continue
+		}
+		return WriteAtomic(f.Path, out)
+	}
+	return fmt.Errorf("update %s: %w", f.Path, lastErr)
+}
+
+// WriteAtomic replaces path with data: a temp file in the same folder,
+// fsync, the old file's mode, rename, fsync of the folder. A reader sees
+// the old bytes or the new ones, never a mix.
+func WriteAtomic(path string, data []byte) (err error) {
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

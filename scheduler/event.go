@@ -1,0 +1,55 @@
+package scheduler
+
+import "time"
+
+// Event is one thing that happened in a run, for progress output and
+// --json. The scheduler loop is the only sender.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"event"`
+	Phase   string    `json:"phase,omitempty"`
+	State   string    `json:"state,omitempty"`
+	Role    Role      `json:"role,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Reason  Reason    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	LogPath string    `json:"log,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
+	Files   []string  `json:"files,omitempty"`
+}
+
+// Event kinds.
+const (
+	EvStart    = "start"    // the run began
+	EvLaunch   = "launch"   // an agent started (Role, Attempt)
+	EvExit     = "exit"     // an attempt ended (Reason empty when OK)
+	EvMerging  = "merging"  // the merge owner took the phase
+	EvMerged   = "merged"   // the phase landed on the base
+	EvWait     = "wait"     // a merge waits for uncommitted files to go
+	EvCooldown = "cooldown" // a rate limit: no launches on that agent until Until
+	EvRetry    = "retry"    // a transient error: relaunch after a backoff
+	EvFailed   = "failed"   // the phase is [failed] (halt)
+	EvBlocked  = "blocked"  // the phase is [blocked] (keep-going), or waits on one
+	EvHalt     = "halt"     // no new launches: a phase failed
+	EvEdit     = "edit"     // the manifest changed on disk
+	EvWarn     = "warn"     // something worth a line that changes nothing
+	EvEnd      = "end"      // the run is over
+)
+
+// PhaseSummary is one phase's line in the end-of-run summary.
+type PhaseSummary struct {
+	ID       string        `json:"id"`
+	State    string        `json:"state"`
+	Attempts int           `json:"attempts"`
+	Spent    time.Duration `json:"spent_ns"`
+	Reason   Reason        `json:"reason,omitempty"`
+	WaitsOn  string        `json:"waits_on,omitempty"`
+	LogPath  string        `json:"log,omitempty"`
+}
+
+// Summary is how the run ended.
+type Summary struct {
+	Counts map[string]int `json:"counts"`
+	Wall   time.Duration  `json:"wall_ns"`
+	Phases []PhaseSummary `json:"phases"`
+}

@@ -1,0 +1,187 @@
+package scheduler
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Record is one line of the run journal: an append-only JSON-lines file,
+// fsynced per record, from which a restarted driver rebuilds its counters.
+type Record struct {
+	Time    time.Time `json:"t"`
+	Phase   string    `json:"phase,omitempty"`
+	Event   string    `json:"ev"`
+	Role    Role      `json:"role,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Reason  Reason    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	PGID    int       `json:"pgid,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
+	Tip     string    `json:"tip,omitempty"`
+	Commit  string    `json:"commit,omitempty"`
+	WaitsOn string    `json:"waits_on,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+}
+
+// Journal appends records to a file. Appends come from the loop and from
+// worker goroutines (process group ids), so the file has its own lock.
+type Journal struct {
+	path string
+	mu   sync.Mutex // guards f
+	f    *os.File
+	now  func() time.Time
+}
+
+// OpenJournal opens (or creates) the journal at path for appending.
+func OpenJournal(path string) (*Journal, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{path: path, f: f, now: time.Now}, nil
+}
+
+// Path is the journal's file.
+func (j *Journal) Path() string { return j.path }
+
+// Append writes one record and fsyncs it.
+func (j *Journal) Append(r Record) error {
+	if r.Time.IsZero() {
+		r.Time = j.now().UTC()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.Write(b); err != nil {
+		return fmt.Errorf("journal append: %w", err)
+	}
+	return j.f.Sync()
+}
+
+// Close closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.f.Close()
+}
+
+// ReadJournal returns every record in the file; a missing file is empty. A
+// torn last line (the driver died mid-write) is ignored.
+func ReadJournal(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		var r Record
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+// PhaseHistory is what the journal says about one phase.
+type PhaseHistory struct {
+	WorkerRuns, SuperRuns, SuperSpent int
+	Reason                            Reason
+	Detail                            string
+	Last                              string // last lifecycle event: launch, done, fail, failed, blocked, merged, retry
+	Tip                               string
+	WaitsOn                           string
+	PGIDs                             []int // process groups started and not known to have ended
+	Spent                             time.Duration
+	launchedAt                        time.Time
+}
+
+// History folds the journal into per-phase counters, plus the newest
+// cooldown deadline per role.
+func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
+	hs := make(map[string]*PhaseHistory)
+	cool := make(map[Role]time.Time)
+	get := func(id string) *PhaseHistory {
+		h := hs[id]
+		if h == nil {
+			h = &PhaseHistory{}
+			hs[id] = h
+		}
+		return h
+	}
+	for _, r := range recs {
+		if r.Phase == "" {
+			continue
+		}
+		h := get(r.Phase)
+		switch r.Event {
+		case "launch":
+			if r.Role == Supervisor {
+				h.SuperRuns = max(h.SuperRuns, r.Attempt)
+			} else {
+				h.WorkerRuns = max(h.WorkerRuns, r.Attempt)
+			}
+			h.Last = r.Event
+			h.launchedAt = r.Time
+		case "pgid":
+			h.PGIDs = append(h.PGIDs, r.PGID)
+		case "exit", "done", "fail", "interrupted", "cooldown", "transient":
+			h.PGIDs = nil
+			if !h.launchedAt.IsZero() {
+				h.Spent += r.Time.Sub(h.launchedAt)
+				h.launchedAt = time.Time{}
+			}
+			if r.Event == "done" {
+				h.Tip = r.Tip
+			}
+			if r.Event == "fail" {
+				if r.Role == Supervisor {
+					h.SuperSpent++
+				}
+				h.Reason, h.Detail = r.Reason, r.Detail
+			}
+			if r.Event == "cooldown" && r.Until.After(cool[r.Role]) {
+				cool[r.Role] = r.Until
+			}
+			if r.Event == "cooldown" || r.Event == "transient" {
+				// The retry reuses the attempt number.
+				if r.Role == Supervisor {
+					h.SuperRuns--
+				} else {
+					h.WorkerRuns--
+				}
+			}
+			h.Last = r.Event
+		case "failed", "blocked":
+			h.Last = r.Event
+			if r.Reason != "" {
+				h.Reason = r.Reason
+			}
+			h.WaitsOn = r.WaitsOn
+		case "merged", "retry":
+			// Counters start over for a retried phase, and a merged one
+			// is finished.
+			*h = PhaseHistory{Last: r.Event}
+		}
+	}
+	return hs, cool
+}

@@ -1,0 +1,59 @@
+package scheduler
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Layout says where a run keeps things. Everything of the driver's lives
+// under <top>/.claudopilot, hidden through .git/info/exclude.
+type Layout struct {
+	Top        string // the main worktree's top level
+	RoadmapRel string // the roadmap folder relative to Top, slash-separated
+	Base       string // the base branch
+}
+
+// Dir is the driver's folder.
+func (l Layout) Dir() string { return filepath.Join(l.Top, ".claudopilot") }
+
+// Worktree is where a phase's worktree lives.
+func (l Layout) Worktree(id string) string {
+	return filepath.Join(l.Dir(), "worktrees", SafeName(id))
+}
+
+// Branch is a phase's branch.
+func (l Layout) Branch(id string) string { return "auto/" + id }
+
+// LogDir holds one phase's logs.
+func (l Layout) LogDir(id string) string { return filepath.Join(l.Dir(), "logs", SafeName(id)) }
+
+// LogPath is the log of one attempt of one role ("worker", "supervisor",
+// "gate", "prepare").
+func (l Layout) LogPath(id, role string, attempt int) string {
+	return filepath.Join(l.LogDir(id), fmt.Sprintf("%s-%d.log", role, attempt))
+}
+
+// StateDir holds the journal.
+func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
+
+// JournalPath is the run journal.
+func (l Layout) JournalPath() string { return filepath.Join(l.StateDir(), "journal.jsonl") }
+
+// ManifestRel is the manifest's path in the repository.
+func (l Layout) ManifestRel() string { return path.Join(l.RoadmapRel, "EXECUTION-MANIFEST.md") }
+
+// DocRel is a phase doc's path in the repository.
+func (l Layout) DocRel(name string) string { return path.Join(l.RoadmapRel, name) }
+
+// SafeName makes an id usable as one path element.
+func SafeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, id)
+}

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// LockInfo is what the lock file records about its holder.
+type LockInfo struct {
+	PID  int       `json:"pid"`
+	Host string    `json:"host"`
+	Time time.Time `json:"time"`
+}
+
+// LockedError says another driver holds the repository.
+type LockedError struct {
+	Path string
+	LockInfo
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("already running (pid %d on %s since %s); lock %s", e.PID, e.Host, e.Time.Format(time.RFC3339), e.Path)
+}
+
+// Lock is a held driver lock: one driver per repository.
+type Lock struct{ path string }
+
+// AcquireLock takes the lock at path (under the git common dir, so every
+// worktree of the repository shares it). A lock whose holder is dead, on
+// this host, is taken over.
+func AcquireLock(path string) (*Lock, error) {
+	host, _ := os.Hostname()
+	me := LockInfo{PID: os.Getpid(), Host: host, Time: time.Now().UTC()}
+	data, _ := json.Marshal(me)
+	for try := 0; try < 3; try++ {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, werr := f.Write(data)
+			serr := f.Sync()
+			f.Close()
+			if werr != nil || serr != nil {
+				os.Remove(path)
+				return nil, fmt.Errorf("write lock %s: %w", path, errors.Join(werr, serr))
+			}
+			return &Lock{path: path}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, ok := ReadLock(path)
+		if ok && held.Host == host && !pidAlive(held.PID) || !ok && staleEmpty(path) {
+			// Dead holder (or a torn write): take it over.
+			os.Remove(path)
+			continue
+		}
+		if !ok {
+			held = LockInfo{}
+		}
+		return nil, &LockedError{Path: path, LockInfo: held}
+	}
+	return nil, fmt.Errorf("lock %s: could not take over a stale lock", path)
+}
+
+// staleEmpty is true for a lock file that holds nothing readable and is
+// older than a few seconds: its writer died between create and write.
+func staleEmpty(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && time.Since(st.ModTime()) > 5*time.Second
+}
+
+// ReadLock returns the lock's holder.
+func ReadLock(path string) (LockInfo, bool) {
+	var li LockInfo
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &li) != nil || li.PID <= 0 {
+		return li, false
+	}
+	return li, true
+}
+
+// LockHeld reports the live holder of the lock at path, if any.
+func LockHeld(path string) (LockInfo, bool) {
+	li, ok := ReadLock(path)
+	host, _ := os.Hostname()
+	if !ok || (li.Host == host && !pidAlive(li.PID)) {
+		return li, false
+	}
+	return li, true
+}
+
+// Release removes the lock.
+func (l *Lock) Release() error { return os.Remove(l.path) }
+
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

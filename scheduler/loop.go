@@ -1,0 +1,604 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+)
+
+// Config holds the knobs the loop itself reads.
+type Config struct {
+	MaxParallel           int
+	KeepGoing             bool
+	MaxSupervisorAttempts int
+	IgnoreCheckpoints     bool
+	Gate                  string        // GATE_CMD, for phases without (gate: …)
+	AgentCmd              string        // quota is shared per command
+	SupervisorCmd         string        //
+	TransientMaxRetries   int           // TRANSIENT_API_MAX_RETRIES
+	Poll                  time.Duration // how often outside state is re-read
+	// Backoff gives the delay before transient retry n (1-based).
+	Backoff func(n int) time.Duration
+}
+
+// Store writes phase states to the live manifest. Every write re-reads the
+// file and changes one token, so concurrent human edits survive.
+type Store interface {
+	SetState(id string, s manifest.State) error
+	Read() (*manifest.Manifest, error)
+}
+
+// Scheduler owns all run state. Only its loop goroutine changes it; workers,
+// the merger and timers report over channels.
+type Scheduler struct {
+	cfg    Config
+	rm     *roadmap.Roadmap
+	store  Store
+	runner Runner
+	merger Merger
+	jn     *Journal
+	events chan<- Event
+	now    func() time.Time
+
+	phases   []*phase // by roadmap index
+	byID     map[string]*phase
+	results  chan Outcome
+	merged   chan MergeOutcome
+	mergeQ   []*phase // done phases waiting for the merge owner, in order
+	merging  *phase   // the phase the merge owner holds, if any
+	cooldown map[string]time.Time
+	halt     *HaltError
+	fatal    error
+	started  time.Time
+	running  int // agents running now
+}
+
+// phase is the loop's view of one phase.
+type phase struct {
+	n        *roadmap.Node
+	state    manifest.State
+	busy     bool // an attempt is in flight
+	next     *Job // the attempt to start when a slot and the clock allow
+	notBefore time.Time
+
+	workerRuns int // attempts started per role (numbers the logs)
+	superRuns  int
+	superSpent int // supervisor attempts that count against the limit
+	transient  int
+	reason     Reason
+	detail     string
+	logPath    string
+	tip        string
+	waitsOn    string
+	retry      bool
+
+	started time.Time
+	spent   time.Duration
+}
+
+// New makes a scheduler for a validated roadmap. The journal may be nil
+// (no crash recovery); events may be nil (no progress output).
+func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Merger, jn *Journal, events chan<- Event) *Scheduler {
+	if cfg.MaxParallel < 1 {
+		cfg.MaxParallel = 1
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 5 * time.Second
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(n int) time.Duration { return time.Duration(min(10<<(n-1), 300)) * time.Second }
+	}
+	s := &Scheduler{
+		cfg: cfg, rm: rm, store: store, runner: runner, merger: merger, jn: jn, events: events,
+		now:      time.Now,
+		byID:     make(map[string]*phase, len(rm.Nodes)),
+		results:  make(chan Outcome),
+		merged:   make(chan MergeOutcome),
+		cooldown: make(map[string]time.Time),
+	}
+	for _, n := range rm.Nodes {
+		p := &phase{n: n, state: n.State}
+		s.phases = append(s.phases, p)
+		s.byID[n.ID] = p
+	}
+	return s
+}
+
+// Run drives the roadmap until everything that can be merged is, then
+// returns the summary and an error that says how it ended (nil: all merged).
+func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
+	s.started = s.now()
+	if err := s.restore(); err != nil {
+		return s.summary(), err
+	}
+	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, max %d in parallel", len(s.phases), s.cfg.MaxParallel)})
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if ctx.Err() == nil && s.fatal == nil {
+			s.dispatch(runCtx)
+		}
+		if s.idle() {
+			break
+		}
+		s.arm(timer)
+		select {
+		case o := <-s.results:
+			s.onOutcome(o)
+		case m := <-s.merged:
+			s.onMerge(m)
+		case <-timer.C:
+		case <-ctx.Done():
+			// Stop launching; cancelling runCtx stops every agent's
+			// process group (SIGTERM, SIGKILL after the grace). Keep
+			// collecting results until all are back.
+			cancel()
+			s.drain()
+			s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
+			return s.summary(), ErrInterrupted
+		}
+	}
+	return s.finish()
+}
+
+// drain waits for every in-flight attempt and merge after a cancel.
+func (s *Scheduler) drain() {
+	for s.running > 0 || s.merging != nil {
+		select {
+		case o := <-s.results:
+			s.running--
+			p := s.byID[o.ID]
+			p.busy = false
+			p.spent += o.Ended.Sub(o.Started)
+			s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
+		case m := <-s.merged:
+			s.merging = nil
+			if m.OK {
+				s.byID[m.ID].state = manifest.Merged
+				s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+			}
+		}
+	}
+}
+
+// idle is true when nothing is in flight and nothing could start.
+func (s *Scheduler) idle() bool {
+	if s.running > 0 || s.merging != nil || len(s.mergeQ) > 0 {
+		return false
+	}
+	if s.fatal != nil {
+		return true
+	}
+	for _, p := range s.phases {
+		if p.next != nil && s.halt == nil {
+			return false // waiting out a cooldown or backoff
+		}
+	}
+	return true
+}
+
+// arm sets the timer to the earliest moment something waits for.
+func (s *Scheduler) arm(t *time.Timer) {
+	var at time.Time
+	consider := func(x time.Time) {
+		if !x.IsZero() && (at.IsZero() || x.Before(at)) {
+			at = x
+		}
+	}
+	for _, p := range s.phases {
+		if p.next != nil {
+			consider(p.notBefore)
+			consider(s.cooldown[s.cmdOf(p.next.Role)])
+		}
+	}
+	for _, p := range s.mergeQ {
+		consider(p.notBefore)
+	}
+	d := time.Hour
+	if !at.IsZero() {
+		d = max(at.Sub(s.now()), time.Millisecond)
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func (s *Scheduler) cmdOf(r Role) string {
+	if r == Supervisor {
+		return "supervisor:" + s.cfg.SupervisorCmd
+	}
+	return "agent:" + s.cfg.AgentCmd
+}
+
+// dispatch starts what may start: the next merge, pending relaunches, then
+// new phases, critical path first.
+func (s *Scheduler) dispatch(ctx context.Context) {
+	now := s.now()
+	if s.merging == nil {
+		for i, p := range s.mergeQ {
+			if p.notBefore.After(now) {
+				continue
+			}
+			s.mergeQ = slices.Delete(s.mergeQ, i, i+1)
+			s.startMerge(ctx, p)
+			break
+		}
+	}
+	// Relaunches first: finishing started work beats starting more.
+	for _, p := range s.phases {
+		if s.running >= s.cfg.MaxParallel {
+			return
+		}
+		if p.next == nil || p.busy || s.halt != nil || p.notBefore.After(now) {
+			continue
+		}
+		if until := s.cooldown[s.cmdOf(p.next.Role)]; until.After(now) {
+			continue
+		}
+		j := *p.next
+		p.next = nil
+		s.launch(ctx, p, j)
+	}
+	if s.halt != nil || s.running >= s.cfg.MaxParallel {
+		return
+	}
+	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
+		return
+	}
+	var ready []*phase
+	limit := s.checkpointLine()
+	for _, p := range s.phases {
+		if p.busy || p.next != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
+			continue
+		}
+		if s.depsMerged(p) {
+			ready = append(ready, p)
+		}
+	}
+	if len(ready) > s.cfg.MaxParallel-s.running {
+		rem := s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
+		slices.SortStableFunc(ready, func(a, b *phase) int {
+			if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
+				if ra > rb {
+					return -1
+				}
+				return 1
+			}
+			return a.n.Index - b.n.Index
+		})
+	}
+	for _, p := range ready {
+		if s.running >= s.cfg.MaxParallel {
+			break
+		}
+		if err := s.setState(p, manifest.Running); err != nil {
+			s.fatal = err
+			return
+		}
+		p.started = now
+		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry})
+		p.retry = false
+	}
+}
+
+func (s *Scheduler) depsMerged(p *phase) bool {
+	for _, d := range s.rm.Deps(p.n) {
+		if s.phases[d.Index].state != manifest.Merged {
+			return false
+		}
+	}
+	return true
+}
+
+// checkpointLine returns the line of the first LOOP-CHECKPOINT marker that
+// is in force, or 0. Phases below it wait until a human removes it.
+func (s *Scheduler) checkpointLine() int {
+	if s.cfg.KeepGoing || s.cfg.IgnoreCheckpoints || len(s.rm.Manifest.Checkpoints) == 0 {
+		return 0
+	}
+	return s.rm.Manifest.Checkpoints[0].Line
+}
+
+// launch starts one attempt in its own goroutine.
+func (s *Scheduler) launch(ctx context.Context, p *phase, j Job) {
+	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
+	j.Gate = s.gateOf(p)
+	if j.Role == Supervisor {
+		p.superRuns++
+		j.Attempt = p.superRuns
+		if j.Mode == "" {
+			j.Mode = "standard"
+			if p.superSpent+1 >= s.cfg.MaxSupervisorAttempts {
+				j.Mode = "best-effort"
+			}
+		}
+	} else {
+		p.workerRuns++
+		j.Attempt = p.workerRuns
+	}
+	p.busy = true
+	s.running++
+	s.record(Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt})
+	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt})
+	go func() {
+		o := s.runner.Run(ctx, j, func(pgid int) {
+			// Written from the worker goroutine: the journal is an
+			// append-only file with its own lock, not loop state.
+			s.record(Record{Phase: j.ID, Event: "pgid", Role: j.Role, Attempt: j.Attempt, PGID: pgid})
+		})
+		o.ID, o.Role, o.Attempt = j.ID, j.Role, j.Attempt
+		s.results <- o
+	}()
+}
+
+func (s *Scheduler) gateOf(p *phase) string {
+	if p.n.Gate != "" {
+		return p.n.Gate
+	}
+	return s.cfg.Gate
+}
+
+func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
+	s.merging = p
+	p.busy = true
+	complete := true
+	for _, q := range s.phases {
+		if q != p && q.state != manifest.Merged {
+			complete = false
+			break
+		}
+	}
+	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p), Complete: complete}
+	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
+	go func() {
+		// Merges finish even after an interrupt: a half-landed merge is
+		// worse than a late exit, and the merger is short.
+		s.merged <- s.merger.Merge(context.WithoutCancel(ctx), j)
+	}()
+}
+
+// onOutcome handles the end of one attempt.
+func (s *Scheduler) onOutcome(o Outcome) {
+	s.running--
+	p := s.byID[o.ID]
+	p.busy = false
+	p.spent += o.Ended.Sub(o.Started)
+	p.logPath = o.LogPath
+	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath})
+	switch {
+	case o.OK:
+		p.tip = o.Tip
+		p.transient = 0
+		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip})
+		s.mergeQ = append(s.mergeQ, p)
+		return
+	case o.Cooldown > 0:
+		until := s.now().Add(o.Cooldown)
+		key := s.cmdOf(o.Role)
+		if until.After(s.cooldown[key]) {
+			s.cooldown[key] = until
+		}
+		s.requeue(p, o, until)
+		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until})
+		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
+		return
+	case o.Transient && p.transient < s.cfg.TransientMaxRetries:
+		p.transient++
+		until := s.now().Add(s.cfg.Backoff(p.transient))
+		s.requeue(p, o, until)
+		s.record(Record{Phase: o.ID, Event: "transient", Role: o.Role, Attempt: o.Attempt, Until: until})
+		s.emit(Event{Kind: EvRetry, Phase: o.ID, Role: o.Role, Until: until, Detail: o.Detail})
+		return
+	}
+	p.transient = 0
+	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail})
+	if o.Role == Supervisor {
+		p.superSpent++
+	}
+	s.failed(p, o.Reason, o.Detail, o.LogPath)
+}
+
+// requeue schedules the same attempt again later without spending it.
+func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
+	j := Job{Role: o.Role}
+	if o.Role == Supervisor {
+		// The supervisor's failure context is kept from the first try.
+		j = Job{Role: Supervisor, Failure: p.reason, FailureLog: p.logPath, Detail: p.detail}
+		p.superRuns-- // the retry reuses the attempt number
+	} else {
+		p.workerRuns--
+	}
+	p.next = &j
+	p.notBefore = at
+}
+
+// failed routes a failure: to the supervisor while attempts remain, then
+// to halt or park.
+func (s *Scheduler) failed(p *phase, r Reason, detail, log string) {
+	p.reason, p.detail = r, detail
+	if log != "" {
+		p.logPath = log
+	}
+	if s.halt == nil && p.superSpent < s.cfg.MaxSupervisorAttempts {
+		p.next = &Job{Role: Supervisor, Failure: r, FailureLog: p.logPath, Detail: detail}
+		p.notBefore = time.Time{}
+		return
+	}
+	if s.cfg.KeepGoing {
+		s.park(p)
+		return
+	}
+	if err := s.setState(p, manifest.Failed); err != nil {
+		s.fatal = err
+	}
+	s.record(Record{Phase: p.n.ID, Event: "failed", Reason: r})
+	s.emit(Event{Kind: EvFailed, Phase: p.n.ID, State: string(manifest.Failed), Reason: r, Detail: detail, LogPath: p.logPath})
+	if s.halt == nil {
+		s.halt = &HaltError{ID: p.n.ID, Reason: r, LogPath: p.logPath}
+		s.emit(Event{Kind: EvHalt, Phase: p.n.ID, Reason: r, Detail: "no new launches; running phases finish and merge"})
+	}
+}
+
+// park blocks a phase (keep-going) and every phase that waits on it.
+func (s *Scheduler) park(p *phase) {
+	if err := s.setState(p, manifest.Blocked); err != nil {
+		s.fatal = err
+		return
+	}
+	s.record(Record{Phase: p.n.ID, Event: "blocked", Reason: p.reason})
+	s.emit(Event{Kind: EvBlocked, Phase: p.n.ID, State: string(manifest.Blocked), Reason: p.reason, Detail: p.detail, LogPath: p.logPath})
+	queue := []*roadmap.Node{p.n}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, d := range s.rm.Dependents(n) {
+			q := s.phases[d.Index]
+			if q.state != manifest.Pending || q.busy || q.next != nil {
+				continue
+			}
+			if err := s.setState(q, manifest.Blocked); err != nil {
+				s.fatal = err
+				return
+			}
+			q.waitsOn = p.n.ID
+			s.record(Record{Phase: q.n.ID, Event: "blocked", WaitsOn: p.n.ID})
+			s.emit(Event{Kind: EvBlocked, Phase: q.n.ID, State: string(manifest.Blocked), Detail: "waits on " + p.n.ID})
+			queue = append(queue, d)
+		}
+	}
+}
+
+// onMerge handles the merge owner's report.
+func (s *Scheduler) onMerge(m MergeOutcome) {
+	p := s.byID[m.ID]
+	s.merging = nil
+	p.busy = false
+	switch {
+	case m.OK:
+		// The merger wrote [merged] into the commit and the live file.
+		p.state = manifest.Merged
+		p.reason, p.detail = "", ""
+		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
+	case len(m.Wait) > 0:
+		p.notBefore = s.now().Add(s.cfg.Poll)
+		s.mergeQ = append([]*phase{p}, s.mergeQ...)
+		s.emit(Event{Kind: EvWait, Phase: m.ID, Files: m.Wait,
+			Detail: "the merge would overwrite uncommitted changes in the base checkout: " + strings.Join(m.Wait, ", ")})
+	case m.Err != nil:
+		s.fatal = fmt.Errorf("merge %s: %w", m.ID, m.Err)
+	default:
+		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail})
+		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail})
+		s.failed(p, m.Reason, m.Detail, "")
+	}
+}
+
+func (s *Scheduler) setState(p *phase, st manifest.State) error {
+	if p.state == st {
+		return nil
+	}
+	if err := s.store.SetState(p.n.ID, st); err != nil {
+		return fmt.Errorf("write state of %s: %w", p.n.ID, err)
+	}
+	p.state = st
+	return nil
+}
+
+func (s *Scheduler) emit(e Event) {
+	if s.events == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = s.now()
+	}
+	s.events <- e
+}
+
+func (s *Scheduler) record(r Record) {
+	if s.jn == nil {
+		return
+	}
+	if err := s.jn.Append(r); err != nil {
+		// A journal that cannot be written loses crash recovery, not
+		// work: say so and carry on.
+		s.emit(Event{Kind: EvWarn, Phase: r.Phase, Detail: "journal: " + err.Error()})
+	}
+}
+
+// finish decides how the run ended. Parked phases are counted from the
+// manifest on disk, not from this process's memory.
+func (s *Scheduler) finish() (Summary, error) {
+	sum := s.summary()
+	if s.fatal != nil {
+		s.emit(Event{Kind: EvEnd, Detail: s.fatal.Error()})
+		return sum, s.fatal
+	}
+	m, err := s.store.Read()
+	if err != nil {
+		return sum, fmt.Errorf("read manifest: %w", err)
+	}
+	var blocked, unmerged int
+	for _, ph := range m.Phases {
+		switch ph.State {
+		case manifest.Blocked:
+			blocked++
+		case manifest.Merged:
+		default:
+			unmerged++
+		}
+	}
+	switch {
+	case s.halt != nil:
+		s.emit(Event{Kind: EvEnd, Detail: s.halt.Error()})
+		return sum, s.halt
+	case blocked > 0:
+		s.emit(Event{Kind: EvEnd, Detail: fmt.Sprintf("%d blocked", blocked)})
+		return sum, ErrParked
+	case unmerged == 0:
+		s.emit(Event{Kind: EvEnd, Detail: "all merged"})
+		return sum, nil
+	case s.checkpointLine() > 0:
+		s.emit(Event{Kind: EvEnd, Detail: "stopped at LOOP-CHECKPOINT"})
+		return sum, fmt.Errorf("%w at line %d (remove the marker to go on)", ErrCheckpoint, s.checkpointLine())
+	}
+	s.emit(Event{Kind: EvEnd, Detail: "nothing can progress"})
+	return sum, fmt.Errorf("%w: %s", ErrNoProgress, s.stuckReason())
+}
+
+// stuckReason names what holds the remaining phases.
+func (s *Scheduler) stuckReason() string {
+	var why []string
+	for _, p := range s.phases {
+		if p.state == manifest.Failed || p.state == manifest.Running {
+			why = append(why, fmt.Sprintf("%s is [%s]", p.n.ID, p.state))
+		}
+	}
+	if len(why) == 0 {
+		return "pending phases wait on phases that are not merged"
+	}
+	return strings.Join(why, ", ") + " (flip it to [pending] or run `claudopilot retry ID`)"
+}
+
+func (s *Scheduler) summary() Summary {
+	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started)}
+	for _, p := range s.phases {
+		sum.Counts[string(p.state)]++
+		sum.Phases = append(sum.Phases, PhaseSummary{
+			ID: p.n.ID, State: string(p.state), Attempts: p.workerRuns + p.superRuns,
+			Spent: p.spent, Reason: p.reason, WaitsOn: p.waitsOn, LogPath: p.logPath,
+		})
+	}
+	return sum
+}

@@ -1,0 +1,58 @@
+package scheduler
+
+import (
+	"github.com/claudopilot/claudopilot/manifest"
+)
+
+// restore rebuilds counters from the journal so that attempts, supervisor
+// runs, cooldowns and failure reasons survive a restart of the driver.
+func (s *Scheduler) restore() error {
+	now := s.now()
+	for _, p := range s.phases {
+		if p.state == manifest.Running {
+			// The driver died while this phase ran. The runner finds its
+			// worktree and goes straight to the gate if the branch is
+			// already done; otherwise the worker is relaunched there and
+			// that attempt counts.
+			p.next = &Job{Role: Worker, Resume: true}
+			p.started = now
+		}
+	}
+	if s.jn == nil {
+		return nil
+	}
+	recs, err := ReadJournal(s.jn.Path())
+	if err != nil {
+		return err
+	}
+	hist, cool := History(recs)
+	for role, until := range cool {
+		if until.After(now) {
+			s.cooldown[s.cmdOf(role)] = until
+		}
+	}
+	for _, p := range s.phases {
+		h := hist[p.n.ID]
+		if h == nil {
+			continue
+		}
+		switch p.state {
+		case manifest.Merged:
+			continue
+		case manifest.Pending:
+			if h.Last == "failed" || h.Last == "blocked" {
+				// A human flipped it back: counters start over and the
+				// kept branch is brought up to date first.
+				p.retry = true
+				s.record(Record{Phase: p.n.ID, Event: "retry"})
+				continue
+			}
+		}
+		p.workerRuns, p.superRuns, p.superSpent = h.WorkerRuns, h.SuperRuns, h.SuperSpent
+		p.reason, p.detail, p.waitsOn, p.spent = h.Reason, h.Detail, h.WaitsOn, h.Spent
+		if p.state == manifest.Running && h.Last == "fail" && p.superSpent < s.cfg.MaxSupervisorAttempts {
+			p.next = &Job{Role: Supervisor, Failure: p.reason, Detail: p.detail, Resume: true}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role says who runs in a phase's worktree.
+type Role string
+
+const (
+	Worker     Role = "worker"
+	Supervisor Role = "supervisor"
+)
+
+// Reason is why an attempt failed. Every failure carries exactly one.
+type Reason string
+
+const (
+	ReasonNone     Reason = ""
+	ReasonNoDone   Reason = "no-done"  // exited 0 without the DONE_ rename
+	ReasonExit     Reason = "exit"     // exited non-zero
+	ReasonGate     Reason = "gate"     // the gate is red
+	ReasonPrepare  Reason = "prepare"  // WORKTREE_PREPARE_CMD failed
+	ReasonStuck    Reason = "stuck"    // no output for STUCK_TIMEOUT
+	ReasonTimeout  Reason = "timeout"  // ran longer than AGENT_TIMEOUT
+	ReasonWorktree Reason = "worktree" // the worktree vanished or HEAD moved off auto/<id>
+	ReasonConflict Reason = "conflict" // the merge into the base conflicts
+	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
+)
+
+// Job asks a Runner for one attempt at one phase.
+type Job struct {
+	ID      string
+	Title   string
+	Doc     string   // the phase doc's file name, without DONE_
+	Owns    []string // the declared scope; empty = anything
+	Role    Role
+	Attempt int // 1-based, counted per role
+	// Mode is "standard", or "best-effort" on a phase's last supervisor
+	// attempt.
+	Mode string
+	// Failure and FailureLog tell a supervisor what went wrong.
+	Failure    Reason
+	FailureLog string
+	Detail     string // e.g. the conflicting paths
+	Gate       string // the gate for this phase (its own, or GATE_CMD)
+	// Retry is set when a parked or failed phase was flipped back to
+	// pending: its kept branch is brought up to date with the base first.
+	Retry bool
+	// Resume is set for a phase found [running] at start: the driver died
+	// during it. If its branch already passes the done check, the runner
+	// skips the agent and goes to the gate.
+	Resume bool
+}
+
+// Outcome is how an attempt ended. OK means the driver's own checks all
+// passed: exit 0, the DONE_ rename on the branch tip, at least one commit,
+// and a green gate.
+type Outcome struct {
+	ID       string
+	Role     Role
+	Attempt  int
+	OK       bool
+	Reason   Reason
+	ExitCode int
+	Detail   string // a short human explanation
+	LogPath  string // the log to read first
+	Tip      string // branch tip when OK
+	// Cooldown > 0 means the agent hit a rate limit: no attempt is spent,
+	// and no agent on the same command starts before it has passed.
+	Cooldown time.Duration
+	// Transient means a passing API error: retry with backoff.
+	Transient bool
+	Started   time.Time
+	Ended     time.Time
+}
+
+// Runner carries out one attempt: worktree, prepare, agent, done check,
+// gate. It blocks; the scheduler calls it from a goroutine of its own and
+// gets the result over a channel. started is called with the agent's
+// process group id as soon as it runs, so a restarted driver can find it.
+type Runner interface {
+	Run(ctx context.Context, j Job, started func(pgid int)) Outcome
+}
+
+// MergeJob asks the Merger to land one done phase.
+type MergeJob struct {
+	ID    string
+	Title string
+	Owns  []string
+	Tip   string // the branch tip that passed the checks
+	Gate  string
+	// Complete is set when this merge lands the last unmerged phase, so
+	// the same commit can mark the manifest complete.
+	Complete bool
+}
+
+// MergeOutcome is how a merge ended.
+type MergeOutcome struct {
+	ID     string
+	OK     bool
+	Commit string // the new base tip
+	// Wait lists uncommitted files in the base checkout that the merge
+	// would overwrite; the merge is retried once they are gone.
+	Wait   []string
+	Reason Reason // conflict, gate, scope, worktree
+	Detail string
+	Err    error // git or I/O failure
+}
+
+// Merger lands done phases on the base branch. The scheduler calls it for
+// one phase at a time, so merges are serial by construction.
+type Merger interface {
+	Merge(ctx context.Context, j MergeJob) MergeOutcome
+}
+
+// Errors that end a run; package main maps them to exit codes.
+var (
+	// ErrParked: keep-going finished and the manifest holds [blocked] phases.
+	ErrParked = errors.New("finished with parked phases")
+	// ErrNoProgress: phases remain but none can start.
+	ErrNoProgress = errors.New("nothing can progress")
+	// ErrCheckpoint: the run stopped at a LOOP-CHECKPOINT marker.
+	ErrCheckpoint = errors.New("stopped at a LOOP-CHECKPOINT")
+	// ErrInterrupted: the run was cancelled by a signal.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// HaltError ends a run that stopped on a failed phase (halt mode).
+type HaltError struct {
+	ID      string
+	Reason  Reason
+	LogPath string
+}
+
+func (e *HaltError) Error() string {
+	return fmt.Sprintf("halted: phase %s failed (%s); see %s", e.ID, e.Reason, e.LogPath)
+}

@@ -1,0 +1,411 @@
+// Package work carries out one attempt at one phase for the scheduler: it
+// makes or finds the phase's worktree, runs WORKTREE_PREPARE_CMD, starts the
+// agent with the pinned contract (prompt, environment, log), commits what the
+// agent left, and then checks "done" itself and runs the gate. The agent's
+// word is never taken for it.
+//
+// It is apart from package supervisor, which only runs a process, and from
+// the scheduler, which only decides what runs when.
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/prompts"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// ScriptAgent is the AGENT_CMD value that selects the built-in agent: it
+// runs the first ```sh block of the phase doc and, if that exits 0, renames
+// the doc to DONE_ and commits.
+const ScriptAgent = "script"
+
+// Runner implements scheduler.Runner over git worktrees and agent processes.
+type Runner struct {
+	Git     *worktree.Client
+	Layout  scheduler.Layout
+	Agent   string   // AGENT_CMD
+	Super   string   // SUPERVISOR_CMD
+	Prepare string   // WORKTREE_PREPARE_CMD
+	Env     []string // the driver's environment; the contract's variables are added
+	Prompts prompts.Set
+
+	StuckTimeout    time.Duration
+	AgentTimeout    time.Duration
+	LogCap          int64
+	KillGrace       time.Duration
+	DefaultCooldown time.Duration // DEFAULT_RATE_LIMIT_SLEEP
+	Now             func() time.Time
+}
+
+var _ scheduler.Runner = (*Runner)(nil)
+
+// Run carries out one attempt. It never panics on a bad worktree: every
+// problem becomes an Outcome with a reason.
+func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
+	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: r.now()}
+	fail := func(reason scheduler.Reason, detail string) scheduler.Outcome {
+		o.Reason, o.Detail, o.Ended = reason, detail, r.now()
+		return o
+	}
+	wt := r.Layout.Worktree(j.ID)
+	branch := r.Layout.Branch(j.ID)
+
+	fresh, err := r.ensureWorktree(ctx, j, wt, branch)
+	if err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	if fresh && r.Prepare != "" {
+		log := r.Layout.LogPath(j.ID, "prepare", nextNumber(r.Layout.LogDir(j.ID), "prepare"))
+		res := supervisor.Run(ctx, supervisor.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace})
+		o.LogPath = log
+		if ctx.Err() != nil {
+			return fail(scheduler.ReasonExit, "interrupted")
+		}
+		if res.ExitCode != 0 {
+			return fail(scheduler.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
+		}
+	}
+	if err := r.checkHead(ctx, wt, branch); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	if j.Retry {
+		// A kept branch starts current: the base is merged in first. A
+		// conflict there is left in place for the supervisor.
+		if paths, err := r.mergeBase(ctx, wt); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		} else if len(paths) > 0 {
+			return fail(scheduler.ReasonConflict, "conflicts with "+r.Layout.Base+": "+strings.Join(paths, ", "))
+		}
+	}
+	if j.Role == scheduler.Supervisor && j.Failure == scheduler.ReasonConflict {
+		if _, err := r.mergeBase(ctx, wt); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
+	}
+	if j.Resume {
+		// The driver died during this phase. If the branch is already
+		// done, go straight to the gate.
+		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
+			return r.gate(ctx, j, wt, tip, o)
+		}
+	}
+
+	cmd := r.Agent
+	if j.Role == scheduler.Supervisor {
+		cmd = r.Super
+	}
+	docRel := r.Layout.DocRel(j.Doc)
+	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
+	if cmd == ScriptAgent {
+		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
+			return fail(scheduler.ReasonExit, err.Error())
+		}
+	}
+	prompt, failLog, err := r.prompt(j, wt, branch, docRel, doneRel)
+	if err != nil {
+		return fail(scheduler.ReasonExit, err.Error())
+	}
+	log := r.Layout.LogPath(j.ID, string(j.Role), j.Attempt)
+	o.LogPath = log
+	promptFile := filepath.Join(r.Layout.LogDir(j.ID), fmt.Sprintf("%s-%d.prompt.md", j.Role, j.Attempt))
+	env := append(r.contractEnv(j, docRel, branch), "CLAUDOPILOT_PROMPT_FILE="+promptFile)
+	if failLog != "" {
+		env = append(env, "CLAUDOPILOT_FAILURE_LOG="+failLog)
+	}
+	res := supervisor.Run(ctx, supervisor.Spec{
+		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
+		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
+		OnStart: started,
+	})
+	o.ExitCode = res.ExitCode
+	switch res.Reason {
+	case "canceled":
+		r.commitLeftovers(context.WithoutCancel(ctx), j, wt)
+		return fail(scheduler.ReasonExit, "interrupted")
+	case "stuck":
+		r.commitLeftovers(ctx, j, wt)
+		return fail(scheduler.ReasonStuck, "no output for "+r.StuckTimeout.String())
+	case "timeout":
+		r.commitLeftovers(ctx, j, wt)
+		return fail(scheduler.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
+	case "start":
+		return fail(scheduler.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
+	}
+	if err := r.checkHead(ctx, wt, branch); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	if err := r.commitLeftovers(ctx, j, wt); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	tip, done, why := r.doneCheck(ctx, j, branch)
+	if res.ExitCode != 0 || !done {
+		// Only a failed attempt is read for rate limits: an agent that
+		// finished may well have printed "429" along the way.
+		switch supervisor.Classify(res.Tail) {
+		case supervisor.RateLimit:
+			o.Cooldown = supervisor.CooldownHint(res.Tail, r.now(), r.DefaultCooldown)
+			return fail(scheduler.ReasonExit, "rate limited")
+		case supervisor.Transient:
+			o.Transient = true
+		}
+		if res.ExitCode != 0 {
+			o.ExitCode = res.ExitCode
+			return fail(scheduler.ReasonExit, fmt.Sprintf("%s exited %d", j.Role, res.ExitCode))
+		}
+		return fail(scheduler.ReasonNoDone, why)
+	}
+	return r.gate(ctx, j, wt, tip, o)
+}
+
+// gate runs the phase's gate in its worktree at the branch tip.
+func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o scheduler.Outcome) scheduler.Outcome {
+	ok, log, err := RunGate(ctx, r.Layout, j.ID, j.Gate, wt, r.Env, r.LogCap, r.KillGrace)
+	o.Ended = r.now()
+	if err != nil || !ok {
+		o.Reason, o.LogPath = scheduler.ReasonGate, log
+		o.Detail = "the gate is red: " + j.Gate
+		if err != nil {
+			o.Detail = err.Error()
+		}
+		return o
+	}
+	o.OK, o.Tip = true, tip
+	return o
+}
+
+// RunGate runs a gate command in dir, logging to the phase's next
+// gate-<n>.log. ok is false when the gate exits non-zero.
+func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+	log = l.LogPath(id, "gate", nextNumber(l.LogDir(id), "gate"))
+	if gate == "" {
+		gate = "true"
+	}
+	res := supervisor.Run(ctx, supervisor.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace})
+	if res.Reason == "start" {
+		return false, log, fmt.Errorf("gate: %w", res.Err)
+	}
+	if ctx.Err() != nil {
+		return false, log, ctx.Err()
+	}
+	return res.ExitCode == 0, log, nil
+}
+
+// nextNumber returns 1 + the highest <prefix>-<n>.log in dir, so logs of
+// earlier runs are never overwritten.
+func nextNumber(dir, prefix string) int {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, prefix+"-"), ".log"))
+		if err == nil && k > n {
+			n = k
+		}
+	}
+	return n + 1
+}
+
+// ensureWorktree finds or makes the phase's worktree. fresh is true when it
+// was made now (so WORKTREE_PREPARE_CMD must run).
+func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh bool, err error) {
+	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
+		return false, nil
+	}
+	exists, err := r.Git.BranchExists(ctx, branch)
+	if err != nil {
+		return false, err
+	}
+	firstTry := j.Role == scheduler.Worker && j.Attempt == 1 && !j.Resume && !j.Retry
+	if exists {
+		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
+		if err != nil {
+			return false, err
+		}
+		merged, err := r.Git.IsAncestor(ctx, tip, "refs/heads/"+r.Layout.Base)
+		if err != nil {
+			return false, err
+		}
+		if merged && firstTry {
+			// A leftover of an earlier run that landed: start afresh.
+			if err := r.Git.DeleteBranch(ctx, branch); err != nil {
+				return false, err
+			}
+			exists = false
+		} else if !firstTry && !j.Retry && !j.Resume {
+			return false, fmt.Errorf("the worktree %s is gone", wt)
+		}
+	} else if !firstTry && !j.Resume && !j.Retry {
+		return false, fmt.Errorf("the worktree %s and branch %s are gone", wt, branch)
+	}
+	_ = r.Git.Prune(ctx) // a stale registration would block the add
+	if exists {
+		// A kept (parked) branch: attach it, keeping its commits.
+		return true, r.Git.AddWorktree(ctx, wt, branch, "")
+	}
+	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
+	if err != nil {
+		return false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
+	}
+	return true, r.Git.AddWorktree(ctx, wt, branch, base)
+}
+
+// checkHead fails when the worktree is gone or no longer on its branch.
+func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
+	if _, err := os.Stat(wt); err != nil {
+		return fmt.Errorf("the worktree %s is gone", wt)
+	}
+	head, err := r.Git.GitIn(ctx, wt, "symbolic-ref", "-q", "HEAD")
+	if err != nil || head != "refs/heads/"+branch {
+		if head == "" {
+			head = "a detached HEAD"
+		}
+		return fmt.Errorf("the worktree's HEAD is %s, not %s", head, branch)
+	}
+	return nil
+}
+
+// mergeBase merges the base into the branch in its worktree. Conflicts are
+// left in place and their paths returned; a merge already in progress is
+// left alone.
+func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
+	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		return r.unmerged(ctx, wt)
+	}
+	_, err := r.Git.GitIn(ctx, wt, "merge", "--no-edit", "refs/heads/"+r.Layout.Base)
+	if err == nil {
+		return nil, nil
+	}
+	paths, uerr := r.unmerged(ctx, wt)
+	if uerr != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("merge %s into the branch: %w", r.Layout.Base, err)
+	}
+	return paths, nil
+}
+
+func (r *Runner) unmerged(ctx context.Context, wt string) ([]string, error) {
+	out, err := r.Git.GitIn(ctx, wt, "diff", "--name-only", "--diff-filter=U")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// commitLeftovers commits whatever the agent left uncommitted, so it is
+// never lost, in a commit that says so.
+func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string) error {
+	if _, err := os.Stat(wt); err != nil {
+		return fmt.Errorf("the worktree %s is gone", wt)
+	}
+	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
+	_, err := r.Git.CommitAll(ctx, wt, msg)
+	return err
+}
+
+// doneCheck is the driver's own test of "done": the branch tip has
+// DONE_<doc>, no longer has <doc>, and holds at least one commit the base
+// does not.
+func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, branch string) (tip string, ok bool, why string) {
+	tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return "", false, err.Error()
+	}
+	docRel := r.Layout.DocRel(j.Doc)
+	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
+	if _, has, err := r.Git.ReadFile(ctx, tip, doneRel); err != nil || !has {
+		return tip, false, fmt.Sprintf("the branch has no %s: the phase doc was not renamed", doneRel)
+	}
+	if _, has, _ := r.Git.ReadFile(ctx, tip, docRel); has {
+		return tip, false, fmt.Sprintf("the branch still has %s beside its DONE_ copy", docRel)
+	}
+	n, err := r.Git.CountCommits(ctx, "refs/heads/"+r.Layout.Base, tip)
+	if err != nil || n == 0 {
+		return tip, false, "the branch has no commits beyond " + r.Layout.Base
+	}
+	return tip, true, ""
+}
+
+func (r *Runner) contractEnv(j scheduler.Job, docRel, branch string) []string {
+	env := make([]string, 0, len(r.Env)+12)
+	for _, kv := range r.Env {
+		// A driver started by another claudopilot must not leak its
+		// contract into this agent.
+		if !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"CLAUDOPILOT_ROLE="+string(j.Role),
+		"CLAUDOPILOT_PHASE="+j.ID,
+		"CLAUDOPILOT_PHASE_DOC="+docRel,
+		"CLAUDOPILOT_ATTEMPT="+strconv.Itoa(j.Attempt),
+		"CLAUDOPILOT_BRANCH="+branch,
+		"CLAUDOPILOT_BASE="+r.Layout.Base,
+		"CLAUDOPILOT_GATE="+j.Gate,
+	)
+	if j.Role == scheduler.Supervisor {
+		env = append(env,
+			"CLAUDOPILOT_SUPERVISOR_MODE="+j.Mode,
+			"CLAUDOPILOT_FAILURE="+string(j.Failure),
+		)
+		if j.Detail != "" {
+			env = append(env, "CLAUDOPILOT_FAILURE_DETAIL="+j.Detail)
+		}
+	}
+	return env
+}
+
+// prompt renders the role's prompt. For a supervisor it also writes the
+// failing log's last 200 lines to a file and returns its path.
+func (r *Runner) prompt(j scheduler.Job, wt, branch, docRel, doneRel string) ([]byte, string, error) {
+	d := prompts.Data{
+		ID: j.ID, Title: j.Title, Role: string(j.Role), Attempt: j.Attempt, Mode: j.Mode,
+		Doc: docRel, DoneDoc: doneRel, Manifest: r.Layout.ManifestRel(), Worktree: wt,
+		Branch: branch, Base: r.Layout.Base, Gate: j.Gate, Owns: j.Owns,
+		Failure: string(j.Failure), Detail: j.Detail,
+	}
+	if d.Gate == "" {
+		d.Gate = "true"
+	}
+	var failLog string
+	if j.Role == scheduler.Supervisor && j.FailureLog != "" {
+		lines, err := supervisor.TailFile(j.FailureLog, 200)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, "", err
+		}
+		failLog = filepath.Join(r.Layout.LogDir(j.ID), fmt.Sprintf("supervisor-%d.failure.log", j.Attempt))
+		if err := os.MkdirAll(filepath.Dir(failLog), 0o755); err != nil {
+			return nil, "", err
+		}
+		body := strings.Join(lines, "\n")
+		if len(lines) > 0 {
+			body += "\n"
+		}
+		if err := os.WriteFile(failLog, []byte(body), 0o644); err != nil {
+			return nil, "", err
+		}
+		d.FailureLog = failLog
+	}
+	p, err := r.Prompts.Render(string(j.Role), d)
+	return p, failLog, err
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
