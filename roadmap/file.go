@@ -2,6 +2,7 @@ package roadmap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -83,6 +84,11 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 			continue
 		}
 		out, err := edit(src)
+		if errors.Is(err, manifest.ErrUnknownPhase) {
+			// The file parses and the phase is not in it: waiting will
+			// not change that.
+			return fmt.Errorf("update %s: %w", f.Path, err)
+		}
 		if err != nil {
 			lastErr = err
 			continue

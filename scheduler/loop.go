@@ -406,7 +406,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	if o.Role == Supervisor {
 		p.superSpent++
 	}
-	s.failed(p, o.Reason, o.Detail, o.LogPath)
+	s.failed(p, o.Role, o.Reason, o.Detail, o.LogPath)
 }
 
 // requeue schedules the same attempt again later without spending it.
@@ -423,15 +423,21 @@ func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
 	p.notBefore = at
 }
 
-// failed routes a failure: to the supervisor while attempts remain, then
-// to halt or park.
-func (s *Scheduler) failed(p *phase, r Reason, detail, log string) {
+// failed routes a failure while supervisor attempts remain: a failed
+// worker (or merge) gets the supervisor; a supervisor that did not make the
+// phase done and green hands back to the worker, in the same worktree. Once
+// attempts run out the run halts, or parks the phase.
+func (s *Scheduler) failed(p *phase, by Role, r Reason, detail, log string) {
 	p.reason, p.detail = r, detail
 	if log != "" {
 		p.logPath = log
 	}
 	if s.halt == nil && p.superSpent < s.cfg.MaxSupervisorAttempts {
-		p.next = &Job{Role: Supervisor, Failure: r, FailureLog: p.logPath, Detail: detail}
+		if by == Supervisor {
+			p.next = &Job{Role: Worker}
+		} else {
+			p.next = &Job{Role: Supervisor, Failure: r, FailureLog: p.logPath, Detail: detail}
+		}
 		p.notBefore = time.Time{}
 		return
 	}
@@ -501,7 +507,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 	default:
 		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail})
-		s.failed(p, m.Reason, m.Detail, "")
+		s.failed(p, "", m.Reason, m.Detail, "")
 	}
 }
 

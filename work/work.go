@@ -56,14 +56,20 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: r.now()}
 	fail := func(reason scheduler.Reason, detail string) scheduler.Outcome {
 		o.Reason, o.Detail, o.Ended = reason, detail, r.now()
+		noteInLog(o.LogPath, fmt.Sprintf("claudopilot: %s attempt %d of %s failed: reason=%s: %s", j.Role, j.Attempt, j.ID, reason, detail))
 		return o
 	}
 	wt := r.Layout.Worktree(j.ID)
 	branch := r.Layout.Branch(j.ID)
 
-	fresh, err := r.ensureWorktree(ctx, j, wt, branch)
+	fresh, kept, err := r.ensureWorktree(ctx, j, wt, branch)
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	if kept {
+		// A branch left from an earlier run (parked, or its worktree
+		// removed): carry on from its commits, brought up to date.
+		j.Retry = true
 	}
 	if fresh && r.Prepare != "" {
 		log := r.Layout.LogPath(j.ID, "prepare", nextNumber(r.Layout.LogDir(j.ID), "prepare"))
@@ -221,46 +227,59 @@ func nextNumber(dir, prefix string) int {
 
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it
 // was made now (so WORKTREE_PREPARE_CMD must run).
-func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh bool, err error) {
+func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
-		return false, nil
+		return false, false, nil
 	}
 	exists, err := r.Git.BranchExists(ctx, branch)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	firstTry := j.Role == scheduler.Worker && j.Attempt == 1 && !j.Resume && !j.Retry
 	if exists {
 		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		merged, err := r.Git.IsAncestor(ctx, tip, "refs/heads/"+r.Layout.Base)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if merged && firstTry {
 			// A leftover of an earlier run that landed: start afresh.
 			if err := r.Git.DeleteBranch(ctx, branch); err != nil {
-				return false, err
+				return false, false, err
 			}
 			exists = false
 		} else if !firstTry && !j.Retry && !j.Resume {
-			return false, fmt.Errorf("the worktree %s is gone", wt)
+			return false, false, fmt.Errorf("the worktree %s is gone", wt)
 		}
 	} else if !firstTry && !j.Resume && !j.Retry {
-		return false, fmt.Errorf("the worktree %s and branch %s are gone", wt, branch)
+		return false, false, fmt.Errorf("the worktree %s and branch %s are gone", wt, branch)
 	}
-	_ = r.Git.Prune(ctx) // a stale registration would block the add
 	if exists {
 		// A kept (parked) branch: attach it, keeping its commits.
-		return true, r.Git.AddWorktree(ctx, wt, branch, "")
+		return true, !j.Resume, r.Git.AddWorktree(ctx, wt, branch, "")
 	}
 	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
 	if err != nil {
-		return false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
+		return false, false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
 	}
-	return true, r.Git.AddWorktree(ctx, wt, branch, base)
+	return true, false, r.Git.AddWorktree(ctx, wt, branch, base)
+}
+
+// noteInLog appends one line of the driver's to an attempt's log, so the
+// log tells the whole story of the attempt.
+func noteInLog(path, line string) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n=== %s\n", line)
 }
 
 // checkHead fails when the worktree is gone or no longer on its branch.

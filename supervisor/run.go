@@ -1,0 +1,314 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultKillGrace is the SIGTERM→SIGKILL delay used when Spec.KillGrace is 0.
+const DefaultKillGrace = 10 * time.Second
+
+// drainGrace is how long output is still read once the process group is
+// gone. Only a process that left the group (setsid) and survived can hold
+// the pipe past that; we stop waiting for it rather than hang.
+const drainGrace = 3 * time.Second
+
+// Reasons a run ended other than running to completion.
+const (
+	ReasonStuck    = "stuck"
+	ReasonTimeout  = "timeout"
+	ReasonCanceled = "canceled"
+	ReasonStart    = "start"
+)
+
+// Spec describes one agent process.
+type Spec struct {
+	Command string   // shell command line, run as: sh -c Command
+	Dir     string   // working directory (the worktree)
+	Env     []string // full environment; nil inherits ours (os/exec semantics)
+
+	// Prompt is written to PromptFile before start and given on stdin. With
+	// no PromptFile it still arrives on stdin; with neither, stdin is empty.
+	Prompt     []byte
+	PromptFile string
+
+	// LogPath receives stdout+stderr. It is created with its directories; an
+	// existing file is appended to after an "=== attempt restarted ===" line.
+	LogPath string
+	// LogCap bounds the log (DefaultLogCap when 0). Past it the file is
+	// rewritten to a drop marker plus the newest LogCap/2 bytes.
+	LogCap int64
+
+	StuckTimeout time.Duration // >0: no output for this long → Reason "stuck"
+	Timeout      time.Duration // >0: wall-clock limit → Reason "timeout"
+	KillGrace    time.Duration // SIGTERM→SIGKILL delay (DefaultKillGrace when 0)
+
+	// OnStart gets the pid, which is also the process group id, right after
+	// start so it can be journaled before anything else can go wrong.
+	OnStart func(pid int)
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode int    // -1 when killed by a signal or not started
+	Reason   string // "" (ran to completion, see ExitCode), "stuck", "timeout", "canceled", "start"
+	// Err explains a non-empty Reason (for "canceled" it wraps the context's
+	// cause) and reports supervision trouble such as a failed log write; it
+	// is nil for a process that simply exited, whatever its code.
+	Err            error
+	Tail           []string // last TailLines lines of output
+	Started, Ended time.Time
+}
+
+// Run starts s.Command in its own process group and waits until it ends, is
+// stopped, or ctx is done. It always returns once the group is dead; leftover
+// group members of a process that exited normally are stopped too (agents
+// must not leave daemons behind).
+func Run(ctx context.Context, s Spec) (res Result) {
+	res = Result{ExitCode: -1, Started: time.Now()}
+	defer func() { res.Ended = time.Now() }()
+	fail := func(reason string, err error) Result {
+		res.Reason, res.Err = reason, err
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(ReasonCanceled, fmt.Errorf("supervisor: canceled before start: %w", context.Cause(ctx)))
+	}
+	if s.LogCap <= 0 {
+		s.LogCap = DefaultLogCap
+	}
+	if s.KillGrace <= 0 {
+		s.KillGrace = DefaultKillGrace
+	}
+
+	stdin, err := promptInput(s)
+	if err != nil {
+		return fail(ReasonStart, err)
+	}
+	if stdin != nil {
+		defer stdin.Close()
+	}
+	logw, err := openLog(s.LogPath, s.LogCap, res.Started)
+	if err != nil {
+		return fail(ReasonStart, err)
+	}
+	// Our own pipe rather than handing the child the log file: we need to cap
+	// the log, watch for silence and keep a tail. Because every stdio file is
+	// an *os.File, os/exec starts no copying goroutines, so cmd.Wait returns
+	// the moment the shell exits even if a grandchild still holds the pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logw.Close()
+		return fail(ReasonStart, fmt.Errorf("supervisor: output pipe: %w", err))
+	}
+
+	cmd := exec.Command("/bin/sh", "-c", s.Command)
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	res.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		logw.Close()
+		return fail(ReasonStart, fmt.Errorf("supervisor: start %q: %w", s.Command, err))
+	}
+	// Only the child may hold the write end, or we would never see EOF.
+	pw.Close()
+	pid := cmd.Process.Pid
+
+	base := time.Now()
+	var lastOutput atomic.Int64 // ns since base, monotonic
+	var tail tailLines
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := pr.Read(buf)
+			if n > 0 {
+				lastOutput.Store(int64(time.Since(base)))
+				logw.Write(buf[:n])
+				tail.Write(buf[:n])
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+					logw.Write([]byte(fmt.Sprintf("\n=== supervisor: reading output: %v ===\n", err)))
+				}
+				return
+			}
+		}
+	}()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+
+	if s.OnStart != nil {
+		s.OnStart(pid)
+	}
+
+	reason, cause := watch(ctx, s, exited, base, &lastOutput)
+	var groupErr error
+	if reason == "" {
+		// The shell is gone; anything left in its group is an agent's
+		// daemon. Stop it so nothing keeps writing in the worktree.
+		groupErr = KillGroup(pid, s.KillGrace)
+	} else {
+		groupErr = terminate(pid, s.KillGrace, exited)
+	}
+
+	// The group is dead, so the pipe hits EOF as soon as the buffered output
+	// is read, unless an escaped process still holds it.
+	if err := pr.SetReadDeadline(time.Now().Add(drainGrace)); err != nil {
+		pr.Close()
+	}
+	<-drained
+	pr.Close()
+
+	res.Tail = tail.Lines()
+	if waitErr != nil {
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) {
+			cause = errors.Join(cause, fmt.Errorf("supervisor: wait: %w", waitErr))
+		}
+	}
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	res.Reason = reason
+	res.Err = errors.Join(cause, groupErr, logw.err, logw.Close())
+	return res
+}
+
+// promptInput writes the prompt file and returns the file to use as stdin. A
+// regular file rather than a pipe means no copying goroutine that could block
+// on a child that never reads stdin.
+func promptInput(s Spec) (*os.File, error) {
+	if s.PromptFile != "" {
+		if err := os.MkdirAll(filepath.Dir(s.PromptFile), 0o755); err != nil {
+			return nil, fmt.Errorf("supervisor: create prompt dir: %w", err)
+		}
+		if err := os.WriteFile(s.PromptFile, s.Prompt, 0o644); err != nil {
+			return nil, fmt.Errorf("supervisor: write prompt: %w", err)
+		}
+		f, err := os.Open(s.PromptFile)
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: open prompt: %w", err)
+		}
+		return f, nil
+	}
+	if len(s.Prompt) == 0 {
+		return nil, nil
+	}
+	f, err := os.CreateTemp("", "claudopilot-prompt-*")
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: prompt temp file: %w", err)
+	}
+	// Unlinked at once: the open descriptor is all the child needs.
+	os.Remove(f.Name())
+	if _, err := f.Write(s.Prompt); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("supervisor: write prompt: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("supervisor: rewind prompt: %w", err)
+	}
+	return f, nil
+}
+
+// watch waits for the process to exit or for a reason to stop it.
+func watch(ctx context.Context, s Spec, exited <-chan struct{}, base time.Time, lastOutput *atomic.Int64) (string, error) {
+	var timeout, stuck <-chan time.Time
+	if s.Timeout > 0 {
+		// Measured from start, not from here: OnStart may have taken a while.
+		t := time.NewTimer(s.Timeout - time.Since(base))
+		defer t.Stop()
+		timeout = t.C
+	}
+	var stuckTimer *time.Timer
+	if s.StuckTimeout > 0 {
+		stuckTimer = time.NewTimer(s.StuckTimeout)
+		defer stuckTimer.Stop()
+		stuck = stuckTimer.C
+	}
+	for {
+		select {
+		case <-exited:
+			return "", nil
+		case <-ctx.Done():
+			if isClosed(exited) {
+				return "", nil
+			}
+			return ReasonCanceled, fmt.Errorf("supervisor: canceled: %w", context.Cause(ctx))
+		case <-timeout:
+			if isClosed(exited) {
+				return "", nil
+			}
+			return ReasonTimeout, fmt.Errorf("supervisor: timed out after %s", s.Timeout)
+		case <-stuck:
+			// Output resets the deadline lazily: re-arm for the remainder
+			// instead of touching a timer on every read.
+			silent := time.Since(base) - time.Duration(lastOutput.Load())
+			if silent < s.StuckTimeout {
+				stuckTimer.Reset(s.StuckTimeout - silent)
+				continue
+			}
+			if isClosed(exited) {
+				return "", nil
+			}
+			return ReasonStuck, fmt.Errorf("supervisor: no output for %s", silent.Round(time.Millisecond))
+		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// terminate stops a running process group: SIGTERM, SIGKILL after grace,
+// and once the leader has exited SIGKILL for whatever is left, so no
+// grandchild outlives a canceled phase. Descendants that left the group are
+// found through parent links while the leader still lives and get the same
+// treatment.
+func terminate(pgid int, grace time.Duration, exited <-chan struct{}) error {
+	escaped := descendants(pgid)
+	var errs []error
+	errs = append(errs, signalGroup(pgid, syscall.SIGTERM))
+	signalProcs(escaped, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		escaped = append(escaped, descendants(pgid)...)
+		errs = append(errs, signalGroup(pgid, syscall.SIGKILL))
+		signalProcs(escaped, syscall.SIGKILL)
+		<-exited
+	}
+	signalProcs(escaped, syscall.SIGKILL)
+	errs = append(errs, KillGroup(pgid, 0))
+	deadline := time.Now().Add(reapWait)
+	for anyAlive(escaped) && time.Now().Before(deadline) {
+		time.Sleep(pollEvery)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,262 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mergeSetup builds main (checked out in c.Dir) with a.txt, b.txt and
+// MANIFEST.md, a task branch (in its own worktree) changing a.txt and adding
+// new/c.txt, and a merge commit of both with the manifest flipped. main is
+// NOT moved. It returns the old main and the merge commit.
+func mergeSetup(t *testing.T, c *Client, taskFiles map[string]string) (oldSHA, newSHA string) {
+	t.Helper()
+	ctx := context.Background()
+	oldSHA = commitFiles(t, c, "", "base", map[string]string{
+		"a.txt": "a\n", "b.txt": "b\n", "MANIFEST.md": "- [ ] task\n",
+	})
+	wt := filepath.Join(t.TempDir(), "task")
+	if err := c.AddWorktree(ctx, wt, "task", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if taskFiles == nil {
+		taskFiles = map[string]string{"a.txt": "a from task\n", "new/c.txt": "c\n"}
+	}
+	branch := commitFiles(t, c, wt, "task", taskFiles)
+	tree, conflicts, err := c.MergeTree(ctx, oldSHA, branch)
+	if err != nil || len(conflicts) > 0 {
+		t.Fatalf("MergeTree = %q, %v", conflicts, err)
+	}
+	tree, err = c.ReplaceFiles(ctx, tree, map[string][]byte{"MANIFEST.md": []byte("- [x] task\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSHA, err = c.CommitTree(ctx, tree, []string{oldSHA, branch}, "Merge task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oldSHA, newSHA
+}
+
+func moveMain(t *testing.T, c *Client, oldSHA, newSHA string) {
+	t.Helper()
+	if err := c.UpdateRef(context.Background(), "refs/heads/main", newSHA, oldSHA); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMoveCheckout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, nil)
+
+	// The user edits an unrelated file and has an untracked one; the live
+	// manifest is dirty; a.txt is merely stat-dirty (same content, new mtime).
+	writeFile(t, c.Dir, "b.txt", "b edited by user\n")
+	writeFile(t, c.Dir, "notes.txt", "user notes\n")
+	writeFile(t, c.Dir, "MANIFEST.md", "- [~] task (live)\n")
+	writeFile(t, c.Dir, "a.txt", "a\n")
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(c.Dir, "a.txt"), future, future); err != nil {
+		t.Fatal(err)
+	}
+
+	moveMain(t, c, oldSHA, newSHA)
+	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(over, []string{"MANIFEST.md"}) {
+		t.Errorf("WouldOverwrite = %q, want only the kept manifest", over)
+	}
+	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+		t.Fatal(err)
+	}
+
+	for p, want := range map[string]string{
+		"a.txt":       "a from task\n",      // moved forward
+		"new/c.txt":   "c\n",                // added
+		"b.txt":       "b edited by user\n", // user edit survives
+		"notes.txt":   "user notes\n",       // untracked survives
+		"MANIFEST.md": "- [x] task\n",       // new committed version, for the caller to rewrite
+	} {
+		if got := readFile(t, c.Dir, p); got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	if d, err := c.Dirty(ctx, ""); err != nil || !slices.Equal(d, []string{"b.txt", "notes.txt"}) {
+		t.Errorf("Dirty after move = %q, %v", d, err)
+	}
+	// Index == new HEAD: nothing staged.
+	if staged := mustGit(t, c, "", "diff", "--cached", "--name-only"); staged != "" {
+		t.Errorf("staged after move: %q", staged)
+	}
+	if b, _ := c.CurrentBranch(ctx); b != "main" {
+		t.Errorf("branch = %q", b)
+	}
+}
+
+func TestMoveCheckoutRefusesAndRestores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, nil)
+
+	writeFile(t, c.Dir, "a.txt", "a edited by user\n") // the merge changes a.txt
+	writeFile(t, c.Dir, "MANIFEST.md", "- [~] task (live)\n")
+	if err := os.Chmod(filepath.Join(c.Dir, "MANIFEST.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, c.Dir, "new/c.txt", "untracked in the way\n")
+	indexBefore := mustGit(t, c, "", "ls-files", "-s")
+
+	// Same answer before and after the branch ref moves.
+	want := []string{"MANIFEST.md", "a.txt", "new/c.txt"}
+	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
+	if err != nil || !slices.Equal(over, want) {
+		t.Errorf("WouldOverwrite before move = %q, %v; want %q", over, err, want)
+	}
+	moveMain(t, c, oldSHA, newSHA)
+	over, err = c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
+	if err != nil || !slices.Equal(over, want) {
+		t.Errorf("WouldOverwrite = %q, %v; want %q", over, err, want)
+	}
+	err = c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"})
+	if err == nil {
+		t.Fatal("MoveCheckout over a user edit: no error")
+	}
+	if !strings.Contains(err.Error(), "read-tree") {
+		t.Errorf("error = %v", err)
+	}
+	for p, want := range map[string]string{
+		"a.txt":       "a edited by user\n",
+		"MANIFEST.md": "- [~] task (live)\n",
+		"new/c.txt":   "untracked in the way\n",
+		"b.txt":       "b\n",
+	} {
+		if got := readFile(t, c.Dir, p); got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(c.Dir, "MANIFEST.md")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("MANIFEST.md mode = %v, %v", st.Mode(), err)
+	}
+	if got := mustGit(t, c, "", "ls-files", "-s"); got != indexBefore {
+		t.Errorf("index changed:\n%s\nwant\n%s", got, indexBefore)
+	}
+
+	// Once the user's conflicting changes are gone it works.
+	if err := os.Remove(filepath.Join(c.Dir, "new/c.txt")); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, c, "", "checkout", oldSHA, "--", "a.txt")
+	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [x] task\n" {
+		t.Errorf("MANIFEST.md = %q", got)
+	}
+}
+
+func TestMoveCheckoutKeepStagedAndAdded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	// The task adds STATE.md, which the caller keeps live (untracked) in
+	// the main checkout; the manifest change is even staged.
+	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"STATE.md": "state from task\n"})
+	writeFile(t, c.Dir, "STATE.md", "live state\n")
+	writeFile(t, c.Dir, "MANIFEST.md", "- [~] staged live\n")
+	mustGit(t, c, "", "add", "MANIFEST.md")
+	moveMain(t, c, oldSHA, newSHA)
+
+	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
+	if err != nil || !slices.Equal(over, []string{"MANIFEST.md", "STATE.md"}) {
+		t.Errorf("WouldOverwrite = %q, %v", over, err)
+	}
+	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"STATE.md", "MANIFEST.md", "never-existed.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, c.Dir, "STATE.md"); got != "state from task\n" {
+		t.Errorf("STATE.md = %q", got)
+	}
+	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [x] task\n" {
+		t.Errorf("MANIFEST.md = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(c.Dir, "never-existed.md")); !os.IsNotExist(err) {
+		t.Errorf("never-existed.md: %v", err)
+	}
+	if d, err := c.Dirty(ctx, ""); err != nil || len(d) != 0 {
+		t.Errorf("Dirty = %q, %v", d, err)
+	}
+}
+
+// Like git merge, read-tree -m -u replaces an ignored file that the new
+// commit adds; WouldOverwrite does not report it.
+func TestMoveCheckoutIgnoredFileInTheWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"gen.out": "committed\n"})
+	if err := c.Exclude(ctx, "*.out"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, c.Dir, "gen.out", "local build output\n")
+	moveMain(t, c, oldSHA, newSHA)
+
+	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
+	if err != nil || len(over) != 0 {
+		t.Errorf("WouldOverwrite = %q, %v; want none", over, err)
+	}
+	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, c.Dir, "gen.out"); got != "committed\n" {
+		t.Errorf("gen.out = %q", got)
+	}
+}
+
+func TestMoveCheckoutLinkedWorktreeAndDirConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"tool": "a file now\n"})
+	// A second worktree on another branch at oldSHA, with an untracked
+	// directory where the new commit puts a file.
+	wt := filepath.Join(t.TempDir(), "other")
+	if err := c.AddWorktree(ctx, wt, "other", oldSHA); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, wt, "tool/readme", "untracked dir\n")
+	if err := c.UpdateRef(ctx, "refs/heads/other", newSHA, oldSHA); err != nil {
+		t.Fatal(err)
+	}
+	over, err := c.WouldOverwrite(ctx, wt, oldSHA, newSHA)
+	if err != nil || !slices.Equal(over, []string{"tool/readme"}) {
+		t.Errorf("WouldOverwrite = %q, %v", over, err)
+	}
+	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, nil); err == nil {
+		t.Error("MoveCheckout over an untracked directory: no error")
+	}
+	if err := os.RemoveAll(filepath.Join(wt, "tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, wt, "tool"); got != "a file now\n" {
+		t.Errorf("tool = %q", got)
+	}
+	if d, _ := c.Dirty(ctx, wt); len(d) != 0 {
+		t.Errorf("Dirty = %q", d)
+	}
+	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, []string{"../escape"}); err == nil {
+		t.Error("keep path outside the repo: no error")
+	}
+}

@@ -1,0 +1,195 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Client runs git for one repository. Use Open to build one; a literal
+// Client{Dir: ..., Env: ...} also works. A Client must not be copied after
+// first use.
+type Client struct {
+	Dir string   // top level of the worktree git runs in, normally the main one (absolute)
+	Env []string // full environment for git; nil inherits the process environment
+
+	wtMu      sync.Mutex // serializes git worktree add/remove/prune and worktree listing
+	exMu      sync.Mutex // serializes Exclude's read-modify-write of info/exclude
+	cdMu      sync.Mutex // guards commonDir
+	commonDir string
+}
+
+// scrubbed reports variables that would redirect git away from the -C
+// directory's repository, index or object store; they are removed from every
+// git invocation (e.g. when claudopilot itself is started from a git hook).
+func scrubbed(name string) bool {
+	switch name {
+	case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
+		"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES":
+		return true
+	}
+	return false
+}
+
+// waitDelay bounds how long a finished or cancelled git may hold its output
+// pipes open through leftover children (hooks).
+const waitDelay = 10 * time.Second
+
+// Open returns a Client for the repository containing dir. Client.Dir is the
+// top level of the work tree containing dir (git rev-parse --show-toplevel),
+// so opening from inside a linked worktree yields a Client rooted there. It
+// returns an error wrapping ErrNotRepo when dir is not inside a git work tree
+// (including a bare repository or a .git directory).
+func Open(ctx context.Context, dir string, env []string) (*Client, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("open %s: not a directory", dir)
+	}
+	c := &Client{Dir: abs, Env: env}
+	inside, err := c.run(ctx, abs, nil, nil, "rev-parse", "--is-inside-work-tree")
+	if err != nil {
+		if exitCode(err) == 128 {
+			return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepo)
+		}
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	if trimNL(inside) != "true" {
+		return nil, fmt.Errorf("open %s: %w (not inside a work tree)", dir, ErrNotRepo)
+	}
+	top, err := c.run(ctx, abs, nil, nil, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	c.Dir = trimNL(top)
+	if c.Dir == "" {
+		return nil, fmt.Errorf("open %s: %w (no top level)", dir, ErrNotRepo)
+	}
+	if _, err := c.CommonDir(ctx); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// Git runs `git -C c.Dir args...` and returns stdout with trailing newlines
+// trimmed.
+func (c *Client) Git(ctx context.Context, args ...string) (string, error) {
+	out, err := c.run(ctx, "", nil, nil, args...)
+	return trimNL(out), err
+}
+
+// GitIn runs `git -C dir args...`; a relative dir is taken relative to c.Dir,
+// "" means c.Dir.
+func (c *Client) GitIn(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := c.run(ctx, dir, nil, nil, args...)
+	return trimNL(out), err
+}
+
+// GitInput is GitIn with stdin fed to git.
+func (c *Client) GitInput(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
+	if stdin == nil {
+		stdin = []byte{}
+	}
+	out, err := c.run(ctx, dir, stdin, nil, args...)
+	return trimNL(out), err
+}
+
+func trimNL(b []byte) string { return strings.TrimRight(string(b), "\n") }
+
+// abs resolves p against c.Dir.
+func (c *Client) abs(p string) string {
+	if p == "" {
+		return c.Dir
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+// environ is the environment for one git process: c.Env (or the process
+// environment when nil) minus scrubbed variables, plus extra (which wins).
+func (c *Client) environ(extra []string) []string {
+	base := c.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if scrubbed(name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// run executes `git -C dir args...`. stdin nil means no input (/dev/null).
+// stdout is returned even on failure (merge-tree reports conflicts with exit
+// 1). Failures are *GitError.
+func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
+	dir = c.abs(dir)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = c.environ(extraEnv)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+	if err == nil || (errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil) {
+		return stdout.Bytes(), nil
+	}
+	ge := &GitError{Args: slices.Clone(args), Dir: dir, ExitCode: -1, Stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		ge.Err = ctx.Err()
+	case errors.As(err, &ee) && ee.Exited():
+		ge.ExitCode = ee.ExitCode()
+	default:
+		ge.Err = err
+	}
+	return stdout.Bytes(), ge
+}
+
+// pathMissing reports whether p does not exist (a dangling symlink exists).
+func pathMissing(p string) (bool, error) {
+	_, err := os.Lstat(p)
+	if err == nil {
+		return false, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	return false, err
+}
+
+// splitNUL splits NUL-terminated output into its non-empty fields.
+func splitNUL(b []byte) []string {
+	var out []string
+	for f := range strings.SplitSeq(string(b), "\x00") {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

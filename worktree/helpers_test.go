@@ -1,0 +1,98 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testEnv is the process environment without any GIT_* variable, plus an
+// isolated config and a fixed identity and date, so tests neither read nor
+// depend on the machine's git configuration.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test Author",
+		"GIT_AUTHOR_EMAIL=author@example.com",
+		"GIT_COMMITTER_NAME=Test Committer",
+		"GIT_COMMITTER_EMAIL=committer@example.com",
+		"GIT_AUTHOR_DATE=2024-01-02T03:04:05Z",
+		"GIT_COMMITTER_DATE=2024-01-02T03:04:05Z",
+	)
+}
+
+// newRepo creates a repository with branch main and one commit (README.md)
+// in a temp dir and returns a Client for it.
+func newRepo(t *testing.T) *Client {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	env := testEnv()
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	c, err := Open(context.Background(), dir, env)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	writeFile(t, c.Dir, "README.md", "hello\n")
+	mustGit(t, c, "", "add", "-A")
+	mustGit(t, c, "", "commit", "-q", "-m", "initial")
+	return c
+}
+
+// mustGit runs git in dir ("" = c.Dir) and fails the test on error.
+func mustGit(t *testing.T, c *Client, dir string, args ...string) string {
+	t.Helper()
+	out, err := c.GitIn(context.Background(), dir, args...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// commitFiles writes files in worktree dir, commits everything with msg and
+// returns the new HEAD.
+func commitFiles(t *testing.T, c *Client, dir, msg string, files map[string]string) string {
+	t.Helper()
+	for p, content := range files {
+		writeFile(t, c.abs(dir), p, content)
+	}
+	mustGit(t, c, dir, "add", "-A")
+	mustGit(t, c, dir, "commit", "-q", "-m", msg)
+	return mustGit(t, c, dir, "rev-parse", "HEAD")
+}

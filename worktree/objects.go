@@ -1,0 +1,321 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// zeroOID is used with update-index --index-info mode 0 (remove an entry);
+// git ignores the object id of such a line.
+const zeroOID = "0000000000000000000000000000000000000000"
+
+// CommitAll stages everything in the worktree dir (git add -A) and commits it
+// with message msg if anything is staged. It reports whether it committed.
+// Hooks run as usual (no --no-verify). Identity comes from Env/config.
+func (c *Client) CommitAll(ctx context.Context, dir, msg string) (bool, error) {
+	if _, err := c.run(ctx, dir, nil, nil, "add", "-A"); err != nil {
+		return false, fmt.Errorf("commit all %s: %w", c.abs(dir), err)
+	}
+	_, err := c.run(ctx, dir, nil, nil, "diff", "--cached", "--quiet")
+	switch {
+	case err == nil:
+		return false, nil
+	case exitCode(err) != 1:
+		return false, fmt.Errorf("commit all %s: %w", c.abs(dir), err)
+	}
+	// -F - keeps long messages out of argv and error texts.
+	if _, err := c.run(ctx, dir, []byte(msg), nil, "commit", "-q", "-F", "-"); err != nil {
+		return false, fmt.Errorf("commit all %s: %w", c.abs(dir), err)
+	}
+	return true, nil
+}
+
+// Dirty returns the sorted paths (relative to the worktree top) with
+// uncommitted changes in worktree dir: modified, staged, deleted, unmerged
+// and untracked files (each file of an untracked directory; ignored files
+// are not listed), relative to HEAD. A rename lists both paths. It reads
+// `git status --porcelain=v1 -z -uall --no-renames` without taking optional
+// locks, so it does not disturb an agent working in dir.
+func (c *Client) Dirty(ctx context.Context, dir string) ([]string, error) {
+	entries, err := c.status(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("dirty %s: %w", c.abs(dir), err)
+	}
+	paths := make([]string, 0, len(entries))
+	for _, e := range entries {
+		paths = append(paths, e.path)
+	}
+	slices.Sort(paths)
+	return slices.Compact(paths), nil
+}
+
+// statusEntry is one path of `git status --porcelain=v1`: x is the
+// index-vs-HEAD state, y the worktree-vs-index state ('?' for untracked).
+type statusEntry struct {
+	x, y byte
+	path string
+}
+
+func (c *Client) status(ctx context.Context, dir string) ([]statusEntry, error) {
+	out, err := c.run(ctx, dir, nil, nil, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil, err
+	}
+	fields := strings.Split(string(out), "\x00")
+	var entries []statusEntry
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		e := statusEntry{x: f[0], y: f[1], path: f[3:]}
+		entries = append(entries, e)
+		if strings.ContainsAny(f[:2], "RC") && i+1 < len(fields) {
+			i++ // the original path of a rename/copy follows
+			if fields[i] != "" {
+				entries = append(entries, statusEntry{x: e.x, y: e.y, path: fields[i]})
+			}
+		}
+	}
+	return entries, nil
+}
+
+// MergeTree merges commits base and head without touching any worktree or
+// index (git merge-tree --write-tree --name-only --no-messages -z). It
+// returns the resulting tree; on conflicts the tree contains conflict
+// markers, conflicts lists the conflicted paths (sorted) and err is nil. A
+// clean merge has conflicts == nil.
+func (c *Client) MergeTree(ctx context.Context, base, head string) (tree string, conflicts []string, err error) {
+	out, err := c.run(ctx, "", nil, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", "--end-of-options", base, head)
+	code := 0
+	if err != nil {
+		code = exitCode(err)
+	}
+	if code != 0 && code != 1 {
+		return "", nil, fmt.Errorf("merge-tree %s %s: %w", base, head, err)
+	}
+	fields := splitNUL(out)
+	if len(fields) == 0 {
+		return "", nil, fmt.Errorf("merge-tree %s %s: no tree in output", base, head)
+	}
+	tree = fields[0]
+	if code == 0 {
+		return tree, nil, nil
+	}
+	conflicts = fields[1:]
+	if len(conflicts) == 0 {
+		return "", nil, fmt.Errorf("merge-tree %s %s: conflict reported without paths: %w", base, head, err)
+	}
+	slices.Sort(conflicts)
+	return tree, slices.Compact(conflicts), nil
+}
+
+// CommitTree creates a commit object for tree with the given parents (in
+// order: first parent first) and message, and returns its id. No ref moves.
+// A trailing newline is added to msg if missing, as git commit does.
+func (c *Client) CommitTree(ctx context.Context, tree string, parents []string, msg string) (string, error) {
+	args := []string{"commit-tree"}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, "-F", "-", tree)
+	if msg != "" && !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	out, err := c.run(ctx, "", []byte(msg), nil, args...)
+	if err != nil {
+		return "", fmt.Errorf("commit-tree %s: %w", tree, err)
+	}
+	return trimNL(out), nil
+}
+
+// lsEntry is one line of ls-tree / ls-files -s output.
+type lsEntry struct {
+	mode, typ, oid, stage string
+}
+
+// lsTree returns the entries of tree-ish for exactly the given paths
+// (git ls-tree -t --full-tree -z), including tree entries. Absent paths are
+// absent from the map.
+func (c *Client) lsTree(ctx context.Context, dir, treeish string, paths []string) (map[string]lsEntry, error) {
+	m := map[string]lsEntry{}
+	if len(paths) == 0 {
+		return m, nil
+	}
+	args := append([]string{"ls-tree", "-t", "--full-tree", "-z", "--end-of-options", treeish, "--"}, paths...)
+	out, err := c.run(ctx, dir, nil, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range splitNUL(out) {
+		meta, p, ok := strings.Cut(f, "\t")
+		fs := strings.Fields(meta)
+		if !ok || len(fs) != 3 {
+			return nil, fmt.Errorf("ls-tree: unexpected line %q", f)
+		}
+		m[p] = lsEntry{mode: fs[0], typ: fs[1], oid: fs[2]}
+	}
+	return m, nil
+}
+
+// checkRelPath rejects paths that are not clean, relative, slash-separated
+// paths inside the repository, or that git refuses to track (a ".git"
+// component; update-index --index-info would silently skip those).
+func checkRelPath(p string) error {
+	if p == "" || path.IsAbs(p) || filepath.IsAbs(p) || path.Clean(p) != p || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("invalid repository path %q", p)
+	}
+	for elem := range strings.SplitSeq(p, "/") {
+		if elem == "." || elem == ".." || strings.EqualFold(elem, ".git") {
+			return fmt.Errorf("invalid repository path %q", p)
+		}
+	}
+	return nil
+}
+
+// ancestors returns the parent directories of p ("a/b/c" → "a", "a/b").
+func ancestors(p string) []string {
+	var out []string
+	for i := range len(p) {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return out
+}
+
+// ReplaceFiles returns a new tree: tree (any tree-ish) with each path in
+// files set to the given content and each path in remove deleted. Paths are
+// relative to the repository top, slash-separated. A replaced file keeps its
+// mode (100644, 100755 or 120000); a new file gets 100644, with its parent
+// directories created. Content is stored as given (no filters). Removing an
+// absent path is a no-op. It is an error to write a path that is a directory
+// or submodule in tree, or below a file, to remove a directory, or to name a
+// path in both files and remove.
+//
+// It works in a private temporary index (GIT_INDEX_FILE in a temp dir:
+// read-tree, hash-object -w, update-index --index-info, write-tree), so it
+// never touches a worktree's index and is safe to run concurrently with
+// anything else.
+func (c *Client) ReplaceFiles(ctx context.Context, tree string, files map[string][]byte, remove []string) (string, error) {
+	newTree, err := c.replaceFiles(ctx, tree, files, remove)
+	if err != nil {
+		return "", fmt.Errorf("replace files in %s: %w", tree, err)
+	}
+	return newTree, nil
+}
+
+func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string][]byte, remove []string) (string, error) {
+	writes := make([]string, 0, len(files))
+	for p := range files {
+		if err := checkRelPath(p); err != nil {
+			return "", err
+		}
+		writes = append(writes, p)
+	}
+	slices.Sort(writes)
+	for _, p := range remove {
+		if err := checkRelPath(p); err != nil {
+			return "", err
+		}
+		if _, ok := files[p]; ok {
+			return "", fmt.Errorf("path %q is both written and removed", p)
+		}
+	}
+	// Look up every written/removed path and every ancestor of a written path.
+	query := slices.Clone(remove)
+	for _, p := range writes {
+		query = append(query, p)
+		query = append(query, ancestors(p)...)
+	}
+	slices.Sort(query)
+	query = slices.Compact(query)
+	existing, err := c.lsTree(ctx, "", tree, query)
+	if err != nil {
+		return "", err
+	}
+	var info strings.Builder
+	for _, p := range writes {
+		for _, a := range ancestors(p) {
+			if e, ok := existing[a]; ok && e.typ != "tree" {
+				return "", fmt.Errorf("cannot write %q: %q is not a directory", p, a)
+			}
+			if _, ok := files[a]; ok {
+				return "", fmt.Errorf("cannot write both %q and %q", a, p)
+			}
+		}
+		mode := "100644"
+		if e, ok := existing[p]; ok {
+			if e.typ != "blob" {
+				return "", fmt.Errorf("cannot write %q: it is a %s", p, e.typ)
+			}
+			mode = e.mode
+		}
+		oid, err := c.run(ctx, "", files[p], nil, "hash-object", "-w", "--no-filters", "--stdin")
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&info, "%s %s\t%s\x00", mode, trimNL(oid), p)
+	}
+	for _, p := range remove {
+		e, ok := existing[p]
+		if !ok {
+			continue
+		}
+		if e.typ == "tree" {
+			return "", fmt.Errorf("cannot remove %q: it is a directory", p)
+		}
+		fmt.Fprintf(&info, "0 %s\t%s\x00", zeroOID, p)
+	}
+
+	tmp, err := os.MkdirTemp("", "claudopilot-index-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := c.run(ctx, "", nil, env, "read-tree", "--end-of-options", tree); err != nil {
+		return "", err
+	}
+	if info.Len() > 0 {
+		if _, err := c.run(ctx, "", []byte(info.String()), env, "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	out, err := c.run(ctx, "", nil, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return trimNL(out), nil
+}
+
+// ReadFile returns the raw blob at path in rev (git cat-file blob rev:path;
+// no filters). ok is false when rev has no such path. It returns an error
+// wrapping ErrNoRev when rev itself does not resolve, and an error when path
+// names something other than a file.
+func (c *Client) ReadFile(ctx context.Context, rev, p string) ([]byte, bool, error) {
+	spec := rev + ":" + p
+	out, err := c.run(ctx, "", nil, nil, "cat-file", "blob", spec)
+	if err == nil {
+		return out, true, nil
+	}
+	if exitCode(err) <= 0 {
+		return nil, false, fmt.Errorf("read %s: %w", spec, err)
+	}
+	// Classify without parsing stderr.
+	if _, rerr := c.resolve(ctx, spec, spec); rerr == nil {
+		return nil, false, fmt.Errorf("read %s: %w", spec, err) // exists but is not a blob
+	} else if !errors.Is(rerr, ErrNoRev) {
+		return nil, false, fmt.Errorf("read %s: %w", spec, rerr)
+	}
+	if _, rerr := c.resolve(ctx, rev+"^{tree}", rev); rerr != nil {
+		return nil, false, fmt.Errorf("read %s: %w", spec, rerr)
+	}
+	return nil, false, nil
+}

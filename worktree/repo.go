@@ -1,0 +1,240 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// CommonDir returns the absolute git common directory (the main .git
+// directory, shared by all worktrees), for locks and state. It is cached.
+func (c *Client) CommonDir(ctx context.Context) (string, error) {
+	c.cdMu.Lock()
+	defer c.cdMu.Unlock()
+	if c.commonDir != "" {
+		return c.commonDir, nil
+	}
+	out, err := c.run(ctx, "", nil, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("common dir: %w", err)
+	}
+	dir := trimNL(out)
+	if dir == "" || !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("common dir: unexpected output %q", dir)
+	}
+	c.commonDir = filepath.Clean(dir)
+	return c.commonDir, nil
+}
+
+// CurrentBranch returns the branch checked out in c.Dir (short name, e.g.
+// "main"), or "" when HEAD is detached. An unborn branch is still returned.
+func (c *Client) CurrentBranch(ctx context.Context) (string, error) {
+	out, err := c.run(ctx, "", nil, nil, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", nil
+		}
+		return "", fmt.Errorf("current branch: %w", err)
+	}
+	ref := trimNL(out)
+	return strings.TrimPrefix(ref, "refs/heads/"), nil
+}
+
+// RevParse resolves rev to a full commit id (rev^{commit}); when rev already
+// names an object type or a path (contains "^{" or ":"), it is resolved as
+// given. It returns an error wrapping ErrNoRev when rev does not resolve.
+func (c *Client) RevParse(ctx context.Context, rev string) (string, error) {
+	spec := rev
+	if !strings.Contains(rev, "^{") && !strings.Contains(rev, ":") {
+		spec = rev + "^{commit}"
+	}
+	return c.resolve(ctx, spec, rev)
+}
+
+// resolve runs rev-parse --verify -q on spec; display names it in errors.
+func (c *Client) resolve(ctx context.Context, spec, display string) (string, error) {
+	if spec == "" || display == "" {
+		return "", fmt.Errorf("rev-parse %q: %w", display, ErrNoRev)
+	}
+	out, err := c.run(ctx, "", nil, nil, "rev-parse", "--verify", "-q", "--end-of-options", spec)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", fmt.Errorf("rev-parse %s: %w", display, ErrNoRev)
+		}
+		return "", fmt.Errorf("rev-parse %s: %w", display, err)
+	}
+	return trimNL(out), nil
+}
+
+// BranchExists reports whether refs/heads/<name> exists.
+func (c *Client) BranchExists(ctx context.Context, name string) (bool, error) {
+	name = strings.TrimPrefix(name, "refs/heads/")
+	if name == "" {
+		return false, nil
+	}
+	_, err := c.run(ctx, "", nil, nil, "show-ref", "--verify", "--quiet", "refs/heads/"+name)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return false, nil
+		}
+		return false, fmt.Errorf("branch exists %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// HasIdentity reports whether git has an explicit author and committer
+// identity (GIT_AUTHOR_*/GIT_COMMITTER_* in Env, or user.name/user.email in
+// the config git sees). Identities git would guess from the host name are
+// not accepted: the check runs `git var GIT_{AUTHOR,COMMITTER}_IDENT` with
+// user.useConfigOnly=true.
+func (c *Client) HasIdentity(ctx context.Context) (bool, error) {
+	for _, v := range []string{"GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"} {
+		if _, err := c.run(ctx, "", nil, nil, "-c", "user.useConfigOnly=true", "var", v); err != nil {
+			if exitCode(err) > 0 {
+				return false, nil
+			}
+			return false, fmt.Errorf("identity: %w", err)
+		}
+	}
+	return true, nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (c *Client) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := c.run(ctx, "", nil, nil, "merge-base", "--is-ancestor", "--end-of-options", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	default:
+		return false, fmt.Errorf("is-ancestor %s %s: %w", a, b, err)
+	}
+}
+
+// CountCommits returns the number of commits in from..to (reachable from to
+// but not from from). from "" counts every commit reachable from to.
+func (c *Client) CountCommits(ctx context.Context, from, to string) (int, error) {
+	spec := to
+	if from != "" {
+		spec = from + ".." + to
+	}
+	out, err := c.run(ctx, "", nil, nil, "rev-list", "--count", "--end-of-options", spec)
+	if err != nil {
+		return 0, fmt.Errorf("count commits %s: %w", spec, err)
+	}
+	n, err := strconv.Atoi(trimNL(out))
+	if err != nil {
+		return 0, fmt.Errorf("count commits %s: %w", spec, err)
+	}
+	return n, nil
+}
+
+// DiffNames returns the paths (relative to the repository top) that differ
+// between the trees of from and to (commits or trees), without rename
+// detection, so a rename lists both paths. It uses plumbing
+// (git diff-tree -r -z --name-only --no-renames) so user diff config does
+// not apply.
+func (c *Client) DiffNames(ctx context.Context, from, to string) ([]string, error) {
+	out, err := c.run(ctx, "", nil, nil, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--end-of-options", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("diff names %s %s: %w", from, to, err)
+	}
+	return splitNUL(out), nil
+}
+
+// DeleteBranch force-deletes refs/heads/<name> (git branch -D); callers
+// guarantee the branch is merged. It fails while the branch is checked out
+// in a worktree.
+func (c *Client) DeleteBranch(ctx context.Context, name string) error {
+	name = strings.TrimPrefix(name, "refs/heads/")
+	if name == "" || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("delete branch %q: invalid name", name)
+	}
+	c.wtMu.Lock() // branch -D reads .git/worktrees, which worktree add races with
+	defer c.wtMu.Unlock()
+	if _, err := c.run(ctx, "", nil, nil, "branch", "-D", name); err != nil {
+		return fmt.Errorf("delete branch %s: %w", name, err)
+	}
+	return nil
+}
+
+// UpdateRef sets ref to newSHA if it currently is oldSHA (git update-ref ref
+// new old), atomically. oldSHA "" skips the check; an all-zero oldSHA
+// requires that ref does not exist yet. Use full object ids. When the ref
+// does not have oldSHA, the error satisfies errors.Is(err, ErrStale) (and
+// errors.As *GitError).
+func (c *Client) UpdateRef(ctx context.Context, ref, newSHA, oldSHA string) error {
+	args := []string{"update-ref", "--end-of-options", ref, newSHA}
+	if oldSHA != "" {
+		args = append(args, oldSHA)
+	}
+	_, err := c.run(ctx, "", nil, nil, args...)
+	if err == nil {
+		return nil
+	}
+	if oldSHA != "" && exitCode(err) > 0 {
+		// Classify without parsing (localized) stderr: look at the ref now.
+		cur, rerr := c.run(ctx, "", nil, nil, "rev-parse", "--verify", "-q", "--end-of-options", ref)
+		curSHA := trimNL(cur)
+		switch {
+		case rerr == nil && !strings.EqualFold(curSHA, oldSHA):
+			return fmt.Errorf("update-ref %s: %w: %w", ref, ErrStale, err)
+		case exitCode(rerr) == 1 && strings.Trim(oldSHA, "0") != "":
+			return fmt.Errorf("update-ref %s: %w: %w", ref, ErrStale, err)
+		}
+	}
+	return fmt.Errorf("update-ref %s: %w", ref, err)
+}
+
+// Exclude appends pattern as a line to <common-dir>/info/exclude unless that
+// line is already there (creating the directory and file as needed). It is
+// idempotent and never touches .gitignore. The exclude file is shared by all
+// worktrees.
+func (c *Client) Exclude(ctx context.Context, pattern string) error {
+	if pattern == "" || strings.ContainsAny(pattern, "\n\r") {
+		return fmt.Errorf("exclude %q: invalid pattern", pattern)
+	}
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	c.exMu.Lock()
+	defer c.exMu.Unlock()
+	file := filepath.Join(common, "info", "exclude")
+	data, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.TrimSuffix(line, "\r") == pattern {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	var add bytes.Buffer
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		add.WriteByte('\n')
+	}
+	add.WriteString(pattern)
+	add.WriteByte('\n')
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	if _, err := f.Write(add.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("exclude %s: %w", pattern, err)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Worktree is one entry of `git worktree list`.
+type Worktree struct {
+	Path     string // absolute path of the worktree
+	Head     string // commit id checked out ("" for a bare or unborn entry)
+	Branch   string // short branch name ("" when detached)
+	Detached bool
+	Prunable bool // its directory is gone; `git worktree prune` would drop it
+	Locked   bool
+	Bare     bool // the main entry of a bare repository
+}
+
+// AddWorktree creates a worktree at path on a new branch started at start
+// (git worktree add -b branch path start; start "" means HEAD). If branch
+// already exists and path does not, the existing branch is checked out there
+// instead (git worktree add path branch), which resumes an interrupted run.
+// If branch exists and is already checked out at path, it does nothing.
+// A relative path is relative to c.Dir. Stale registrations of missing
+// worktrees are pruned first. Serialized with the other worktree operations.
+func (c *Client) AddWorktree(ctx context.Context, path, branch, start string) error {
+	path = c.abs(path)
+	branch = strings.TrimPrefix(branch, "refs/heads/")
+	if err := c.addWorktree(ctx, path, branch, start); err != nil {
+		return fmt.Errorf("worktree add %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c *Client) addWorktree(ctx context.Context, path, branch, start string) error {
+	if branch == "" || strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("invalid branch name %q", branch)
+	}
+	c.wtMu.Lock()
+	defer c.wtMu.Unlock()
+	exists, err := c.BranchExists(ctx, branch)
+	if err != nil {
+		return err
+	}
+	missing, err := pathMissing(path)
+	if err != nil {
+		return err
+	}
+	if exists && !missing {
+		wts, err := c.worktrees(ctx)
+		if err != nil {
+			return err
+		}
+		for _, wt := range wts {
+			if wt.Branch == branch && !wt.Prunable && samePath(wt.Path, path) {
+				return nil
+			}
+		}
+		return fmt.Errorf("branch %s exists and %s already exists", branch, path)
+	}
+	if missing {
+		if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
+			return err
+		}
+	}
+	args := []string{"worktree", "add", "--quiet"}
+	if exists {
+		args = append(args, path, branch)
+	} else {
+		args = append(args, "-b", branch, path)
+		if start != "" {
+			args = append(args, start)
+		}
+	}
+	_, err = c.run(ctx, "", nil, nil, args...)
+	return err
+}
+
+// RemoveWorktree removes the worktree at path with its local changes
+// (git worktree remove --force). When path no longer exists it prunes stale
+// registrations instead and returns nil. Serialized.
+func (c *Client) RemoveWorktree(ctx context.Context, path string) error {
+	path = c.abs(path)
+	c.wtMu.Lock()
+	defer c.wtMu.Unlock()
+	missing, err := pathMissing(path)
+	if err != nil {
+		return fmt.Errorf("worktree remove %s: %w", path, err)
+	}
+	args := []string{"worktree", "remove", "--force", path}
+	if missing {
+		args = []string{"worktree", "prune"}
+	}
+	if _, err := c.run(ctx, "", nil, nil, args...); err != nil {
+		return fmt.Errorf("worktree remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// Prune drops registrations of worktrees whose directories are gone
+// (git worktree prune). Serialized.
+func (c *Client) Prune(ctx context.Context) error {
+	c.wtMu.Lock()
+	defer c.wtMu.Unlock()
+	if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
+		return fmt.Errorf("worktree prune: %w", err)
+	}
+	return nil
+}
+
+// Worktrees lists the repository's worktrees, the main one first
+// (git worktree list --porcelain -z). Serialized with add/remove/prune, since
+// listing reads the .git/worktrees entries those create and delete.
+func (c *Client) Worktrees(ctx context.Context) ([]Worktree, error) {
+	c.wtMu.Lock()
+	defer c.wtMu.Unlock()
+	return c.worktrees(ctx)
+}
+
+// worktrees is Worktrees without the lock; callers hold c.wtMu.
+func (c *Client) worktrees(ctx context.Context) ([]Worktree, error) {
+	out, err := c.run(ctx, "", nil, nil, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("worktree list: %w", err)
+	}
+	return parseWorktrees(out), nil
+}
+
+// parseWorktrees parses `git worktree list --porcelain -z`: attribute fields
+// terminated by NUL, records terminated by an empty field.
+func parseWorktrees(out []byte) []Worktree {
+	var (
+		wts []Worktree
+		cur *Worktree
+	)
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if f == "" {
+			cur = nil
+			continue
+		}
+		key, val, _ := strings.Cut(f, " ")
+		if key == "worktree" {
+			wts = append(wts, Worktree{Path: val})
+			cur = &wts[len(wts)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			cur.Head = val
+		case "branch":
+			cur.Branch = strings.TrimPrefix(val, "refs/heads/")
+		case "detached":
+			cur.Detached = true
+		case "bare":
+			cur.Bare = true
+		case "locked":
+			cur.Locked = true
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return wts
+}
+
+// WorktreeOf returns the path of the worktree that has refs/heads/<branch>
+// checked out, if any. Prunable entries (directory gone) do not count.
+func (c *Client) WorktreeOf(ctx context.Context, branch string) (string, bool, error) {
+	branch = strings.TrimPrefix(branch, "refs/heads/")
+	wts, err := c.Worktrees(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	for _, wt := range wts {
+		if wt.Branch == branch && !wt.Prunable && !wt.Bare {
+			return wt.Path, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// samePath compares two absolute paths, resolving symlinks where possible.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}

@@ -1,0 +1,210 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+func TestAddRemoveWorktreeConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	base := t.TempDir()
+	const n = 16
+
+	paths := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		paths[i] = filepath.Join(base, fmt.Sprintf("wt%02d", i))
+		wg.Go(func() {
+			errs[i] = c.AddWorktree(ctx, paths[i], fmt.Sprintf("task/%02d", i), "main")
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("AddWorktree %d: %v", i, err)
+		}
+	}
+
+	wts, err := c.Worktrees(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wts) != n+1 {
+		t.Fatalf("Worktrees = %d entries, want %d", len(wts), n+1)
+	}
+	if wts[0].Path != c.Dir || wts[0].Branch != "main" || wts[0].Detached {
+		t.Errorf("main entry = %+v", wts[0])
+	}
+	head := mustGit(t, c, "", "rev-parse", "HEAD")
+	for i := range n {
+		p, ok, err := c.WorktreeOf(ctx, fmt.Sprintf("task/%02d", i))
+		if err != nil || !ok || p != paths[i] {
+			t.Errorf("WorktreeOf(task/%02d) = %q, %v, %v", i, p, ok, err)
+		}
+		if got := mustGit(t, c, paths[i], "rev-parse", "HEAD"); got != head {
+			t.Errorf("worktree %d HEAD = %s, want %s", i, got, head)
+		}
+		if got := readFile(t, paths[i], "README.md"); got != "hello\n" {
+			t.Errorf("worktree %d README = %q", i, got)
+		}
+	}
+
+	// Something uncommitted in one worktree does not stop removal.
+	writeFile(t, paths[3], "scratch.txt", "x")
+	for i := range n {
+		wg.Go(func() { errs[i] = c.RemoveWorktree(ctx, paths[i]) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("RemoveWorktree %d: %v", i, err)
+		}
+		if _, err := os.Stat(paths[i]); !os.IsNotExist(err) {
+			t.Errorf("worktree %d still on disk: %v", i, err)
+		}
+	}
+	if wts, err := c.Worktrees(ctx); err != nil || len(wts) != 1 {
+		t.Errorf("Worktrees after removal = %+v, %v", wts, err)
+	}
+	// The branches survive and can be deleted concurrently.
+	for i := range n {
+		wg.Go(func() { errs[i] = c.DeleteBranch(ctx, fmt.Sprintf("task/%02d", i)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("DeleteBranch %d: %v", i, err)
+		}
+	}
+	if ok, _ := c.BranchExists(ctx, "task/00"); ok {
+		t.Error("task/00 still exists")
+	}
+}
+
+func TestAddWorktreeAttachAndStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	p := filepath.Join(t.TempDir(), "feat")
+
+	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil {
+		t.Fatal(err)
+	}
+	featHead := commitFiles(t, c, p, "work", map[string]string{"f.txt": "f\n"})
+	// Idempotent when already attached there.
+	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil {
+		t.Errorf("re-AddWorktree same path: %v", err)
+	}
+	// Path exists but is another branch's checkout: error.
+	if err := c.AddWorktree(ctx, p, "main", "main"); err == nil {
+		t.Error("AddWorktree over another worktree: no error")
+	}
+
+	if err := c.RemoveWorktree(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Branch exists, path missing: attach the existing branch.
+	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil {
+		t.Fatalf("AddWorktree existing branch: %v", err)
+	}
+	if got := mustGit(t, c, p, "rev-parse", "HEAD"); got != featHead {
+		t.Errorf("attached HEAD = %s, want %s", got, featHead)
+	}
+	if b := mustGit(t, c, p, "symbolic-ref", "--short", "HEAD"); b != "feat" {
+		t.Errorf("attached branch = %q", b)
+	}
+
+	// Directory deleted behind git's back: the registration is prunable.
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	wts, err := c.Worktrees(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wts) != 2 || !wts[1].Prunable || wts[1].Branch != "feat" {
+		t.Fatalf("Worktrees = %+v, want a prunable feat entry", wts)
+	}
+	if _, ok, err := c.WorktreeOf(ctx, "feat"); err != nil || ok {
+		t.Errorf("WorktreeOf(prunable) = %v, %v; want not found", ok, err)
+	}
+	// AddWorktree prunes the stale registration and re-attaches.
+	if err := c.AddWorktree(ctx, p, "feat", ""); err != nil {
+		t.Fatalf("AddWorktree over stale registration: %v", err)
+	}
+	if got := readFile(t, p, "f.txt"); got != "f\n" {
+		t.Errorf("f.txt = %q", got)
+	}
+
+	// RemoveWorktree of a missing path prunes instead.
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveWorktree(ctx, p); err != nil {
+		t.Errorf("RemoveWorktree(missing) = %v", err)
+	}
+	if wts, err := c.Worktrees(ctx); err != nil || len(wts) != 1 {
+		t.Errorf("Worktrees after prune = %+v, %v", wts, err)
+	}
+	if err := c.Prune(ctx); err != nil {
+		t.Error(err)
+	}
+
+	// Relative paths are relative to c.Dir; start "" means HEAD.
+	if err := c.AddWorktree(ctx, "../rel-wt", "rel", ""); err != nil {
+		t.Fatal(err)
+	}
+	rel := filepath.Join(filepath.Dir(c.Dir), "rel-wt")
+	t.Cleanup(func() { os.RemoveAll(rel) })
+	if got, ok, err := c.WorktreeOf(ctx, "refs/heads/rel"); err != nil || !ok || got != rel {
+		t.Errorf("WorktreeOf(rel) = %q, %v, %v; want %q", got, ok, err, rel)
+	}
+	if err := c.AddWorktree(ctx, filepath.Join(t.TempDir(), "x"), "bad", "no-such-start"); err == nil {
+		t.Error("AddWorktree from a bad start: no error")
+	}
+}
+
+func TestWorktreesDetachedAndOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	p := filepath.Join(t.TempDir(), "det")
+	mustGit(t, c, "", "worktree", "add", "-q", "--detach", p, "main")
+	wts, err := c.Worktrees(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wts) != 2 || !wts[1].Detached || wts[1].Branch != "" || wts[1].Path != p || !shaRE.MatchString(wts[1].Head) {
+		t.Errorf("Worktrees = %+v", wts)
+	}
+
+	// A Client opened inside a linked worktree is rooted there and shares
+	// the common dir (and so info/exclude).
+	wc, err := Open(ctx, p, c.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc.Dir != p {
+		t.Errorf("Open(linked).Dir = %q", wc.Dir)
+	}
+	cd1, _ := c.CommonDir(ctx)
+	cd2, _ := wc.CommonDir(ctx)
+	if cd1 != cd2 {
+		t.Errorf("CommonDir main %q != linked %q", cd1, cd2)
+	}
+	if err := c.Exclude(ctx, "agent.log"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, "agent.log", "x")
+	writeFile(t, p, "out.txt", "x")
+	if d, err := c.Dirty(ctx, p); err != nil || len(d) != 1 || d[0] != "out.txt" {
+		t.Errorf("Dirty(linked) = %q, %v", d, err)
+	}
+}
