@@ -60,10 +60,10 @@ type Scheduler struct {
 
 // phase is the loop's view of one phase.
 type phase struct {
-	n        *roadmap.Node
-	state    manifest.State
-	busy     bool // an attempt is in flight
-	next     *Job // the attempt to start when a slot and the clock allow
+	n         *roadmap.Node
+	state     manifest.State
+	busy      bool // an attempt is in flight
+	next      *Job // the attempt to start when a slot and the clock allow
 	notBefore time.Time
 
 	workerRuns int // attempts started per role (numbers the logs)
