@@ -49,10 +49,10 @@ the current folder and then at the repository's top level.`,
 	if err != nil {
 		return err
 	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(a.s.Err, "%s:%d: warning: %s\n", r.ManifestPath, w.Line, w.Msg)
-	}
 	p := makePlan(r)
+	for _, w := range p.Warnings {
+		fmt.Fprintf(a.s.Err, "%s\n", w)
+	}
 	switch *format {
 	case "json":
 		enc := json.NewEncoder(a.s.Out)
@@ -146,7 +146,11 @@ func makePlan(r *roadmap.Roadmap) planJSON {
 		p.CriticalLen = fmt.Sprintf("%d phases", len(path))
 	}
 	for _, w := range r.Warnings {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: %s", r.ManifestPath, w.Line, w.Msg))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: warning: %s", r.ManifestPath, w.Line, w.Msg))
+	}
+	for _, c := range r.ScopeClashes() {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: warning: %s and %s (line %d) declare overlapping scopes (owns: %s) and (owns: %s) and could run together; they will run one after the other",
+			r.ManifestPath, c[0].Line, c[0].ID, c[1].ID, c[1].Line, strings.Join(c[0].Owns, ", "), strings.Join(c[1].Owns, ", ")))
 	}
 	return p
 }

@@ -72,11 +72,11 @@ type runOptions struct {
 
 // runConfig is the resolved configuration of one run.
 type runConfig struct {
-	maxParallel, maxSuper, transient, logCapMB int
-	keepGoing, ignoreCheckpoints               bool
-	base, gate, prepare, agent, super          string
-	poll, stuck, agentTimeout, rateSleep       time.Duration
-	baseExplicit                               bool
+	maxParallel, maxSuper, transient, logCapMB  int
+	keepGoing, ignoreCheckpoints                bool
+	base, gate, prepare, agent, super, lockfile string
+	poll, stuck, agentTimeout, rateSleep        time.Duration
+	baseExplicit                                bool
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
@@ -129,6 +129,9 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	}
 	defer jn.Close()
 
+	// Agents a killed driver left running must stop before any phase
+	// resumes: two agents never work in one worktree.
+	reapLeftovers(a, jn.Path(), layout)
 	live := roadmap.NewFile(rm.ManifestPath)
 	env := agentEnv(a)
 	runner := &work.Runner{
@@ -137,13 +140,22 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
 		DefaultCooldown: cfg.rateSleep,
 	}
-	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20}
+	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile}
 	events := make(chan scheduler.Event, 64)
 	sched := scheduler.New(scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
 		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
 		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
 	}, rm, live, runner, merger, jn, events)
+
+	merger.CleanupMerged(ctx, rm)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if edits, err := roadmap.Watch(watchCtx, rm.ManifestPath, 150*time.Millisecond, cfg.poll); err == nil {
+		sched.SetEdits(edits)
+	} else {
+		fmt.Fprintf(a.s.Err, "claudopilot: warning: cannot watch %s (%v); edits apply at the next run\n", rm.ManifestPath, err)
+	}
 
 	view := newProgress(a.s, o.json, rm, layout)
 	done := make(chan struct{})
@@ -202,7 +214,7 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 		}
 	}
 	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
-	c.super = s.str("SUPERVISOR_CMD")
+	c.super, c.lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
 	if c.super == "" {
 		c.super = c.agent
 	}
@@ -294,3 +306,22 @@ func gitEnv(a *app) []string {
 
 // agentEnv is the environment agents inherit: the driver's.
 func agentEnv(a *app) []string { return gitEnv(a) }
+
+// reapLeftovers stops agents whose process groups the journal says were
+// started and never seen to end, if they still run in one of our worktrees.
+func reapLeftovers(a *app, journal string, l scheduler.Layout) {
+	recs, err := scheduler.ReadJournal(journal)
+	if err != nil {
+		return
+	}
+	hist, _ := scheduler.History(recs)
+	for _, id := range sortedKeys(hist) {
+		for _, pgid := range hist[id].PGIDs {
+			if !supervisor.GroupAlive(pgid) || !supervisor.InDir(pgid, l.Dir()) {
+				continue
+			}
+			fmt.Fprintf(a.s.Err, "claudopilot: stopping agent of %s left by an earlier driver (process group %d)\n", id, pgid)
+			_ = supervisor.KillGroup(pgid, 10*time.Second)
+		}
+	}
+}

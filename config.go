@@ -42,6 +42,7 @@ func runKnobs() []knob {
 		{"DEFAULT_RATE_LIMIT_SLEEP", "rate-limit-sleep", "3600", "seconds to wait after a rate limit with no hint", "seconds"},
 		{"TRANSIENT_API_MAX_RETRIES", "transient-retries", "10", "retries of passing API errors before they count as a failure", "int"},
 		{"LOG_CAP_MB", "log-cap-mb", "50", "largest log kept per agent run, in MiB (the tail is kept)", "int"},
+		{"LOCKFILE_CMD", "lockfile-cmd", "", "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/cargo by file)", "string"},
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -35,6 +36,9 @@ type Owner struct {
 	Env       []string      // for the gate
 	LogCap    int64
 	KillGrace time.Duration
+	// LockfileCmd regenerates lockfiles when they are all a merge
+	// conflicts on (LOCKFILE_CMD). Empty: a command per lockfile kind.
+	LockfileCmd string
 }
 
 var _ scheduler.Merger = (*Owner)(nil)
@@ -65,12 +69,14 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
 		return out, false
 	}
+	// The branch may have moved past the gated tip (a lockfile
+	// regeneration below); the merge commit is gated either way.
 	tip := j.Tip
-	if tip == "" {
-		if tip, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(j.ID)); err != nil {
-			out.Err = err
-			return out, false
-		}
+	if cur, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(j.ID)); err == nil {
+		tip = cur
+	} else if tip == "" {
+		out.Err = err
+		return out, false
 	}
 	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
 		// Already contained (a merge that landed before a crash): only
@@ -93,9 +99,19 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = err
 		return out, false
 	}
+	// The manifest is the driver's: whatever the branch did to it is
+	// replaced below, so a conflict there is no conflict.
+	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
+	if len(conflicts) > 0 && onlyLockfiles(conflicts) {
+		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
+			return out, true
+		} else {
+			out.Detail = err.Error() + "; "
+		}
+	}
 	if len(conflicts) > 0 {
 		out.Reason = scheduler.ReasonConflict
-		out.Detail = "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
+		out.Detail += "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
 		return out, false
 	}
 	// The manifest in the commit is the base's, with this phase marked
@@ -359,4 +375,93 @@ func samePath(a, b string) bool {
 		return ea == eb
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// CleanupMerged removes what a run left of merged phases: worktrees whose
+// registration is stale, and worktrees and branches of phases the base
+// already contains. A branch whose tip the base does not contain is never
+// deleted.
+func (o *Owner) CleanupMerged(ctx context.Context, rm *roadmap.Roadmap) {
+	_ = o.Git.Prune(ctx)
+	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
+	if err != nil {
+		return
+	}
+	for _, n := range rm.Nodes {
+		if n.State != manifest.Merged {
+			continue
+		}
+		tip, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(n.ID))
+		if err != nil {
+			continue
+		}
+		o.cleanup(ctx, n.ID, tip, base)
+	}
+}
+
+// lockfileCmds regenerate each kind of lockfile from its manifest.
+var lockfileCmds = map[string]string{
+	"go.sum":            "go mod tidy",
+	"package-lock.json": "npm install --package-lock-only --ignore-scripts",
+	"pnpm-lock.yaml":    "pnpm install --lockfile-only --ignore-scripts",
+	"yarn.lock":         "yarn install --mode update-lockfile",
+	"Cargo.lock":        "cargo generate-lockfile",
+}
+
+func onlyLockfiles(paths []string) bool {
+	for _, p := range paths {
+		if _, ok := lockfileCmds[filepath.Base(p)]; !ok {
+			return false
+		}
+	}
+	return len(paths) > 0
+}
+
+// regenLockfiles resolves a conflict on lockfiles alone, as Claudopilot
+// did: merge the base into the branch, take the base's lockfile, regenerate
+// it in its folder, and commit the merge. The merge commit is gated later
+// like any other.
+func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths []string) error {
+	wt := o.Layout.Worktree(j.ID)
+	if _, err := os.Stat(wt); err != nil {
+		return fmt.Errorf("lockfile conflict: the worktree %s is gone", wt)
+	}
+	abort := func() { _, _ = o.Git.GitIn(context.WithoutCancel(ctx), wt, "merge", "--abort") }
+	if _, err := o.Git.GitIn(ctx, wt, "merge", "--no-edit", "refs/heads/"+o.Layout.Base); err == nil {
+		return nil // merged cleanly after all
+	}
+	for _, p := range paths {
+		if _, err := o.Git.GitIn(ctx, wt, "checkout", "--theirs", "--", p); err != nil {
+			abort()
+			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
+		}
+		cmd := o.LockfileCmd
+		if cmd == "" {
+			cmd = lockfileCmds[filepath.Base(p)]
+		}
+		dir := filepath.Join(wt, filepath.Dir(filepath.FromSlash(p)))
+		log := o.Layout.LogPath(j.ID, "lockfile", nextLog(o.Layout.LogDir(j.ID), "lockfile"))
+		res := supervisor.Run(ctx, supervisor.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace})
+		if res.ExitCode != 0 {
+			abort()
+			return fmt.Errorf("regenerating %s with %q failed (see %s)", p, cmd, log)
+		}
+		if _, err := o.Git.GitIn(ctx, wt, "add", "--", p); err != nil {
+			abort()
+			return err
+		}
+	}
+	if _, err := o.Git.GitIn(ctx, wt, "commit", "--no-edit", "-q"); err != nil {
+		abort()
+		return fmt.Errorf("conclude the lockfile merge: %w", err)
+	}
+	return nil
+}
+
+func nextLog(dir, prefix string) int {
+	for n := 1; ; n++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s-%d.log", prefix, n))); err != nil {
+			return n
+		}
+	}
 }

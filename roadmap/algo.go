@@ -1,6 +1,7 @@
 package roadmap
 
 import (
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -269,4 +270,72 @@ func (r *Roadmap) Counts() map[manifest.State]int {
 		c[n.State]++
 	}
 	return c
+}
+
+// Overlap reports whether two declared scopes share a path: one names a
+// path equal to, or a folder above, a path of the other.
+func Overlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if scopeCovers(x, y) || scopeCovers(y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func scopeCovers(dir, p string) bool {
+	dir = strings.TrimSuffix(strings.TrimPrefix(dir, "./"), "/")
+	p = strings.TrimSuffix(strings.TrimPrefix(p, "./"), "/")
+	return dir == "" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// ScopeClashes returns pairs of phases whose declared scopes overlap and
+// that could run at the same time (neither depends on the other, directly
+// or not). The scheduler keeps them apart, but the roadmap author should
+// know they will be serialized.
+func (r *Roadmap) ScopeClashes() [][2]*Node {
+	var owned []*Node
+	for _, n := range r.Nodes {
+		if len(n.Owns) > 0 {
+			owned = append(owned, n)
+		}
+	}
+	if len(owned) < 2 || len(owned) > 2000 {
+		return nil
+	}
+	var out [][2]*Node
+	for i, a := range owned {
+		var reach map[int]bool
+		for _, b := range owned[i+1:] {
+			if !Overlap(a.Owns, b.Owns) {
+				continue
+			}
+			if reach == nil {
+				reach = r.reachable(a)
+			}
+			if reach[b.Index] || r.reachable(b)[a.Index] {
+				continue
+			}
+			out = append(out, [2]*Node{a, b})
+		}
+	}
+	return out
+}
+
+// reachable returns every phase that depends on n, directly or not.
+func (r *Roadmap) reachable(n *Node) map[int]bool {
+	seen := map[int]bool{}
+	stack := append([]int(nil), n.dependents...)
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		stack = append(stack, r.Nodes[v].dependents...)
+	}
+	return seen
 }

@@ -24,6 +24,9 @@ type Config struct {
 	Poll                  time.Duration // how often outside state is re-read
 	// Backoff gives the delay before transient retry n (1-based).
 	Backoff func(n int) time.Duration
+	// FileOrder starts eligible phases in file order, as Claudopilot did,
+	// instead of critical path first. For comparison in benchmarks.
+	FileOrder bool
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -47,6 +50,7 @@ type Scheduler struct {
 
 	phases   []*phase // by roadmap index
 	byID     map[string]*phase
+	edits    <-chan []byte
 	results  chan Outcome
 	merged   chan MergeOutcome
 	mergeQ   []*phase // done phases waiting for the merge owner, in order
@@ -134,6 +138,12 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			s.onOutcome(o)
 		case m := <-s.merged:
 			s.onMerge(m)
+		case src, ok := <-s.edits:
+			if !ok {
+				s.edits = nil
+				continue
+			}
+			s.onEdit(src)
 		case <-timer.C:
 		case <-ctx.Done():
 			// Stop launching; cancelling runCtx stops every agent's
@@ -262,11 +272,11 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		if p.busy || p.next != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
 			continue
 		}
-		if s.depsMerged(p) {
+		if s.depsMerged(p) && s.scopeFree(p) == nil {
 			ready = append(ready, p)
 		}
 	}
-	if len(ready) > s.cfg.MaxParallel-s.running {
+	if len(ready) > s.cfg.MaxParallel-s.running && !s.cfg.FileOrder {
 		rem := s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
 		slices.SortStableFunc(ready, func(a, b *phase) int {
 			if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
@@ -282,6 +292,9 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		if s.running >= s.cfg.MaxParallel {
 			break
 		}
+		if s.scopeFree(p) != nil {
+			continue // a phase started in this round overlaps it
+		}
 		if err := s.setState(p, manifest.Running); err != nil {
 			s.fatal = err
 			return
@@ -290,6 +303,21 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry})
 		p.retry = false
 	}
+}
+
+// scopeFree returns a phase the driver holds whose declared scope overlaps
+// p's, or nil. Two phases with overlapping (owns: …) never run together;
+// phases without owns: are not constrained.
+func (s *Scheduler) scopeFree(p *phase) *phase {
+	if len(p.n.Owns) == 0 {
+		return nil
+	}
+	for _, q := range s.phases {
+		if q != p && len(q.n.Owns) > 0 && (q.busy || q.state == manifest.Running) && roadmap.Overlap(p.n.Owns, q.n.Owns) {
+			return q
+		}
+	}
+	return nil
 }
 
 func (s *Scheduler) depsMerged(p *phase) bool {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -214,6 +216,34 @@ func anyAlive(ps []procStat) bool {
 	for _, p := range ps {
 		cur, ok := readStat(p.pid)
 		if ok && cur.start == p.start && cur.state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupAlive reports whether any live (non-zombie) process is in the
+// process group.
+func GroupAlive(pgid int) bool { return pgid > 1 && groupAlive(pgid) }
+
+// InDir reports whether some process of the group works inside dir (its
+// current directory is dir or below). A restarted driver uses it before
+// stopping a journaled group, so a recycled group id that now belongs to
+// someone else's program is left alone.
+func InDir(pgid int, dir string) bool {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	procs, err := scanProcs()
+	if err != nil {
+		return false
+	}
+	for _, p := range procs {
+		if p.pgrp != pgid || p.state == 'Z' {
+			continue
+		}
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.pid))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(os.PathSeparator))) {
 			return true
 		}
 	}

@@ -100,8 +100,15 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		}
 	}
 	if j.Resume {
-		// The driver died during this phase. If the branch is already
-		// done, go straight to the gate.
+		// The driver died during this phase. If its merge already landed,
+		// only the bookkeeping is left (the merger does it); if the
+		// branch is done, go straight to the gate.
+		if tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch); err == nil {
+			if in, err := r.Git.IsAncestor(ctx, tip, "refs/heads/"+r.Layout.Base); err == nil && in {
+				o.OK, o.Tip, o.Ended = true, tip, r.now()
+				return o
+			}
+		}
 		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
 			return r.gate(ctx, j, wt, tip, o)
 		}

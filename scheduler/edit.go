@@ -1,0 +1,145 @@
+package scheduler
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+)
+
+// SetEdits gives the loop the manifest's content each time a human (or the
+// driver itself) changes it; see roadmap.Watch. Call before Run.
+func (s *Scheduler) SetEdits(ch <-chan []byte) { s.edits = ch }
+
+// onEdit applies a manifest edit made while the run goes on. An invalid
+// edit is reported and ignored: the last good graph stays. Otherwise:
+//   - a [blocked] or [failed] phase flipped to [pending] is retried, with
+//     fresh counters, and so are the phases parked because they waited on
+//     it;
+//   - new phases are scheduled and changed deps take effect;
+//   - a phase the driver is working on keeps the driver's state.
+func (s *Scheduler) onEdit(src []byte) {
+	files := s.docFiles()
+	rm, err := roadmap.Parse(s.rm.Dir, src, files, roadmap.Options{RequireDocs: true})
+	if err != nil {
+		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
+		return
+	}
+	for _, p := range s.phases {
+		if rm.Node(p.n.ID) == nil && s.inFlight(p) {
+			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: "manifest edit ignored: it removes " + p.n.ID + ", which is running"})
+			return
+		}
+	}
+	old := s.byID
+	s.rm = rm
+	s.phases = make([]*phase, len(rm.Nodes))
+	s.byID = make(map[string]*phase, len(rm.Nodes))
+	var changes []string
+	var retried []*phase
+	for i, n := range rm.Nodes {
+		p := old[n.ID]
+		if p == nil {
+			p = &phase{n: n, state: n.State}
+			changes = append(changes, "new phase "+n.ID)
+			if n.State == manifest.Running {
+				p.next = &Job{Role: Worker, Resume: true}
+			}
+		} else {
+			p.n = n
+		}
+		s.phases[i] = p
+		s.byID[n.ID] = p
+		if p.state == n.State {
+			continue
+		}
+		switch {
+		case s.inFlight(p) || p.state == manifest.Merged || n.State == manifest.Running:
+			// The driver's state wins while it works on the phase, a
+			// merged phase stays merged, and only the driver starts
+			// phases.
+			if n.State != manifest.Merged {
+				changes = append(changes, fmt.Sprintf("%s stays [%s]", n.ID, p.state))
+				if err := s.store.SetState(n.ID, p.state); err != nil {
+					s.emit(Event{Kind: EvWarn, Phase: n.ID, Detail: err.Error()})
+				}
+			}
+		case n.State == manifest.Pending && (p.state == manifest.Blocked || p.state == manifest.Failed):
+			retried = append(retried, p)
+		default:
+			changes = append(changes, fmt.Sprintf("%s [%s] -> [%s]", n.ID, p.state, n.State))
+			p.state = n.State
+		}
+	}
+	for i := 0; i < len(retried); i++ {
+		p := retried[i]
+		s.retry(p)
+		changes = append(changes, "retry "+p.n.ID)
+		for _, d := range s.rm.Dependents(p.n) {
+			q := s.phases[d.Index]
+			if q.state == manifest.Blocked && q.waitsOn != "" && !containsPhase(retried, q) {
+				if err := s.setState(q, manifest.Pending); err == nil {
+					retried = append(retried, q)
+				}
+			}
+		}
+	}
+	if s.halt != nil {
+		// A retried phase lifts the halt it caused.
+		if p := s.byID[s.halt.ID]; p != nil && p.state == manifest.Pending {
+			s.halt = nil
+		}
+	}
+	if len(changes) > 0 {
+		s.emit(Event{Kind: EvEdit, Detail: strings.Join(changes, "; ")})
+	}
+}
+
+// retry makes a parked or failed phase pending again with fresh counters.
+func (s *Scheduler) retry(p *phase) {
+	p.state = manifest.Pending
+	p.workerRuns, p.superRuns, p.superSpent, p.transient = 0, 0, 0, 0
+	p.reason, p.detail, p.waitsOn = "", "", ""
+	p.next = nil
+	p.retry = true
+	s.record(Record{Phase: p.n.ID, Event: "retry"})
+}
+
+func containsPhase(ps []*phase, p *phase) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// inFlight is true while the driver holds the phase: an attempt, a merge,
+// or a relaunch waiting for its slot.
+func (s *Scheduler) inFlight(p *phase) bool {
+	if p.busy || p.next != nil || s.merging == p {
+		return true
+	}
+	for _, q := range s.mergeQ {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scheduler) docFiles() []string {
+	ents, err := os.ReadDir(s.rm.Dir)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			files = append(files, e.Name())
+		}
+	}
+	return files
+}
