@@ -133,6 +133,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	// resumes: two agents never work in one worktree.
 	reapLeftovers(a, jn.Path(), layout)
 	live := roadmap.NewFile(rm.ManifestPath)
+	live.RemoveTemps()
 	env := agentEnv(a)
 	runner := &work.Runner{
 		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,

@@ -78,9 +78,9 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = err
 		return out, false
 	}
-	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
-		// Already contained (a merge that landed before a crash): only
-		// the bookkeeping is left.
+	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok && work.Landed(ctx, o.Git, o.Layout, j.ID) {
+		// A merge that landed before a crash: only the bookkeeping is
+		// left.
 		if err := o.markLive(j); err != nil {
 			out.Err = err
 			return out, false

@@ -149,3 +149,11 @@ func WriteAtomic(path string, data []byte) (err error) {
 	}
 	return nil
 }
+
+// RemoveTemps deletes temp files a killed writer left beside the manifest.
+func (f *File) RemoveTemps() {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".tmp*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}

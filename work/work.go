@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -103,11 +104,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// The driver died during this phase. If its merge already landed,
 		// only the bookkeeping is left (the merger does it); if the
 		// branch is done, go straight to the gate.
-		if tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch); err == nil {
-			if in, err := r.Git.IsAncestor(ctx, tip, "refs/heads/"+r.Layout.Base); err == nil && in {
-				o.OK, o.Tip, o.Ended = true, tip, r.now()
-				return o
-			}
+		if tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch); err == nil && Landed(ctx, r.Git, r.Layout, j.ID) {
+			o.OK, o.Tip, o.Ended = true, tip, r.now()
+			return o
 		}
 		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
 			return r.gate(ctx, j, wt, tip, o)
@@ -434,4 +433,21 @@ func (r *Runner) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// Landed reports whether the phase's merge is on the base: the base's
+// committed manifest marks it [merged], which the merge commit alone does.
+// (A branch being contained in the base proves nothing: a branch with no
+// commits yet is contained too.)
+func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id string) bool {
+	src, ok, err := git.ReadFile(ctx, "refs/heads/"+l.Base, l.ManifestRel())
+	if err != nil || !ok {
+		return false
+	}
+	m, err := manifest.Parse(src)
+	if m == nil {
+		return false
+	}
+	p := m.Phase(id)
+	return p != nil && p.State == manifest.Merged
 }
