@@ -182,9 +182,6 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			return out, false
 		}
 	}
-	o.Live.Lock()
-	defer o.Live.Unlock()
-	live, _ := os.ReadFile(o.Live.Path)
 	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
 		if errors.Is(err, worktree.ErrStale) {
 			return out, true
@@ -193,25 +190,19 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		return out, false
 	}
 	if checkedOut {
-		if err := o.Git.MoveCheckout(ctx, dir, base, commit, keep); err != nil {
+		// The live manifest is never written by git: a human may be
+		// saving it right now. Its index entry moves; its bytes get the
+		// one-token flip below, through the re-reading writer.
+		if err := o.Git.AdvanceCheckout(ctx, dir, base, commit, keep); err != nil {
 			// The base has moved and is correct; only the checkout
 			// lags. `git status` shows it; say so and carry on.
 			out.Detail = "the base checkout was not brought forward: " + err.Error()
 		}
 	}
-	if keep != nil && live != nil {
-		// The checkout now holds the committed manifest; put the live
-		// states back with this phase marked merged.
-		if b, err := flip(live, j); err == nil {
-			err = roadmap.WriteAtomic(o.Live.Path, b)
-			if err != nil {
-				out.Err = err
-				return out, false
-			}
-		}
-	} else if err := o.Live.UpdateLocked(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
-		out.Err = err
-		return out, false
+	if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
+		// The merge has landed; only the live file could not say so
+		// (the phase was edited out of it meanwhile).
+		out.Detail = strings.TrimPrefix(out.Detail+"; ", "; ") + "the live manifest was not updated: " + err.Error()
 	}
 	o.cleanup(ctx, j.ID, tip, commit)
 	out.OK, out.Commit = true, commit

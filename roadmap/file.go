@@ -74,7 +74,7 @@ func (f *File) Unlock() { f.mu.Unlock() }
 // UpdateLocked is Update for a caller that holds the lock.
 func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 	var lastErr error
-	for try := 0; try < 40; try++ {
+	for try, races := 0, 0; try < 8; try++ {
 		if try > 0 {
 			time.Sleep(25 * time.Millisecond)
 		}
@@ -96,21 +96,36 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 		if bytes.Equal(out, src) {
 			return nil
 		}
-		// Re-read right before the replace: if a human saved meanwhile,
-		// their bytes win and the token change is applied to them.
-		if cur, err := os.ReadFile(f.Path); err != nil || !bytes.Equal(cur, src) {
-			lastErr = fmt.Errorf("changed while writing")
+		// If a human saved meanwhile, their bytes win and the token
+		// change is applied to them on the next pass.
+		err = writeAtomic(f.Path, out, func() bool {
+			cur, err := os.ReadFile(f.Path)
+			return err == nil && bytes.Equal(cur, src)
+		})
+		if errors.Is(err, errChanged) && races < 100 {
+			lastErr = err
+			races++
+			try = 0 // a human is saving: not a failure, go again
 			continue
 		}
-		return WriteAtomic(f.Path, out)
+		return err
 	}
 	return fmt.Errorf("update %s: %w", f.Path, lastErr)
 }
 
+var errChanged = errors.New("changed while writing")
+
 // WriteAtomic replaces path with data: a temp file in the same folder,
 // fsync, the old file's mode, rename, fsync of the folder. A reader sees
 // the old bytes or the new ones, never a mix.
-func WriteAtomic(path string, data []byte) (err error) {
+func WriteAtomic(path string, data []byte) error {
+	return writeAtomic(path, data, nil)
+}
+
+// writeAtomic is WriteAtomic that first asks unchanged, as late as possible
+// (after the slow fsync, right before the rename), whether the file still
+// holds what the new bytes were computed from.
+func writeAtomic(path string, data []byte, unchanged func() bool) (err error) {
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -139,6 +154,9 @@ func WriteAtomic(path string, data []byte) (err error) {
 	}
 	if err = tmp.Close(); err != nil {
 		return err
+	}
+	if unchanged != nil && !unchanged() {
+		return errChanged
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err

@@ -20,13 +20,21 @@ func (s *Scheduler) SetEdits(ch <-chan []byte) { s.edits = ch }
 //     it;
 //   - new phases are scheduled and changed deps take effect;
 //   - a phase the driver is working on keeps the driver's state.
-func (s *Scheduler) onEdit(src []byte) {
+func (s *Scheduler) onEdit(reported []byte) {
+	// Read the file now rather than trust the reported bytes: they may
+	// predate a state this loop wrote since, and reading them as a human
+	// edit would undo it (a phase just parked would look flipped back).
+	src, err := os.ReadFile(s.rm.ManifestPath)
+	if err != nil || len(src) == 0 {
+		return
+	}
 	files := s.docFiles()
 	rm, err := roadmap.Parse(s.rm.Dir, src, files, roadmap.Options{RequireDocs: true})
 	if err != nil {
 		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
 		return
 	}
+	defer s.flushStates()
 	for _, p := range s.phases {
 		if rm.Node(p.n.ID) == nil && s.inFlight(p) {
 			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: "manifest edit ignored: it removes " + p.n.ID + ", which is running"})

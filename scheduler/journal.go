@@ -28,6 +28,7 @@ type Record struct {
 	Commit  string    `json:"commit,omitempty"`
 	WaitsOn string    `json:"waits_on,omitempty"`
 	PID     int       `json:"pid,omitempty"`
+	Log     string    `json:"log,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -108,6 +109,8 @@ type PhaseHistory struct {
 	Reason                            Reason
 	Detail                            string
 	Last                              string // last lifecycle event: launch, done, fail, failed, blocked, merged, retry
+	LastFailBy                        Role   // who failed last: a supervisor hands back to the worker
+	Log                               string // the failing attempt's log
 	Tip                               string
 	WaitsOn                           string
 	PGIDs                             []int // process groups started and not known to have ended
@@ -157,7 +160,10 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 				if r.Role == Supervisor {
 					h.SuperSpent++
 				}
-				h.Reason, h.Detail = r.Reason, r.Detail
+				h.Reason, h.Detail, h.LastFailBy = r.Reason, r.Detail, r.Role
+				if r.Log != "" {
+					h.Log = r.Log
+				}
 			}
 			if r.Event == "cooldown" && r.Until.After(cool[r.Role]) {
 				cool[r.Role] = r.Until

@@ -47,13 +47,19 @@ func (l Layout) ManifestRel() string { return path.Join(l.RoadmapRel, "EXECUTION
 // DocRel is a phase doc's path in the repository.
 func (l Layout) DocRel(name string) string { return path.Join(l.RoadmapRel, name) }
 
-// SafeName makes an id usable as one path element.
+// SafeName makes an id usable as one path element. Other bytes are
+// %-escaped, so distinct ids stay distinct ("a/b" and "a_b"), and the names
+// "." and ".." cannot come out.
 func SafeName(id string) string {
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
-		return '_'
-	}, id)
+	}
+	return b.String()
 }

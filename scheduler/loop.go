@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,10 +57,13 @@ type Scheduler struct {
 	mergeQ   []*phase // done phases waiting for the merge owner, in order
 	merging  *phase   // the phase the merge owner holds, if any
 	cooldown map[string]time.Time
-	halt     *HaltError
-	fatal    error
-	started  time.Time
-	running  int // agents running now
+	// unwritten holds states the manifest could not take because it did
+	// not parse at the time; they are written when it does again.
+	unwritten map[string]manifest.State
+	halt      *HaltError
+	fatal     error
+	started   time.Time
+	running   int // agents running now
 }
 
 // phase is the loop's view of one phase.
@@ -67,6 +71,7 @@ type phase struct {
 	n         *roadmap.Node
 	state     manifest.State
 	busy      bool // an attempt is in flight
+	job       Job  // the attempt in flight, to run again after a cooldown
 	next      *Job // the attempt to start when a slot and the clock allow
 	notBefore time.Time
 
@@ -95,15 +100,16 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		cfg.Poll = 5 * time.Second
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(n int) time.Duration { return time.Duration(min(10<<(n-1), 300)) * time.Second }
+		cfg.Backoff = func(n int) time.Duration { return time.Duration(min(10<<min(max(n-1, 0), 5), 300)) * time.Second }
 	}
 	s := &Scheduler{
 		cfg: cfg, rm: rm, store: store, runner: runner, merger: merger, jn: jn, events: events,
-		now:      time.Now,
-		byID:     make(map[string]*phase, len(rm.Nodes)),
-		results:  make(chan Outcome),
-		merged:   make(chan MergeOutcome),
-		cooldown: make(map[string]time.Time),
+		now:       time.Now,
+		byID:      make(map[string]*phase, len(rm.Nodes)),
+		results:   make(chan Outcome),
+		merged:    make(chan MergeOutcome),
+		cooldown:  make(map[string]time.Time),
+		unwritten: make(map[string]manifest.State),
 	}
 	for _, n := range rm.Nodes {
 		p := &phase{n: n, state: n.State}
@@ -125,8 +131,20 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	defer cancel()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	interrupted := func() (Summary, error) {
+		// Stop launching; cancelling runCtx stops every agent's process
+		// group (SIGTERM, SIGKILL after the grace). Keep collecting
+		// results until all are back.
+		cancel()
+		s.drain()
+		s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
+		return s.summary(), ErrInterrupted
+	}
 	for {
-		if ctx.Err() == nil && s.fatal == nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		if s.fatal == nil {
 			s.dispatch(runCtx)
 		}
 		if s.idle() {
@@ -135,6 +153,12 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		s.arm(timer)
 		select {
 		case o := <-s.results:
+			if ctx.Err() != nil {
+				// The agent was stopped by the interrupt: that is no
+				// failure of the phase.
+				s.interruptedOutcome(o)
+				continue
+			}
 			s.onOutcome(o)
 		case m := <-s.merged:
 			s.onMerge(m)
@@ -146,16 +170,20 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			s.onEdit(src)
 		case <-timer.C:
 		case <-ctx.Done():
-			// Stop launching; cancelling runCtx stops every agent's
-			// process group (SIGTERM, SIGKILL after the grace). Keep
-			// collecting results until all are back.
-			cancel()
-			s.drain()
-			s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
-			return s.summary(), ErrInterrupted
+			return interrupted()
 		}
 	}
 	return s.finish()
+}
+
+// interruptedOutcome books an attempt that ended because of an interrupt.
+func (s *Scheduler) interruptedOutcome(o Outcome) {
+	s.running--
+	p := s.byID[o.ID]
+	p.busy = false
+	p.spent += o.Ended.Sub(o.Started)
+	s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
+	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "interrupted", LogPath: o.LogPath})
 }
 
 // drain waits for every in-flight attempt and merge after a cancel.
@@ -163,11 +191,7 @@ func (s *Scheduler) drain() {
 	for s.running > 0 || s.merging != nil {
 		select {
 		case o := <-s.results:
-			s.running--
-			p := s.byID[o.ID]
-			p.busy = false
-			p.spent += o.Ended.Sub(o.Started)
-			s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
+			s.interruptedOutcome(o)
 		case m := <-s.merged:
 			s.merging = nil
 			if m.OK {
@@ -180,15 +204,31 @@ func (s *Scheduler) drain() {
 
 // idle is true when nothing is in flight and nothing could start.
 func (s *Scheduler) idle() bool {
-	if s.running > 0 || s.merging != nil || len(s.mergeQ) > 0 {
+	if s.running > 0 || s.merging != nil {
 		return false
 	}
 	if s.fatal != nil {
 		return true
 	}
+	if len(s.mergeQ) > 0 {
+		return false
+	}
+	if s.halt != nil {
+		return true
+	}
+	now := s.now()
 	for _, p := range s.phases {
-		if p.next != nil && s.halt == nil {
+		if p.next != nil {
 			return false // waiting out a cooldown or backoff
+		}
+	}
+	// Phases held back only by a rate limit's cooldown are waited for.
+	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
+		limit := s.checkpointLine()
+		for _, p := range s.phases {
+			if p.state == manifest.Pending && !p.busy && (limit == 0 || p.n.Line < limit) && s.depsMerged(p) {
+				return false
+			}
 		}
 	}
 	return true
@@ -197,13 +237,16 @@ func (s *Scheduler) idle() bool {
 // arm sets the timer to the earliest moment something waits for.
 func (s *Scheduler) arm(t *time.Timer) {
 	var at time.Time
+	now := s.now()
+	// Only future moments: something whose time has come and still waits
+	// is waiting for a slot, and a finishing attempt wakes the loop.
 	consider := func(x time.Time) {
-		if !x.IsZero() && (at.IsZero() || x.Before(at)) {
+		if x.After(now) && (at.IsZero() || x.Before(at)) {
 			at = x
 		}
 	}
 	for _, p := range s.phases {
-		if p.next != nil {
+		if p.next != nil && s.halt == nil {
 			consider(p.notBefore)
 			consider(s.cooldown[s.cmdOf(p.next.Role)])
 		}
@@ -211,6 +254,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 	for _, p := range s.mergeQ {
 		consider(p.notBefore)
 	}
+	consider(s.cooldown[s.cmdOf(Worker)])
 	d := time.Hour
 	if !at.IsZero() {
 		d = max(at.Sub(s.now()), time.Millisecond)
@@ -224,11 +268,13 @@ func (s *Scheduler) arm(t *time.Timer) {
 	t.Reset(d)
 }
 
+// cmdOf keys a role's quota by its command alone: a worker and a
+// supervisor running the same command share its rate limit.
 func (s *Scheduler) cmdOf(r Role) string {
 	if r == Supervisor {
-		return "supervisor:" + s.cfg.SupervisorCmd
+		return s.cfg.SupervisorCmd
 	}
-	return "agent:" + s.cfg.AgentCmd
+	return s.cfg.AgentCmd
 }
 
 // dispatch starts what may start: the next merge, pending relaunches, then
@@ -356,6 +402,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job) {
 		j.Attempt = p.workerRuns
 	}
 	p.busy = true
+	p.job = j
 	s.running++
 	s.record(Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt})
 	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt})
@@ -402,10 +449,10 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	p.busy = false
 	p.spent += o.Ended.Sub(o.Started)
-	p.logPath = o.LogPath
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath})
 	switch {
 	case o.OK:
+		p.logPath = o.LogPath
 		p.tip = o.Tip
 		p.transient = 0
 		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip})
@@ -430,7 +477,10 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		return
 	}
 	p.transient = 0
-	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail})
+	if o.LogPath != "" {
+		p.logPath = o.LogPath
+	}
+	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath})
 	if o.Role == Supervisor {
 		p.superSpent++
 	}
@@ -439,14 +489,15 @@ func (s *Scheduler) onOutcome(o Outcome) {
 
 // requeue schedules the same attempt again later without spending it.
 func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
-	j := Job{Role: o.Role}
+	// The same job again, failure context and all; it reuses the attempt
+	// number.
+	j := p.job
 	if o.Role == Supervisor {
-		// The supervisor's failure context is kept from the first try.
-		j = Job{Role: Supervisor, Failure: p.reason, FailureLog: p.logPath, Detail: p.detail}
-		p.superRuns-- // the retry reuses the attempt number
+		p.superRuns--
 	} else {
 		p.workerRuns--
 	}
+	j.Mode = ""
 	p.next = &j
 	p.notBefore = at
 }
@@ -544,10 +595,36 @@ func (s *Scheduler) setState(p *phase, st manifest.State) error {
 		return nil
 	}
 	if err := s.store.SetState(p.n.ID, st); err != nil {
-		return fmt.Errorf("write state of %s: %w", p.n.ID, err)
+		var unparsable manifest.ErrorList
+		if !errors.As(err, &unparsable) {
+			return fmt.Errorf("write state of %s: %w", p.n.ID, err)
+		}
+		// The file does not parse right now (a human is half-way
+		// through an edit). The run goes on; the state is written once
+		// the file is valid again.
+		if len(s.unwritten) == 0 {
+			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: "cannot write the manifest now, will retry: " + err.Error()})
+		}
+		s.unwritten[p.n.ID] = st
+	} else {
+		delete(s.unwritten, p.n.ID)
 	}
 	p.state = st
 	return nil
+}
+
+// flushStates writes the states the manifest could not take earlier.
+func (s *Scheduler) flushStates() {
+	for id, st := range s.unwritten {
+		if p := s.byID[id]; p == nil || p.state != st {
+			delete(s.unwritten, id)
+			continue
+		}
+		var unparsable manifest.ErrorList
+		if err := s.store.SetState(id, st); err == nil || !errors.As(err, &unparsable) {
+			delete(s.unwritten, id)
+		}
+	}
 }
 
 func (s *Scheduler) emit(e Event) {
@@ -574,6 +651,10 @@ func (s *Scheduler) record(r Record) {
 // finish decides how the run ended. Parked phases are counted from the
 // manifest on disk, not from this process's memory.
 func (s *Scheduler) finish() (Summary, error) {
+	s.flushStates()
+	if len(s.unwritten) > 0 && s.fatal == nil {
+		s.fatal = fmt.Errorf("the manifest %s does not parse, so the final states could not be written: fix it and run again", s.rm.ManifestPath)
+	}
 	sum := s.summary()
 	if s.fatal != nil {
 		s.emit(Event{Kind: EvEnd, Detail: s.fatal.Error()})
@@ -581,7 +662,9 @@ func (s *Scheduler) finish() (Summary, error) {
 	}
 	m, err := s.store.Read()
 	if err != nil {
-		return sum, fmt.Errorf("read manifest: %w", err)
+		err = fmt.Errorf("read manifest: %w", err)
+		s.emit(Event{Kind: EvEnd, Detail: err.Error()})
+		return sum, err
 	}
 	var blocked, unmerged int
 	for _, ph := range m.Phases {
@@ -595,6 +678,15 @@ func (s *Scheduler) finish() (Summary, error) {
 	}
 	switch {
 	case s.halt != nil:
+		for _, p := range s.phases {
+			if p.next != nil && p.state == manifest.Running {
+				// Its repair was not started because of the halt.
+				if err := s.setState(p, manifest.Failed); err == nil {
+					s.record(Record{Phase: p.n.ID, Event: "failed", Reason: p.reason})
+				}
+				p.next = nil
+			}
+		}
 		s.emit(Event{Kind: EvEnd, Detail: s.halt.Error()})
 		return sum, s.halt
 	case blocked > 0:

@@ -50,8 +50,9 @@ func (s *Scheduler) restore() error {
 		}
 		p.workerRuns, p.superRuns, p.superSpent = h.WorkerRuns, h.SuperRuns, h.SuperSpent
 		p.reason, p.detail, p.waitsOn, p.spent = h.Reason, h.Detail, h.WaitsOn, h.Spent
-		if p.state == manifest.Running && h.Last == "fail" && p.superSpent < s.cfg.MaxSupervisorAttempts {
-			p.next = &Job{Role: Supervisor, Failure: p.reason, Detail: p.detail, Resume: true}
+		p.logPath = h.Log
+		if p.state == manifest.Running && h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
+			p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 		}
 	}
 	return nil

@@ -279,3 +279,97 @@ func (c *Client) restoreKeep(ctx context.Context, dir, top string, saved []keptF
 	}
 	return errors.Join(errs...)
 }
+
+// AdvanceCheckout brings the checkout in worktree dir forward from oldSHA to
+// newSHA, after the caller moved that worktree's branch ref, without ever
+// touching the files in skip (repository-relative paths the caller owns,
+// such as a live manifest a human may be editing at this very moment):
+// their index entries take newSHA's version while their bytes on disk stay
+// as they are. Every other path that changes between the two commits is
+// written from newSHA, in the index and on disk; nothing else is touched,
+// so local changes elsewhere carry over. The caller checks WouldOverwrite
+// first: this writes the changed paths unconditionally.
+//
+// Unlike `git read-tree -m -u`, which refuses a dirty path it must update,
+// this never needs to reset the skip files, so no edit to them can fall in
+// a window where git has put the committed version on disk.
+func (c *Client) AdvanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip []string) error {
+	if err := c.advanceCheckout(ctx, dir, oldSHA, newSHA, skip); err != nil {
+		return fmt.Errorf("advance checkout %s %s..%s: %w", c.abs(dir), short(oldSHA), short(newSHA), err)
+	}
+	return nil
+}
+
+func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip []string) error {
+	out, err := c.run(ctx, dir, nil, nil, "diff-tree", "-r", "--no-renames", "--name-status", "-z", oldSHA, newSHA)
+	if err != nil {
+		return err
+	}
+	fields := splitNUL(out)
+	skipSet := make(map[string]bool, len(skip))
+	for _, p := range skip {
+		skipSet[p] = true
+	}
+	var upd, del, own []string
+	for i := 0; i+1 < len(fields); i += 2 {
+		status, p := fields[i], fields[i+1]
+		switch {
+		case skipSet[p]:
+			own = append(own, p)
+		case status == "D":
+			del = append(del, p)
+		default:
+			upd = append(upd, p)
+		}
+	}
+	top := c.abs(dir)
+	if len(del) > 0 {
+		if _, err := c.run(ctx, dir, nulList(del), nil, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return err
+		}
+		for _, p := range del {
+			full := filepath.Join(top, filepath.FromSlash(p))
+			if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			// Drop folders the deletion emptied, as git would.
+			for d := filepath.Dir(full); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
+				if os.Remove(d) != nil {
+					break
+				}
+			}
+		}
+	}
+	if len(upd) > 0 {
+		if _, err := c.run(ctx, dir, nulList(upd), nil, "--literal-pathspecs", "checkout", newSHA, "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return err
+		}
+	}
+	for _, p := range own {
+		ls, err := c.run(ctx, dir, nil, nil, "--literal-pathspecs", "ls-tree", "-z", newSHA, "--", p)
+		if err != nil {
+			return err
+		}
+		entry := strings.TrimSuffix(string(ls), "\x00")
+		if entry == "" {
+			if _, err := c.run(ctx, dir, nil, nil, "update-index", "--force-remove", "--", p); err != nil {
+				return err
+			}
+			continue
+		}
+		// "<mode> blob <sha>\t<path>"
+		meta, _, _ := strings.Cut(entry, "\t")
+		f := strings.Fields(meta)
+		if len(f) != 3 {
+			return fmt.Errorf("ls-tree %s: unexpected %q", p, entry)
+		}
+		if _, err := c.run(ctx, dir, nil, nil, "update-index", "--add", "--cacheinfo", f[0]+","+f[2]+","+p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nulList(paths []string) []byte {
+	return []byte(strings.Join(paths, "\x00") + "\x00")
+}

@@ -1,0 +1,435 @@
+package main
+
+// End-to-end tests: testdata/script/*.txtar drive the real binary (this test
+// binary, installed on $PATH as "claudopilot" by testscript.Main) against
+// throwaway git repositories, with the fake agents of testdata/agents.
+// testdata/README.md describes the scripts, the agents and the commands below.
+//
+//	GIT_CONFIG_GLOBAL=/dev/null go test -run TestScript -count=1 .
+//	go test -run TestScript/plan_ok -update .   # rewrite golden sections
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden sections of testdata/script/*.txtar that a cmp finds different")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		// main reads os.Args and the real streams and calls os.Exit with
+		// the command's exit code, as the installed binary does.
+		"claudopilot": main,
+	})
+}
+
+func TestScript(t *testing.T) {
+	agents, err := filepath.Abs(filepath.Join("testdata", "agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgents(t, agents)
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Setup: func(e *testscript.Env) error {
+			// Nothing may lean on the machine's git configuration or
+			// identity: each script builds its own repository.
+			e.Setenv("HOME", e.WorkDir)
+			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+			e.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("GIT_AUTHOR_NAME", "Test Author")
+			e.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+			e.Setenv("GIT_COMMITTER_NAME", "Test Committer")
+			e.Setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+			e.Setenv("LC_ALL", "C")
+			e.Setenv("TERM", "dumb")
+			e.Setenv("NO_COLOR", "1")
+			e.Setenv("AGENTS", agents)
+			e.Setenv("PATH", agents+string(os.PathListSeparator)+e.Getenv("PATH"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"gitrepo":     cmdGitrepo,
+			"exitcode":    cmdExitcode,
+			"waitfile":    cmdWaitfile,
+			"json":        cmdJSON,
+			"concurrency": cmdConcurrency,
+			"gitsnap":     cmdGitsnap,
+			"unwork":      cmdUnwork,
+		},
+	})
+}
+
+// checkAgents fails early, and clearly, when the fake agents lost their
+// executable bit (they are run through $PATH by AGENT_CMD).
+func checkAgents(t *testing.T, dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".sh") || e.Name() == "lib.sh" { // lib.sh is sourced
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm()&0o111 == 0 {
+			t.Fatalf("%s is not executable: chmod +x testdata/agents/*.sh", filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// gitrepo [DIR]
+//
+// Makes DIR (default: the current folder) a git repository on branch main
+// with everything in it committed as "init".
+func cmdGitrepo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 {
+		ts.Fatalf("usage: gitrepo [DIR]")
+	}
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	dir = ts.MkAbs(dir)
+	for _, a := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"commit", "-q", "-m", "init"},
+	} {
+		if err := ts.Exec("git", append([]string{"-C", dir}, a...)...); err != nil {
+			ts.Fatalf("git %s: %v", strings.Join(a, " "), err)
+		}
+	}
+}
+
+// exitcode N PROG [ARGS...]
+//
+// Runs PROG as exec does and fails unless it exits with code N. Its stdout
+// and stderr are then there for the stdout and stderr commands.
+func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: bad code %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// waitfile [-timeout=DURATION] FILE...
+//
+// Waits until every FILE exists (default timeout 10s).
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	timeout := 10 * time.Second
+	if len(args) > 0 && strings.HasPrefix(args[0], "-timeout=") {
+		d, err := time.ParseDuration(strings.TrimPrefix(args[0], "-timeout="))
+		if err != nil {
+			ts.Fatalf("waitfile: %v", err)
+		}
+		timeout, args = d, args[1:]
+	}
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: waitfile [-timeout=DURATION] FILE...")
+	}
+	deadline := time.Now().Add(timeout)
+	for _, f := range args {
+		for {
+			if _, err := os.Stat(ts.MkAbs(f)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("waitfile: %s did not appear within %s", f, timeout)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// json [-lines] stdout|stderr|FILE [PATH WANT]
+//
+// Checks that the text is valid JSON (with -lines: that every non-empty line
+// is). With PATH and WANT, checks one value: PATH is dot-separated object
+// keys and array indices, "#" at the end means the length; WANT is compared
+// with the value's compact JSON, or with the bare string for a string.
+// "!" negates only the value check.
+//
+//	json stdout waves '[["phase-01"],["phase-02"]]'
+//	json stdout 'phases.#' 3   (quoted: # starts a comment)
+//	json stdout phases.0.id phase-01
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	lines := false
+	if len(args) > 0 && args[0] == "-lines" {
+		lines, args = true, args[1:]
+	}
+	if len(args) != 1 && len(args) != 3 || lines && len(args) != 1 || neg && len(args) != 3 {
+		ts.Fatalf("usage: json [-lines] stdout|stderr|FILE [PATH WANT]")
+	}
+	text := readText(ts, args[0])
+	if lines {
+		n := 0
+		for i, l := range strings.Split(text, "\n") {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			n++
+			if !json.Valid([]byte(l)) {
+				ts.Fatalf("json: %s line %d is not JSON: %s", args[0], i+1, l)
+			}
+		}
+		if n == 0 {
+			ts.Fatalf("json: %s holds no JSON lines", args[0])
+		}
+		return
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		ts.Fatalf("json: %s: %v", args[0], err)
+	}
+	if dec.More() {
+		ts.Fatalf("json: %s holds more than one JSON value", args[0])
+	}
+	if len(args) == 1 {
+		return
+	}
+	got, err := jsonPath(v, args[1])
+	if err != nil {
+		ts.Fatalf("json: %s: %v", args[0], err)
+	}
+	b, _ := json.Marshal(got)
+	s, isStr := got.(string)
+	match := string(b) == args[2] || isStr && s == args[2]
+	if match == neg {
+		if neg {
+			ts.Fatalf("json: %s %s is %s, want anything else", args[0], args[1], b)
+		}
+		ts.Fatalf("json: %s %s is %s, want %s", args[0], args[1], b, args[2])
+	}
+}
+
+func jsonPath(v any, path string) (any, error) {
+	if path == "." || path == "" {
+		return v, nil
+	}
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			if k == "#" {
+				return len(x), nil
+			}
+			var ok bool
+			if v, ok = x[k]; !ok {
+				return nil, fmt.Errorf("no key %q in %s", k, path)
+			}
+		case []any:
+			if k == "#" {
+				return len(x), nil
+			}
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("bad index %q (length %d) in %s", k, len(x), path)
+			}
+			v = x[i]
+		default:
+			return nil, fmt.Errorf("%q: not an object or array in %s", k, path)
+		}
+	}
+	return v, nil
+}
+
+// concurrency TRACE MIN MAX
+//
+// Reads a trace of "start ID NANOS" and "end ID NANOS" lines (as the fake
+// agents write to $TRACE) and checks that the most agents running at one
+// time was at least MIN and at most MAX, and that every start has its end.
+func cmdConcurrency(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: concurrency TRACE MIN MAX")
+	}
+	lo, err1 := strconv.Atoi(args[1])
+	hi, err2 := strconv.Atoi(args[2])
+	if err1 != nil || err2 != nil {
+		ts.Fatalf("concurrency: MIN and MAX must be numbers")
+	}
+	type ev struct {
+		t     int64
+		delta int
+	}
+	var evs []ev
+	open := map[string]int{}
+	for i, l := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			ts.Fatalf("concurrency: %s:%d: want KIND ID NANOS, got %q", args[0], i+1, l)
+		}
+		t, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			ts.Fatalf("concurrency: %s:%d: bad time %q (does date support %%N?)", args[0], i+1, f[2])
+		}
+		switch f[0] {
+		case "start":
+			evs = append(evs, ev{t, +1})
+			open[f[1]]++
+		case "end":
+			evs = append(evs, ev{t, -1})
+			open[f[1]]--
+		default:
+			ts.Fatalf("concurrency: %s:%d: unknown kind %q", args[0], i+1, f[0])
+		}
+	}
+	for id, n := range open {
+		if n != 0 {
+			ts.Fatalf("concurrency: %s has %d more starts than ends", id, n)
+		}
+	}
+	// At one instant, ends go before starts: touching is not overlapping.
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].t != evs[j].t {
+			return evs[i].t < evs[j].t
+		}
+		return evs[i].delta < evs[j].delta
+	})
+	cur, peak := 0, 0
+	for _, e := range evs {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	ts.Logf("concurrency: %d agents at most, over %d runs", peak, len(evs)/2)
+	if peak < lo || peak > hi {
+		ts.Fatalf("concurrency: at most %d agents ran at once, want between %d and %d", peak, lo, hi)
+	}
+}
+
+// gitsnap FILE
+//
+// Writes a snapshot of the repository in the current folder to FILE (which
+// should lie outside it): refs, HEAD, status, worktrees, stashes, the repo's
+// config and info/exclude, and the hash of every file outside .git. Two
+// snapshots compared with cmp prove that nothing changed in between.
+func cmdGitsnap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gitsnap FILE")
+	}
+	var b bytes.Buffer
+	git := func(a ...string) {
+		fmt.Fprintf(&b, "## git %s\n", strings.Join(a, " "))
+		cmd := exec.Command("git", a...)
+		cmd.Dir = ts.MkAbs(".")
+		cmd.Env = []string{"GIT_OPTIONAL_LOCKS=0"}
+		for _, k := range []string{"PATH", "HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "LC_ALL"} {
+			cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			ts.Fatalf("gitsnap: git %s: %v\n%s", strings.Join(a, " "), err, out)
+		}
+		b.Write(out)
+	}
+	git("for-each-ref", "--format=%(refname) %(objectname)")
+	git("symbolic-ref", "-q", "HEAD")
+	git("rev-parse", "HEAD")
+	git("status", "--porcelain=v1", "--ignored", "--untracked-files=all")
+	git("worktree", "list", "--porcelain")
+	git("stash", "list")
+	gitDir := ts.MkAbs(".git")
+	for _, f := range []string{"config", "info/exclude", "HEAD"} {
+		data, err := os.ReadFile(filepath.Join(gitDir, f))
+		fmt.Fprintf(&b, "## .git/%s (err %v)\n%s\n", f, err != nil, data)
+	}
+	ents, _ := os.ReadDir(gitDir)
+	fmt.Fprintf(&b, "## .git entries\n")
+	for _, e := range ents {
+		if e.Name() != "index" && !strings.HasSuffix(e.Name(), ".lock") {
+			fmt.Fprintln(&b, e.Name())
+		}
+	}
+	fmt.Fprintf(&b, "## files\n")
+	top := ts.MkAbs(".")
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(top, p)
+		if d.IsDir() {
+			if rel == ".git" {
+				return filepath.SkipDir
+			}
+			fmt.Fprintf(&b, "%s/\n", rel)
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %x\n", rel, info.Mode(), sha256.Sum256(data))
+		return nil
+	})
+	if err != nil {
+		ts.Fatalf("gitsnap: %v", err)
+	}
+	if err := os.WriteFile(ts.MkAbs(args[0]), b.Bytes(), 0o666); err != nil {
+		ts.Fatalf("gitsnap: %v", err)
+	}
+}
+
+// unwork stdout|stderr|FILE DST
+//
+// Copies the text to DST with the value of $WORK replaced by the literal
+// "$WORK", so output naming absolute paths can be compared with cmp (and
+// rewritten by -update, which cmpenv does not support).
+func cmdUnwork(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: unwork stdout|stderr|FILE DST")
+	}
+	text := strings.ReplaceAll(readText(ts, args[0]), ts.Getenv("WORK"), "$WORK")
+	if err := os.WriteFile(ts.MkAbs(args[1]), []byte(text), 0o666); err != nil {
+		ts.Fatalf("unwork: %v", err)
+	}
+}
+
+// readText returns stdout, stderr or a file's contents, as cmp names them.
+func readText(ts *testscript.TestScript, name string) string {
+	return ts.ReadFile(name) // ReadFile knows "stdout" and "stderr"
+}

@@ -1,0 +1,129 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// deadPID is above any Linux pid_max, so kill(pid, 0) reports ESRCH.
+const deadPID = 0x7ffffff0
+
+func TestLockExclusive(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "claudopilot.lock")
+	l, err := AcquireLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	li, ok := LockHeld(path)
+	if !ok || li.PID != os.Getpid() {
+		t.Errorf("LockHeld = %+v, %v", li, ok)
+	}
+	_, err = AcquireLock(path)
+	var le *LockedError
+	if !errors.As(err, &le) || le.PID != os.Getpid() || le.Path != path {
+		t.Fatalf("second AcquireLock: %v, want a LockedError naming this process", err)
+	}
+	if le.Error() == "" {
+		t.Error("empty error text")
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := LockHeld(path); ok {
+		t.Error("lock still held after Release")
+	}
+	l2, err := AcquireLock(path)
+	if err != nil {
+		t.Fatalf("AcquireLock after Release: %v", err)
+	}
+	l2.Release()
+}
+
+func TestLockTakesOverDeadHolder(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(LockInfo{PID: deadPID, Host: host, Time: time.Now()})
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := LockHeld(path); ok {
+		t.Error("a dead holder counts as holding")
+	}
+	l, err := AcquireLock(path)
+	if err != nil {
+		t.Fatalf("AcquireLock over a dead holder: %v", err)
+	}
+	defer l.Release()
+	if li, ok := ReadLock(path); !ok || li.PID != os.Getpid() {
+		t.Errorf("lock now %+v", li)
+	}
+}
+
+func TestLockOtherHostIsRespected(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	data, _ := json.Marshal(LockInfo{PID: deadPID, Host: "some-other-host.invalid", Time: time.Now()})
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := AcquireLock(path)
+	var le *LockedError
+	if !errors.As(err, &le) || le.Host != "some-other-host.invalid" {
+		t.Fatalf("AcquireLock: %v, want LockedError (cannot check a pid on another host)", err)
+	}
+	if _, ok := LockHeld(path); !ok {
+		t.Error("LockHeld false for another host's lock")
+	}
+}
+
+func TestLockEmptyFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lock")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Fresh and empty: its writer may be between create and write.
+	_, err := AcquireLock(path)
+	var le *LockedError
+	if !errors.As(err, &le) || le.PID != 0 {
+		t.Fatalf("fresh empty lock: %v, want LockedError", err)
+	}
+	// Old and empty: its writer died.
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireLock(path)
+	if err != nil {
+		t.Fatalf("stale empty lock: %v", err)
+	}
+	l.Release()
+}
+
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	l := Layout{Top: "/repo", RoadmapRel: "docs/roadmap", Base: "main"}
+	checks := []struct{ got, want string }{
+		{l.Dir(), "/repo/.claudopilot"},
+		{l.Worktree("phase/01 x"), "/repo/.claudopilot/worktrees/phase%2F01%20x"},
+		{l.Branch("phase-01"), "auto/phase-01"},
+		{l.LogDir("a:b"), "/repo/.claudopilot/logs/a%3Ab"},
+		{l.LogPath("p", "supervisor", 2), "/repo/.claudopilot/logs/p/supervisor-2.log"},
+		{l.StateDir(), "/repo/.claudopilot/state"},
+		{l.JournalPath(), "/repo/.claudopilot/state/journal.jsonl"},
+		{l.ManifestRel(), "docs/roadmap/EXECUTION-MANIFEST.md"},
+		{l.DocRel("DONE_phase-01.md"), "docs/roadmap/DONE_phase-01.md"},
+		{SafeName("Ok-_.9\u00e9/..\\x"), "Ok-_.9%C3%A9%2F..%5Cx"},
+	}
+	for i, c := range checks {
+		if c.got != c.want {
+			t.Errorf("check %d: got %q, want %q", i, c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+# lib.sh: shared by the fake agents (sourced, not run). An agent runs in its
+# phase's worktree with the contract's CLAUDOPILOT_* variables and the
+# prompt on stdin.
+set -eu
+
+phase=${CLAUDOPILOT_PHASE:?CLAUDOPILOT_PHASE is not set}
+doc=${CLAUDOPILOT_PHASE_DOC:?CLAUDOPILOT_PHASE_DOC is not set}
+me=$(basename "$0")
+
+# die MSG: a broken contract. Exit 9 so it cannot pass for a planned failure.
+die() {
+	echo "$me: $phase: $*" >&2
+	exit 9
+}
+
+# trace KIND: append "KIND <phase> <epoch-ns>" to $TRACE when it is set.
+trace() {
+	if [ -n "${TRACE:-}" ]; then
+		echo "$1 $phase $(date +%s%N)" >>"$TRACE"
+	fi
+}
+
+# check_contract [PROMPT]: what the driver promises every agent. The prompt
+# is read from stdin unless the caller already did and passes it.
+check_contract() {
+	case "${CLAUDOPILOT_ROLE:-}" in
+	worker | supervisor) ;;
+	*) die "CLAUDOPILOT_ROLE is '${CLAUDOPILOT_ROLE:-}'" ;;
+	esac
+	[ "${CLAUDOPILOT_BRANCH:-}" = "auto/$phase" ] || die "CLAUDOPILOT_BRANCH is '${CLAUDOPILOT_BRANCH:-}'"
+	[ -n "${CLAUDOPILOT_BASE:-}" ] || die "CLAUDOPILOT_BASE is empty"
+	[ -n "${CLAUDOPILOT_ATTEMPT:-}" ] || die "CLAUDOPILOT_ATTEMPT is empty"
+	[ -n "${CLAUDOPILOT_GATE:-}" ] || die "CLAUDOPILOT_GATE is empty"
+	head=$(git symbolic-ref --short HEAD) || die "HEAD is detached"
+	[ "$head" = "$CLAUDOPILOT_BRANCH" ] || die "HEAD is $head, not $CLAUDOPILOT_BRANCH"
+	here=$(pwd -P)
+	[ "$(git rev-parse --show-toplevel)" = "$here" ] || die "not started at the top of its worktree"
+	case "$here" in
+	*/.claudopilot/worktrees/*) ;;
+	*) die "started in $here, not in a phase worktree" ;;
+	esac
+	case "$doc" in
+	/*) die "CLAUDOPILOT_PHASE_DOC is absolute: $doc" ;;
+	esac
+	[ -f "$doc" ] || die "the phase doc $doc is not in the worktree"
+	[ -s "${CLAUDOPILOT_PROMPT_FILE:-/nonexistent}" ] || die "no prompt file at '${CLAUDOPILOT_PROMPT_FILE:-}'"
+	if [ $# -gt 0 ]; then prompt=$1; else prompt=$(cat); fi
+	[ -n "$prompt" ] || die "no prompt on stdin"
+}
+
+# do_work: the phase's work, work/<phase>.txt holding its id, committed with
+# anything else left in work/.
+do_work() {
+	mkdir -p work
+	echo "$phase" >"work/$phase.txt"
+	git add -A work
+	git commit -q -m "$phase: work"
+}
+
+# finish: rename the phase doc to DONE_<doc> and commit, as "done" requires.
+finish() {
+	git mv "$doc" "$(dirname "$doc")/DONE_$(basename "$doc")"
+	git commit -q -m "$phase: done"
+}
+
+# deps_of PHASE: its deps, read from the manifest in this worktree.
+deps_of() {
+	sed -n "s/.*\*\*$1\*\*.*(deps: *\([^)]*\)).*/\1/p" "$(dirname "$doc")/EXECUTION-MANIFEST.md" |
+		tr ',' ' ' | tr -s ' ' '\n' | grep -v -e '^none$' -e '^$' || true
+}

@@ -1,0 +1,9 @@
+#!/bin/sh
+# ok.sh: a well-behaved agent. Checks the contract, writes work/<phase>.txt,
+# commits, renames the doc to DONE_ and commits. Writes start/end to $TRACE.
+. "$(dirname "$0")/lib.sh"
+trace start
+check_contract
+do_work
+finish
+trace end
