@@ -117,7 +117,7 @@ type planPhase struct {
 func makePlan(r *roadmap.Roadmap) planJSON {
 	p := planJSON{Manifest: r.ManifestPath, Counts: map[string]int{}, Waves: [][]string{}, Eligible: []string{}}
 	for _, n := range r.Nodes {
-		pp := planPhase{ID: n.ID, Title: n.Title, State: string(n.State), Deps: n.Deps, Owns: n.Owns, Doc: n.DocPath(), Line: n.Line}
+		pp := planPhase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Deps: n.Deps, Owns: n.Owns, Doc: n.DocPath(), Line: n.Line}
 		if pp.Deps == nil {
 			pp.Deps = []string{}
 		}
@@ -138,7 +138,7 @@ func makePlan(r *roadmap.Roadmap) planJSON {
 	for _, w := range r.Levels(roadmap.FileState) {
 		p.Waves = append(p.Waves, ids(w))
 	}
-	path, total, weighted := r.CriticalPath()
+	path, total, weighted := r.CriticalPath(roadmap.FileState)
 	p.CriticalPath = ids(path)
 	if weighted {
 		p.CriticalLen = total.String()

@@ -54,6 +54,11 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	if fs.NArg() > 1 {
 		return usageErrorf("run takes at most one ROADMAP_DIR, got %d", fs.NArg())
 	}
+	// Flag values are checked before the repository is even opened.
+	early := resolveWith(fs, ks, nil, nil, nil)
+	if err := checkKnobs(early, ks, func(k knob) bool { return fs.Changed(k.flag) }); err != nil {
+		return err
+	}
 	dir, err := findRoadmapDir(ctx, a, fs.Arg(0))
 	if err != nil {
 		return err

@@ -184,3 +184,26 @@ func readConfigFile(path string, ks []knob) (map[string]fileValue, error) {
 	}
 	return out, nil
 }
+
+// checkKnobs validates the values of every knob in s by its kind, so a bad
+// flag is reported as misuse before anything else is looked at.
+func checkKnobs(s settings, ks []knob, only func(knob) bool) error {
+	for _, k := range ks {
+		if only != nil && !only(k) {
+			continue
+		}
+		var err error
+		switch k.kind {
+		case "int":
+			_, err = s.int(k.env)
+		case "bool":
+			_, err = s.bool(k.env)
+		case "seconds":
+			_, err = s.seconds(k.env)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -142,7 +141,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = err
 		return out, false
 	}
-	commit, err := o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, CleanTitle(j.Title)))
+	commit, err := o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title)))
 	if err != nil {
 		out.Err = err
 		return out, false
@@ -335,13 +334,6 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
 	}
 }
 
-var annotation = regexp.MustCompile(`\s*\((deps|owns|gate|est):[^)]*\)`)
-
-// CleanTitle drops the (deps: …)-style annotations from a title for use in
-// a commit message.
-func CleanTitle(t string) string {
-	return strings.TrimSpace(annotation.ReplaceAllString(t, ""))
-}
 
 func without(paths, drop []string) []string {
 	var out []string

@@ -191,16 +191,19 @@ func sortByIndex(ns []*Node) {
 	}
 }
 
-// CriticalPath returns the heaviest chain of phases, deps first, and its
-// weight: estimates when the roadmap has any (Weighted true), else the
-// number of phases.
-func (r *Roadmap) CriticalPath() (path []*Node, total time.Duration, weighted bool) {
+// CriticalPath returns the heaviest chain of work left, deps first, and its
+// weight: estimates when the roadmap has any (weighted true), else the
+// number of phases. Merged phases are done and are not on it.
+func (r *Roadmap) CriticalPath(state func(*Node) manifest.State) (path []*Node, total time.Duration, weighted bool) {
 	w, weighted := r.weights()
 	dist := make([]time.Duration, len(r.Nodes))
 	prev := make([]int, len(r.Nodes))
 	best := -1
 	for _, n := range r.Order() {
 		prev[n.Index] = -1
+		if state(n) == manifest.Merged {
+			continue
+		}
 		for _, d := range n.deps {
 			if dist[d] > dist[n.Index] {
 				dist[n.Index] = dist[d]

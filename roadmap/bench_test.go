@@ -43,7 +43,7 @@ func plan(tb testing.TB, src []byte, files []string) {
 		tb.Fatal(err)
 	}
 	waves := r.Levels(roadmap.FileState)
-	path, _, _ := r.CriticalPath()
+	path, _, _ := r.CriticalPath(roadmap.FileState)
 	eligible := 0
 	for _, n := range r.Nodes {
 		if r.Eligible(n, roadmap.FileState) {
@@ -98,7 +98,7 @@ func BenchmarkPlan10kSteps(b *testing.B) {
 	b.Run("CriticalPath", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r.CriticalPath()
+			r.CriticalPath(roadmap.FileState)
 		}
 	})
 	b.Run("Eligible-all", func(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func Load(dir string, opt Options) (*Roadmap, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &InvalidError{Path: path, Problems: []Problem{{Msg: "manifest not found (create it with `claudopilot init`, or pass the roadmap folder)"}}}
+			return nil, &InvalidError{Path: path, Problems: []Problem{{Msg: "manifest not found: pass the roadmap folder, or create one (see docs/manifest.md)"}}}
 		}
 		return nil, &InvalidError{Path: path, Problems: []Problem{{Msg: err.Error()}}}
 	}
@@ -211,4 +212,12 @@ func (r *Roadmap) weights() ([]time.Duration, bool) {
 		}
 	}
 	return w, true
+}
+
+var annotation = regexp.MustCompile(`\s*\((deps|owns|gate|est):[^)]*\)`)
+
+// CleanTitle drops the (deps: …)-style annotations from a title, for commit
+// messages and displays.
+func CleanTitle(t string) string {
+	return strings.TrimSpace(annotation.ReplaceAllString(t, ""))
 }

@@ -44,7 +44,7 @@ func TestValidRoadmap(t *testing.T) {
 	if got != "[phase-01] [phase-02 phase-03] [phase-04]" || len(waves) != 3 {
 		t.Fatalf("waves = %v", got)
 	}
-	path, total, weighted := r.CriticalPath()
+	path, total, weighted := r.CriticalPath(FileState)
 	if weighted || total != 3 || fmt.Sprint(idsOf(path)) != "[phase-01 phase-02 phase-04]" {
 		t.Fatalf("critical path = %v %v %v", idsOf(path), total, weighted)
 	}
@@ -190,7 +190,7 @@ func TestWeightedCriticalPathAndRemaining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, total, weighted := r.CriticalPath()
+	path, total, weighted := r.CriticalPath(FileState)
 	if !weighted || total != 100*time.Minute || fmt.Sprint(idsOf(path)) != "[a b]" {
 		t.Fatalf("path %v total %v", idsOf(path), total)
 	}
