@@ -334,7 +334,6 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
 	}
 }
 
-
 func without(paths, drop []string) []string {
 	var out []string
 	for _, p := range paths {
