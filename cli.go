@@ -32,6 +32,9 @@ func commands() []command {
 	return []command{
 		{name: "plan", summary: "validate a roadmap and print its waves, critical path and what can start", run: cmdPlan},
 		{name: "run", summary: "run every eligible phase in its own worktree and merge green work", run: cmdRun},
+		{name: "status", summary: "show each phase's state, attempts, reason and log, and what runs now", run: cmdStatus},
+		{name: "logs", summary: "print or follow a phase's logs", run: cmdLogs},
+		{name: "explain", summary: "say why a phase is not running", run: cmdExplain},
 		{name: "retry", summary: "flip [blocked] or [failed] phases back to [pending]", run: cmdRetry},
 		{name: "demo", summary: "run an example roadmap in a temporary repository", run: cmdDemo},
 		{name: "version", summary: "print the version and commit", run: cmdVersion},

@@ -138,6 +138,9 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 		h := get(r.Phase)
 		switch r.Event {
 		case "launch":
+			if h.Last == "merged" {
+				*h = PhaseHistory{}
+			}
 			if r.Role == Supervisor {
 				h.SuperRuns = max(h.SuperRuns, r.Attempt)
 			} else {
@@ -183,9 +186,12 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 				h.Reason = r.Reason
 			}
 			h.WaitsOn = r.WaitsOn
-		case "merged", "retry":
-			// Counters start over for a retried phase, and a merged one
-			// is finished.
+		case "merged":
+			// Finished: its counts stay for `status`; a later launch
+			// (the roadmap run again) starts a new history.
+			h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
+		case "retry":
+			// Counters start over for a retried phase.
 			*h = PhaseHistory{Last: r.Event}
 		}
 	}

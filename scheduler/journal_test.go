@@ -240,7 +240,7 @@ func TestHistory(t *testing.T) {
 				rec(3, "b", "retry", "", 0),
 			},
 			want: map[string]*PhaseHistory{
-				"a": {Last: "merged"},
+				"a": {WorkerRuns: 1, SuperRuns: 1, LastFailBy: Worker, Last: "merged", Spent: 2 * time.Second},
 				"b": {Last: "retry"},
 			},
 			cool: map[Role]time.Time{},

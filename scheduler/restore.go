@@ -33,7 +33,7 @@ func (s *Scheduler) restore() error {
 	}
 	for _, p := range s.phases {
 		h := hist[p.n.ID]
-		if h == nil {
+		if h == nil || h.Last == "merged" {
 			continue
 		}
 		switch p.state {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+func cmdLogs(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "logs", "logs ID [--role worker|supervisor|gate|prepare] [--attempt N] [-f] [--roadmap DIR]", `
+Print a phase's log: the newest one, or the newest of one role, or one
+attempt. With -f, keep printing what is appended until Ctrl-C, moving on to
+a newer log of the phase (the next attempt) when one appears.
+
+Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
+		"  claudopilot logs phase-03\n  claudopilot logs phase-03 --role gate\n  claudopilot logs phase-03 --role worker --attempt 2\n  claudopilot logs phase-03 -f")
+	role := fs.String("role", "", "only logs of this role: worker, supervisor, gate or prepare")
+	attempt := fs.Int("attempt", 0, "this attempt of the role (default: the newest)")
+	follow := fs.BoolP("follow", "f", false, "keep printing as the log grows")
+	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("logs takes one phase ID")
+	}
+	switch *role {
+	case "", "worker", "supervisor", "gate", "prepare", "lockfile":
+	default:
+		return usageErrorf("logs: unknown --role %q (want worker, supervisor, gate or prepare)", *role)
+	}
+	if *attempt != 0 && *role == "" {
+		return usageErrorf("logs: --attempt needs --role")
+	}
+	s, err := loadSnapshot(ctx, a, *dirFlag)
+	if err != nil {
+		return err
+	}
+	id := fs.Arg(0)
+	if s.rm.Node(id) == nil {
+		return fmt.Errorf("logs: no phase %q in %s", id, s.rel(s.rm.ManifestPath))
+	}
+	pick := func() string {
+		logs := s.logs(id, *role)
+		for i := len(logs) - 1; i >= 0; i-- {
+			if *attempt == 0 || logs[i].attempt == *attempt {
+				return logs[i].path
+			}
+		}
+		return ""
+	}
+	path := pick()
+	if path == "" && !*follow {
+		what := "logs"
+		if *role != "" {
+			what = *role + " logs"
+		}
+		if *attempt != 0 {
+			what = fmt.Sprintf("%s log of attempt %d", *role, *attempt)
+		}
+		return fmt.Errorf("logs: %s has no %s yet (in %s)", id, what, s.rel(s.layout.LogDir(id)))
+	}
+	if !*follow {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(a.s.Out, f)
+		return err
+	}
+	return followLogs(ctx, a, path, func() string {
+		if *attempt != 0 {
+			return path
+		}
+		return pick()
+	})
+}
+
+// followLogs prints path as it grows, switching to newer() when that names
+// another file, until ctx ends (Ctrl-C).
+func followLogs(ctx context.Context, a *app, path string, newer func() string) error {
+	var off int64
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if path != "" {
+			if f, err := os.Open(path); err == nil {
+				if _, err := f.Seek(off, io.SeekStart); err == nil {
+					n, _ := io.Copy(a.s.Out, f)
+					off += n
+				}
+				f.Close()
+			}
+		}
+		if next := newer(); next != "" && next != path {
+			if path != "" {
+				fmt.Fprintf(a.s.Err, "==> %s <==\n", next)
+			}
+			path, off = next, 0
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}

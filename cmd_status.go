@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// snapshot is what status, explain and logs read: the manifest, the run
+// journal and the lock. Reading it changes nothing, so it works while a run
+// goes on.
+type snapshot struct {
+	rm      *roadmap.Roadmap
+	layout  scheduler.Layout
+	hist    map[string]*scheduler.PhaseHistory
+	cool    map[scheduler.Role]time.Time
+	live    bool // a driver holds the lock
+	lock    scheduler.LockInfo
+	lockSet bool
+	now     time.Time
+}
+
+func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
+	dir, err := findRoadmapDir(ctx, a, arg)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := roadmap.Load(dir, roadmap.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{rm: rm, now: time.Now()}
+	git, err := worktree.Open(ctx, dir, gitEnv(a))
+	if err != nil {
+		return nil, err
+	}
+	s.layout = scheduler.Layout{Top: git.Dir}
+	if rel, err := makeLayout(git, dir, ""); err == nil {
+		s.layout = rel
+	}
+	recs, err := scheduler.ReadJournal(s.layout.JournalPath())
+	if err != nil {
+		return nil, fmt.Errorf("read the journal: %w", err)
+	}
+	s.hist, s.cool = scheduler.History(recs)
+	if common, err := git.CommonDir(ctx); err == nil {
+		path := filepath.Join(common, "claudopilot.lock")
+		s.lock, s.lockSet = scheduler.ReadLock(path)
+		_, s.live = scheduler.LockHeld(path)
+	}
+	return s, nil
+}
+
+// latestLog is the newest log of a phase, or "".
+func (s *snapshot) latestLog(id string) string {
+	logs := s.logs(id, "")
+	if len(logs) == 0 {
+		return ""
+	}
+	return logs[len(logs)-1].path
+}
+
+type logFile struct {
+	path    string
+	role    string
+	attempt int
+	mod     time.Time
+}
+
+// logs lists a phase's logs, oldest first; role "" means every role.
+func (s *snapshot) logs(id, role string) []logFile {
+	ents, _ := os.ReadDir(s.layout.LogDir(id))
+	var out []logFile
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".log") || strings.Contains(name, ".failure.") {
+			continue
+		}
+		base := strings.TrimSuffix(name, ".log")
+		i := strings.LastIndexByte(base, '-')
+		if i < 0 {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscan(base[i+1:], &n); err != nil {
+			continue
+		}
+		if role != "" && base[:i] != role {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, logFile{path: filepath.Join(s.layout.LogDir(id), name), role: base[:i], attempt: n, mod: info.ModTime()})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].mod.Equal(out[j].mod) {
+			return out[i].mod.Before(out[j].mod)
+		}
+		return out[i].attempt < out[j].attempt
+	})
+	return out
+}
+
+type statusPhase struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"`
+	Reason   string `json:"reason,omitempty"`
+	WaitsOn  string `json:"waits_on,omitempty"`
+	Spent    string `json:"spent,omitempty"`
+	Log      string `json:"log,omitempty"`
+}
+
+type statusJSON struct {
+	Manifest string         `json:"manifest"`
+	Live     bool           `json:"live"`
+	PID      int            `json:"pid,omitempty"`
+	Counts   map[string]int `json:"counts"`
+	Phases   []statusPhase  `json:"phases"`
+	Running  []string       `json:"running"`
+	Eligible []string       `json:"eligible"`
+	Cooldown string         `json:"cooldown_until,omitempty"`
+}
+
+func cmdStatus(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "status", "status [ROADMAP_DIR] [--json]", `
+Show where a roadmap stands, from the manifest and the run journal
+(.claudopilot/state/journal.jsonl): each phase's state, attempts, the reason
+a failed or blocked phase gave, time spent and its newest log; what is
+running now; what can start next; and, while a run goes on, the driver's
+pid. It changes nothing and is safe to run during a run.`,
+		"  claudopilot status\n  claudopilot status --json | jq '.phases[] | select(.state==\"blocked\")'")
+	jsonOut := fs.Bool("json", false, "print JSON for scripts")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("status takes at most one ROADMAP_DIR")
+	}
+	s, err := loadSnapshot(ctx, a, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	st := statusJSON{Manifest: s.rm.ManifestPath, Live: s.live, Counts: map[string]int{}, Running: []string{}, Eligible: []string{}}
+	if s.live {
+		st.PID = s.lock.PID
+	}
+	for _, ms := range manifest.States {
+		st.Counts[string(ms)] = 0
+	}
+	for _, n := range s.rm.Nodes {
+		h := s.hist[n.ID]
+		p := statusPhase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Log: s.rel(s.latestLog(n.ID))}
+		if h != nil {
+			p.Attempts = h.WorkerRuns + h.SuperRuns
+			if h.Spent > 0 {
+				p.Spent = h.Spent.Round(time.Second).String()
+			}
+			if n.State == manifest.Failed || n.State == manifest.Blocked {
+				p.Reason, p.WaitsOn = string(h.Reason), h.WaitsOn
+			}
+		}
+		st.Counts[p.State]++
+		st.Phases = append(st.Phases, p)
+		if n.State == manifest.Running {
+			st.Running = append(st.Running, n.ID)
+		}
+		if s.rm.Eligible(n, roadmap.FileState) {
+			st.Eligible = append(st.Eligible, n.ID)
+		}
+	}
+	if until := s.cool[scheduler.Worker]; until.After(s.now) {
+		st.Cooldown = until.Format(time.RFC3339)
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(a.s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	w := a.s.Out
+	fmt.Fprintf(w, "%s: %s\n", s.rel(s.rm.ManifestPath), countsText(st.Counts))
+	switch {
+	case s.live:
+		fmt.Fprintf(w, "A run is going on: driver pid %d on %s, since %s.\n", s.lock.PID, s.lock.Host, s.lock.Time.Local().Format("15:04:05"))
+	case s.lockSet:
+		fmt.Fprintf(w, "No run is going on (a stale lock of pid %d is left: `claudopilot clean` removes it).\n", s.lock.PID)
+	default:
+		fmt.Fprintln(w, "No run is going on.")
+	}
+	fmt.Fprintln(w)
+	for _, p := range st.Phases {
+		line := fmt.Sprintf("  %-14s %s", p.ID, colorState(a.s.Color, p.State))
+		if p.Attempts > 0 {
+			line += fmt.Sprintf(" attempts %d", p.Attempts)
+		}
+		if p.Spent != "" {
+			line += "  " + p.Spent
+		}
+		if p.Reason != "" {
+			line += "  reason " + p.Reason
+		}
+		if p.WaitsOn != "" {
+			line += "  waits on " + p.WaitsOn
+		}
+		if p.Log != "" {
+			line += "  " + p.Log
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Running now: %s\n", listOrNone(st.Running))
+	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
+	if st.Cooldown != "" {
+		until := s.cool[scheduler.Worker]
+		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.now).Round(time.Second))
+	}
+	return nil
+}
+
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// rel shows a path relative to the repository's top level.
+func (s *snapshot) rel(p string) string {
+	if p == "" {
+		return ""
+	}
+	if r, err := filepath.Rel(s.layout.Top, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
