@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+func progressEvents() []scheduler.Event {
+	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
+	return []scheduler.Event{
+		{Time: t0, Kind: scheduler.EvStart, Detail: "2 phases"},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0.Add(time.Second), Kind: scheduler.EvExit, Phase: "a", Role: scheduler.Worker, Attempt: 1, Reason: scheduler.ReasonGate, Detail: "the gate is red", LogPath: "/r/.claudopilot/logs/a/gate-1.log"},
+		{Time: t0.Add(2 * time.Second), Kind: scheduler.EvBlocked, Phase: "a", State: "blocked", Reason: scheduler.ReasonGate},
+		{Time: t0.Add(2 * time.Second), Kind: scheduler.EvBlocked, Phase: "b", State: "blocked", Detail: "waits on a"},
+		{Time: t0.Add(3 * time.Second), Kind: scheduler.EvEnd, Detail: "1 blocked"},
+	}
+}
+
+func renderProgress(t *testing.T, tty, jsonOut bool) (stdout, stderr string) {
+	t.Helper()
+	rm, err := roadmap.Parse("/r/roadmap", []byte("1. [pending] **a** — x\n2. [pending] **b** — y (deps: a)\n"), nil, roadmap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	s := &Streams{Out: &out, Err: &errb, ErrIsTTY: tty}
+	p := newProgress(s, jsonOut, rm, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	ch := make(chan scheduler.Event)
+	done := make(chan struct{})
+	go func() { p.consume(ch); close(done) }()
+	for _, e := range progressEvents() {
+		ch <- e
+	}
+	close(ch)
+	<-done
+	return out.String(), errb.String()
+}
+
+// Off a terminal: one timestamped plain line per event on stderr.
+func TestProgressPlain(t *testing.T) {
+	t.Parallel()
+	out, errs := renderProgress(t, false, false)
+	if out != "" {
+		t.Errorf("progress wrote to stdout: %q", out)
+	}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if len(lines) != len(progressEvents()) {
+		t.Fatalf("%d lines for %d events:\n%s", len(lines), len(progressEvents()), errs)
+	}
+	if strings.Contains(errs, "\x1b[") {
+		t.Errorf("escape codes off a terminal:\n%q", errs)
+	}
+	for _, want := range []string{"22:00:01 a", "exit worker #1 reason=gate: the gate is red (log /r/.claudopilot/logs/a/gate-1.log)", "b            blocked: waits on a"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("missing %q in:\n%s", want, errs)
+		}
+	}
+}
+
+// On a terminal: a table redrawn in place.
+func TestProgressTTY(t *testing.T) {
+	t.Parallel()
+	_, errs := renderProgress(t, true, false)
+	if !strings.Contains(errs, "\x1b[") || !strings.Contains(errs, "\x1b[J") {
+		t.Fatalf("no redraw on a terminal:\n%q", errs)
+	}
+	last := errs[strings.LastIndex(errs, "\x1b[J")+len("\x1b[J"):]
+	for _, want := range []string{"2 blocked", "a ", "gate", "b ", "waits on a"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("final table lacks %q:\n%s", want, last)
+		}
+	}
+}
+
+// --json: one JSON object per event on stdout, nothing on stderr.
+func TestProgressJSON(t *testing.T) {
+	t.Parallel()
+	out, errs := renderProgress(t, false, true)
+	if errs != "" {
+		t.Errorf("stderr: %q", errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(progressEvents()) {
+		t.Fatalf("%d lines:\n%s", len(lines), out)
+	}
+	var e map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e["event"] != "exit" || e["reason"] != "gate" || e["phase"] != "a" {
+		t.Errorf("event = %v", e)
+	}
+}
