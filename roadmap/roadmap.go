@@ -27,6 +27,9 @@ type Node struct {
 	Index int    // file order, 0-based
 	Doc   string // the doc's file name without DONE_ ("phase-02-api.md"); "" when none
 	Done  bool   // the doc is present as DONE_<Doc>
+	// External lists deps outside the manifest (issues "#12" in queue
+	// mode), done when their tracker says so.
+	External []string
 
 	deps       []int // indices of the phases this one depends on
 	dependents []int
@@ -51,6 +54,22 @@ type Roadmap struct {
 type Options struct {
 	// RequireDocs makes a phase without a doc an error, as `run` needs.
 	RequireDocs bool
+	// External accepts deps that are not phases of this manifest but
+	// nodes someone else tracks (GitHub issues "#12" in queue mode).
+	External func(id string) bool
+}
+
+// IsIssueRef reports whether id names a GitHub issue: "#" and digits.
+func IsIssueRef(id string) bool {
+	if len(id) < 2 || id[0] != '#' {
+		return false
+	}
+	for _, c := range id[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Node returns the phase with the given id, or nil.
@@ -138,6 +157,12 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 				// anything, so an entry since removed from the list is
 				// worth a warning, not a refusal.
 				r.Warnings = append(r.Warnings, Problem{n.Line, fmt.Sprintf("merged phase %s lists unknown phase %q; ignored", n.ID, d)})
+			case dep == nil && opt.External != nil && opt.External(d):
+				if !seen[d] {
+					n.External = append(n.External, d)
+				}
+			case dep == nil && IsIssueRef(d):
+				bad.add(n.Line, fmt.Sprintf("phase %s depends on issue %s, which only queue mode knows: run with --issues (or `claudopilot queue`)", n.ID, d))
 			case dep == nil:
 				bad.add(n.Line, fmt.Sprintf("phase %s depends on unknown phase %q", n.ID, d))
 			case seen[d]:

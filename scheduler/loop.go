@@ -28,6 +28,10 @@ type Config struct {
 	// FileOrder starts eligible phases in file order, as Claudopilot did,
 	// instead of critical path first. For comparison in benchmarks.
 	FileOrder bool
+	// ExternalDone tells whether a dep outside the manifest (an issue
+	// "#12" in queue mode) is done. It is asked again every Poll while a
+	// phase waits on one. Nil: external deps are never done.
+	ExternalDone func(id string) bool
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -222,6 +226,9 @@ func (s *Scheduler) idle() bool {
 			return false // waiting out a cooldown or backoff
 		}
 	}
+	if s.waitsOutside() {
+		return false
+	}
 	// Phases held back only by a rate limit's cooldown are waited for.
 	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
 		limit := s.checkpointLine()
@@ -255,6 +262,9 @@ func (s *Scheduler) arm(t *time.Timer) {
 		consider(p.notBefore)
 	}
 	consider(s.cooldown[s.cmdOf(Worker)])
+	if s.waitsOutside() {
+		consider(now.Add(s.cfg.Poll))
+	}
 	d := time.Hour
 	if !at.IsZero() {
 		d = max(at.Sub(s.now()), time.Millisecond)
@@ -372,7 +382,36 @@ func (s *Scheduler) depsMerged(p *phase) bool {
 			return false
 		}
 	}
+	for _, id := range p.n.External {
+		if s.cfg.ExternalDone == nil || !s.cfg.ExternalDone(id) {
+			return false
+		}
+	}
 	return true
+}
+
+// waitsOutside is true when a pending phase waits only on deps outside the
+// manifest, which may be done any time: the loop then looks again every
+// Poll instead of ending.
+func (s *Scheduler) waitsOutside() bool {
+	if s.cfg.ExternalDone == nil || s.halt != nil {
+		return false
+	}
+	for _, p := range s.phases {
+		if p.state != manifest.Pending || len(p.n.External) == 0 {
+			continue
+		}
+		inside := true
+		for _, d := range s.rm.Deps(p.n) {
+			if q := s.phases[d.Index]; q.state != manifest.Merged && q.state != manifest.Pending && q.state != manifest.Running {
+				inside = false // waits on something parked: never
+			}
+		}
+		if inside {
+			return true
+		}
+	}
+	return false
 }
 
 // checkpointLine returns the line of the first LOOP-CHECKPOINT marker that
