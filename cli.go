@@ -30,13 +30,17 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{name: "init", summary: "scaffold a roadmap, claudopilot.config and the .claudopilot/ exclude here", run: cmdInit},
 		{name: "plan", summary: "validate a roadmap and print its waves, critical path and what can start", run: cmdPlan},
 		{name: "run", summary: "run every eligible phase in its own worktree and merge green work", run: cmdRun},
 		{name: "status", summary: "show each phase's state, attempts, reason and log, and what runs now", run: cmdStatus},
 		{name: "logs", summary: "print or follow a phase's logs", run: cmdLogs},
 		{name: "explain", summary: "say why a phase is not running", run: cmdExplain},
 		{name: "retry", summary: "flip [blocked] or [failed] phases back to [pending]", run: cmdRetry},
+		{name: "doctor", summary: "check git, settings, agent, manifest and leftovers, with a fix for each problem", run: cmdDoctor},
+		{name: "clean", summary: "remove worktrees and branches of merged phases, stale registrations and a stale lock", run: cmdClean},
 		{name: "demo", summary: "run an example roadmap in a temporary repository", run: cmdDemo},
+		{name: "completion", summary: "print a bash, zsh or fish completion script", run: cmdCompletion},
 		{name: "version", summary: "print the version and commit", run: cmdVersion},
 		{name: "help", summary: "show help for a command", run: cmdHelp},
 	}
@@ -91,7 +95,7 @@ Commands:
 `)
 	for _, c := range commands() {
 		if !c.hidden {
-			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+			fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 		}
 	}
 	fmt.Fprint(w, `
@@ -145,8 +149,7 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 	fs.SetOutput(discard{})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fs.Usage()
-			return errHelpShown
+			return errHelpShown // pflag has printed the usage
 		}
 		return usageErrorf("%s: %v (see 'claudopilot %s --help')", fs.Name(), err, fs.Name())
 	}

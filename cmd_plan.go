@@ -164,7 +164,7 @@ func ids(ns []*roadmap.Node) []string {
 }
 
 func writePlanText(w io.Writer, path string, p planJSON) {
-	fmt.Fprintf(w, "%s: %d phases (%s)\n", path, len(p.Phases), countsLine(p.Counts))
+	fmt.Fprintf(w, "%s: %s (%s)\n", path, plural(len(p.Phases), "phase"), countsLine(p.Counts))
 	if len(p.Waves) == 0 {
 		fmt.Fprintln(w, "\nNothing left to do: every phase is merged.")
 	} else {
@@ -214,4 +214,11 @@ func gitTopLevel(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	return c.Dir, nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -123,6 +123,8 @@ func TestLiveEdits(t *testing.T) {
 		t.Fatalf("timed out waiting for %s:\n%s\n%s", what, b, out.String())
 	}
 
+	// Edits begin once the run has read the manifest and started.
+	waitFor("the run to start", func(s string) bool { return strings.Contains(s, "[running]") })
 	// Notes added one by one while phases start and merge.
 	const notes = 12
 	for i := 0; i < notes; i++ {

@@ -88,6 +88,11 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.OK, out.Commit = true, base
 		return out, false
 	}
+	if paths := o.markers(ctx, base, tip); len(paths) > 0 {
+		out.Reason = scheduler.ReasonConflict
+		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
+		return out, false
+	}
 	if paths := o.outOfScope(ctx, j, base, tip); len(paths) > 0 {
 		out.Reason = scheduler.ReasonScope
 		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
@@ -150,13 +155,14 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 	// was already gated (apart from the manifest, which the gate cannot
 	// depend on).
 	if o.needsGate(ctx, j, base, commit, tip) {
-		ok, detail, err := o.gate(ctx, j, commit)
+		ok, log, err := o.gate(ctx, j, commit)
 		if err != nil {
 			out.Err = err
 			return out, false
 		}
 		if !ok {
-			out.Reason, out.Detail = scheduler.ReasonGate, detail
+			out.Reason, out.LogPath = scheduler.ReasonGate, log
+			out.Detail = "the gate is red on the merge with " + o.Layout.Base + ": see " + log
 			return out, false
 		}
 	}
@@ -252,7 +258,7 @@ func (o *Owner) needsGate(ctx context.Context, j scheduler.MergeJob, base, commi
 
 // gate runs the phase's gate on the exact merge commit, detached in the
 // phase's already-prepared worktree, then puts the worktree back on its
-// branch.
+// branch. It returns the gate's log.
 func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (bool, string, error) {
 	wt := o.Layout.Worktree(j.ID)
 	branch := o.Layout.Branch(j.ID)
@@ -265,8 +271,7 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 			return false, "", err
 		}
 		defer o.Git.RemoveWorktree(context.WithoutCancel(ctx), tmp)
-		ok, log, err := work.RunGate(ctx, o.Layout, j.ID, j.Gate, tmp, o.Env, o.LogCap, o.KillGrace)
-		return ok, "the gate is red on the merge with " + o.Layout.Base + ": see " + log, err
+		return work.RunGate(ctx, o.Layout, j.ID, j.Gate, tmp, o.Env, o.LogCap, o.KillGrace)
 	}
 	if _, err := o.Git.GitIn(ctx, wt, "checkout", "-q", "-f", "--detach", commit); err != nil {
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
@@ -275,7 +280,7 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 	if _, cerr := o.Git.GitIn(context.WithoutCancel(ctx), wt, "checkout", "-q", "-f", branch); cerr != nil && err == nil {
 		err = fmt.Errorf("put %s back on %s: %w", wt, branch, cerr)
 	}
-	return ok, "the gate is red on the merge with " + o.Layout.Base + ": see " + log, err
+	return ok, log, err
 }
 
 // outOfScope lists the files the branch changed outside the phase's
@@ -446,4 +451,29 @@ func nextLog(dir, prefix string) int {
 			return n
 		}
 	}
+}
+
+// markers lists files in which the branch added conflict markers: a
+// concluded merge that was never resolved must not land.
+func (o *Owner) markers(ctx context.Context, base, tip string) []string {
+	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
+	if err != nil {
+		return nil
+	}
+	// --check also reports whitespace errors; only the markers count. It
+	// exits non-zero when it finds anything, so read the output either way.
+	out, _ := o.Git.Git(ctx, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--check", mb, tip)
+	var paths []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, "leftover conflict marker") {
+			continue
+		}
+		p, _, _ := strings.Cut(line, ":")
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }

@@ -143,6 +143,7 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 			}
 			if r.Role == Supervisor {
 				h.SuperRuns = max(h.SuperRuns, r.Attempt)
+				h.SuperSpent = h.SuperRuns // spent when started
 			} else {
 				h.WorkerRuns = max(h.WorkerRuns, r.Attempt)
 			}
@@ -160,9 +161,6 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 				h.Tip = r.Tip
 			}
 			if r.Event == "fail" {
-				if r.Role == Supervisor {
-					h.SuperSpent++
-				}
 				h.Reason, h.Detail, h.LastFailBy = r.Reason, r.Detail, r.Role
 				if r.Log != "" {
 					h.Log = r.Log
@@ -175,6 +173,7 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 				// The retry reuses the attempt number.
 				if r.Role == Supervisor {
 					h.SuperRuns--
+					h.SuperSpent--
 				} else {
 					h.WorkerRuns--
 				}

@@ -436,6 +436,10 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job) {
 				j.Mode = "best-effort"
 			}
 		}
+		// Spent when it starts, not when it fails: a supervisor whose
+		// fix passes the branch gate but not the merge's must still use
+		// up its attempt, or the two would take turns forever.
+		p.superSpent++
 	} else {
 		p.workerRuns++
 		j.Attempt = p.workerRuns
@@ -520,9 +524,6 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.logPath = o.LogPath
 	}
 	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath})
-	if o.Role == Supervisor {
-		p.superSpent++
-	}
 	s.failed(p, o.Role, o.Reason, o.Detail, o.LogPath)
 }
 
@@ -533,6 +534,7 @@ func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
 	j := p.job
 	if o.Role == Supervisor {
 		p.superRuns--
+		p.superSpent--
 	} else {
 		p.workerRuns--
 	}
@@ -623,9 +625,9 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 	case m.Err != nil:
 		s.fatal = fmt.Errorf("merge %s: %w", m.ID, m.Err)
 	default:
-		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail})
-		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail})
-		s.failed(p, "", m.Reason, m.Detail, "")
+		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
+		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
+		s.failed(p, "", m.Reason, m.Detail, m.LogPath)
 	}
 }
 

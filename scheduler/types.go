@@ -106,8 +106,9 @@ type MergeOutcome struct {
 	// Wait lists uncommitted files in the base checkout that the merge
 	// would overwrite; the merge is retried once they are gone.
 	Wait   []string
-	Reason Reason // conflict, gate, scope, worktree
-	Detail string
+	Reason  Reason // conflict, gate, scope, worktree
+	Detail  string
+	LogPath string // the log to read first (the merge gate's)
 	Err    error // git or I/O failure
 }
 

@@ -335,6 +335,17 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if _, err := os.Stat(wt); err != nil {
 		return fmt.Errorf("the worktree %s is gone", wt)
 	}
+	// A merge of the base that still has conflicts must not be concluded:
+	// committing it would put the markers on the branch, and from there on
+	// the base. Abort it; the next supervisor merges again.
+	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		if paths, err := r.unmerged(ctx, wt); err == nil && len(paths) > 0 {
+			if _, err := r.Git.GitIn(ctx, wt, "merge", "--abort"); err != nil {
+				return fmt.Errorf("abort the unfinished merge in %s: %w", wt, err)
+			}
+			return nil
+		}
+	}
 	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
 	_, err := r.Git.CommitAll(ctx, wt, msg)
 	return err

@@ -1,0 +1,31 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+)
+
+// A supervisor whose fix passes the branch gate while the merge with the
+// base stays red must still use up its attempt: before this was fixed, the
+// supervisor and the merge took turns forever.
+func TestMergeRedUsesUpSupervisorAttempts(t *testing.T) {
+	t.Parallel()
+	text := manifestOf("[pending] **a** — a (deps: none)")
+	h := newHarness(t, text, Config{MaxParallel: 1, MaxSupervisorAttempts: 2, KeepGoing: true})
+	red := mstep{Reason: ReasonGate, Detail: "red on the merge"}
+	h.merger.on("a", red, red, red, red, red, red)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err, _ := h.run(ctx)
+	wantErrIs(t, err, ErrParked)
+	if n := len(h.runner.jobsOf("a", Supervisor)); n != 2 {
+		t.Errorf("%d supervisor runs, want 2", n)
+	}
+	if n := len(h.merger.jobsOf("a")); n != 3 {
+		t.Errorf("%d merges, want 3 (after the worker and each supervisor)", n)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked})
+}
