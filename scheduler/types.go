@@ -105,11 +105,11 @@ type MergeOutcome struct {
 	Commit string // the new base tip
 	// Wait lists uncommitted files in the base checkout that the merge
 	// would overwrite; the merge is retried once they are gone.
-	Wait   []string
+	Wait    []string
 	Reason  Reason // conflict, gate, scope, worktree
 	Detail  string
 	LogPath string // the log to read first (the merge gate's)
-	Err    error // git or I/O failure
+	Err     error  // git or I/O failure
 }
 
 // Merger lands done phases on the base branch. The scheduler calls it for
