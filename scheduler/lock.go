@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,19 @@ type Lock struct{ path string }
 // worktree of the repository shares it). A lock whose holder is dead, on
 // this host, is taken over.
 func AcquireLock(path string) (*Lock, error) {
+	// Two drivers starting together over a stale lock must not both take
+	// it over (one deleting the lock the other just made): the check and
+	// takeover happen under an flock of the folder holding it, which
+	// leaves no file behind.
+	guard, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer guard.Close()
+	if err := syscall.Flock(int(guard.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer syscall.Flock(int(guard.Fd()), syscall.LOCK_UN)
 	host, _ := os.Hostname()
 	me := LockInfo{PID: os.Getpid(), Host: host, Time: time.Now().UTC()}
 	data, _ := json.Marshal(me)
