@@ -25,6 +25,9 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("already running (another driver is taking the lock %s right now)", e.Path)
+	}
 	return fmt.Sprintf("already running (pid %d on %s since %s); lock %s", e.PID, e.Host, e.Time.Format(time.RFC3339), e.Path)
 }
 
