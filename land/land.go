@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -299,7 +300,7 @@ func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip 
 	}
 	var bad []string
 	for _, p := range changed {
-		if p == o.Layout.ManifestRel() || strings.HasPrefix(p, o.Layout.RoadmapRel+"/") && isDocOf(p, o.Layout.RoadmapRel, j.ID) {
+		if p == o.Layout.ManifestRel() || isDocOf(p, o.Layout.RoadmapRel, j.ID) {
 			continue
 		}
 		if !InScope(p, j.Owns) {
@@ -309,8 +310,13 @@ func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip 
 	return bad
 }
 
+// isDocOf reports whether repository path p is phase id's doc (or its DONE_
+// copy) in the roadmap folder dir ("." at the top level).
 func isDocOf(p, dir, id string) bool {
-	name := strings.TrimPrefix(strings.TrimPrefix(p, dir+"/"), roadmap.DonePrefix)
+	if path.Dir(p) != path.Clean(dir) {
+		return false
+	}
+	name := strings.TrimPrefix(path.Base(p), roadmap.DonePrefix)
 	return name == id+".md" || strings.HasPrefix(name, id+"-") && strings.HasSuffix(name, ".md")
 }
 
@@ -438,6 +444,20 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			return err
 		}
 	}
+	// The manifest may conflict too (the worker touched it, a human edited
+	// it on the base): the landed commit replaces it anyway, so take the
+	// base's.
+	mrel := o.Layout.ManifestRel()
+	if u, _ := o.Git.GitIn(ctx, wt, "diff", "--name-only", "--diff-filter=U", "--", mrel); u != "" {
+		if _, err := o.Git.GitIn(ctx, wt, "checkout", "--theirs", "--", mrel); err != nil {
+			abort()
+			return err
+		}
+		if _, err := o.Git.GitIn(ctx, wt, "add", "--", mrel); err != nil {
+			abort()
+			return err
+		}
+	}
 	if _, err := o.Git.GitIn(ctx, wt, "commit", "--no-edit", "-q"); err != nil {
 		abort()
 		return fmt.Errorf("conclude the lockfile merge: %w", err)
@@ -470,10 +490,25 @@ func (o *Owner) markers(ctx context.Context, base, tip string) []string {
 			continue
 		}
 		p, _, _ := strings.Cut(line, ":")
-		if !seen[p] {
-			seen[p] = true
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		// A line of seven '=' alone is also a markdown heading's
+		// underline: only a file with both a <<<<<<< and a >>>>>>>
+		// line holds a real leftover conflict.
+		if b, ok, err := o.Git.ReadFile(ctx, tip, p); err == nil && ok && hasMarkers(b) {
 			paths = append(paths, p)
 		}
 	}
 	return paths
+}
+
+func hasMarkers(b []byte) bool {
+	var lt, gt bool
+	for _, line := range strings.Split(string(b), "\n") {
+		lt = lt || strings.HasPrefix(line, "<<<<<<< ") || line == "<<<<<<<"
+		gt = gt || strings.HasPrefix(line, ">>>>>>> ") || line == ">>>>>>>"
+	}
+	return lt && gt
 }

@@ -62,6 +62,19 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	wt := r.Layout.Worktree(j.ID)
 	branch := r.Layout.Branch(j.ID)
+	if j.Resume && Landed(ctx, r.Git, r.Layout, j.ID) {
+		// The driver died after this phase's merge landed: only the
+		// bookkeeping is left, which the merger does. No worktree, no
+		// prepare, no agent.
+		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
+		if err != nil {
+			tip, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
+		}
+		if err == nil {
+			o.OK, o.Tip, o.Ended = true, tip, r.now()
+			return o
+		}
+	}
 
 	fresh, kept, err := r.ensureWorktree(ctx, j, wt, branch)
 	if err != nil {
@@ -101,13 +114,8 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		}
 	}
 	if j.Resume {
-		// The driver died during this phase. If its merge already landed,
-		// only the bookkeeping is left (the merger does it); if the
-		// branch is done, go straight to the gate.
-		if tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch); err == nil && Landed(ctx, r.Git, r.Layout, j.ID) {
-			o.OK, o.Tip, o.Ended = true, tip, r.now()
-			return o
-		}
+		// The driver died during this phase. If the branch is done, go
+		// straight to the gate.
 		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
 			return r.gate(ctx, j, wt, tip, o)
 		}

@@ -1,0 +1,894 @@
+package land_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// The tests below drive Owner.Merge against real repositories: branch main
+// checked out in the main worktree, a committed roadmap, and phase branches
+// auto/<id> prepared by hand in worktrees at Layout.Worktree(id).
+
+const manifestSrc = `# Execution Manifest
+
+**Status:** in-progress
+**Gate:** true
+
+Some prose the driver keeps.
+
+1. [pending] **p1** — first phase (deps: none) (est: 30m)
+2. [pending] **p2** — second phase (deps: p1) (owns: api/)
+`
+
+const manifestRel = "roadmap/EXECUTION-MANIFEST.md"
+
+// testEnv is the process environment without any GIT_* variable, plus an
+// isolated config and a fixed identity, so neither git nor the gates read
+// the machine's configuration.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test Author",
+		"GIT_AUTHOR_EMAIL=author@example.com",
+		"GIT_COMMITTER_NAME=Test Committer",
+		"GIT_COMMITTER_EMAIL=committer@example.com",
+	)
+}
+
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	git    *worktree.Client
+	top    string
+	layout scheduler.Layout
+	live   *roadmap.File
+	owner  *land.Owner
+	env    []string
+}
+
+// newFixture makes a repository with main checked out, README.md, a.txt,
+// b.txt and the roadmap (manifest src, docs p1-first.md and p2-second.md)
+// committed, .claudopilot/ excluded, and an Owner for it.
+func newFixture(t *testing.T, src string) *fixture {
+	t.Helper()
+	return newFixtureAt(t, src, "roadmap")
+}
+
+// newFixtureAt is newFixture with the roadmap in folder rel ("." = the
+// repository's top level).
+func newFixtureAt(t *testing.T, src, rel string) *fixture {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "repo")
+	env := testEnv()
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	g, err := worktree.Open(ctx, dir, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, env: env}
+	f.layout = scheduler.Layout{Top: g.Dir, RoadmapRel: rel, Base: "main"}
+	f.live = roadmap.NewFile(filepath.Join(g.Dir, filepath.FromSlash(f.layout.ManifestRel())))
+	f.owner = &land.Owner{Git: g, Layout: f.layout, Live: f.live, Env: env, KillGrace: 2 * time.Second}
+	f.write(f.top, "README.md", "readme\n")
+	f.write(f.top, "a.txt", "a\n")
+	f.write(f.top, "b.txt", "b\n")
+	f.write(f.top, f.layout.ManifestRel(), src)
+	f.write(f.top, f.layout.DocRel("p1-first.md"), "# p1\n")
+	f.write(f.top, f.layout.DocRel("p2-second.md"), "# p2\n")
+	f.gitIn(f.top, "add", "-A")
+	f.gitIn(f.top, "commit", "-q", "-m", "initial")
+	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) gitIn(dir string, args ...string) string {
+	f.t.Helper()
+	out, err := f.git.GitIn(f.ctx, dir, args...)
+	if err != nil {
+		f.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func (f *fixture) rev(spec string) string {
+	f.t.Helper()
+	return f.gitIn(f.top, "rev-parse", "--verify", spec)
+}
+
+func (f *fixture) write(dir, rel, content string) {
+	f.t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) read(dir, rel string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// commitOn commits files in worktree dir, staging only them (the live
+// manifest in the main worktree stays dirty and unstaged), and returns HEAD.
+func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
+	f.t.Helper()
+	var paths []string
+	for p, c := range files {
+		f.write(dir, p, c)
+		paths = append(paths, p)
+	}
+	f.gitIn(dir, append([]string{"add", "--"}, paths...)...)
+	f.gitIn(dir, "commit", "-q", "-m", msg)
+	return f.gitIn(dir, "rev-parse", "HEAD")
+}
+
+// branch cuts auto/<id> from main in the phase's worktree, commits files
+// there with the doc renamed to DONE_, and returns the tip. The live
+// manifest says [running], as the scheduler leaves it.
+func (f *fixture) branch(id, doc string, files map[string]string) (wt, tip string) {
+	f.t.Helper()
+	wt = f.layout.Worktree(id)
+	f.gitIn(f.top, "worktree", "add", "-q", "-b", f.layout.Branch(id), wt, "main")
+	for p, c := range files {
+		f.write(wt, p, c)
+	}
+	if doc != "" {
+		f.gitIn(wt, "mv", f.layout.DocRel(doc), f.layout.DocRel(roadmap.DonePrefix+doc))
+	}
+	f.gitIn(wt, "add", "-A")
+	f.gitIn(wt, "commit", "-q", "-m", "work on "+id)
+	if err := f.live.SetState(id, manifest.Running); err != nil {
+		f.t.Fatal(err)
+	}
+	return wt, f.gitIn(wt, "rev-parse", "HEAD")
+}
+
+func (f *fixture) committed(rev, rel string) string {
+	f.t.Helper()
+	b, ok, err := f.git.ReadFile(f.ctx, rev, rel)
+	if err != nil || !ok {
+		f.t.Fatalf("read %s:%s: ok=%v err=%v", rev, rel, ok, err)
+	}
+	return string(b)
+}
+
+func (f *fixture) branchExists(id string) bool {
+	f.t.Helper()
+	ok, err := f.git.BranchExists(f.ctx, f.layout.Branch(id))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+// status is `git status --porcelain` of the main worktree, one entry a line.
+func (f *fixture) status() []string {
+	f.t.Helper()
+	out := f.gitIn(f.top, "status", "--porcelain", "--untracked-files=all")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+func job(id, title, tip string) scheduler.MergeJob {
+	return scheduler.MergeJob{ID: id, Title: title, Tip: tip, Gate: "true"}
+}
+
+func flipped(src, id string) string {
+	return strings.Replace(src, "[pending] **"+id+"**", "[merged] **"+id+"**", 1)
+}
+
+// mustMerge merges and fails the test unless the outcome is a plain OK.
+func (f *fixture) mustMerge(j scheduler.MergeJob) scheduler.MergeOutcome {
+	f.t.Helper()
+	out := f.owner.Merge(f.ctx, j)
+	if !out.OK || out.Err != nil || out.Reason != "" || len(out.Wait) > 0 {
+		f.t.Fatalf("Merge(%s) = %+v, want OK", j.ID, out)
+	}
+	return out
+}
+
+// refused checks a merge that did not land: main unchanged, the branch and
+// worktree kept, the live manifest still [running].
+func (f *fixture) refused(out scheduler.MergeOutcome, id, base string) {
+	f.t.Helper()
+	if out.OK || out.Commit != "" {
+		f.t.Errorf("outcome = %+v, want not OK", out)
+	}
+	if got := f.rev("main"); got != base {
+		f.t.Errorf("main moved to %s, want it at %s", got, base)
+	}
+	if !f.branchExists(id) || !exists(f.layout.Worktree(id)) {
+		f.t.Errorf("the branch or worktree of %s is gone after a refused merge", id)
+	}
+	if live := f.read(f.top, manifestRel); !strings.Contains(live, "[running] **"+id+"**") {
+		f.t.Errorf("live manifest changed by a refused merge:\n%s", live)
+	}
+}
+
+func TestMergeClean(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
+
+	out := f.mustMerge(job("p1", "first phase (deps: none) (est: 30m)", tip))
+	if out.Detail != "" {
+		t.Errorf("Detail = %q, want empty", out.Detail)
+	}
+	head := f.rev("main")
+	if out.Commit != head {
+		t.Errorf("Commit = %s, main = %s", out.Commit, head)
+	}
+	if got, want := f.gitIn(f.top, "rev-list", "--parents", "-n", "1", "main"), head+" "+base+" "+tip; got != want {
+		t.Errorf("parents: %q, want %q", got, want)
+	}
+	if got := f.gitIn(f.top, "log", "-1", "--format=%B", "main"); got != "Merge p1: first phase" {
+		t.Errorf("message = %q, want %q", got, "Merge p1: first phase")
+	}
+	if n := f.gitIn(f.top, "rev-list", "--count", base+"..main"); n != "2" {
+		t.Errorf("%s new commits on main, want 2 (the work and the merge)", n)
+	}
+	// The merge is the branch plus the manifest flip, nothing else.
+	if got := f.committed("main", manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("committed manifest:\n%s\nwant:\n%s", got, flipped(manifestSrc, "p1"))
+	}
+	if d := f.gitIn(f.top, "diff", "--name-only", tip, "main"); d != manifestRel {
+		t.Errorf("merge differs from the branch tip in %q, want only the manifest", d)
+	}
+	// The checkout moved forward.
+	if got := f.read(f.top, "feature/f.txt"); got != "feature\n" {
+		t.Errorf("feature/f.txt = %q", got)
+	}
+	if got := f.read(f.top, "a.txt"); got != "a from p1\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	if exists(filepath.Join(f.top, "roadmap/p1-first.md")) || !exists(filepath.Join(f.top, "roadmap/DONE_p1-first.md")) {
+		t.Errorf("the doc rename did not reach the checkout")
+	}
+	for _, l := range f.status() {
+		if !strings.HasSuffix(l, manifestRel) {
+			t.Errorf("git status after the merge: %q", l)
+		}
+	}
+	// The live manifest says merged, and equals what was committed.
+	if live := f.read(f.top, manifestRel); live != flipped(manifestSrc, "p1") {
+		t.Errorf("live manifest:\n%s", live)
+	}
+	if exists(wt) {
+		t.Errorf("worktree %s still there", wt)
+	}
+	if list := f.gitIn(f.top, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Errorf("worktree still registered:\n%s", list)
+	}
+	if f.branchExists("p1") {
+		t.Errorf("branch auto/p1 not deleted")
+	}
+	// The base had nothing new: the merge tree is the gated tree, no gate.
+	if exists(f.layout.LogPath("p1", "gate", 1)) {
+		t.Errorf("the gate ran on a merge whose tree is the branch's")
+	}
+}
+
+func TestMergeCompleteOnLastPhase(t *testing.T) {
+	t.Parallel()
+	src := strings.Replace(manifestSrc, "[pending] **p1**", "[merged] **p1**", 1)
+	f := newFixture(t, src)
+	_, tip := f.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	j := job("p2", "second phase (deps: p1) (owns: api/)", tip)
+	j.Owns, j.Complete = []string{"api/"}, true
+	f.mustMerge(j)
+	want := strings.Replace(flipped(src, "p2"), "**Status:** in-progress", "**Status:** complete", 1)
+	if got := f.committed("main", manifestRel); got != want {
+		t.Errorf("committed manifest:\n%s\nwant:\n%s", got, want)
+	}
+	if live := f.read(f.top, manifestRel); live != want {
+		t.Errorf("live manifest:\n%s\nwant:\n%s", live, want)
+	}
+	if got := f.gitIn(f.top, "log", "-1", "--format=%s", "main"); got != "Merge p2: second phase" {
+		t.Errorf("subject = %q", got)
+	}
+}
+
+// Complete=false never marks the manifest complete, even when every phase
+// is merged after the flip.
+func TestMergeNotCompleteUnlessAsked(t *testing.T) {
+	t.Parallel()
+	src := strings.Replace(manifestSrc, "[pending] **p1**", "[merged] **p1**", 1)
+	f := newFixture(t, src)
+	_, tip := f.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	f.mustMerge(job("p2", "second phase", tip))
+	if got := f.committed("main", manifestRel); !strings.Contains(got, "**Status:** in-progress") {
+		t.Errorf("committed manifest:\n%s", got)
+	}
+}
+
+func TestMergeDropsBranchManifestEdits(t *testing.T) {
+	t.Parallel()
+	tampered := strings.NewReplacer(
+		"[pending] **p1**", "[failed] **p1**",
+		"[pending] **p2**", "[merged] **p2**",
+		"**Status:** in-progress", "**Status:** complete",
+		"Some prose the driver keeps.", "The worker rewrote this.",
+	).Replace(manifestSrc)
+	for _, tc := range []struct {
+		name     string
+		baseEdit string // the base's own later edit of the manifest; "" = none
+	}{
+		{"tampered states", ""},
+		{"conflicting edit", strings.Replace(manifestSrc, "Some prose the driver keeps.", "A human edited this on main.", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, manifestSrc)
+			_, tip := f.branch("p1", "p1-first.md", map[string]string{manifestRel: tampered, "x.txt": "x\n"})
+			want := manifestSrc
+			if tc.baseEdit != "" {
+				// Commit on main without disturbing the live file's
+				// [running] token: commit the edit, then put it back.
+				f.commitOn(f.top, "human edit", map[string]string{manifestRel: tc.baseEdit})
+				f.write(f.top, manifestRel, strings.Replace(tc.baseEdit, "[pending] **p1**", "[running] **p1**", 1))
+				want = tc.baseEdit
+			}
+			f.mustMerge(job("p1", "first phase", tip))
+			if got := f.committed("main", manifestRel); got != flipped(want, "p1") {
+				t.Errorf("committed manifest:\n%s\nwant the base's with the flip:\n%s", got, flipped(want, "p1"))
+			}
+			if got := f.read(f.top, "x.txt"); got != "x\n" {
+				t.Errorf("x.txt = %q", got)
+			}
+			if live := f.read(f.top, manifestRel); live != flipped(want, "p1") {
+				t.Errorf("live manifest:\n%s", live)
+			}
+		})
+	}
+}
+
+func TestMergeConflict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"README.md": "readme from p1\n"})
+	base := f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.Reason != scheduler.ReasonConflict || out.Err != nil {
+		t.Fatalf("outcome = %+v, want Reason conflict", out)
+	}
+	if !strings.Contains(out.Detail, "README.md") || !strings.Contains(out.Detail, "main") {
+		t.Errorf("Detail = %q, want the path and the base", out.Detail)
+	}
+	f.refused(out, "p1", base)
+	if got := f.read(f.top, "README.md"); got != "readme from a human\n" {
+		t.Errorf("README.md = %q", got)
+	}
+}
+
+func TestMergeConflictMarkersLeftIn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, _ := f.branch("p1", "p1-first.md", map[string]string{"README.md": "readme from p1\n"})
+	base := f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+	// The worker merged the base and concluded the merge with the markers
+	// still in.
+	if _, err := f.git.GitIn(f.ctx, wt, "merge", "-q", "--no-edit", "main"); err == nil {
+		t.Fatal("the merge of main into the branch did not conflict")
+	}
+	if !strings.Contains(f.read(wt, "README.md"), "<<<<<<<") {
+		t.Fatal("no markers in README.md")
+	}
+	f.gitIn(wt, "commit", "-q", "-a", "--no-edit")
+	tip := f.gitIn(wt, "rev-parse", "HEAD")
+
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.Reason != scheduler.ReasonConflict || !strings.Contains(out.Detail, "conflict markers left in") || !strings.Contains(out.Detail, "README.md") {
+		t.Fatalf("outcome = %+v, want Reason conflict naming README.md's markers", out)
+	}
+	f.refused(out, "p1", base)
+}
+
+// Whitespace errors that git diff --check also reports are not markers.
+func TestMergeWhitespaceIsNotAMarker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{
+		"notes.txt": "trailing   \n \tspace before tab\n\tmixed \t\n\n\n",
+	})
+	f.mustMerge(job("p1", "first phase", tip))
+	if got := f.read(f.top, "notes.txt"); !strings.HasPrefix(got, "trailing   \n") {
+		t.Errorf("notes.txt = %q", got)
+	}
+}
+
+// A Markdown setext heading whose underline happens to be seven '=' is not
+// a leftover conflict marker: no merge left it, and there is no <<<<<<< or
+// >>>>>>> around it.
+func TestMergeSetextHeadingIsNotAMarker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{
+		"docs/install.md": "Install\n=======\n\nRun it.\n",
+	})
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if !out.OK {
+		t.Errorf("Merge = %+v; a lone ======= line (a setext heading) was taken for a conflict marker", out)
+	}
+}
+
+func TestMergeScope(t *testing.T) {
+	t.Parallel()
+	t.Run("outside", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, manifestSrc)
+		base := f.rev("main")
+		_, tip := f.branch("p2", "p2-second.md", map[string]string{
+			"api/x.go":  "package api\n",
+			"other.txt": "out of scope\n",
+			manifestRel: strings.Replace(manifestSrc, "Some prose", "Edited prose", 1),
+		})
+		j := job("p2", "second phase (deps: p1) (owns: api/)", tip)
+		j.Owns = []string{"api/"}
+		out := f.owner.Merge(f.ctx, j)
+		if out.Reason != scheduler.ReasonScope || out.Err != nil {
+			t.Fatalf("outcome = %+v, want Reason scope", out)
+		}
+		if !strings.Contains(out.Detail, "other.txt") {
+			t.Errorf("Detail = %q, want other.txt named", out.Detail)
+		}
+		if strings.Contains(out.Detail, "roadmap/") || strings.Contains(out.Detail, "api/x.go") {
+			t.Errorf("Detail = %q names in-scope paths, the doc or the manifest", out.Detail)
+		}
+		f.refused(out, "p2", base)
+	})
+	t.Run("inside", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, manifestSrc)
+		_, tip := f.branch("p2", "p2-second.md", map[string]string{
+			"api/x.go":     "package api\n",
+			"api/sub/y.go": "package sub\n",
+			manifestRel:    strings.Replace(manifestSrc, "Some prose", "Edited prose", 1),
+		})
+		// The base changing files outside the scope is not the branch's
+		// doing.
+		f.commitOn(f.top, "human", map[string]string{"elsewhere.txt": "human\n"})
+		j := job("p2", "second phase (deps: p1) (owns: api/)", tip)
+		j.Owns = []string{"./api/"}
+		f.mustMerge(j)
+		if got := f.read(f.top, "api/sub/y.go"); got != "package sub\n" {
+			t.Errorf("api/sub/y.go = %q", got)
+		}
+	})
+}
+
+func TestInScope(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path string
+		owns []string
+		want bool
+	}{
+		{"api/x.go", []string{"api/"}, true},
+		{"api/a/b.go", []string{"api"}, true},
+		{"api", []string{"api/"}, true},
+		{"apix/y.go", []string{"api/"}, false},
+		{"apix/y.go", []string{"api"}, false},
+		{"pkg/x.go", []string{"api/", "pkg/x.go"}, true},
+		{"pkg/x.go.orig", []string{"pkg/x.go"}, false},
+		{"pkg/y.go", []string{"./pkg/"}, true},
+		{"z.go", nil, false},
+	} {
+		if got := land.InScope(tc.path, tc.owns); got != tc.want {
+			t.Errorf("InScope(%q, %q) = %v, want %v", tc.path, tc.owns, got, tc.want)
+		}
+	}
+}
+
+func TestMergeGateRedOnTheMergeCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "b\n"})
+	j := job("p1", "first phase", tip)
+	// Green on either side alone, red on their merge.
+	j.Gate = "echo checking; if [ -f base.txt ] && [ -f branch.txt ]; then echo both present; exit 1; fi"
+
+	out := f.owner.Merge(f.ctx, j)
+	if out.Reason != scheduler.ReasonGate || out.Err != nil {
+		t.Fatalf("outcome = %+v, want Reason gate", out)
+	}
+	if !strings.Contains(out.Detail, "gate-1.log") {
+		t.Errorf("Detail = %q, want the gate log", out.Detail)
+	}
+	if log := f.read(f.layout.LogDir("p1"), "gate-1.log"); !strings.Contains(log, "both present") {
+		t.Errorf("gate log:\n%s", log)
+	}
+	f.refused(out, "p1", base)
+	// The worktree is back on its branch, at its tip, clean.
+	if head := f.gitIn(wt, "symbolic-ref", "HEAD"); head != "refs/heads/auto/p1" {
+		t.Errorf("worktree HEAD = %s", head)
+	}
+	if h := f.gitIn(wt, "rev-parse", "HEAD"); h != tip {
+		t.Errorf("worktree at %s, want %s", h, tip)
+	}
+	if st := f.gitIn(wt, "status", "--porcelain"); st != "" {
+		t.Errorf("worktree not clean:\n%s", st)
+	}
+}
+
+func TestMergeGateRunsOnlyWhenTheTreeDiffers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	count := filepath.Join(t.TempDir(), "gate-runs")
+	gate := "echo run >> '" + count + "'"
+	runs := func() int {
+		b, err := os.ReadFile(count)
+		if err != nil {
+			return 0
+		}
+		return strings.Count(string(b), "run")
+	}
+	_, tip1 := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
+	_, tip2 := f.branch("p2", "p2-second.md", map[string]string{"api/two.go": "package api\n"})
+
+	j1 := job("p1", "first phase", tip1)
+	j1.Gate = gate
+	f.mustMerge(j1)
+	if n := runs(); n != 0 {
+		t.Errorf("gate ran %d times for a merge whose tree is the branch's, want 0", n)
+	}
+	// p2 was cut before p1 landed: its merge holds p1's work, untested.
+	j2 := job("p2", "second phase", tip2)
+	j2.Gate = gate
+	f.mustMerge(j2)
+	if n := runs(); n != 1 {
+		t.Errorf("gate ran %d times on a merge with new base work, want 1", n)
+	}
+	if !exists(filepath.Join(f.top, "one.txt")) || !exists(filepath.Join(f.top, "api/two.go")) {
+		t.Errorf("the checkout lacks the merged files")
+	}
+}
+
+// A gated worktree that vanished (a resumed run that found the branch only)
+// is gated in a temporary detached worktree, which is removed afterwards.
+func TestMergeGateWithoutWorktree(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	f.gitIn(f.top, "worktree", "remove", "--force", wt)
+	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "b\n"})
+	j := job("p1", "first phase", tip)
+	where := filepath.Join(t.TempDir(), "where")
+	j.Gate = "test -f base.txt && test -f branch.txt && pwd > '" + where + "'"
+	out := f.mustMerge(j)
+	if b, err := os.ReadFile(where); err != nil || !strings.Contains(string(b), ".merge") {
+		t.Errorf("the gate did not run in the temporary worktree: %q, %v", b, err)
+	}
+	if got := f.gitIn(f.top, "rev-parse", out.Commit+"^1"); got != base {
+		t.Errorf("first parent %s, want %s", got, base)
+	}
+	if list := f.gitIn(f.top, "worktree", "list"); strings.Contains(list, ".merge") {
+		t.Errorf("temporary gate worktree left:\n%s", list)
+	}
+	if f.branchExists("p1") {
+		t.Errorf("branch not deleted")
+	}
+}
+
+func TestMergeBaseMovedDuringGate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	f.commitOn(f.top, "human before", map[string]string{"base.txt": "b\n"})
+	state := t.TempDir()
+	count := filepath.Join(state, "count")
+	// On its first run the gate plays a human committing on main.
+	j := job("p1", "first phase", tip)
+	j.Gate = "echo run >> '" + count + "'\n" +
+		"if [ ! -e '" + state + "/moved' ]; then\n" +
+		"  touch '" + state + "/moved'\n" +
+		"  echo user > '" + f.top + "/user.txt'\n" +
+		"  git -C '" + f.top + "' add user.txt && git -C '" + f.top + "' commit -q -m user || exit 9\n" +
+		"fi\n"
+
+	out := f.mustMerge(j)
+	user := f.gitIn(f.top, "rev-parse", ":/^user")
+	if got := f.gitIn(f.top, "rev-list", "--parents", "-n", "1", "main"); got != out.Commit+" "+user+" "+tip {
+		t.Errorf("merge parents: %q, want (user commit %s, tip %s)", got, user, tip)
+	}
+	b, _ := os.ReadFile(count)
+	if n := strings.Count(string(b), "run"); n != 2 {
+		t.Errorf("gate ran %d times, want 2 (the merge rebuilt on the new tip is gated again)", n)
+	}
+	for _, p := range []string{"user.txt", "base.txt", "branch.txt"} {
+		if _, ok, _ := f.git.ReadFile(f.ctx, "main", p); !ok {
+			t.Errorf("main lacks %s", p)
+		}
+		if !exists(filepath.Join(f.top, p)) {
+			t.Errorf("the checkout lacks %s", p)
+		}
+	}
+	for _, l := range f.status() {
+		if !strings.HasSuffix(l, manifestRel) {
+			t.Errorf("git status after the merge: %q", l)
+		}
+	}
+	if got := f.committed("main", manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("committed manifest:\n%s", got)
+	}
+}
+
+func TestMergeWaitsForUncommittedChange(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a from p1\n", "feature/new.txt": "p1's\n"})
+	f.write(f.top, "a.txt", "a being edited by a human\n")
+
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.Err != nil || out.Reason != "" || !slices.Equal(out.Wait, []string{"a.txt"}) {
+		t.Fatalf("outcome = %+v, want Wait [a.txt]", out)
+	}
+	f.refused(out, "p1", base)
+	if got := f.read(f.top, "a.txt"); got != "a being edited by a human\n" {
+		t.Errorf("a.txt = %q, the user's change was touched", got)
+	}
+	// An untracked file where the merge adds one blocks it too.
+	f.write(f.top, "feature/new.txt", "the user's own\n")
+	out = f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if !slices.Equal(out.Wait, []string{"a.txt", "feature/new.txt"}) {
+		t.Fatalf("outcome = %+v, want Wait [a.txt feature/new.txt]", out)
+	}
+	f.refused(out, "p1", base)
+	if got := f.read(f.top, "feature/new.txt"); got != "the user's own\n" {
+		t.Errorf("feature/new.txt = %q", got)
+	}
+	// Once the changes are gone the merge goes through.
+	f.gitIn(f.top, "checkout", "--", "a.txt")
+	if err := os.RemoveAll(filepath.Join(f.top, "feature")); err != nil {
+		t.Fatal(err)
+	}
+	f.mustMerge(job("p1", "first phase", tip))
+	if got := f.read(f.top, "a.txt"); got != "a from p1\n" {
+		t.Errorf("a.txt = %q after the merge", got)
+	}
+}
+
+func TestMergeKeepsUnrelatedChangesAndLiveEdits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a from p1\n", "c.txt": "c\n"})
+	f.write(f.top, "b.txt", "b edited by a human\n")
+	f.write(f.top, "notes.txt", "untracked notes\n")
+	f.gitIn(f.top, "add", "b.txt") // staged, too
+	f.write(f.top, "b.txt", "b edited by a human, twice\n")
+	live := f.read(f.top, manifestRel) + "\nA human's note, added while the run goes on.\n\n- an unrelated list item\n"
+	f.write(f.top, manifestRel, live)
+
+	f.mustMerge(job("p1", "first phase", tip))
+	if got := f.read(f.top, "b.txt"); got != "b edited by a human, twice\n" {
+		t.Errorf("b.txt = %q", got)
+	}
+	if staged := f.gitIn(f.top, "show", ":b.txt"); staged != "b edited by a human" {
+		t.Errorf("staged b.txt = %q", staged)
+	}
+	if got := f.read(f.top, "notes.txt"); got != "untracked notes\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	if got, want := f.read(f.top, manifestRel), strings.Replace(live, "[running] **p1**", "[merged] **p1**", 1); got != want {
+		t.Errorf("live manifest:\n%s\nwant the human's edits with the flip:\n%s", got, want)
+	}
+	if got := f.committed("main", manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("committed manifest took the live edits:\n%s", got)
+	}
+	if got := f.read(f.top, "c.txt"); got != "c\n" {
+		t.Errorf("c.txt = %q", got)
+	}
+	st := f.status()
+	slices.Sort(st)
+	// b.txt is staged and modified again: "MM".
+	want := []string{" M " + manifestRel, "MM b.txt", "?? notes.txt"}
+	slices.Sort(want)
+	if !slices.Equal(st, want) {
+		t.Errorf("git status = %q, want %q", st, want)
+	}
+}
+
+func TestMergeLockfileOnlyConflict(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (*fixture, string, string) {
+		f := newFixture(t, manifestSrc)
+		f.commitOn(f.top, "deps", map[string]string{"go.sum": "a v1\n"})
+		_, tip := f.branch("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
+		base := f.commitOn(f.top, "human deps", map[string]string{"go.sum": "a v1\nb v1\n"})
+		return f, tip, base
+	}
+	t.Run("regenerated", func(t *testing.T) {
+		t.Parallel()
+		f, tip, base := setup(t)
+		f.owner.LockfileCmd = "printf 'regenerated\\n' > go.sum"
+		out := f.mustMerge(job("p1", "first phase", tip))
+		if got := f.committed("main", "go.sum"); got != "regenerated\n" {
+			t.Errorf("go.sum on main = %q", got)
+		}
+		if got := f.gitIn(f.top, "rev-parse", out.Commit+"^1"); got != base {
+			t.Errorf("first parent %s, want the base %s", got, base)
+		}
+		// The second parent is the branch's own merge of the base, on top
+		// of the gated tip.
+		if got := f.gitIn(f.top, "rev-parse", out.Commit+"^2^1"); got != tip {
+			t.Errorf("the landed branch does not carry the gated tip: %s", got)
+		}
+		if !exists(filepath.Join(f.layout.LogDir("p1"), "lockfile-1.log")) {
+			t.Errorf("no lockfile log")
+		}
+		if f.branchExists("p1") {
+			t.Errorf("branch not deleted")
+		}
+		if got := f.read(f.top, "go.sum"); got != "regenerated\n" {
+			t.Errorf("go.sum in the checkout = %q", got)
+		}
+	})
+	t.Run("regeneration fails", func(t *testing.T) {
+		t.Parallel()
+		f, tip, base := setup(t)
+		f.owner.LockfileCmd = "exit 3"
+		out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+		if out.Reason != scheduler.ReasonConflict || !strings.Contains(out.Detail, "go.sum") {
+			t.Fatalf("outcome = %+v, want Reason conflict on go.sum", out)
+		}
+		f.refused(out, "p1", base)
+		wt := f.layout.Worktree("p1")
+		if _, err := f.git.GitIn(f.ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+			t.Errorf("the failed regeneration left a merge in progress")
+		}
+		if h := f.gitIn(wt, "rev-parse", "HEAD"); h != tip {
+			t.Errorf("branch moved to %s", h)
+		}
+	})
+}
+
+// A merge that landed before a crash: the base's committed manifest says
+// [merged] and contains the tip. Only the bookkeeping is left.
+func TestMergeAlreadyLanded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
+	// Land it by hand, as the crashed driver did, leaving the live file
+	// [running].
+	live := f.read(f.top, manifestRel)
+	f.gitIn(f.top, "merge", "-q", "--no-ff", "--no-commit", "auto/p1")
+	f.write(f.top, manifestRel, flipped(manifestSrc, "p1"))
+	f.gitIn(f.top, "add", manifestRel)
+	f.gitIn(f.top, "commit", "-q", "-m", "Merge p1: first phase")
+	f.write(f.top, manifestRel, live)
+	landed := f.rev("main")
+
+	out := f.mustMerge(job("p1", "first phase", tip))
+	if out.Commit != landed || f.rev("main") != landed {
+		t.Errorf("Commit = %s, main = %s, want no new commit (%s)", out.Commit, f.rev("main"), landed)
+	}
+	if got := f.read(f.top, manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("live manifest:\n%s", got)
+	}
+	if exists(wt) || f.branchExists("p1") {
+		t.Errorf("worktree or branch left behind")
+	}
+}
+
+// A branch contained in the base whose phase the base's manifest does not
+// mark merged has not landed (a branch with no new commits is contained
+// too): nothing is skipped.
+func TestMergeContainedButNotLanded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
+	f.gitIn(f.top, "merge", "-q", "--ff-only", "auto/p1")
+	out := f.mustMerge(job("p1", "first phase", tip))
+	if out.Commit == tip {
+		t.Fatalf("no merge commit made")
+	}
+	if got := f.committed("main", manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("committed manifest:\n%s", got)
+	}
+}
+
+func TestMergeMissingBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
+	f.owner.Layout.Base = "nope"
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.Err == nil || out.OK {
+		t.Errorf("outcome = %+v, want an error", out)
+	}
+}
+
+// A conflict on the lockfile plus one on the manifest is still a
+// lockfile-only conflict: the manifest is the driver's, whatever the branch
+// did to it is dropped.
+func TestMergeLockfileConflictWithManifestConflict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	f.commitOn(f.top, "deps", map[string]string{"sub/go.sum": "a v1\n"})
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{
+		"sub/go.sum": "a v1\nc v1\n",
+		manifestRel:  strings.Replace(manifestSrc, "Some prose the driver keeps.", "The worker's prose.", 1),
+	})
+	human := strings.Replace(manifestSrc, "Some prose the driver keeps.", "A human's prose.", 1)
+	f.commitOn(f.top, "human", map[string]string{"sub/go.sum": "a v1\nb v1\n", manifestRel: human})
+	f.write(f.top, manifestRel, strings.Replace(human, "[pending] **p1**", "[running] **p1**", 1))
+	where := filepath.Join(t.TempDir(), "where")
+	f.owner.LockfileCmd = "pwd > '" + where + "'; printf 'regenerated\\n' > go.sum"
+
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if !out.OK {
+		t.Fatalf("Merge = %+v, want OK: a manifest conflict must not stop the lockfile regeneration", out)
+	}
+	if got := f.committed("main", "sub/go.sum"); got != "regenerated\n" {
+		t.Errorf("sub/go.sum on main = %q", got)
+	}
+	if b, _ := os.ReadFile(where); !strings.HasSuffix(strings.TrimSpace(string(b)), "/sub") {
+		t.Errorf("LOCKFILE_CMD ran in %q, want the lockfile's folder", b)
+	}
+	if got := f.committed("main", manifestRel); got != flipped(human, "p1") {
+		t.Errorf("committed manifest:\n%s\nwant the base's with the flip:\n%s", got, flipped(human, "p1"))
+	}
+}
+
+// With the roadmap at the repository's top level (RoadmapRel "."), the doc
+// rename and the manifest are still not out of scope.
+func TestMergeScopeRoadmapAtTop(t *testing.T) {
+	t.Parallel()
+	f := newFixtureAt(t, manifestSrc, ".")
+	_, tip := f.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	j := job("p2", "second phase", tip)
+	j.Owns = []string{"api/"}
+	out := f.owner.Merge(f.ctx, j)
+	if !out.OK {
+		t.Fatalf("Merge = %+v; the phase doc's DONE_ rename was taken for an out-of-scope change", out)
+	}
+	if got := f.committed("main", "EXECUTION-MANIFEST.md"); got != flipped(manifestSrc, "p2") {
+		t.Errorf("committed manifest:\n%s", got)
+	}
+}

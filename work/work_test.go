@@ -1,0 +1,1015 @@
+package work_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// The tests below drive Runner.Run against real repositories with fake
+// agents: small shell scripts written into t.TempDir().
+
+const manifestSrc = `# Execution Manifest
+
+**Status:** in-progress
+
+1. [pending] **p1** — first phase (deps: none)
+2. [pending] **p2** — second phase (deps: p1)
+`
+
+const (
+	manifestRel = "roadmap/EXECUTION-MANIFEST.md"
+	docRel      = "roadmap/p1-first.md"
+	doneRel     = "roadmap/DONE_p1-first.md"
+)
+
+// testEnv is the process environment without any GIT_* or CLAUDOPILOT_*
+// variable, plus an isolated git config and a fixed identity.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test Author",
+		"GIT_AUTHOR_EMAIL=author@example.com",
+		"GIT_COMMITTER_NAME=Test Committer",
+		"GIT_COMMITTER_EMAIL=committer@example.com",
+	)
+}
+
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	git    *worktree.Client
+	top    string
+	layout scheduler.Layout
+	runner *work.Runner
+	tmp    string // a scratch folder outside the repository
+}
+
+// newFixture makes a repository with main checked out and the roadmap
+// committed, and a Runner whose agent is `true` until a test sets one.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "repo")
+	env := testEnv()
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	g, err := worktree.Open(ctx, dir, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, tmp: t.TempDir()}
+	f.layout = scheduler.Layout{Top: g.Dir, RoadmapRel: "roadmap", Base: "main"}
+	f.runner = &work.Runner{
+		Git: g, Layout: f.layout, Agent: "true", Super: "true",
+		// A contract variable of an outer driver must not leak through.
+		Env:       append(env, "CLAUDOPILOT_ROLE=leaked", "CLAUDOPILOT_OUTER=leaked"),
+		KillGrace: 2 * time.Second, DefaultCooldown: time.Hour,
+	}
+	f.write(f.top, "README.md", "readme\n")
+	f.write(f.top, manifestRel, manifestSrc)
+	f.write(f.top, docRel, "# p1\n\nDo the first thing.\n")
+	f.write(f.top, "roadmap/p2-second.md", "# p2\n")
+	f.gitIn(f.top, "add", "-A")
+	f.gitIn(f.top, "commit", "-q", "-m", "initial")
+	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) gitIn(dir string, args ...string) string {
+	f.t.Helper()
+	out, err := f.git.GitIn(f.ctx, dir, args...)
+	if err != nil {
+		f.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func (f *fixture) rev(spec string) string {
+	f.t.Helper()
+	return f.gitIn(f.top, "rev-parse", "--verify", spec)
+}
+
+func (f *fixture) write(dir, rel, content string) {
+	f.t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) read(p string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func (f *fixture) hasFile(rev, rel string) bool {
+	f.t.Helper()
+	_, ok, err := f.git.ReadFile(f.ctx, rev, rel)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+// commitOn commits files in worktree dir and returns HEAD.
+func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
+	f.t.Helper()
+	for p, c := range files {
+		f.write(dir, p, c)
+	}
+	f.gitIn(dir, "add", "-A")
+	f.gitIn(dir, "commit", "-q", "-m", msg)
+	return f.gitIn(dir, "rev-parse", "HEAD")
+}
+
+// agent writes a fake agent script and returns the command that runs it.
+func (f *fixture) agent(body string) string {
+	f.t.Helper()
+	dir, err := os.MkdirTemp(f.tmp, "agent")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	return "sh '" + p + "'"
+}
+
+// doneBody finishes the phase the way the contract asks.
+const doneBody = `
+d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" || exit 20
+git add -A && git commit -q -m "$CLAUDOPILOT_PHASE: done" || exit 21
+`
+
+func job() scheduler.Job {
+	return scheduler.Job{ID: "p1", Title: "first phase", Doc: "p1-first.md", Role: scheduler.Worker, Attempt: 1, Gate: "true"}
+}
+
+func (f *fixture) run(j scheduler.Job) scheduler.Outcome {
+	f.t.Helper()
+	return f.runner.Run(f.ctx, j, nil)
+}
+
+func (f *fixture) wt() string { return f.layout.Worktree("p1") }
+
+// parkBranch makes auto/p1 with the given commit on it and no worktree, as a
+// parked phase leaves it after `claudopilot clean` or a lost worktree.
+func (f *fixture) parkBranch(files map[string]string, keepWorktree bool) string {
+	f.t.Helper()
+	wt := f.wt()
+	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p1", wt, "main")
+	tip := f.commitOn(wt, "earlier work", files)
+	if !keepWorktree {
+		f.gitIn(f.top, "worktree", "remove", "--force", wt)
+	}
+	return tip
+}
+
+func TestRunFreshWorktreeAndContract(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	base := f.rev("main")
+	out := filepath.Join(f.tmp, "seen")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prepCount := filepath.Join(f.tmp, "prepare-runs")
+	f.runner.Prepare = "echo run >> '" + prepCount + "'"
+	f.runner.Agent = f.agent(`
+env | grep '^CLAUDOPILOT_' | sort > '` + out + `/env'
+cat > '` + out + `/stdin'
+cp "$CLAUDOPILOT_PROMPT_FILE" '` + out + `/promptfile'
+pwd -P > '` + out + `/pwd'
+echo work > feature.txt
+` + doneBody)
+	j := job()
+	j.Gate = "test -f feature.txt"
+
+	o := f.run(j)
+	if !o.OK || o.Reason != "" {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	wt := f.wt()
+	if o.Tip != f.rev("auto/p1") {
+		t.Errorf("Tip = %s, branch at %s", o.Tip, f.rev("auto/p1"))
+	}
+	if got := f.gitIn(wt, "symbolic-ref", "HEAD"); got != "refs/heads/auto/p1" {
+		t.Errorf("worktree HEAD = %s", got)
+	}
+	if got := f.rev("auto/p1~1"); got != base {
+		t.Errorf("the branch was not cut from the base tip: parent %s, base %s", got, base)
+	}
+	if !f.hasFile(o.Tip, doneRel) || f.hasFile(o.Tip, docRel) || !f.hasFile(o.Tip, "feature.txt") {
+		t.Errorf("tip lacks the work or the rename")
+	}
+	if o.LogPath != f.layout.LogPath("p1", "worker", 1) || !exists(o.LogPath) {
+		t.Errorf("LogPath = %q", o.LogPath)
+	}
+	if o.ID != "p1" || o.Role != scheduler.Worker || o.Attempt != 1 || o.Started.IsZero() || o.Ended.Before(o.Started) {
+		t.Errorf("outcome bookkeeping = %+v", o)
+	}
+
+	// The contract.
+	env := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(f.read(filepath.Join(out, "env"))), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		env[k] = v
+	}
+	promptFile := filepath.Join(f.layout.LogDir("p1"), "worker-1.prompt.md")
+	for k, want := range map[string]string{
+		"CLAUDOPILOT_ROLE":        "worker",
+		"CLAUDOPILOT_PHASE":       "p1",
+		"CLAUDOPILOT_PHASE_DOC":   docRel,
+		"CLAUDOPILOT_ATTEMPT":     "1",
+		"CLAUDOPILOT_BRANCH":      "auto/p1",
+		"CLAUDOPILOT_BASE":        "main",
+		"CLAUDOPILOT_GATE":        "test -f feature.txt",
+		"CLAUDOPILOT_PROMPT_FILE": promptFile,
+	} {
+		if env[k] != want {
+			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
+	}
+	if _, ok := env["CLAUDOPILOT_OUTER"]; ok {
+		t.Errorf("an outer driver's CLAUDOPILOT_ variable leaked into the agent")
+	}
+	if _, ok := env["CLAUDOPILOT_FAILURE"]; ok {
+		t.Errorf("a worker got CLAUDOPILOT_FAILURE")
+	}
+	stdin, pf := f.read(filepath.Join(out, "stdin")), f.read(filepath.Join(out, "promptfile"))
+	if stdin == "" || stdin != pf {
+		t.Errorf("stdin (%d bytes) differs from the prompt file (%d bytes)", len(stdin), len(pf))
+	}
+	if !strings.Contains(stdin, "p1") || !strings.Contains(stdin, docRel) || !strings.Contains(stdin, doneRel) {
+		t.Errorf("prompt does not name the phase and its docs:\n%s", stdin)
+	}
+	wantDir, _ := filepath.EvalSymlinks(wt)
+	if got := strings.TrimSpace(f.read(filepath.Join(out, "pwd"))); got != wantDir {
+		t.Errorf("agent ran in %q, want the worktree %q", got, wantDir)
+	}
+
+	// WORKTREE_PREPARE_CMD ran once, in the new worktree, and not again
+	// on a later attempt in the same worktree.
+	if got := f.read(prepCount); got != "run\n" {
+		t.Errorf("prepare runs after attempt 1: %q", got)
+	}
+	if !exists(f.layout.LogPath("p1", "prepare", 1)) {
+		t.Errorf("no prepare-1.log")
+	}
+	f.runner.Agent = "true"
+	j.Attempt = 2
+	if o := f.run(j); !o.OK {
+		t.Errorf("attempt 2 = %+v", o)
+	}
+	if got := f.read(prepCount); got != "run\n" {
+		t.Errorf("prepare ran again on attempt 2: %q", got)
+	}
+}
+
+func TestRunPrepareFails(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	marker := filepath.Join(f.tmp, "agent-ran")
+	f.runner.Prepare = "echo installing; echo boom >&2; exit 3"
+	f.runner.Agent = "touch '" + marker + "'"
+	o := f.run(job())
+	if o.OK || o.Reason != scheduler.ReasonPrepare || !strings.Contains(o.Detail, "3") {
+		t.Fatalf("outcome = %+v, want Reason prepare", o)
+	}
+	if o.LogPath != f.layout.LogPath("p1", "prepare", 1) {
+		t.Errorf("LogPath = %q, want the prepare log", o.LogPath)
+	}
+	if log := f.read(o.LogPath); !strings.Contains(log, "boom") || !strings.Contains(log, "reason=prepare") {
+		t.Errorf("prepare log:\n%s", log)
+	}
+	if exists(marker) {
+		t.Errorf("the agent ran after a failed prepare")
+	}
+}
+
+func TestRunOutcomes(t *testing.T) {
+	t.Parallel()
+	leftover := "claudopilot: commit work left uncommitted by worker attempt 1 of p1"
+	for _, tc := range []struct {
+		name   string
+		agent  string // script body
+		gate   string
+		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
+		reason scheduler.Reason
+	}{
+		{
+			name:  "done and green",
+			agent: "echo work > feature.txt\n" + doneBody,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !o.OK || o.Tip != f.rev("auto/p1") {
+					t.Errorf("outcome = %+v", o)
+				}
+				if !exists(f.layout.LogPath("p1", "gate", 1)) {
+					t.Errorf("no gate-1.log")
+				}
+			},
+		},
+		{
+			name:   "gate red",
+			agent:  "echo work > feature.txt\n" + doneBody,
+			gate:   "echo the gate says no; exit 1",
+			reason: scheduler.ReasonGate,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.LogPath != f.layout.LogPath("p1", "gate", 1) {
+					t.Errorf("LogPath = %q, want gate-1.log", o.LogPath)
+				}
+				if log := f.read(o.LogPath); !strings.Contains(log, "the gate says no") {
+					t.Errorf("gate log:\n%s", log)
+				}
+				if o.Tip != "" {
+					t.Errorf("Tip = %q on a red gate", o.Tip)
+				}
+			},
+		},
+		{
+			name:   "exit 1",
+			agent:  "echo giving up; exit 1",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.ExitCode != 1 || !strings.Contains(o.Detail, "exited 1") {
+					t.Errorf("outcome = %+v", o)
+				}
+				if o.Cooldown != 0 || o.Transient {
+					t.Errorf("a plain failure classified as rate limit or transient: %+v", o)
+				}
+			},
+		},
+		{
+			name:   "exit 0 without the rename",
+			agent:  "echo work > feature.txt && git add -A && git commit -q -m work",
+			reason: scheduler.ReasonNoDone,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !strings.Contains(o.Detail, doneRel) {
+					t.Errorf("Detail = %q", o.Detail)
+				}
+				if log := f.read(o.LogPath); !strings.Contains(log, "reason=no-done") {
+					t.Errorf("log lacks the reason line:\n%s", log)
+				}
+			},
+		},
+		{
+			name:   "exit 0 having done nothing",
+			agent:  "exit 0",
+			reason: scheduler.ReasonNoDone,
+		},
+		{
+			name:   "leftovers committed on failure",
+			agent:  "echo half > half.txt\necho 'cannot finish'\nexit 1",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if got := f.gitIn(f.top, "log", "-1", "--format=%s", "auto/p1"); got != leftover {
+					t.Errorf("tip subject = %q, want %q", got, leftover)
+				}
+				if !f.hasFile("auto/p1", "half.txt") {
+					t.Errorf("the leftover file was not committed")
+				}
+				if st := f.gitIn(f.wt(), "status", "--porcelain"); st != "" {
+					t.Errorf("worktree not clean:\n%s", st)
+				}
+				log := f.read(o.LogPath)
+				if !strings.Contains(log, "cannot finish") || !strings.Contains(log, "=== claudopilot: worker attempt 1 of p1 failed: reason=exit: worker exited 1") {
+					t.Errorf("log:\n%s", log)
+				}
+			},
+		},
+		{
+			name:  "leftovers committed when done",
+			agent: doneBody + "echo late > late.txt\n",
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !o.OK || !f.hasFile(o.Tip, "late.txt") {
+					t.Errorf("outcome = %+v; late.txt committed: %v", o, o.Tip != "" && f.hasFile(o.Tip, "late.txt"))
+				}
+				if got := f.gitIn(f.top, "log", "-1", "--format=%s", "auto/p1"); got != leftover {
+					t.Errorf("tip subject = %q, want %q", got, leftover)
+				}
+			},
+		},
+		{
+			name:  "the rename left uncommitted is committed for the agent",
+			agent: `git mv "$CLAUDOPILOT_PHASE_DOC" roadmap/DONE_p1-first.md`,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !o.OK {
+					t.Errorf("outcome = %+v", o)
+				}
+			},
+		},
+		{
+			name:   "rate limit",
+			agent:  "echo 'Error: rate limit exceeded, retry in 42 seconds'\nexit 1",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.Cooldown != 42*time.Second {
+					t.Errorf("Cooldown = %v, want 42s", o.Cooldown)
+				}
+			},
+		},
+		{
+			name:   "rate limit without a hint",
+			agent:  "echo '429 Too Many Requests'\nexit 2",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.Cooldown != time.Hour {
+					t.Errorf("Cooldown = %v, want the default 1h", o.Cooldown)
+				}
+			},
+		},
+		{
+			name:   "a done agent that printed 429 is not rate limited",
+			agent:  "echo 'processed: 429 files'\necho 'rate limit: none'\n" + doneBody,
+			reason: "",
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !o.OK || o.Cooldown != 0 {
+					t.Errorf("outcome = %+v", o)
+				}
+			},
+		},
+		{
+			name:   "overloaded",
+			agent:  "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}'\nexit 1",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !o.Transient || o.Cooldown != 0 {
+					t.Errorf("outcome = %+v, want Transient", o)
+				}
+			},
+		},
+		{
+			name:   "HEAD switched away",
+			agent:  "git checkout -q -b elsewhere\n" + doneBody,
+			reason: scheduler.ReasonWorktree,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !strings.Contains(o.Detail, "elsewhere") {
+					t.Errorf("Detail = %q", o.Detail)
+				}
+			},
+		},
+		{
+			name:   "detached HEAD",
+			agent:  "git checkout -q --detach",
+			reason: scheduler.ReasonWorktree,
+		},
+		{
+			name:   "worktree deleted",
+			agent:  `d=$(pwd); cd / && rm -rf "$d"`,
+			reason: scheduler.ReasonWorktree,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if !strings.Contains(o.Detail, "gone") {
+					t.Errorf("Detail = %q", o.Detail)
+				}
+			},
+		},
+		{
+			name:   "agent command not found",
+			agent:  "no-such-agent-command-xyz",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.ExitCode != 127 {
+					t.Errorf("ExitCode = %d, want 127", o.ExitCode)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.runner.Agent = f.agent(tc.agent)
+			j := job()
+			if tc.gate != "" {
+				j.Gate = tc.gate
+			}
+			o := f.run(j)
+			if o.Reason != tc.reason || (tc.reason == "") != o.OK {
+				t.Fatalf("outcome = %+v, want Reason %q", o, tc.reason)
+			}
+			if tc.reason != "" && o.Detail == "" {
+				t.Errorf("a failure without Detail: %+v", o)
+			}
+			if tc.check != nil {
+				tc.check(t, f, o)
+			}
+		})
+	}
+}
+
+func TestRunRetryMergesBaseIntoKeptBranch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, false)
+	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "base\n"})
+	seen := filepath.Join(f.tmp, "seen")
+	f.runner.Agent = f.agent(`
+test -f kept.txt && test -f base.txt && echo both > '` + seen + `'
+` + doneBody)
+	j := job()
+	j.Retry = true
+	o := f.run(j)
+	if !o.OK {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if !exists(seen) {
+		t.Errorf("the agent did not start on the kept work with the base merged in")
+	}
+	for _, a := range []string{kept, base} {
+		if ok, _ := f.git.IsAncestor(f.ctx, a, o.Tip); !ok {
+			t.Errorf("%s is not in the tip", a)
+		}
+	}
+}
+
+// A supervisor (no Retry, no Resume) whose worktree vanished while its
+// branch is still there fails with Reason worktree; the branch is kept.
+func TestRunSupervisorWorktreeGone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, false)
+	f.runner.Super = f.agent(doneBody)
+	j := job()
+	j.Role, j.Failure = scheduler.Supervisor, scheduler.ReasonExit
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
+		t.Fatalf("outcome = %+v, want Reason worktree", o)
+	}
+	if f.rev("auto/p1") != kept {
+		t.Errorf("the kept branch moved")
+	}
+}
+
+func TestRunRetryConflictThenSupervisor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tip := f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
+	f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+	marker := filepath.Join(f.tmp, "worker-ran")
+	f.runner.Agent = "touch '" + marker + "'"
+	wt := f.wt()
+
+	j := job()
+	j.Retry = true
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+		t.Fatalf("outcome = %+v, want Reason conflict naming README.md", o)
+	}
+	if exists(marker) {
+		t.Errorf("the worker ran on a conflicted merge")
+	}
+	// The conflict is left in place for a supervisor.
+	if _, err := f.git.GitIn(f.ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err != nil {
+		t.Errorf("no merge in progress")
+	}
+	if !strings.Contains(f.read(filepath.Join(wt, "README.md")), "<<<<<<<") {
+		t.Errorf("no markers left in README.md")
+	}
+
+	// A supervisor that gives up without resolving: the merge is aborted,
+	// never concluded with the markers.
+	seen := filepath.Join(f.tmp, "supervisor-saw")
+	f.runner.Super = f.agent(`
+git rev-parse -q --verify MERGE_HEAD >/dev/null && echo "$CLAUDOPILOT_FAILURE $CLAUDOPILOT_FAILURE_DETAIL $CLAUDOPILOT_ROLE" > '` + seen + `'
+echo 'I cannot resolve this'
+exit 1`)
+	sj := job()
+	sj.Role, sj.Mode, sj.Failure, sj.Detail, sj.FailureLog = scheduler.Supervisor, "standard", scheduler.ReasonConflict, o.Detail, ""
+	so := f.run(sj)
+	if so.Reason != scheduler.ReasonExit {
+		t.Fatalf("supervisor outcome = %+v, want Reason exit", so)
+	}
+	if got := strings.TrimSpace(f.read(seen)); !strings.HasPrefix(got, "conflict ") || !strings.Contains(got, "README.md") || !strings.HasSuffix(got, " supervisor") {
+		t.Errorf("the supervisor saw %q, want the conflict in progress and its env", got)
+	}
+	if _, err := f.git.GitIn(f.ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		t.Errorf("the unfinished merge is still in progress")
+	}
+	if got := f.rev("auto/p1"); got != tip {
+		t.Errorf("branch moved to %s (%s), want %s", got, f.gitIn(f.top, "log", "-1", "--format=%s", "auto/p1"), tip)
+	}
+	if out, err := f.git.GitIn(f.ctx, "", "grep", "-n", "<<<<<<<", "auto/p1"); err == nil {
+		t.Errorf("markers on the branch:\n%s", out)
+	}
+	if st := f.gitIn(wt, "status", "--porcelain"); st != "" {
+		t.Errorf("worktree not clean:\n%s", st)
+	}
+
+	// A second supervisor resolves it: the base is merged again for it,
+	// it concludes the merge and finishes the phase.
+	f.runner.Super = f.agent(`
+git rev-parse -q --verify MERGE_HEAD >/dev/null || exit 30
+echo resolved > README.md
+git add README.md && git commit -q --no-edit || exit 31
+` + doneBody)
+	sj.Attempt = 2
+	so = f.run(sj)
+	if !so.OK {
+		t.Fatalf("second supervisor outcome = %+v", so)
+	}
+	if ok, _ := f.git.IsAncestor(f.ctx, f.rev("main"), so.Tip); !ok {
+		t.Errorf("the base is not merged into the tip")
+	}
+}
+
+// A supervisor that resolves the conflict but leaves the merge for the
+// driver to conclude: committing a merge with no unmerged paths left is
+// fine.
+func TestRunSupervisorResolvedMergeIsConcluded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
+	f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+	j := job()
+	j.Retry = true
+	if o := f.run(j); o.Reason != scheduler.ReasonConflict {
+		t.Fatalf("outcome = %+v", o)
+	}
+	f.runner.Super = f.agent(`
+echo resolved > README.md && git add README.md
+d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b"
+`)
+	sj := job()
+	sj.Role, sj.Mode, sj.Failure = scheduler.Supervisor, "best-effort", scheduler.ReasonConflict
+	so := f.run(sj)
+	if !so.OK {
+		t.Fatalf("supervisor outcome = %+v", so)
+	}
+	if parents := strings.Fields(f.gitIn(f.top, "rev-list", "--parents", "-n", "1", so.Tip)); len(parents) != 3 {
+		t.Errorf("the tip is not the concluded merge: %q", parents)
+	}
+	if got, _, _ := f.git.ReadFile(f.ctx, so.Tip, "README.md"); string(got) != "resolved\n" {
+		t.Errorf("README.md = %q", got)
+	}
+}
+
+func TestRunResume(t *testing.T) {
+	t.Parallel()
+	doneBranch := func(t *testing.T) (*fixture, string, string) {
+		f := newFixture(t)
+		wt := f.wt()
+		f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p1", wt, "main")
+		f.write(wt, "feature.txt", "work\n")
+		f.gitIn(wt, "mv", docRel, doneRel)
+		tip := f.commitOn(wt, "done", nil)
+		marker := filepath.Join(f.tmp, "agent-ran")
+		f.runner.Agent = "touch '" + marker + "'"
+		return f, tip, marker
+	}
+	t.Run("done branch goes to the gate", func(t *testing.T) {
+		t.Parallel()
+		f, tip, marker := doneBranch(t)
+		j := job()
+		j.Resume = true
+		j.Gate = "test -f feature.txt"
+		o := f.run(j)
+		if !o.OK || o.Tip != tip {
+			t.Fatalf("outcome = %+v, want OK at %s", o, tip)
+		}
+		if exists(marker) {
+			t.Errorf("the agent ran for a branch that was already done")
+		}
+		if !exists(f.layout.LogPath("p1", "gate", 1)) {
+			t.Errorf("the gate did not run")
+		}
+	})
+	t.Run("done branch with a red gate", func(t *testing.T) {
+		t.Parallel()
+		f, _, marker := doneBranch(t)
+		j := job()
+		j.Resume, j.Gate = true, "false"
+		if o := f.run(j); o.Reason != scheduler.ReasonGate {
+			t.Fatalf("outcome = %+v, want Reason gate", o)
+		}
+		if exists(marker) {
+			t.Errorf("the agent ran")
+		}
+	})
+	t.Run("already landed", func(t *testing.T) {
+		t.Parallel()
+		f, tip, marker := doneBranch(t)
+		f.gitIn(f.top, "merge", "-q", "--no-ff", "--no-commit", "auto/p1")
+		f.write(f.top, manifestRel, strings.Replace(manifestSrc, "[pending] **p1**", "[merged] **p1**", 1))
+		f.gitIn(f.top, "add", manifestRel)
+		f.gitIn(f.top, "commit", "-q", "-m", "Merge p1: first phase")
+		// Its worktree is gone too.
+		f.gitIn(f.top, "worktree", "remove", "--force", f.wt())
+		j := job()
+		j.Resume, j.Gate = true, "false"
+		o := f.run(j)
+		if !o.OK || o.Tip != tip {
+			t.Fatalf("outcome = %+v, want OK at %s", o, tip)
+		}
+		if exists(marker) || exists(f.layout.LogPath("p1", "gate", 1)) {
+			t.Errorf("the agent or the gate ran for a landed phase")
+		}
+		if !work.Landed(f.ctx, f.git, f.layout, "p1") || work.Landed(f.ctx, f.git, f.layout, "p2") {
+			t.Errorf("Landed is wrong")
+		}
+	})
+	t.Run("not done: the agent runs", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.parkBranch(map[string]string{"half.txt": "half\n"}, true)
+		f.runner.Agent = f.agent(doneBody)
+		j := job()
+		j.Resume = true
+		o := f.run(j)
+		if !o.OK || !f.hasFile(o.Tip, "half.txt") {
+			t.Fatalf("outcome = %+v", o)
+		}
+	})
+}
+
+// A leftover branch of a phase that landed in an earlier run is replaced by
+// a fresh one on a first try.
+func TestRunFirstTryReplacesLandedLeftover(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	old := f.parkBranch(map[string]string{"old.txt": "old\n"}, false)
+	f.gitIn(f.top, "merge", "-q", "--no-ff", "-m", "landed", "auto/p1")
+	f.commitOn(f.top, "later", map[string]string{"later.txt": "later\n"})
+	f.runner.Agent = f.agent(doneBody)
+	o := f.run(job())
+	if !o.OK {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if got := f.rev("auto/p1~1"); got != f.rev("main") {
+		t.Errorf("the branch was not cut afresh from the base: parent %s", got)
+	}
+	if ok, _ := f.git.IsAncestor(f.ctx, old, o.Tip); !ok {
+		t.Errorf("the old tip is not in the new branch")
+	}
+}
+
+func TestRunFirstTryWorktreeGoneOnLaterAttempt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	j := job()
+	j.Attempt = 2
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
+		t.Fatalf("outcome = %+v, want Reason worktree", o)
+	}
+}
+
+func TestScriptAgent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		doc    string
+		reason scheduler.Reason
+		detail string
+	}{
+		{
+			name: "runs the first sh block",
+			doc:  "# p1\n\n```go\npanic(1)\n```\n\n```sh\necho scripted > out.txt\nmkdir -p gen && echo \"$CLAUDOPILOT_PHASE\" > gen/phase.txt\n```\n\n```sh\nexit 9\n```\n",
+		},
+		{
+			name:   "no sh block",
+			doc:    "# p1\n\nNothing to run.\n\n    echo indented\n",
+			reason: scheduler.ReasonExit,
+			detail: "has no ```sh block",
+		},
+		{
+			name:   "the script fails",
+			doc:    "# p1\n\n```bash\necho partial > partial.txt\nfalse\necho never > never.txt\n```\n",
+			reason: scheduler.ReasonExit,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.commitOn(f.top, "doc", map[string]string{docRel: tc.doc})
+			f.runner.Agent = work.ScriptAgent
+			o := f.run(job())
+			if o.Reason != tc.reason || (tc.reason == "") != o.OK {
+				t.Fatalf("outcome = %+v, want Reason %q", o, tc.reason)
+			}
+			if !strings.Contains(o.Detail, tc.detail) {
+				t.Errorf("Detail = %q, want %q in it", o.Detail, tc.detail)
+			}
+			switch tc.name {
+			case "runs the first sh block":
+				if got, _, _ := f.git.ReadFile(f.ctx, o.Tip, "out.txt"); string(got) != "scripted\n" {
+					t.Errorf("out.txt = %q", got)
+				}
+				if got, _, _ := f.git.ReadFile(f.ctx, o.Tip, "gen/phase.txt"); string(got) != "p1\n" {
+					t.Errorf("gen/phase.txt = %q", got)
+				}
+				if !f.hasFile(o.Tip, doneRel) || f.hasFile(o.Tip, docRel) {
+					t.Errorf("the doc was not renamed")
+				}
+				if got := f.gitIn(f.top, "log", "-1", "--format=%s", o.Tip); got != "p1: done (script agent)" {
+					t.Errorf("subject = %q", got)
+				}
+			case "the script fails":
+				// sh -e stops at the failure; what it made is kept,
+				// the doc is not renamed.
+				if !f.hasFile("auto/p1", "partial.txt") || f.hasFile("auto/p1", "never.txt") || f.hasFile("auto/p1", doneRel) {
+					t.Errorf("branch content wrong after a failed script")
+				}
+			}
+		})
+	}
+}
+
+func TestFirstShellBlock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		src  string
+		want string
+		ok   bool
+	}{
+		{"sh", "# t\n\n```sh\necho a\n```\n", "echo a\n", true},
+		{"bash", "```bash\necho b\necho c\n```\n", "echo b\necho c\n", true},
+		{"shell", "```shell\necho s\n```\n", "echo s\n", true},
+		{"tilde fence", "~~~sh\necho t\n~~~\n", "echo t\n", true},
+		{"info with attributes", "```sh title=run.sh\necho attr\n```\n", "echo attr\n", true},
+		{"first of several", "```sh\necho 1\n```\n\n```sh\necho 2\n```\n", "echo 1\n", true},
+		{"other languages skipped", "```go\nfmt.Println()\n```\n\n```python\nprint()\n```\n\n```console\n$ ls\n```\n\n```bash\necho late\n```\n", "echo late\n", true},
+		{"untagged fence skipped", "```\necho plain\n```\n\n```sh\necho tagged\n```\n", "echo tagged\n", true},
+		{"indented code ignored", "Text.\n\n    ```sh\n    echo indented\n    ```\n", "", false},
+		{"inside a list", "- step:\n\n  ```sh\n  echo listed\n  ```\n", "echo listed\n", true},
+		{"empty block", "```sh\n```\n", "", true},
+		{"unclosed fence runs to the end", "```sh\necho open\n", "echo open\n", true},
+		{"none", "# nothing\n\nJust prose with `sh` inline.\n", "", false},
+		{"shellscript is not sh", "```shellscript\necho x\n```\n", "", false},
+	} {
+		got, ok := work.FirstShellBlock([]byte(tc.src))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: FirstShellBlock = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestRunGateLogsNumbered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := f.top
+	for i := 1; i <= 3; i++ {
+		ok, log, err := work.RunGate(f.ctx, f.layout, "p1", fmt.Sprintf("echo gate %d; exit %d", i, i%2), dir, testEnv(), 0, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != (i%2 == 0) {
+			t.Errorf("gate %d ok = %v", i, ok)
+		}
+		if log != f.layout.LogPath("p1", "gate", i) || !strings.Contains(f.read(log), fmt.Sprintf("gate %d", i)) {
+			t.Errorf("gate %d log = %q", i, log)
+		}
+	}
+	// An empty gate is `true`.
+	if ok, _, err := work.RunGate(f.ctx, f.layout, "p1", "", dir, testEnv(), 0, time.Second); !ok || err != nil {
+		t.Errorf("empty gate: %v, %v", ok, err)
+	}
+}
+
+func TestRunStoppedAgents(t *testing.T) {
+	t.Parallel()
+	leftover := "claudopilot: commit work left uncommitted by worker attempt 1 of p1"
+	for _, tc := range []struct {
+		name   string
+		setup  func(r *work.Runner)
+		cancel bool
+		reason scheduler.Reason
+		detail string
+	}{
+		{"stuck", func(r *work.Runner) { r.StuckTimeout = 300 * time.Millisecond }, false, scheduler.ReasonStuck, "no output"},
+		{"timeout", func(r *work.Runner) { r.AgentTimeout = 500 * time.Millisecond }, false, scheduler.ReasonTimeout, "ran longer"},
+		{"interrupted", nil, true, scheduler.ReasonExit, "interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			ready := filepath.Join(f.tmp, "ready")
+			f.runner.KillGrace = 500 * time.Millisecond
+			if tc.setup != nil {
+				tc.setup(f.runner)
+			}
+			// Output keeps coming for the timeout case, so only the wall
+			// clock can stop it; the stuck case goes silent.
+			body := "echo half > half.txt\ntouch '" + ready + "'\n"
+			if tc.name == "timeout" {
+				body += "while :; do echo tick; sleep 0.1; done\n"
+			} else {
+				body += "sleep 30\n"
+			}
+			f.runner.Agent = f.agent(body)
+			ctx, cancel := context.WithCancel(f.ctx)
+			defer cancel()
+			if tc.cancel {
+				go func() {
+					for !exists(ready) {
+						time.Sleep(20 * time.Millisecond)
+					}
+					cancel()
+				}()
+			}
+			start := time.Now()
+			o := f.runner.Run(ctx, job(), nil)
+			if o.Reason != tc.reason || !strings.Contains(o.Detail, tc.detail) {
+				t.Fatalf("outcome = %+v, want Reason %q (%q)", o, tc.reason, tc.detail)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if got := f.gitIn(f.top, "log", "-1", "--format=%s", "auto/p1"); got != leftover {
+				t.Errorf("tip subject = %q, want the leftovers committed", got)
+			}
+			if !f.hasFile("auto/p1", "half.txt") {
+				t.Errorf("half.txt not committed")
+			}
+		})
+	}
+}
+
+func TestRunSupervisorContract(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"half.txt": "half\n"}, true)
+	failing := filepath.Join(f.tmp, "worker-1.log")
+	var b strings.Builder
+	for i := 1; i <= 300; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if err := os.WriteFile(failing, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := filepath.Join(f.tmp, "seen")
+	f.runner.Agent = "exit 99" // the worker command must not be used
+	f.runner.Super = f.agent(`env | grep '^CLAUDOPILOT_' | sort > '` + seen + `'
+cp "$CLAUDOPILOT_FAILURE_LOG" '` + seen + `.log'
+` + doneBody)
+	j := job()
+	j.Role, j.Attempt, j.Mode = scheduler.Supervisor, 2, "best-effort"
+	j.Failure, j.FailureLog, j.Detail = scheduler.ReasonGate, failing, "the gate is red: make test"
+	o := f.run(j)
+	if !o.OK {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if o.LogPath != f.layout.LogPath("p1", "supervisor", 2) {
+		t.Errorf("LogPath = %q", o.LogPath)
+	}
+	env := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(f.read(seen)), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		env[k] = v
+	}
+	for k, want := range map[string]string{
+		"CLAUDOPILOT_ROLE":            "supervisor",
+		"CLAUDOPILOT_ATTEMPT":         "2",
+		"CLAUDOPILOT_SUPERVISOR_MODE": "best-effort",
+		"CLAUDOPILOT_FAILURE":         "gate",
+		"CLAUDOPILOT_FAILURE_DETAIL":  "the gate is red: make test",
+		"CLAUDOPILOT_PROMPT_FILE":     filepath.Join(f.layout.LogDir("p1"), "supervisor-2.prompt.md"),
+	} {
+		if env[k] != want {
+			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
+	}
+	tail := f.read(seen + ".log")
+	if lines := strings.Split(strings.TrimSuffix(tail, "\n"), "\n"); len(lines) != 200 || lines[0] != "line 101" || lines[199] != "line 300" {
+		t.Errorf("failure log: %d lines, %q … %q; want the last 200", len(lines), lines[0], lines[len(lines)-1])
+	}
+}
