@@ -101,17 +101,7 @@ func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "doctor", "doctor [ROADMAP_DIR] [run's setting flags]", doctorAbout, doctorExample)
 	ks := runKnobs()
 	addKnobFlags(fs, ks)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usageErrorf("doctor takes at most one ROADMAP_DIR, got %d", fs.NArg())
-	}
-	early := resolveWith(fs, ks, nil, nil, nil)
-	if err := checkKnobs(early, ks, func(k knob) bool { return fs.Changed(k.flag) }); err != nil {
-		return err
-	}
-	dir, err := findRoadmapDir(ctx, a, fs.Arg(0))
+	dir, err := parseSettingFlags(ctx, a, fs, ks, args)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/prompts"
@@ -48,18 +50,7 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	ks := runKnobs()
 	addKnobFlags(fs, ks)
 	jsonOut := fs.Bool("json", false, "print one JSON event per line on stdout instead of progress")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 1 {
-		return usageErrorf("run takes at most one ROADMAP_DIR, got %d", fs.NArg())
-	}
-	// Flag values are checked before the repository is even opened.
-	early := resolveWith(fs, ks, nil, nil, nil)
-	if err := checkKnobs(early, ks, func(k knob) bool { return fs.Changed(k.flag) }); err != nil {
-		return err
-	}
-	dir, err := findRoadmapDir(ctx, a, fs.Arg(0))
+	dir, err := parseSettingFlags(ctx, a, fs, ks, args)
 	if err != nil {
 		return err
 	}
@@ -330,4 +321,21 @@ func reapLeftovers(a *app, journal string, l scheduler.Layout) {
 			_ = supervisor.KillGroup(pgid, 10*time.Second)
 		}
 	}
+}
+
+// parseSettingFlags parses the flags of a command that takes the run's
+// settings and an optional ROADMAP_DIR. Flag values are checked before the
+// repository is even opened, so misuse is reported as such (exit 64).
+func parseSettingFlags(ctx context.Context, a *app, fs *pflag.FlagSet, ks []knob, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() > 1 {
+		return "", usageErrorf("%s takes at most one ROADMAP_DIR, got %d", fs.Name(), fs.NArg())
+	}
+	early := resolveWith(fs, ks, nil, nil, nil)
+	if err := checkKnobs(early, ks, func(k knob) bool { return fs.Changed(k.flag) }); err != nil {
+		return "", err
+	}
+	return findRoadmapDir(ctx, a, fs.Arg(0))
 }
