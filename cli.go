@@ -33,6 +33,7 @@ func commands() []command {
 		{name: "init", summary: "scaffold a roadmap, claudopilot.config and the .claudopilot/ exclude here", run: cmdInit},
 		{name: "plan", summary: "validate a roadmap and print its waves, critical path and what can start", run: cmdPlan},
 		{name: "run", summary: "run every eligible phase in its own worktree and merge green work", run: cmdRun},
+		{name: "queue", summary: "work the GitHub issue queue: issues labelled agent-ready, as nodes of the graph", run: cmdQueue},
 		{name: "status", summary: "show each phase's state, attempts, reason and log, and what runs now", run: cmdStatus},
 		{name: "logs", summary: "print or follow a phase's logs", run: cmdLogs},
 		{name: "explain", summary: "say why a phase is not running", run: cmdExplain},

@@ -50,11 +50,16 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	ks := runKnobs()
 	addKnobFlags(fs, ks)
 	jsonOut := fs.Bool("json", false, "print one JSON event per line on stdout instead of progress")
+	withIssues := fs.Bool("issues", false, "work the GitHub issue queue too, as `claudopilot queue` does (settings: docs/queue.md)")
+	once := fs.Bool("once", false, "with --issues: work the current issue queue, then stop polling it")
 	dir, err := parseSettingFlags(ctx, a, fs, ks, args)
 	if err != nil {
 		return err
 	}
-	return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: ks, json: *jsonOut})
+	if *once && !*withIssues {
+		return usageErrorf("run: --once goes with --issues")
+	}
+	return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: ks, json: *jsonOut, issues: *withIssues, once: *once})
 }
 
 type runOptions struct {
@@ -62,6 +67,11 @@ type runOptions struct {
 	flags flagLookup
 	knobs []knob
 	json  bool
+	// issues adds the GitHub issue queue (run --issues); queue is its
+	// resolved setup (given by `claudopilot queue`, or made here).
+	issues bool
+	once   bool
+	queue  *queueSetup
 	// explicitBase marks BASE_BRANCH as chosen by the caller (demo).
 	explicitBase bool
 }
@@ -86,7 +96,17 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		}
 		return err
 	}
-	rm, err := roadmap.Load(o.dir, roadmap.Options{RequireDocs: true})
+	if o.issues && o.queue == nil {
+		if o.queue, err = prepareQueue(ctx, a, git, o.flags); err != nil {
+			return err
+		}
+		o.queue.cfg.Once = o.once
+	}
+	lopt := roadmap.Options{RequireDocs: true}
+	if o.queue != nil {
+		lopt.External = roadmap.IsIssueRef
+	}
+	rm, err := roadmap.Load(o.dir, lopt)
 	if err != nil {
 		return err
 	}
@@ -139,11 +159,19 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	}
 	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile}
 	events := make(chan scheduler.Event, 64)
-	sched := scheduler.New(scheduler.Config{
+	scfg := scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
 		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
 		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
-	}, rm, live, runner, merger, jn, events)
+	}
+	var qrun *queueRun
+	if o.queue != nil {
+		if qrun, err = startQueue(ctx, a, git, o.queue, rm, layout, cfg.poll); err != nil {
+			return err
+		}
+		scfg.ExternalDone, scfg.ExternalWait = qrun.done, qrun.working
+	}
+	sched := scheduler.New(scfg, rm, live, runner, merger, jn, events)
 
 	merger.CleanupMerged(ctx, rm)
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -167,6 +195,15 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		view.jsonSummary(sum)
 	} else {
 		printSummary(a.s.Out, sum, layout.Top)
+	}
+	if qrun != nil {
+		// The roadmap is done; the queue goes on until it is (--once)
+		// or until interrupted.
+		qsum, qerr := qrun.wait()
+		printQueueSummary(a.s.Out, qsum)
+		if runErr == nil {
+			runErr = queueErr(ctx, qerr)
+		}
 	}
 	return runErr
 }

@@ -29,7 +29,11 @@ func (s *Scheduler) onEdit(reported []byte) {
 		return
 	}
 	files := s.docFiles()
-	rm, err := roadmap.Parse(s.rm.Dir, src, files, roadmap.Options{RequireDocs: true})
+	opt := roadmap.Options{RequireDocs: true}
+	if s.cfg.ExternalDone != nil {
+		opt.External = roadmap.IsIssueRef
+	}
+	rm, err := roadmap.Parse(s.rm.Dir, src, files, opt)
 	if err != nil {
 		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
 		return

@@ -32,6 +32,9 @@ type Config struct {
 	// "#12" in queue mode) is done. It is asked again every Poll while a
 	// phase waits on one. Nil: external deps are never done.
 	ExternalDone func(id string) bool
+	// ExternalWait says whether waiting on external deps may still pay
+	// off (the issue queue is still working). Nil: always.
+	ExternalWait func() bool
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -394,7 +397,7 @@ func (s *Scheduler) depsMerged(p *phase) bool {
 // manifest, which may be done any time: the loop then looks again every
 // Poll instead of ending.
 func (s *Scheduler) waitsOutside() bool {
-	if s.cfg.ExternalDone == nil || s.halt != nil {
+	if s.cfg.ExternalDone == nil || s.halt != nil || s.cfg.ExternalWait != nil && !s.cfg.ExternalWait() {
 		return false
 	}
 	for _, p := range s.phases {
@@ -746,16 +749,29 @@ func (s *Scheduler) finish() (Summary, error) {
 
 // stuckReason names what holds the remaining phases.
 func (s *Scheduler) stuckReason() string {
-	var why []string
+	var held, outside []string
 	for _, p := range s.phases {
 		if p.state == manifest.Failed || p.state == manifest.Running {
-			why = append(why, fmt.Sprintf("%s is [%s]", p.n.ID, p.state))
+			held = append(held, fmt.Sprintf("%s is [%s]", p.n.ID, p.state))
+		}
+		if p.state != manifest.Pending {
+			continue
+		}
+		for _, id := range p.n.External {
+			if s.cfg.ExternalDone == nil || !s.cfg.ExternalDone(id) {
+				outside = append(outside, fmt.Sprintf("%s waits on issue %s, which is not done", p.n.ID, id))
+			}
 		}
 	}
+	var why []string
+	if len(held) > 0 {
+		why = append(why, strings.Join(held, ", ")+" (flip it to [pending] or run `claudopilot retry ID`)")
+	}
+	why = append(why, outside...)
 	if len(why) == 0 {
 		return "pending phases wait on phases that are not merged"
 	}
-	return strings.Join(why, ", ") + " (flip it to [pending] or run `claudopilot retry ID`)"
+	return strings.Join(why, "; ")
 }
 
 func (s *Scheduler) summary() Summary {

@@ -1,0 +1,36 @@
+// Package issues is claudopilot's issue-queue mode: open GitHub issues
+// labelled READY_LABEL become nodes "#N" of the same kind of dependency
+// graph as a manifest's phases, and each is worked like a phase by an agent
+// in its own worktree, then pushed, opened as a draft pull request that
+// closes the issue, watched until its checks are green (red checks go to
+// the repair supervisor) and merged or handed to a human for review.
+//
+// The pieces:
+//
+//   - GitHub (github.go): the only door to the API, go-github wrapped in one
+//     fault policy: primary rate limits wait for their reset, secondary ones
+//     for Retry-After, 5xx and timeouts back off and retry, 404 is
+//     ErrNotFound. Creates that time out are looked for before a retry, so
+//     nothing is posted twice; every posted text is scrubbed. Label names are
+//     path-escaped (go-github's RemoveLabelForIssue does not). IssuesDone is
+//     what a roadmap phase depending on "#N" asks.
+//   - ParseDeps (deps.go): the deps in an issue body, read with goldmark.
+//   - graphProblems (graph.go): self-deps, unknown issues and phases, and
+//     cycles through issues and manifest phases, found by the roadmap
+//     package's own validation.
+//   - the claim protocol (claim.go): labels plus "claimed by <instance>"
+//     comments with hidden markers, folded the same way by every instance,
+//     so exactly one instance works an issue even across machines; stale
+//     claims of crashed instances are released.
+//   - Queue (queue.go): the one loop that owns the queue's state. It polls,
+//     releases stale claims, blocks issues with invalid deps, and starts
+//     workers; workers report their Result over a channel.
+//   - the worker (worker.go): claim, worktree from <remote>/<base>, agent
+//     with the same contract as a roadmap phase, done check, gate, push,
+//     pull request, checks, repairs, merge or review, or one blocking
+//     comment with the scrubbed log tail.
+//   - Scrubber (scrub.go): the token's value and common secret shapes out of
+//     everything posted or shown; AgentEnv keeps the token out of agents.
+//
+// Package ghfake is the in-process fake GitHub the tests run against.
+package issues

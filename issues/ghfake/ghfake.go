@@ -1,0 +1,1106 @@
+package ghfake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v84/github"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Options configure a fake.
+type Options struct {
+	Owner, Repo   string
+	DefaultBranch string // default "main"
+	// Origin is the bare repository the pull requests' branches live in.
+	Origin string
+	// GitEnv is the environment for the fake's git commands (merges); nil
+	// means none but GIT_CONFIG_NOSYSTEM/GIT_CONFIG_GLOBAL=/dev/null. A
+	// committer identity is added.
+	GitEnv     []string
+	Now        func() time.Time // default time.Now
+	MaxPerPage int              // largest page (default 100)
+}
+
+// CheckRun is a check run as the CI callback reports it.
+type CheckRun struct {
+	Name       string
+	Status     string // queued, in_progress, completed
+	Conclusion string // success, failure, neutral, cancelled, skipped, timed_out, action_required
+	Title      string
+	DetailsURL string
+}
+
+// Status is a commit status as the CI callback reports it.
+type Status struct {
+	Context, State, Description string // State: pending, success, failure, error
+}
+
+// Fault is an injected fault. It hits the next Times requests (0 means 1,
+// negative means every one) whose method is Method ("" any) and whose path
+// contains Path ("" any; a Path ending in "$" must end the path:
+// "/issues/2$" is not "/issues/2/comments").
+type Fault struct {
+	Method, Path string
+	Times        int
+	Status       int           // answer with this status (e.g. 502)
+	RateLimit    bool          // primary rate limit: 403, X-RateLimit-Remaining: 0, reset after Reset
+	Reset        time.Duration // for RateLimit
+	Secondary    bool          // secondary rate limit: 403 with Retry-After
+	RetryAfter   time.Duration // for Secondary
+	Delay        time.Duration // carry out the request, answer after Delay (or when the client gives up)
+}
+
+// Request is one request the fake received.
+type Request struct {
+	Method, Path, Login string
+	Body                string
+}
+
+// Issue is an issue or pull request as the fake holds it.
+type Issue struct {
+	Number       int
+	Title, Body  string
+	Author       string
+	Labels       []string
+	State        string // open, closed
+	StateReason  string
+	IsPR         bool
+	CreatedAt    time.Time
+	Deleted      bool
+	Comments     []Comment
+	Events       []Event
+	closedByPull int
+}
+
+// Comment is an issue comment.
+type Comment struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+}
+
+// Event is an issue event (labeled, unlabeled, closed).
+type Event struct {
+	ID        int64
+	Event     string
+	Actor     string
+	Label     string
+	CreatedAt time.Time
+}
+
+// Pull is a pull request.
+type Pull struct {
+	Number      int
+	Title, Body string
+	Head, Base  string
+	Draft       bool
+	State       string
+	Merged      bool
+	MergeSHA    string
+	NodeID      string
+	Author      string
+	headSHA     string
+}
+
+// Label is a repository label.
+type Label struct{ Name, Color, Description string }
+
+// Server is the fake.
+type Server struct {
+	srv   *httptest.Server
+	opt   Options
+	git   *worktree.Client
+	mu    sync.Mutex
+	now   func() time.Time
+	users map[string]string // login → permission (admin, maintain, write, triage, read, none)
+	token map[string]string // token → login
+	// state
+	labels  []Label
+	issues  map[int]*Issue
+	pulls   map[int]*Pull
+	nextNum int
+	nextID  int64
+	faults  []*Fault
+	served  int
+	reqs    []Request
+	ci      func(sha string) ([]CheckRun, []Status)
+	onMerge func(pr int)
+}
+
+// New starts a fake for opt's repository.
+func New(opt Options) *Server {
+	if opt.DefaultBranch == "" {
+		opt.DefaultBranch = "main"
+	}
+	if opt.MaxPerPage <= 0 {
+		opt.MaxPerPage = 100
+	}
+	s := &Server{
+		opt: opt, now: opt.Now, users: map[string]string{}, token: map[string]string{},
+		issues: map[int]*Issue{}, pulls: map[int]*Pull{}, nextNum: 1, nextID: 1000,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	env := opt.GitEnv
+	if env == nil {
+		env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	}
+	env = append(append([]string(nil), env...),
+		"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
+		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
+	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the API's base URL (use it as GITHUB_API_URL).
+func (s *Server) URL() string { return s.srv.URL + "/" }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// AddUser makes login known with a repository permission: admin,
+// maintain, write, triage, read or none.
+func (s *Server) AddUser(login, permission string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[login] = permission
+}
+
+// AddToken makes token authenticate as login.
+func (s *Server) AddToken(token, login string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token[token] = login
+}
+
+// AddLabel creates a repository label directly.
+func (s *Server) AddLabel(l Label) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.labels = append(s.labels, l)
+}
+
+// Labels returns the repository's labels.
+func (s *Server) Labels() []Label {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Label(nil), s.labels...)
+}
+
+// SetCI sets the callback that gives each commit's check runs and
+// statuses (read at every request). nil means none.
+func (s *Server) SetCI(f func(sha string) ([]CheckRun, []Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ci = f
+}
+
+// OnMerge sets a callback run at the start of every merge request, before
+// the head is checked (e.g. to push to the branch and provoke a 409).
+func (s *Server) OnMerge(f func(pr int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onMerge = f
+}
+
+// AddFault injects a fault.
+func (s *Server) AddFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Times == 0 {
+		f.Times = 1
+	}
+	s.faults = append(s.faults, &f)
+}
+
+// FaultsServed is how many requests got a fault.
+func (s *Server) FaultsServed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.served
+}
+
+// Requests returns every request received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// NewIssue opens an issue by author with labels, each applied by
+// labeledBy (author when ""), and returns its number.
+func (s *Server) NewIssue(author, title, body string, labels []string, labeledBy string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if labeledBy == "" {
+		labeledBy = author
+	}
+	is := &Issue{Number: s.nextNum, Title: title, Body: body, Author: author, State: "open", CreatedAt: s.now()}
+	s.nextNum++
+	s.issues[is.Number] = is
+	for _, l := range labels {
+		s.addLabel(is, l, labeledBy)
+	}
+	return is.Number
+}
+
+// LabelIssue applies label to issue n as actor.
+func (s *Server) LabelIssue(n int, label, actor string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[n]; is != nil {
+		s.addLabel(is, label, actor)
+	}
+}
+
+// UnlabelIssue removes label from issue n as actor.
+func (s *Server) UnlabelIssue(n int, label, actor string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[n]; is != nil {
+		s.removeLabel(is, label, actor)
+	}
+}
+
+// CommentOn posts a comment as author.
+func (s *Server) CommentOn(n int, author, body string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[n]
+	if is == nil {
+		return 0
+	}
+	c := Comment{ID: s.id(), Author: author, Body: body, CreatedAt: s.now()}
+	is.Comments = append(is.Comments, c)
+	return c.ID
+}
+
+// CloseIssue closes issue n with reason (completed, not_planned).
+func (s *Server) CloseIssue(n int, reason, actor string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[n]; is != nil {
+		s.closeIssue(is, reason, actor)
+	}
+}
+
+// ClosePull closes pull request n without merging it.
+func (s *Server) ClosePull(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pulls[n]; p != nil && !p.Merged {
+		p.State = "closed"
+		s.issues[n].State = "closed"
+	}
+}
+
+// DeleteIssue makes issue n vanish (404 from then on).
+func (s *Server) DeleteIssue(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[n]; is != nil {
+		is.Deleted = true
+	}
+}
+
+// Issue returns a copy of issue (or pull request) n.
+func (s *Server) Issue(n int) (Issue, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[n]
+	if is == nil {
+		return Issue{}, false
+	}
+	c := *is
+	c.Labels = append([]string(nil), is.Labels...)
+	c.Comments = append([]Comment(nil), is.Comments...)
+	c.Events = append([]Event(nil), is.Events...)
+	return c, true
+}
+
+// Pulls returns copies of every pull request, by number.
+func (s *Server) Pulls() []Pull {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Pull
+	for _, n := range sortedNums(s.pulls) {
+		out = append(out, *s.pulls[n])
+	}
+	return out
+}
+
+func sortedNums[V any](m map[int]V) []int {
+	ns := make([]int, 0, len(m))
+	for n := range m {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	return ns
+}
+
+func (s *Server) id() int64 {
+	s.nextID++
+	return s.nextID
+}
+
+func (s *Server) addLabel(is *Issue, name, actor string) {
+	l := s.label(name)
+	if l == nil {
+		s.labels = append(s.labels, Label{Name: name, Color: "ededed"})
+		l = &s.labels[len(s.labels)-1]
+	}
+	for _, have := range is.Labels {
+		if strings.EqualFold(have, name) {
+			return
+		}
+	}
+	is.Labels = append(is.Labels, l.Name)
+	is.Events = append(is.Events, Event{ID: s.id(), Event: "labeled", Actor: actor, Label: l.Name, CreatedAt: s.now()})
+}
+
+func (s *Server) removeLabel(is *Issue, name, actor string) bool {
+	for i, have := range is.Labels {
+		if strings.EqualFold(have, name) {
+			is.Labels = append(is.Labels[:i:i], is.Labels[i+1:]...)
+			is.Events = append(is.Events, Event{ID: s.id(), Event: "unlabeled", Actor: actor, Label: have, CreatedAt: s.now()})
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) closeIssue(is *Issue, reason, actor string) {
+	if is.State == "closed" {
+		return
+	}
+	is.State, is.StateReason = "closed", reason
+	is.Events = append(is.Events, Event{ID: s.id(), Event: "closed", Actor: actor, CreatedAt: s.now()})
+}
+
+func (s *Server) label(name string) *Label {
+	for i := range s.labels {
+		if strings.EqualFold(s.labels[i].Name, name) {
+			return &s.labels[i]
+		}
+	}
+	return nil
+}
+
+// serve applies faults, authenticates and routes.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	s.mu.Lock()
+	login := s.token[tokenOf(r)]
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.EscapedPath(), Login: login, Body: string(body)})
+	f := s.fault(r)
+	now := s.now()
+	s.mu.Unlock()
+	if f != nil {
+		switch {
+		case f.RateLimit:
+			w.Header().Set("X-RateLimit-Limit", "5000")
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(f.Reset).Unix(), 10))
+			writeJSON(w, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
+			return
+		case f.Secondary:
+			w.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
+			writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit", "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
+			return
+		case f.Status != 0:
+			writeJSON(w, f.Status, map[string]string{"message": "injected fault"})
+			return
+		case f.Delay > 0:
+			rec := httptest.NewRecorder()
+			s.route(rec, r, login)
+			t := time.NewTimer(f.Delay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+	}
+	s.route(w, r, login)
+}
+
+func tokenOf(r *http.Request) string {
+	a := r.Header.Get("Authorization")
+	for _, p := range []string{"Bearer ", "token ", "bearer "} {
+		if t, ok := strings.CutPrefix(a, p); ok {
+			return t
+		}
+	}
+	return ""
+}
+
+// fault returns the fault for r, if any; s.mu is held.
+func (s *Server) fault(r *http.Request) *Fault {
+	for i, f := range s.faults {
+		if f.Method != "" && f.Method != r.Method || !pathMatches(r.URL.Path, f.Path) {
+			continue
+		}
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		s.served++
+		return f
+	}
+	return nil
+}
+
+func pathMatches(path, want string) bool {
+	if w, ok := strings.CutSuffix(want, "$"); ok {
+		return strings.HasSuffix(path, w)
+	}
+	return strings.Contains(path, want)
+}
+
+var routes = []struct {
+	method string
+	re     *regexp.Regexp
+	h      func(s *Server, c *call)
+}{
+	{"GET", regexp.MustCompile(`^/user$`), (*Server).getUser},
+	{"POST", regexp.MustCompile(`^/graphql$`), (*Server).graphql},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)$`), (*Server).getRepo},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).listLabels},
+	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).createLabel},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).listIssues},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).getIssue},
+	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).editIssue},
+	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels$`), (*Server).addLabels},
+	{"DELETE", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels/([^/]+)$`), (*Server).deleteLabel},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/events$`), (*Server).listEvents},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).listComments},
+	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).createComment},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission$`), (*Server).permission},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).listPulls},
+	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).createPull},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
+	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/statuses$`), (*Server).statuses},
+}
+
+// call is one routed request.
+type call struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	login string
+	args  []string // path parameters, unescaped
+	num   int      // the issue/pull number when the route has one
+}
+
+func (c *call) json(code int, v any) { writeJSON(c.w, code, v) }
+
+func (c *call) fail(code int, msg string) { writeJSON(c.w, code, map[string]string{"message": msg}) }
+
+// route matches the escaped path segment by segment, as GitHub does: an
+// unescaped "/" in a label name makes another path, a "#" ends it.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, login string) {
+	if login == "" {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
+		return
+	}
+	path := r.URL.EscapedPath()
+	for _, rt := range routes {
+		m := rt.re.FindStringSubmatch(path)
+		if m == nil || rt.method != r.Method {
+			continue
+		}
+		c := &call{w: w, r: r, login: login}
+		for _, a := range m[1:] {
+			u, err := url.PathUnescape(a)
+			if err != nil {
+				c.fail(http.StatusBadRequest, "bad path")
+				return
+			}
+			c.args = append(c.args, u)
+		}
+		if len(c.args) >= 2 && (c.args[0] != s.opt.Owner || c.args[1] != s.opt.Repo) {
+			c.fail(http.StatusNotFound, "Not Found")
+			return
+		}
+		if len(c.args) >= 3 {
+			c.num, _ = strconv.Atoi(c.args[2])
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		rt.h(s, c)
+		return
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// paginate slices n items for the request's page and per_page and sets
+// the Link header.
+func (s *Server) paginate(c *call, n int) (lo, hi int) {
+	q := c.r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 30
+	}
+	per = min(per, s.opt.MaxPerPage)
+	page, _ := strconv.Atoi(q.Get("page"))
+	if page <= 0 {
+		page = 1
+	}
+	lo = min((page-1)*per, n)
+	hi = min(lo+per, n)
+	last := max((n+per-1)/per, 1)
+	link := func(p int, rel string) string {
+		v := c.r.URL.Query()
+		v.Set("page", strconv.Itoa(p))
+		v.Set("per_page", strconv.Itoa(per))
+		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, s.srv.URL, c.r.URL.Path, v.Encode(), rel)
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	if len(links) > 0 {
+		c.w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	return lo, hi
+}
+
+func ts(t time.Time) *github.Timestamp { return &github.Timestamp{Time: t} }
+
+func (s *Server) htmlURL(kind string, n int) string {
+	return fmt.Sprintf("https://github.example/%s/%s/%s/%d", s.opt.Owner, s.opt.Repo, kind, n)
+}
+
+func (s *Server) issueJSON(is *Issue) *github.Issue {
+	gi := &github.Issue{
+		Number: github.Ptr(is.Number), Title: github.Ptr(is.Title), Body: github.Ptr(is.Body),
+		User: &github.User{Login: github.Ptr(is.Author)}, State: github.Ptr(is.State), CreatedAt: ts(is.CreatedAt),
+		HTMLURL: github.Ptr(s.htmlURL("issues", is.Number)),
+	}
+	if is.StateReason != "" {
+		gi.StateReason = github.Ptr(is.StateReason)
+	}
+	for _, l := range is.Labels {
+		gi.Labels = append(gi.Labels, &github.Label{Name: github.Ptr(l)})
+	}
+	if is.IsPR {
+		gi.PullRequestLinks = &github.PullRequestLinks{URL: github.Ptr(s.htmlURL("pull", is.Number))}
+		if p := s.pulls[is.Number]; p != nil && p.Merged {
+			gi.PullRequestLinks.MergedAt = ts(s.now())
+		}
+	}
+	return gi
+}
+
+func (s *Server) getUser(c *call) {
+	c.json(http.StatusOK, &github.User{Login: github.Ptr(c.login)})
+}
+
+func (s *Server) getRepo(c *call) {
+	c.json(http.StatusOK, &github.Repository{
+		Name: github.Ptr(s.opt.Repo), FullName: github.Ptr(s.opt.Owner + "/" + s.opt.Repo),
+		DefaultBranch: github.Ptr(s.opt.DefaultBranch), Owner: &github.User{Login: github.Ptr(s.opt.Owner)},
+	})
+}
+
+func (s *Server) listLabels(c *call) {
+	lo, hi := s.paginate(c, len(s.labels))
+	out := []*github.Label{}
+	for _, l := range s.labels[lo:hi] {
+		out = append(out, &github.Label{Name: github.Ptr(l.Name), Color: github.Ptr(l.Color), Description: github.Ptr(l.Description)})
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) createLabel(c *call) {
+	var in github.Label
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil || in.GetName() == "" {
+		c.fail(http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	if s.label(in.GetName()) != nil {
+		writeJSON(c.w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"resource": "Label", "code": "already_exists", "field": "name"}}})
+		return
+	}
+	s.labels = append(s.labels, Label{Name: in.GetName(), Color: in.GetColor(), Description: in.GetDescription()})
+	c.json(http.StatusCreated, &in)
+}
+
+func (s *Server) issue(c *call) *Issue {
+	is := s.issues[c.num]
+	if is == nil || is.Deleted {
+		c.fail(http.StatusNotFound, "Not Found")
+		return nil
+	}
+	return is
+}
+
+func (s *Server) listIssues(c *call) {
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	var want []string
+	if l := q.Get("labels"); l != "" {
+		want = strings.Split(l, ",")
+	}
+	var list []*Issue
+	for _, n := range sortedNums(s.issues) {
+		is := s.issues[n]
+		if is.Deleted || (state != "all" && is.State != state) {
+			continue
+		}
+		ok := true
+		for _, w := range want {
+			has := false
+			for _, l := range is.Labels {
+				has = has || strings.EqualFold(l, strings.TrimSpace(w))
+			}
+			ok = ok && has
+		}
+		if ok {
+			list = append(list, is)
+		}
+	}
+	desc := q.Get("direction") != "asc"
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt) != desc
+		}
+		return (a.Number < b.Number) != desc
+	})
+	lo, hi := s.paginate(c, len(list))
+	out := []*github.Issue{}
+	for _, is := range list[lo:hi] {
+		out = append(out, s.issueJSON(is))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) getIssue(c *call) {
+	if is := s.issue(c); is != nil {
+		c.json(http.StatusOK, s.issueJSON(is))
+	}
+}
+
+func (s *Server) editIssue(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	var in github.IssueRequest
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if in.Title != nil {
+		is.Title = *in.Title
+	}
+	if in.Body != nil {
+		is.Body = *in.Body
+	}
+	switch in.GetState() {
+	case "closed":
+		reason := in.GetStateReason()
+		if reason == "" {
+			reason = "completed"
+		}
+		s.closeIssue(is, reason, c.login)
+	case "open":
+		is.State, is.StateReason = "open", "reopened"
+	}
+	c.json(http.StatusOK, s.issueJSON(is))
+}
+
+func (s *Server) addLabels(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	raw, _ := io.ReadAll(c.r.Body)
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		var obj struct {
+			Labels []string `json:"labels"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			c.fail(http.StatusBadRequest, "Problems parsing JSON")
+			return
+		}
+		names = obj.Labels
+	}
+	for _, n := range names {
+		s.addLabel(is, n, c.login)
+	}
+	out := []*github.Label{}
+	for _, l := range is.Labels {
+		out = append(out, &github.Label{Name: github.Ptr(l)})
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) deleteLabel(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	if !s.removeLabel(is, c.args[3], c.login) {
+		c.fail(http.StatusNotFound, "Label does not exist")
+		return
+	}
+	out := []*github.Label{}
+	for _, l := range is.Labels {
+		out = append(out, &github.Label{Name: github.Ptr(l)})
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) listEvents(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	lo, hi := s.paginate(c, len(is.Events))
+	out := []*github.IssueEvent{}
+	for _, e := range is.Events[lo:hi] {
+		ge := &github.IssueEvent{ID: github.Ptr(e.ID), Event: github.Ptr(e.Event), Actor: &github.User{Login: github.Ptr(e.Actor)}, CreatedAt: ts(e.CreatedAt)}
+		if e.Label != "" {
+			ge.Label = &github.Label{Name: github.Ptr(e.Label)}
+		}
+		out = append(out, ge)
+	}
+	c.json(http.StatusOK, out)
+}
+
+func commentJSON(cm Comment) *github.IssueComment {
+	return &github.IssueComment{ID: github.Ptr(cm.ID), Body: github.Ptr(cm.Body), User: &github.User{Login: github.Ptr(cm.Author)}, CreatedAt: ts(cm.CreatedAt)}
+}
+
+func (s *Server) listComments(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	lo, hi := s.paginate(c, len(is.Comments))
+	out := []*github.IssueComment{}
+	for _, cm := range is.Comments[lo:hi] {
+		out = append(out, commentJSON(cm))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) createComment(c *call) {
+	is := s.issue(c)
+	if is == nil {
+		return
+	}
+	var in github.IssueComment
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil || in.GetBody() == "" {
+		c.fail(http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	cm := Comment{ID: s.id(), Author: c.login, Body: in.GetBody(), CreatedAt: s.now()}
+	is.Comments = append(is.Comments, cm)
+	c.json(http.StatusCreated, commentJSON(cm))
+}
+
+func (s *Server) permission(c *call) {
+	user := c.args[2]
+	perm, ok := s.users[user]
+	if !ok {
+		c.fail(http.StatusNotFound, "Not Found")
+		return
+	}
+	legacy := perm
+	switch perm {
+	case "maintain":
+		legacy = "write"
+	case "triage":
+		legacy = "read"
+	}
+	c.json(http.StatusOK, &github.RepositoryPermissionLevel{Permission: github.Ptr(legacy), RoleName: github.Ptr(perm), User: &github.User{Login: github.Ptr(user)}})
+}
+
+// headSHA reads the pull request's head from origin (live), keeping the
+// last one seen when the branch is gone.
+func (s *Server) headSHA(p *Pull) string {
+	if sha, err := s.git.RevParse(context.Background(), "refs/heads/"+p.Head); err == nil {
+		p.headSHA = sha
+	}
+	return p.headSHA
+}
+
+func (s *Server) pullJSON(p *Pull) *github.PullRequest {
+	gp := &github.PullRequest{
+		Number: github.Ptr(p.Number), NodeID: github.Ptr(p.NodeID), State: github.Ptr(p.State), Title: github.Ptr(p.Title),
+		Body: github.Ptr(p.Body), Draft: github.Ptr(p.Draft), Merged: github.Ptr(p.Merged),
+		HTMLURL: github.Ptr(s.htmlURL("pull", p.Number)), User: &github.User{Login: github.Ptr(p.Author)},
+		Head: &github.PullRequestBranch{Ref: github.Ptr(p.Head), SHA: github.Ptr(s.headSHA(p)), Label: github.Ptr(s.opt.Owner + ":" + p.Head)},
+		Base: &github.PullRequestBranch{Ref: github.Ptr(p.Base)},
+	}
+	if p.Merged {
+		gp.MergedAt = ts(s.now())
+		gp.MergeCommitSHA = github.Ptr(p.MergeSHA)
+	}
+	return gp
+}
+
+func (s *Server) listPulls(c *call) {
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	head := q.Get("head")
+	var list []*Pull
+	for _, n := range sortedNums(s.pulls) {
+		p := s.pulls[n]
+		if s.issues[n].Deleted || (state != "all" && p.State != state) {
+			continue
+		}
+		if head != "" && head != s.opt.Owner+":"+p.Head {
+			continue
+		}
+		if b := q.Get("base"); b != "" && b != p.Base {
+			continue
+		}
+		list = append(list, p)
+	}
+	if q.Get("direction") != "asc" {
+		for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
+			list[i], list[j] = list[j], list[i]
+		}
+	}
+	lo, hi := s.paginate(c, len(list))
+	out := []*github.PullRequest{}
+	for _, p := range list[lo:hi] {
+		out = append(out, s.pullJSON(p))
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) createPull(c *call) {
+	var in github.NewPullRequest
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	head := strings.TrimPrefix(in.GetHead(), s.opt.Owner+":")
+	invalid := func(msg string) {
+		writeJSON(c.w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"resource": "PullRequest", "code": "custom", "message": msg}}})
+	}
+	ctx := context.Background()
+	if _, err := s.git.RevParse(ctx, "refs/heads/"+head); err != nil {
+		invalid("head invalid: " + head)
+		return
+	}
+	if _, err := s.git.RevParse(ctx, "refs/heads/"+in.GetBase()); err != nil {
+		invalid("base invalid: " + in.GetBase())
+		return
+	}
+	for _, p := range s.pulls {
+		if p.State == "open" && p.Head == head && p.Base == in.GetBase() {
+			invalid(fmt.Sprintf("A pull request already exists for %s:%s.", s.opt.Owner, head))
+			return
+		}
+	}
+	n := s.nextNum
+	s.nextNum++
+	s.issues[n] = &Issue{Number: n, Title: in.GetTitle(), Body: in.GetBody(), Author: c.login, State: "open", IsPR: true, CreatedAt: s.now()}
+	p := &Pull{Number: n, Title: in.GetTitle(), Body: in.GetBody(), Head: head, Base: in.GetBase(), Draft: in.GetDraft(), State: "open", NodeID: fmt.Sprintf("PR_node%d", n), Author: c.login}
+	s.pulls[n] = p
+	c.json(http.StatusCreated, s.pullJSON(p))
+}
+
+func (s *Server) pull(c *call) *Pull {
+	p := s.pulls[c.num]
+	if p == nil || s.issues[c.num].Deleted {
+		c.fail(http.StatusNotFound, "Not Found")
+		return nil
+	}
+	return p
+}
+
+func (s *Server) getPull(c *call) {
+	if p := s.pull(c); p != nil {
+		c.json(http.StatusOK, s.pullJSON(p))
+	}
+}
+
+var closes = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)`)
+
+func (s *Server) mergePull(c *call) {
+	if f := s.onMerge; f != nil {
+		s.mu.Unlock()
+		f(c.num)
+		s.mu.Lock()
+	}
+	p := s.pull(c)
+	if p == nil {
+		return
+	}
+	var in struct {
+		SHA         string `json:"sha"`
+		MergeMethod string `json:"merge_method"`
+		CommitTitle string `json:"commit_title"`
+	}
+	_ = json.NewDecoder(c.r.Body).Decode(&in)
+	switch {
+	case p.Merged || p.State != "open":
+		c.fail(http.StatusMethodNotAllowed, "Pull Request is not open")
+		return
+	case p.Draft:
+		c.fail(http.StatusMethodNotAllowed, "Pull Request is still a draft")
+		return
+	}
+	ctx := context.Background()
+	head := s.headSHA(p)
+	if in.SHA != "" && in.SHA != head {
+		c.fail(http.StatusConflict, "Head branch was modified. Review and try the merge again.")
+		return
+	}
+	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	if err != nil {
+		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
+		return
+	}
+	tree, conflicts, err := s.git.MergeTree(ctx, base, head)
+	if err != nil || len(conflicts) > 0 {
+		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	title := in.CommitTitle
+	parents := []string{base, head}
+	switch in.MergeMethod {
+	case "squash", "rebase":
+		parents = []string{base}
+		if title == "" {
+			title = fmt.Sprintf("%s (#%d)", p.Title, p.Number)
+		}
+	default:
+		if title == "" {
+			title = fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, s.opt.Owner, p.Head)
+		}
+	}
+	sha, err := s.git.CommitTree(ctx, tree, parents, title)
+	if err == nil {
+		err = s.git.UpdateRef(ctx, "refs/heads/"+p.Base, sha, base)
+	}
+	if err != nil {
+		c.fail(http.StatusConflict, "Base branch was modified. Review and try the merge again.")
+		return
+	}
+	p.Merged, p.State, p.MergeSHA = true, "closed", sha
+	s.issues[p.Number].State = "closed"
+	if p.Base == s.opt.DefaultBranch {
+		for _, m := range closes.FindAllStringSubmatch(p.Body, -1) {
+			n, _ := strconv.Atoi(m[1])
+			if is := s.issues[n]; is != nil && !is.IsPR && !is.Deleted {
+				s.closeIssue(is, "completed", c.login)
+				is.closedByPull = p.Number
+			}
+		}
+	}
+	c.json(http.StatusOK, &github.PullRequestMergeResult{SHA: github.Ptr(sha), Merged: github.Ptr(true), Message: github.Ptr("Pull Request successfully merged")})
+}
+
+func (s *Server) ciFor(sha string) ([]CheckRun, []Status) {
+	if s.ci == nil {
+		return nil, nil
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	return s.ci(sha)
+}
+
+func (s *Server) checkRuns(c *call) {
+	runs, _ := s.ciFor(c.args[2])
+	lo, hi := s.paginate(c, len(runs))
+	out := &github.ListCheckRunsResults{Total: github.Ptr(len(runs)), CheckRuns: []*github.CheckRun{}}
+	for i, r := range runs[lo:hi] {
+		cr := &github.CheckRun{ID: github.Ptr(int64(lo + i + 1)), Name: github.Ptr(r.Name), Status: github.Ptr(r.Status), HeadSHA: github.Ptr(c.args[2])}
+		if r.Conclusion != "" {
+			cr.Conclusion = github.Ptr(r.Conclusion)
+		}
+		if r.Title != "" {
+			cr.Output = &github.CheckRunOutput{Title: github.Ptr(r.Title)}
+		}
+		if r.DetailsURL != "" {
+			cr.DetailsURL = github.Ptr(r.DetailsURL)
+		}
+		out.CheckRuns = append(out.CheckRuns, cr)
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) statuses(c *call) {
+	_, sts := s.ciFor(c.args[2])
+	lo, hi := s.paginate(c, len(sts))
+	out := []*github.RepoStatus{}
+	for i, st := range sts[lo:hi] {
+		out = append(out, &github.RepoStatus{ID: github.Ptr(int64(lo + i + 1)), Context: github.Ptr(st.Context), State: github.Ptr(st.State), Description: github.Ptr(st.Description)})
+	}
+	c.json(http.StatusOK, out)
+}
+
+func (s *Server) graphql(c *call) {
+	var in struct {
+		Query     string         `json:"query"`
+		Variables map[string]any `json:"variables"`
+	}
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if !strings.Contains(in.Query, "markPullRequestReadyForReview") {
+		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "the fake supports only markPullRequestReadyForReview"}}})
+		return
+	}
+	id, _ := in.Variables["id"].(string)
+	for _, p := range s.pulls {
+		if p.NodeID == id && !s.issues[p.Number].Deleted {
+			p.Draft = false
+			c.json(http.StatusOK, map[string]any{"data": map[string]any{"markPullRequestReadyForReview": map[string]any{"pullRequest": map[string]any{"isDraft": false}}}})
+			return
+		}
+	}
+	c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "NOT_FOUND", "message": "Could not resolve to a node with the global id of '" + id + "'"}}})
+}

@@ -1,0 +1,1041 @@
+package issues
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v84/github"
+)
+
+// Errors the GitHub client returns (wrapped, with the call that failed).
+var (
+	// ErrNotFound: the issue, pull request or label is gone (404/410). The
+	// queue drops what vanished.
+	ErrNotFound = errors.New("not found on GitHub")
+	// ErrHeadMoved: a merge was refused because the pull request's head is
+	// no longer the commit whose checks were read (409).
+	ErrHeadMoved = errors.New("the pull request's head moved")
+	// ErrNotMergeable: GitHub refused the merge (405): conflicts, a draft,
+	// branch protection.
+	ErrNotMergeable = errors.New("the pull request cannot be merged")
+	// ErrAuth: the token was refused (401).
+	ErrAuth = errors.New("GitHub refused the token")
+	// ErrUnavailable: GitHub kept failing (5xx, timeouts, rate limits)
+	// through every retry; worth trying again later.
+	ErrUnavailable = errors.New("GitHub is unavailable")
+)
+
+// GitHubConfig configures a GitHub client.
+type GitHubConfig struct {
+	Owner, Repo string
+	Token       string
+	// APIURL is the REST API's base URL; "" means https://api.github.com/.
+	// It is used as given (a trailing slash is added): unlike go-github's
+	// WithEnterpriseURLs nothing is appended, so GitHub Enterprise takes
+	// https://HOST/api/v3 (what GitHub Actions puts in GITHUB_API_URL) and a
+	// test server takes its plain URL.
+	APIURL string
+	// HTTPClient is used as is when set; otherwise one with Timeout.
+	HTTPClient *http.Client
+	Timeout    time.Duration // per request (default 30s); a timeout is retried
+	MaxRetries int           // tries after 5xx and timeouts (default 6)
+	MaxWait    time.Duration // longest single rate-limit wait (default 65m)
+	Clock      Clock         // default RealClock
+	Scrubber   *Scrubber     // scrubs whatever is posted; default: the token and common shapes
+	Log        func(string)  // one line per fault and wait; nil: silent
+}
+
+// GitHub is the queue's client for one repository: go-github calls wrapped
+// in retries (5xx, timeouts: backoff; primary rate limit: wait for its
+// reset; secondary: wait for Retry-After), with every posted text scrubbed.
+// It is safe for concurrent use.
+type GitHub struct {
+	c            *github.Client
+	owner, repo  string
+	graphqlURL   string
+	clock        Clock
+	scrub        *Scrubber
+	log          func(string)
+	maxRetries   int
+	maxWait      time.Duration
+	mu           sync.Mutex
+	perms        map[string]permEntry
+	login        string
+	loginFetched bool
+}
+
+type permEntry struct {
+	perm string
+	at   time.Time
+}
+
+// permTTL is how long a collaborator's permission is cached.
+const permTTL = 5 * time.Minute
+
+// NewGitHub builds a client. It makes no request.
+func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
+	if cfg.Owner == "" || cfg.Repo == "" {
+		return nil, fmt.Errorf("github: repository not set (want owner/name)")
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		t := cfg.Timeout
+		if t <= 0 {
+			t = 30 * time.Second
+		}
+		hc = &http.Client{Timeout: t}
+	}
+	c := github.NewClient(hc)
+	if cfg.Token != "" {
+		c = c.WithAuthToken(cfg.Token)
+	}
+	// The client must not refuse requests on its own from the last known
+	// limits: waits are ours, on our clock.
+	c.DisableRateLimitCheck = true
+	g := &GitHub{
+		c: c, owner: cfg.Owner, repo: cfg.Repo, clock: cfg.Clock, scrub: cfg.Scrubber, log: cfg.Log,
+		maxRetries: cfg.MaxRetries, maxWait: cfg.MaxWait, perms: map[string]permEntry{},
+	}
+	if g.clock == nil {
+		g.clock = RealClock{}
+	}
+	if g.scrub == nil {
+		g.scrub = NewScrubber(cfg.Token)
+	}
+	if g.maxRetries <= 0 {
+		g.maxRetries = 6
+	}
+	if g.maxWait <= 0 {
+		g.maxWait = 65 * time.Minute
+	}
+	base, gql, err := apiURLs(cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	c.BaseURL = base
+	g.graphqlURL = gql
+	return g, nil
+}
+
+// apiURLs returns the REST base URL and the GraphQL endpoint for an API
+// URL: https://api.github.com/ → …/graphql; https://HOST/api/v3 →
+// https://HOST/api/graphql; any other URL U → U/graphql.
+func apiURLs(api string) (*url.URL, string, error) {
+	if strings.TrimSpace(api) == "" {
+		api = "https://api.github.com/"
+	}
+	u, err := url.Parse(strings.TrimSpace(api))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, "", fmt.Errorf("github: GITHUB_API_URL %q is not an absolute URL", api)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	gql := *u
+	if p, ok := strings.CutSuffix(u.Path, "/api/v3/"); ok {
+		gql.Path = p + "/api/graphql"
+	} else {
+		gql.Path = u.Path + "graphql"
+	}
+	return u, gql.String(), nil
+}
+
+// Repo is "owner/name".
+func (g *GitHub) Repo() string { return g.owner + "/" + g.repo }
+
+func (g *GitHub) logf(format string, args ...any) {
+	if g.log != nil {
+		g.log(g.scrub.Scrub(fmt.Sprintf(format, args...)))
+	}
+}
+
+// do runs one API call with the fault policy: rate limits wait (their
+// reset, or Retry-After), 5xx/timeouts/transport errors back off and retry
+// up to maxRetries, 404 becomes ErrNotFound, 401 ErrAuth, anything else is
+// returned at once. retry, when set, runs before every new try (e.g. to
+// see whether a timed-out create went through after all); done=true ends
+// the call successfully.
+func (g *GitHub) do(ctx context.Context, what string, call func(ctx context.Context) (*github.Response, error), retry func(ctx context.Context) (done bool, err error)) error {
+	transient, limited := 0, 0
+	for {
+		resp, err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		}
+		wait, kind := g.classify(resp, err, transient)
+		switch kind {
+		case faultNotFound:
+			return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
+		case faultAuth:
+			return fmt.Errorf("%s: %w: %w", what, ErrAuth, err)
+		case faultFatal:
+			return fmt.Errorf("%s: %w", what, err)
+		case faultTransient:
+			transient++
+			if transient > g.maxRetries {
+				return fmt.Errorf("%s: %w: giving up after %d tries: %w", what, ErrUnavailable, transient, err)
+			}
+		case faultLimit:
+			limited++
+			if limited > 20 {
+				return fmt.Errorf("%s: %w: still rate limited after %d waits: %w", what, ErrUnavailable, limited, err)
+			}
+		}
+		g.logf("github: %s: %v; retrying in %s", what, err, wait.Round(time.Millisecond))
+		if err := g.clock.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if retry != nil {
+			done, err := retry(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if done {
+				return nil
+			}
+		}
+	}
+}
+
+type faultKind int
+
+const (
+	faultFatal faultKind = iota
+	faultTransient
+	faultLimit
+	faultNotFound
+	faultAuth
+)
+
+// backoff is the wait before retry n+1 after a transient fault: 1 s
+// doubling, capped at 1 min.
+func backoff(n int) time.Duration {
+	d := time.Second << min(n, 6)
+	return min(d, time.Minute)
+}
+
+func (g *GitHub) classify(resp *github.Response, err error, transient int) (time.Duration, faultKind) {
+	var (
+		rl    *github.RateLimitError
+		abuse *github.AbuseRateLimitError
+		er    *github.ErrorResponse
+		acc   *github.AcceptedError
+		ue    *url.Error
+		ne    net.Error
+	)
+	switch {
+	case errors.As(err, &rl):
+		wait := rl.Rate.Reset.Sub(g.clock.Now()) + time.Second
+		return min(max(wait, time.Second), g.maxWait), faultLimit
+	case errors.As(err, &abuse):
+		wait := time.Minute
+		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
+			wait = *abuse.RetryAfter
+		}
+		return min(wait, g.maxWait), faultLimit
+	case errors.As(err, &acc):
+		return backoff(transient), faultTransient
+	case errors.As(err, &er):
+		code := 0
+		if er.Response != nil {
+			code = er.Response.StatusCode
+		}
+		switch {
+		case code == http.StatusTooManyRequests:
+			wait := time.Minute
+			if d, ok := retryAfter(er.Response); ok {
+				wait = d
+			}
+			return min(wait, g.maxWait), faultLimit
+		case code == http.StatusNotFound || code == http.StatusGone:
+			return 0, faultNotFound
+		case code == http.StatusUnauthorized:
+			return 0, faultAuth
+		case code >= 500:
+			return backoff(transient), faultTransient
+		}
+		return 0, faultFatal
+	case errors.As(err, &ue), errors.As(err, &ne), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return backoff(transient), faultTransient
+	}
+	if resp != nil && resp.StatusCode >= 500 {
+		return backoff(transient), faultTransient
+	}
+	return 0, faultFatal
+}
+
+func retryAfter(r *http.Response) (time.Duration, bool) {
+	if r == nil {
+		return 0, false
+	}
+	v := r.Header.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	var secs int
+	if _, err := fmt.Sscanf(v, "%d", &secs); err != nil || secs < 0 {
+		return 0, false
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// statusOf returns the HTTP status of a go-github error, or 0.
+func statusOf(err error) int {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	return 0
+}
+
+// Issue is what the queue reads of an issue (or a pull request: GitHub
+// lists both as issues).
+type Issue struct {
+	Number      int
+	Title, Body string
+	Author      string
+	Labels      []string
+	State       string // open, closed
+	StateReason string // completed, not_planned, reopened, …
+	IsPR        bool
+	CreatedAt   time.Time
+	URL         string
+}
+
+// HasLabel reports whether the issue carries label name (GitHub compares
+// label names case-insensitively).
+func (i *Issue) HasLabel(name string) bool {
+	for _, l := range i.Labels {
+		if strings.EqualFold(l, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func toIssue(gi *github.Issue) *Issue {
+	is := &Issue{
+		Number: gi.GetNumber(), Title: gi.GetTitle(), Body: gi.GetBody(), Author: gi.GetUser().GetLogin(),
+		State: gi.GetState(), StateReason: gi.GetStateReason(), IsPR: gi.PullRequestLinks != nil,
+		CreatedAt: gi.GetCreatedAt().Time, URL: gi.GetHTMLURL(),
+	}
+	for _, l := range gi.Labels {
+		is.Labels = append(is.Labels, l.GetName())
+	}
+	return is
+}
+
+// Comment is one issue comment.
+type Comment struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+}
+
+// Login returns the login the token belongs to ("" when the token cannot
+// tell, as for some app tokens).
+func (g *GitHub) Login(ctx context.Context) (string, error) {
+	g.mu.Lock()
+	if g.loginFetched {
+		defer g.mu.Unlock()
+		return g.login, nil
+	}
+	g.mu.Unlock()
+	var u *github.User
+	err := g.do(ctx, "read the token's user", func(ctx context.Context) (r *github.Response, err error) {
+		u, r, err = g.c.Users.Get(ctx, "")
+		return r, err
+	}, nil)
+	if err != nil {
+		if errors.Is(err, ErrAuth) || ctx.Err() != nil {
+			return "", err
+		}
+		if s := statusOf(err); s != http.StatusForbidden && s != http.StatusNotFound {
+			return "", err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.login, g.loginFetched = u.GetLogin(), true
+	return g.login, nil
+}
+
+// DefaultBranch returns the repository's default branch.
+func (g *GitHub) DefaultBranch(ctx context.Context) (string, error) {
+	var r *github.Repository
+	err := g.do(ctx, "read the repository "+g.Repo(), func(ctx context.Context) (resp *github.Response, err error) {
+		r, resp, err = g.c.Repositories.Get(ctx, g.owner, g.repo)
+		return resp, err
+	}, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.GetDefaultBranch(), nil
+}
+
+// LabelSpec is a label to create when it is missing.
+type LabelSpec struct{ Name, Color, Description string }
+
+// EnsureLabels creates every label of want that the repository lacks
+// (compared case-insensitively) and returns the names it created. An
+// existing label is never modified.
+func (g *GitHub) EnsureLabels(ctx context.Context, want []LabelSpec) ([]string, error) {
+	have := map[string]bool{}
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		var ls []*github.Label
+		var resp *github.Response
+		err := g.do(ctx, "list labels", func(ctx context.Context) (r *github.Response, err error) {
+			ls, r, err = g.c.Issues.ListLabels(ctx, g.owner, g.repo, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range ls {
+			have[strings.ToLower(l.GetName())] = true
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	var created []string
+	for _, w := range want {
+		if w.Name == "" || have[strings.ToLower(w.Name)] {
+			continue
+		}
+		err := g.do(ctx, "create label "+w.Name, func(ctx context.Context) (*github.Response, error) {
+			_, r, err := g.c.Issues.CreateLabel(ctx, g.owner, g.repo, &github.Label{
+				Name: github.Ptr(w.Name), Color: github.Ptr(w.Color), Description: github.Ptr(w.Description),
+			})
+			return r, err
+		}, nil)
+		if err != nil {
+			// Another instance may have created it a moment ago.
+			if statusOf(err) == http.StatusUnprocessableEntity {
+				continue
+			}
+			return created, err
+		}
+		have[strings.ToLower(w.Name)] = true
+		created = append(created, w.Name)
+	}
+	return created, nil
+}
+
+// OpenIssues lists up to limit open issues (pull requests left out) that
+// carry label, oldest or newest first.
+func (g *GitHub) OpenIssues(ctx context.Context, label string, newestFirst bool, limit int) ([]*Issue, error) {
+	dir := "asc"
+	if newestFirst {
+		dir = "desc"
+	}
+	if limit <= 0 {
+		limit = 25
+	}
+	opt := &github.IssueListByRepoOptions{State: "open", Labels: []string{label}, Sort: "created", Direction: dir}
+	opt.ListOptions = github.ListOptions{PerPage: min(limit, 100)}
+	var out []*Issue
+	for len(out) < limit {
+		var is []*github.Issue
+		var resp *github.Response
+		err := g.do(ctx, "list issues labelled "+label, func(ctx context.Context) (r *github.Response, err error) {
+			is, r, err = g.c.Issues.ListByRepo(ctx, g.owner, g.repo, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, gi := range is {
+			if gi.PullRequestLinks == nil && len(out) < limit {
+				out = append(out, toIssue(gi))
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.ListOptions.Page = resp.NextPage
+	}
+	return out, nil
+}
+
+// Issue reads one issue (or pull request). A vanished one is ErrNotFound.
+func (g *GitHub) Issue(ctx context.Context, n int) (*Issue, error) {
+	var gi *github.Issue
+	err := g.do(ctx, fmt.Sprintf("read issue #%d", n), func(ctx context.Context) (r *github.Response, err error) {
+		gi, r, err = g.c.Issues.Get(ctx, g.owner, g.repo, n)
+		return r, err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return toIssue(gi), nil
+}
+
+// Comments reads every comment of issue n, oldest first.
+func (g *GitHub) Comments(ctx context.Context, n int) ([]Comment, error) {
+	opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	var out []Comment
+	for {
+		var cs []*github.IssueComment
+		var resp *github.Response
+		err := g.do(ctx, fmt.Sprintf("read the comments of #%d", n), func(ctx context.Context) (r *github.Response, err error) {
+			cs, r, err = g.c.Issues.ListComments(ctx, g.owner, g.repo, n, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			out = append(out, Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody(), CreatedAt: c.GetCreatedAt().Time})
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PostComment posts body, scrubbed, on issue n, exactly once: the body
+// carries a hidden nonce, and before a retry the comments are read to see
+// whether a timed-out try went through after all.
+func (g *GitHub) PostComment(ctx context.Context, n int, body string) (Comment, error) {
+	nonce := randomHex(8)
+	body = g.scrub.Scrub(body) + "\n<!-- claudopilot:nonce " + nonce + " -->"
+	var got Comment
+	err := g.do(ctx, fmt.Sprintf("comment on #%d", n), func(ctx context.Context) (*github.Response, error) {
+		c, r, err := g.c.Issues.CreateComment(ctx, g.owner, g.repo, n, &github.IssueComment{Body: github.Ptr(body)})
+		if err == nil {
+			got = Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody(), CreatedAt: c.GetCreatedAt().Time}
+		}
+		return r, err
+	}, func(ctx context.Context) (bool, error) {
+		cs, err := g.Comments(ctx, n)
+		if err != nil {
+			return false, nil // try again; the next try re-checks
+		}
+		for _, c := range cs {
+			if strings.Contains(c.Body, "claudopilot:nonce "+nonce) {
+				got = c
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return got, err
+}
+
+// AddLabels adds labels to issue (or pull request) n.
+func (g *GitHub) AddLabels(ctx context.Context, n int, labels ...string) error {
+	return g.do(ctx, fmt.Sprintf("label #%d %s", n, strings.Join(labels, ", ")), func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.Issues.AddLabelsToIssue(ctx, g.owner, g.repo, n, labels)
+		return r, err
+	}, nil)
+}
+
+// RemoveLabel removes label from issue n; a label the issue does not carry
+// is not an error. The name is path-escaped here: go-github's
+// RemoveLabelForIssue does not escape it ("area/api" would hit another URL,
+// "prio#1" would be cut at the "#").
+func (g *GitHub) RemoveLabel(ctx context.Context, n int, label string) error {
+	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels/%s", url.PathEscape(g.owner), url.PathEscape(g.repo), n, url.PathEscape(label))
+	err := g.do(ctx, fmt.Sprintf("remove label %s from #%d", label, n), func(ctx context.Context) (*github.Response, error) {
+		req, err := g.c.NewRequest(http.MethodDelete, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		return g.c.Do(ctx, req, nil)
+	}, nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// LabeledBy returns who last applied label to issue n, and when, from the
+// issue's events ("" when no labeled event names it).
+func (g *GitHub) LabeledBy(ctx context.Context, n int, label string) (string, time.Time, error) {
+	opt := &github.ListOptions{PerPage: 100}
+	var (
+		who  string
+		when time.Time
+		id   int64
+	)
+	for {
+		var evs []*github.IssueEvent
+		var resp *github.Response
+		err := g.do(ctx, fmt.Sprintf("read the events of #%d", n), func(ctx context.Context) (r *github.Response, err error) {
+			evs, r, err = g.c.Issues.ListIssueEvents(ctx, g.owner, g.repo, n, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		for _, e := range evs {
+			if e.GetEvent() != "labeled" || e.Label == nil || !strings.EqualFold(e.Label.GetName(), label) {
+				continue
+			}
+			t := e.GetCreatedAt().Time
+			if who == "" || t.After(when) || (t.Equal(when) && e.GetID() > id) {
+				who, when, id = e.GetActor().GetLogin(), t, e.GetID()
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	return who, when, nil
+}
+
+// HasWrite reports whether login has write access (write, maintain or
+// admin) to the repository, through the collaborator permission endpoint.
+// Answers are cached for a few minutes.
+func (g *GitHub) HasWrite(ctx context.Context, login string) (bool, error) {
+	if login == "" {
+		return false, nil
+	}
+	key := strings.ToLower(login)
+	g.mu.Lock()
+	e, ok := g.perms[key]
+	g.mu.Unlock()
+	if !ok || g.clock.Now().Sub(e.at) > permTTL {
+		var pl *github.RepositoryPermissionLevel
+		err := g.do(ctx, "read the permission of "+login, func(ctx context.Context) (r *github.Response, err error) {
+			pl, r, err = g.c.Repositories.GetPermissionLevel(ctx, g.owner, g.repo, login)
+			return r, err
+		}, nil)
+		perm := "none"
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return false, err
+		default:
+			perm = strings.ToLower(pl.GetPermission())
+			if rn := strings.ToLower(pl.GetRoleName()); rn == "maintain" || rn == "admin" || rn == "write" {
+				perm = rn
+			}
+		}
+		e = permEntry{perm: perm, at: g.clock.Now()}
+		g.mu.Lock()
+		g.perms[key] = e
+		g.mu.Unlock()
+	}
+	return e.perm == "admin" || e.perm == "maintain" || e.perm == "write", nil
+}
+
+// PR is what the queue reads of a pull request.
+type PR struct {
+	Number  int
+	NodeID  string
+	State   string // open, closed
+	Draft   bool
+	Merged  bool
+	HeadSHA string
+	Head    string // branch name
+	URL     string
+}
+
+func toPR(p *github.PullRequest) *PR {
+	return &PR{
+		Number: p.GetNumber(), NodeID: p.GetNodeID(), State: p.GetState(), Draft: p.GetDraft(),
+		Merged: p.GetMerged() || p.MergedAt != nil, HeadSHA: p.GetHead().GetSHA(), Head: p.GetHead().GetRef(), URL: p.GetHTMLURL(),
+	}
+}
+
+// FindPR returns the newest pull request from branch head in state
+// ("open", "closed" or "all"), or nil.
+func (g *GitHub) FindPR(ctx context.Context, head, state string) (*PR, error) {
+	prs, err := g.PRs(ctx, head, state)
+	if err != nil || len(prs) == 0 {
+		return nil, err
+	}
+	return prs[0], nil
+}
+
+// PRs lists the pull requests from branch head in state, newest first.
+func (g *GitHub) PRs(ctx context.Context, head, state string) ([]*PR, error) {
+	opt := &github.PullRequestListOptions{State: state, Head: g.owner + ":" + head, ListOptions: github.ListOptions{PerPage: 100}}
+	var out []*PR
+	for {
+		var ps []*github.PullRequest
+		var resp *github.Response
+		err := g.do(ctx, "list pull requests from "+head, func(ctx context.Context) (r *github.Response, err error) {
+			ps, r, err = g.c.PullRequests.List(ctx, g.owner, g.repo, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if p.GetHead().GetRef() == head {
+				out = append(out, toPR(p))
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Number > out[j].Number })
+	return out, nil
+}
+
+// PR reads pull request n.
+func (g *GitHub) PR(ctx context.Context, n int) (*PR, error) {
+	var p *github.PullRequest
+	err := g.do(ctx, fmt.Sprintf("read pull request #%d", n), func(ctx context.Context) (r *github.Response, err error) {
+		p, r, err = g.c.PullRequests.Get(ctx, g.owner, g.repo, n)
+		return r, err
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return toPR(p), nil
+}
+
+// CreatePR opens a pull request from head into base (a draft if draft), or
+// returns the open one from head if there is one already. Title and body
+// are scrubbed. A repository that refuses drafts gets a normal one.
+func (g *GitHub) CreatePR(ctx context.Context, head, base, title, body string, draft bool) (*PR, error) {
+	if p, err := g.FindPR(ctx, head, "open"); err != nil || p != nil {
+		return p, err
+	}
+	title, body = g.scrub.Scrub(title), g.scrub.Scrub(body)
+	var got *PR
+	create := func(draft bool) error {
+		return g.do(ctx, "open a pull request from "+head, func(ctx context.Context) (*github.Response, error) {
+			p, r, err := g.c.PullRequests.Create(ctx, g.owner, g.repo, &github.NewPullRequest{
+				Title: github.Ptr(title), Head: github.Ptr(head), Base: github.Ptr(base), Body: github.Ptr(body), Draft: github.Ptr(draft),
+			})
+			if err == nil {
+				got = toPR(p)
+			}
+			return r, err
+		}, func(ctx context.Context) (bool, error) {
+			p, err := g.FindPR(ctx, head, "open")
+			if err == nil && p != nil {
+				got = p
+				return true, nil
+			}
+			return false, nil
+		})
+	}
+	err := create(draft)
+	if err != nil && draft && statusOf(err) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(err.Error()), "draft") {
+		err = create(false)
+	}
+	if err != nil && statusOf(err) == http.StatusUnprocessableEntity {
+		if p, ferr := g.FindPR(ctx, head, "open"); ferr == nil && p != nil {
+			return p, nil
+		}
+	}
+	return got, err
+}
+
+// MarkReady turns a draft pull request into one ready for review (GraphQL:
+// REST cannot).
+func (g *GitHub) MarkReady(ctx context.Context, p *PR) error {
+	if !p.Draft {
+		return nil
+	}
+	payload := map[string]any{
+		"query":     `mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }`,
+		"variables": map[string]any{"id": p.NodeID},
+	}
+	return g.do(ctx, fmt.Sprintf("mark pull request #%d ready for review", p.Number), func(ctx context.Context) (*github.Response, error) {
+		req, err := g.c.NewRequest(http.MethodPost, g.graphqlURL, payload)
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Errors []struct {
+				Message string `json:"message"`
+			} `json:"errors"`
+		}
+		r, err := g.c.Do(ctx, req, &out)
+		if err == nil && len(out.Errors) > 0 {
+			err = fmt.Errorf("graphql: %s", out.Errors[0].Message)
+		}
+		return r, err
+	}, nil)
+}
+
+// Merge merges pull request n if its head is still sha. A moved head is
+// ErrHeadMoved (409), a refusal ErrNotMergeable (405).
+func (g *GitHub) Merge(ctx context.Context, n int, sha, method, title string) error {
+	err := g.do(ctx, fmt.Sprintf("merge pull request #%d", n), func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.PullRequests.Merge(ctx, g.owner, g.repo, n, "", &github.PullRequestOptions{SHA: sha, MergeMethod: method, CommitTitle: g.scrub.Scrub(title)})
+		return r, err
+	}, nil)
+	switch statusOf(err) {
+	case http.StatusConflict:
+		return fmt.Errorf("%w: %w", ErrHeadMoved, err)
+	case http.StatusMethodNotAllowed:
+		return fmt.Errorf("%w: %w", ErrNotMergeable, err)
+	}
+	return err
+}
+
+// CloseIssue closes issue n as completed.
+func (g *GitHub) CloseIssue(ctx context.Context, n int) error {
+	return g.do(ctx, fmt.Sprintf("close #%d", n), func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.Issues.Edit(ctx, g.owner, g.repo, n, &github.IssueRequest{State: github.Ptr("closed"), StateReason: github.Ptr("completed")})
+		return r, err
+	}, nil)
+}
+
+// Check is one check run or commit status of a commit.
+type Check struct {
+	Name   string
+	State  string // "pending", "success" or "failure"
+	Detail string // the conclusion or status, and its description or URL
+}
+
+// Checks reads every check run and commit status of sha (the newest of
+// each name). An error means they could not be read: the caller waits.
+func (g *GitHub) Checks(ctx context.Context, sha string) ([]Check, error) {
+	var out []Check
+	runs := map[string]*github.CheckRun{}
+	opt := &github.ListCheckRunsOptions{Filter: github.Ptr("latest"), ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		var res *github.ListCheckRunsResults
+		var resp *github.Response
+		err := g.do(ctx, "read the check runs of "+short(sha), func(ctx context.Context) (r *github.Response, err error) {
+			res, r, err = g.c.Checks.ListCheckRunsForRef(ctx, g.owner, g.repo, sha, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, cr := range res.CheckRuns {
+			if old, ok := runs[cr.GetName()]; !ok || cr.GetID() > old.GetID() {
+				runs[cr.GetName()] = cr
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	for _, name := range sortedKeys(runs) {
+		cr := runs[name]
+		c := Check{Name: name, State: "pending", Detail: cr.GetStatus()}
+		if cr.GetStatus() == "completed" {
+			c.Detail = cr.GetConclusion()
+			switch cr.GetConclusion() {
+			case "success", "neutral", "skipped":
+				c.State = "success"
+			default:
+				c.State = "failure"
+			}
+		}
+		if t := cr.GetOutput().GetTitle(); t != "" {
+			c.Detail += ": " + t
+		}
+		if u := cr.GetDetailsURL(); u != "" {
+			c.Detail += " (" + u + ")"
+		}
+		out = append(out, c)
+	}
+	sopt := &github.ListOptions{PerPage: 100}
+	statuses := map[string]*github.RepoStatus{}
+	for {
+		var ss []*github.RepoStatus
+		var resp *github.Response
+		err := g.do(ctx, "read the statuses of "+short(sha), func(ctx context.Context) (r *github.Response, err error) {
+			ss, r, err = g.c.Repositories.ListStatuses(ctx, g.owner, g.repo, sha, sopt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			if old, ok := statuses[s.GetContext()]; !ok || s.GetID() > old.GetID() {
+				statuses[s.GetContext()] = s
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		sopt.Page = resp.NextPage
+	}
+	for _, name := range sortedKeys(statuses) {
+		s := statuses[name]
+		c := Check{Name: name, State: "pending", Detail: s.GetState()}
+		switch s.GetState() {
+		case "success":
+			c.State = "success"
+		case "failure", "error":
+			c.State = "failure"
+		}
+		if d := s.GetDescription(); d != "" {
+			c.Detail += ": " + d
+		}
+		if u := s.GetTargetURL(); u != "" {
+			c.Detail += " (" + u + ")"
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Verdict sums up checks: "green" when every check passed or there are
+// none, "red" when all have finished and some failed (failing names
+// them), else "pending".
+func Verdict(checks []Check) (verdict string, failing []string) {
+	pending := false
+	for _, c := range checks {
+		switch c.State {
+		case "failure":
+			failing = append(failing, c.Name)
+		case "pending":
+			pending = true
+		}
+	}
+	switch {
+	case pending:
+		return "pending", failing
+	case len(failing) > 0:
+		return "red", failing
+	}
+	return "green", nil
+}
+
+// IssueState is what a dependency needs to know of an issue.
+type IssueState struct {
+	Exists bool   // false: no such issue (404)
+	Done   bool   // closed as completed, or its pull request merged
+	Why    string // for logs: "closed as completed", "open", "PR #5 merged", …
+}
+
+// IssueStates reports, for each "#N" id, whether issue N exists and is
+// done: closed as completed (a closed issue with no reason counts too), or
+// — for a pull request, or an issue whose claudopilot pull request (branch
+// claudopilot/issue-N) — merged. Ids that are not "#N" are an error.
+func (g *GitHub) IssueStates(ctx context.Context, ids []string) (map[string]IssueState, error) {
+	out := make(map[string]IssueState, len(ids))
+	for _, id := range ids {
+		n, ok := ParseIssueID(id)
+		if !ok {
+			return nil, fmt.Errorf("%q is not an issue reference (want #N)", id)
+		}
+		if _, dup := out[id]; dup {
+			continue
+		}
+		st, err := g.issueState(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, nil
+}
+
+// IssuesDone is IssueStates reduced to done or not; an issue that does
+// not exist is an error wrapping ErrNotFound.
+func (g *GitHub) IssuesDone(ctx context.Context, ids []string) (map[string]bool, error) {
+	st, err := g.IssueStates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(st))
+	var missing []string
+	for id, s := range st {
+		if !s.Exists {
+			missing = append(missing, id)
+		}
+		out[id] = s.Done
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return out, fmt.Errorf("issues %s: %w", strings.Join(missing, ", "), ErrNotFound)
+	}
+	return out, nil
+}
+
+func (g *GitHub) issueState(ctx context.Context, n int) (IssueState, error) {
+	is, err := g.Issue(ctx, n)
+	if errors.Is(err, ErrNotFound) {
+		return IssueState{Why: "no such issue"}, nil
+	}
+	if err != nil {
+		return IssueState{}, err
+	}
+	st := IssueState{Exists: true, Why: is.State}
+	if is.IsPR {
+		p, err := g.PR(ctx, n)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return IssueState{}, err
+		}
+		if p != nil && p.Merged {
+			st.Done, st.Why = true, "merged"
+		}
+		return st, nil
+	}
+	if is.State == "closed" && (is.StateReason == "completed" || is.StateReason == "") {
+		st.Done, st.Why = true, "closed as completed"
+		return st, nil
+	}
+	prs, err := g.PRs(ctx, Branch(n), "all")
+	if err != nil {
+		return IssueState{}, err
+	}
+	for _, p := range prs {
+		if p.Merged {
+			st.Done, st.Why = true, fmt.Sprintf("PR #%d merged", p.Number)
+			break
+		}
+	}
+	return st, nil
+}
+
+// Branch is issue n's branch: claudopilot/issue-<n>.
+func Branch(n int) string { return fmt.Sprintf("claudopilot/issue-%d", n) }
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,569 @@
+package issues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Labels are the label names of the queue's state machine.
+type Labels struct {
+	Ready   string // READY_LABEL: queued, waiting for an instance
+	Claim   string // CLAIM_LABEL: an instance works on it
+	Blocked string // BLOCKED_LABEL: failed or invalid deps; a comment says why
+	Review  string // REVIEW_LABEL: the pull request waits for a human merge
+}
+
+// DefaultLabels are the default label names.
+var DefaultLabels = Labels{Ready: "agent-ready", Claim: "agent-running", Blocked: "agent-blocked", Review: "user-merge-review"}
+
+// Config configures a Queue. GitHub, Git and Base are required; zero
+// values elsewhere take the documented defaults.
+type Config struct {
+	GitHub *GitHub
+	// Git is the main worktree of the local clone, with the driver's own
+	// environment (fetch and push use it). Agents, gates and the driver's
+	// commits in worktrees use a copy without the token.
+	Git    *worktree.Client
+	Remote string // default "origin"
+	Base   string // the branch pull requests go into ("": the repository's default branch, read by Start)
+
+	Labels         Labels
+	NewestFirst    bool // ISSUE_ORDER=newest
+	BatchSize      int  // issues read per poll (default 25)
+	AutoMerge      bool
+	MergeMethod    string        // merge (default), squash, rebase
+	ClaimStale     time.Duration // CLAIM_STALE_HOURS (default 6h)
+	TrustedAuthors []string      // authors whose issues are trusted whoever labelled them
+	AgentEnvAllow  []string      // variables kept in the agent's environment even if secret
+	Token          string        // stripped from agents' environments and scrubbed
+
+	MaxParallel           int // default 3
+	Gate                  string
+	Agent                 string // AGENT_CMD (required)
+	Supervisor            string // default Agent
+	Prepare               string
+	Poll                  time.Duration // default 60s
+	CheckPoll             time.Duration // how often checks are read (default Poll)
+	StuckTimeout          time.Duration
+	AgentTimeout          time.Duration
+	LogCap                int64
+	KillGrace             time.Duration
+	MaxSupervisorAttempts int           // repair runs after a local failure (exit, no commit, gate); default 0
+	CheckRounds           int           // repair rounds for red checks (default 3)
+	RateLimitSleep        time.Duration // agent rate limit without a hint (default 1h)
+
+	Env        []string // the driver's environment
+	PromptDirs []string // folders that may hold issue-worker.md / issue-supervisor.md overrides
+	Once       bool     // work the current queue, then return
+	Instance   string   // default NewInstance()
+	Clock      Clock    // default RealClock (for claim ages; GitHub waits use the GitHub's own)
+	Log        io.Writer
+	// Phases returns the manifest side of the graph, read at every poll;
+	// nil means no roadmap (a "Depends on phase-03" is then unknown).
+	Phases func() ([]Phase, error)
+}
+
+// Queue works the issue queue of one repository. Run owns all of its
+// state; workers report over a channel.
+type Queue struct {
+	cfg      Config
+	gh       *GitHub
+	git      *worktree.Client // without secrets: worktrees, commits, merges
+	net      *worktree.Client // the driver's environment: fetch, push
+	agentEnv []string
+	scrub    *Scrubber
+	instance string
+	login    string
+	clock    Clock
+	logMu    sync.Mutex
+	fetchMu  sync.Mutex
+}
+
+// Outcome kinds a worker reports.
+const (
+	Merged      = "merged"      // the pull request was merged
+	Review      = "review"      // the pull request is ready for review
+	Blocked     = "blocked"     // BLOCKED_LABEL set, with a comment
+	Lost        = "lost"        // another instance holds the claim
+	Dropped     = "dropped"     // the issue or its pull request vanished
+	Interrupted = "interrupted" // stopped; the claim was released
+	Errored     = "error"       // a GitHub fault before the work began; tried again later
+)
+
+// Result is one issue's outcome in a run.
+type Result struct {
+	Number int
+	Kind   string
+	PR     int
+	Reason string
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Results  []Result
+	Skipped  []int // ready issues not worked: not trusted
+	Released []int // stale claims released
+}
+
+// Count returns how many results have kind.
+func (s Summary) Count(kind string) int {
+	n := 0
+	for _, r := range s.Results {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// New checks the configuration and builds a Queue. It makes no request.
+func New(cfg Config) (*Queue, error) {
+	if cfg.GitHub == nil || cfg.Git == nil {
+		return nil, errors.New("queue: GitHub and Git are required")
+	}
+	if strings.TrimSpace(cfg.Agent) == "" {
+		return nil, errors.New("queue: AGENT_CMD is empty")
+	}
+	d := DefaultLabels
+	for _, l := range []struct {
+		dst *string
+		def string
+	}{{&cfg.Labels.Ready, d.Ready}, {&cfg.Labels.Claim, d.Claim}, {&cfg.Labels.Blocked, d.Blocked}, {&cfg.Labels.Review, d.Review}} {
+		if *l.dst == "" {
+			*l.dst = l.def
+		}
+	}
+	seen := map[string]bool{}
+	for _, l := range []string{cfg.Labels.Ready, cfg.Labels.Claim, cfg.Labels.Blocked, cfg.Labels.Review} {
+		if seen[strings.ToLower(l)] {
+			return nil, fmt.Errorf("queue: label %q is used for two states", l)
+		}
+		seen[strings.ToLower(l)] = true
+	}
+	if cfg.Remote == "" {
+		cfg.Remote = "origin"
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 25
+	}
+	if cfg.MergeMethod == "" {
+		cfg.MergeMethod = "merge"
+	}
+	switch cfg.MergeMethod {
+	case "merge", "squash", "rebase":
+	default:
+		return nil, fmt.Errorf("queue: MERGE_METHOD %q: want merge, squash or rebase", cfg.MergeMethod)
+	}
+	if cfg.ClaimStale <= 0 {
+		cfg.ClaimStale = 6 * time.Hour
+	}
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = 3
+	}
+	if cfg.Supervisor == "" {
+		cfg.Supervisor = cfg.Agent
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Minute
+	}
+	if cfg.CheckPoll <= 0 {
+		cfg.CheckPoll = cfg.Poll
+	}
+	if cfg.CheckRounds <= 0 {
+		cfg.CheckRounds = 3
+	}
+	if cfg.RateLimitSleep <= 0 {
+		cfg.RateLimitSleep = time.Hour
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = NewInstance()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	q := &Queue{cfg: cfg, gh: cfg.GitHub, instance: cfg.Instance, clock: cfg.Clock}
+	q.scrub = cfg.GitHub.scrub
+	if cfg.Token != "" {
+		q.scrub = NewScrubber(cfg.Token)
+	}
+	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
+	q.git = &worktree.Client{Dir: cfg.Git.Dir, Env: q.agentEnv}
+	q.net = cfg.Git
+	return q, nil
+}
+
+// Base is the branch pull requests go into (known after Start).
+func (q *Queue) Base() string { return q.cfg.Base }
+
+// Instance is this queue's instance name, as its claim comments say.
+func (q *Queue) Instance() string { return q.instance }
+
+// AgentEnv is the environment agents, gates and prepare commands get: env
+// without GITHUB_TOKEN and GH_TOKEN (unless allow names them), without any
+// other variable holding the token's value (unless allowed by name), and
+// without the driver's own CLAUDOPILOT_* contract.
+func AgentEnv(env []string, token string, allow []string) []string {
+	allowed := map[string]bool{}
+	for _, a := range allow {
+		allowed[strings.TrimSpace(a)] = true
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "CLAUDOPILOT_"):
+			continue
+		case allowed[k]:
+		case k == "GITHUB_TOKEN" || k == "GH_TOKEN":
+			continue
+		case len(token) >= 6 && strings.Contains(v, token):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// logf writes one scrubbed, timestamped progress line.
+func (q *Queue) logf(format string, args ...any) {
+	line := q.scrub.Scrub(fmt.Sprintf(format, args...))
+	q.logMu.Lock()
+	defer q.logMu.Unlock()
+	fmt.Fprintf(q.cfg.Log, "%s %s\n", time.Now().Format("15:04:05"), line)
+}
+
+// Start prepares the repository side: the token's login, the labels
+// (missing ones created, existing ones never touched) and the worktree
+// folder's exclude line. Run calls it; it is exported for a combined run
+// that wants the labels before its first poll.
+func (q *Queue) Start(ctx context.Context) error {
+	login, err := q.gh.Login(ctx)
+	if err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	q.login = login
+	if q.cfg.Base == "" {
+		if q.cfg.Base, err = q.gh.DefaultBranch(ctx); err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
+	}
+	l := q.cfg.Labels
+	created, err := q.gh.EnsureLabels(ctx, []LabelSpec{
+		{l.Ready, "0e8a16", "claudopilot: queued for an agent"},
+		{l.Claim, "fbca04", "claudopilot: an agent is working on it"},
+		{l.Blocked, "d93f0b", "claudopilot: blocked; see the last comment"},
+		{l.Review, "1d76db", "claudopilot: pull request waits for a human merge"},
+	})
+	if err != nil {
+		return fmt.Errorf("queue: labels: %w", err)
+	}
+	for _, c := range created {
+		q.logf("created label %s", c)
+	}
+	if err := q.git.Exclude(ctx, "/.claudopilot/"); err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	return nil
+}
+
+type report struct {
+	res Result
+}
+
+// Run works the queue: it polls every Poll (and at once whenever a worker
+// finishes), claims and works every eligible issue, up to MaxParallel at
+// once, and with Once returns when nothing more can start and nothing
+// runs. GitHub faults are logged and tried again at the next poll; they
+// never end a continuous run. When ctx is done, running workers stop,
+// release their claims, and Run returns an error wrapping ctx's.
+func (q *Queue) Run(ctx context.Context) (Summary, error) {
+	var sum Summary
+	for {
+		err := q.Start(ctx)
+		if err == nil {
+			break
+		}
+		// A GitHub that keeps failing is waited for, unless once.
+		if q.cfg.Once || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return sum, err
+		}
+		q.logf("start: %v; trying again in %s", err, q.cfg.Poll)
+		if err := (RealClock{}).Sleep(ctx, q.cfg.Poll); err != nil {
+			return sum, fmt.Errorf("queue: %w", context.Cause(ctx))
+		}
+	}
+	q.logf("queue %s: base %s, instance %s, %s", q.gh.Repo(), q.cfg.Base, q.instance, map[bool]string{true: "once", false: fmt.Sprintf("polling every %s", q.cfg.Poll)}[q.cfg.Once])
+	reports := make(chan report)
+	running := map[int]bool{}
+	st := &pollState{skipLogged: map[int]string{}, waitLogged: map[int]string{}, errors: map[int]int{}}
+	ticker := time.NewTicker(q.cfg.Poll)
+	defer ticker.Stop()
+	failures := 0
+	pollNow := true
+	for {
+		if pollNow && ctx.Err() == nil {
+			pollNow = false
+			started, err := q.poll(ctx, st, running, reports, &sum)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				failures++
+				q.logf("poll: %v", err)
+				if q.cfg.Once && len(running) == 0 && failures >= 3 {
+					return sum, fmt.Errorf("queue: %d polls in a row failed: %w", failures, err)
+				}
+			case err == nil:
+				failures = 0
+				if q.cfg.Once && started == 0 && len(running) == 0 {
+					q.logf("queue worked: %d merged, %d for review, %d blocked", sum.Count(Merged), sum.Count(Review), sum.Count(Blocked))
+					return sum, nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			for len(running) > 0 {
+				r := <-reports
+				delete(running, r.res.Number)
+				sum.Results = append(sum.Results, r.res)
+			}
+			return sum, fmt.Errorf("queue: %w", context.Cause(ctx))
+		}
+		select {
+		case <-ctx.Done():
+		case r := <-reports:
+			delete(running, r.res.Number)
+			sum.Results = append(sum.Results, r.res)
+			if r.res.Kind == Errored {
+				st.errors[r.res.Number]++
+			} else {
+				delete(st.errors, r.res.Number)
+			}
+			pollNow = true
+		case <-ticker.C:
+			pollNow = true
+		}
+	}
+}
+
+type pollState struct {
+	skipLogged map[int]string
+	waitLogged map[int]string
+	errors     map[int]int // failed claims in a row, per issue
+}
+
+// maxOnceErrors is how many failed claims in a row make a --once run give
+// up on an issue (a continuous run tries at every poll).
+const maxOnceErrors = 3
+
+// poll reads the queue once, releases stale claims, blocks issues with bad
+// deps and starts the eligible ones. It returns how many it started.
+func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, reports chan<- report, sum *Summary) (int, error) {
+	var errs []error
+	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	for _, is := range claimed {
+		if running[is.Number] {
+			continue
+		}
+		released, holder, err := q.releaseStale(ctx, is)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("#%d: stale claim check: %w", is.Number, err))
+		case released && holder != "":
+			q.logf("#%d: released the stale claim of %s", is.Number, holder)
+			sum.Released = append(sum.Released, is.Number)
+		case released:
+			q.logf("#%d: %s without a claim comment for %s: back to %s", is.Number, q.cfg.Labels.Claim, q.cfg.ClaimStale, q.cfg.Labels.Ready)
+			sum.Released = append(sum.Released, is.Number)
+		}
+	}
+	ready, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Ready, q.cfg.NewestFirst, q.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	var phases []Phase
+	if q.cfg.Phases != nil {
+		if phases, err = q.cfg.Phases(); err != nil {
+			return 0, fmt.Errorf("roadmap: %w", err)
+		}
+	}
+	isPhase := func(id string) bool {
+		for _, p := range phases {
+			if p.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	var nodes []graphNode
+	byNum := map[int]*Issue{}
+	for _, is := range ready {
+		if running[is.Number] || is.HasLabel(q.cfg.Labels.Claim) {
+			continue
+		}
+		ok, why, err := q.trusted(ctx, is)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("#%d: trust check: %w", is.Number, err))
+			}
+			continue
+		}
+		if !ok {
+			if st.skipLogged[is.Number] != why {
+				q.logf("#%d: skipped, not trusted: %s", is.Number, why)
+				st.skipLogged[is.Number] = why
+				sum.Skipped = append(sum.Skipped, is.Number)
+			}
+			continue
+		}
+		delete(st.skipLogged, is.Number)
+		nodes = append(nodes, graphNode{N: is.Number, Deps: ParseDeps(is.Body, isPhase)})
+		byNum[is.Number] = is
+	}
+	// Issues the deps name outside the queue: do they exist, are they done?
+	ext := map[int]IssueState{}
+	for _, nd := range nodes {
+		for _, d := range nd.Deps.Issues {
+			if _, in := byNum[d]; in || d == nd.N {
+				continue
+			}
+			if _, done := ext[d]; done {
+				continue
+			}
+			s, err := q.gh.issueState(ctx, d)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("#%d: dependency #%d: %w", nd.N, d, err))
+				s = IssueState{Exists: true, Why: "unreadable"}
+			}
+			ext[d] = s
+		}
+	}
+	exists := map[int]bool{}
+	for n, s := range ext {
+		exists[n] = s.Exists
+	}
+	probs := graphProblems(nodes, phases, exists)
+	merged := map[string]bool{}
+	for _, p := range phases {
+		merged[p.ID] = p.Merged
+	}
+	started := 0
+	for _, nd := range nodes {
+		is := byNum[nd.N]
+		if ps := probs[nd.N]; len(ps) > 0 {
+			if err := q.blockDeps(ctx, is, ps); err != nil && !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("#%d: block: %w", nd.N, err))
+				continue
+			}
+			q.logf("#%d: blocked: %s", nd.N, strings.Join(ps, "; "))
+			sum.Results = append(sum.Results, Result{Number: nd.N, Kind: Blocked, Reason: strings.Join(ps, "; ")})
+			continue
+		}
+		var waits []string
+		for _, d := range nd.Deps.Issues {
+			if _, in := byNum[d]; in {
+				waits = append(waits, IssueID(d)+" (queued)")
+			} else if s := ext[d]; !s.Done {
+				waits = append(waits, IssueID(d)+" ("+s.Why+")")
+			}
+		}
+		for _, p := range nd.Deps.Phases {
+			if !merged[p] {
+				waits = append(waits, p+" (not merged)")
+			}
+		}
+		if len(waits) > 0 {
+			w := strings.Join(waits, ", ")
+			if st.waitLogged[nd.N] != w {
+				q.logf("#%d: waits on %s", nd.N, w)
+				st.waitLogged[nd.N] = w
+			}
+			continue
+		}
+		delete(st.waitLogged, nd.N)
+		if len(running) >= q.cfg.MaxParallel || (q.cfg.Once && st.errors[nd.N] >= maxOnceErrors) {
+			continue
+		}
+		running[nd.N] = true
+		started++
+		go func(is *Issue) {
+			reports <- report{res: q.work(ctx, is)}
+		}(is)
+	}
+	return started, errors.Join(errs...)
+}
+
+// trusted reports whether issue is is trusted: its author is in
+// TRUSTED_AUTHORS, or READY_LABEL was last applied by a user with write
+// access.
+func (q *Queue) trusted(ctx context.Context, is *Issue) (bool, string, error) {
+	for _, a := range q.cfg.TrustedAuthors {
+		if strings.EqualFold(strings.TrimSpace(a), is.Author) {
+			return true, "", nil
+		}
+	}
+	who, _, err := q.gh.LabeledBy(ctx, is.Number, q.cfg.Labels.Ready)
+	if err != nil {
+		return false, "", err
+	}
+	if who == "" {
+		return false, fmt.Sprintf("no event shows who applied %s", q.cfg.Labels.Ready), nil
+	}
+	ok, err := q.gh.HasWrite(ctx, who)
+	if err != nil {
+		return false, "", err
+	}
+	if !ok {
+		return false, fmt.Sprintf("%s was applied by %s, who has no write access, and the author %s is not in TRUSTED_AUTHORS", q.cfg.Labels.Ready, who, is.Author), nil
+	}
+	return true, "", nil
+}
+
+// blockDeps blocks an issue whose deps are invalid: one comment saying
+// why, BLOCKED_LABEL on, READY_LABEL off.
+func (q *Queue) blockDeps(ctx context.Context, is *Issue, problems []string) error {
+	var b strings.Builder
+	b.WriteString("claudopilot cannot work on this issue: its dependencies are invalid.\n\n")
+	for _, p := range problems {
+		fmt.Fprintf(&b, "- %s\n", p)
+	}
+	fmt.Fprintf(&b, "\nFix the \"Depends on\" lines (or the Dependencies list), then remove `%s` and add `%s`.", q.cfg.Labels.Blocked, q.cfg.Labels.Ready)
+	if _, err := q.gh.PostComment(ctx, is.Number, b.String()); err != nil {
+		return err
+	}
+	if err := q.gh.AddLabels(ctx, is.Number, q.cfg.Labels.Blocked); err != nil {
+		return err
+	}
+	return q.gh.RemoveLabel(ctx, is.Number, q.cfg.Labels.Ready)
+}
+
+// Layout of the queue's files under the repository's .claudopilot folder.
+
+// WorktreePath is issue n's worktree.
+func (q *Queue) WorktreePath(n int) string {
+	return filepath.Join(q.git.Dir, ".claudopilot", "worktrees", fmt.Sprintf("issue-%d", n))
+}
+
+// LogDir is where issue n's logs go.
+func (q *Queue) LogDir(n int) string {
+	return filepath.Join(q.git.Dir, ".claudopilot", "logs", fmt.Sprintf("issue-%d", n))
+}
+
+func sortInts(ns []int) []int {
+	sort.Ints(ns)
+	return ns
+}

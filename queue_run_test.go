@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// run --issues: a manifest phase that depends on issue #1 waits until #1's
+// pull request is merged (by the queue, through the fake GitHub), then runs
+// and merges. The fake performs real merges into a local bare origin.
+func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	mergedFlag := filepath.Join(dir, "issue-merged")
+	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, dir, env, "init", "-q", "-b", "main", seed)
+	for name, body := range map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "# Mixed\n\n1. [pending] **p1** — needs the issue's work (deps: #1)\n2. [pending] **p0** — independent (deps: none)\n",
+		"roadmap/p1.md":                 "# p1\n",
+		"roadmap/p0.md":                 "# p0\n",
+	} {
+		p := filepath.Join(seed, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, seed, env, "add", "-A")
+	git(t, seed, env, "commit", "-qm", "roadmap")
+	git(t, seed, env, "push", "-q", origin, "main")
+
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-123", "bot")
+	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
+	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
+
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(`#!/bin/sh
+set -e
+case "$CLAUDOPILOT_PHASE" in
+"#"*)
+	mkdir -p work && echo issue > work/issue.txt
+	git add -A && git commit -qm "issue work"
+	;;
+*)
+	if [ "$CLAUDOPILOT_PHASE" = p1 ] && [ ! -f "$MERGED_FLAG" ]; then
+		echo "p1 started before #1 was merged"; exit 3
+	fi
+	echo "$CLAUDOPILOT_PHASE" > "$CLAUDOPILOT_PHASE.txt"
+	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$CLAUDOPILOT_PHASE"
+	;;
+esac
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--base", "main", "--agent", agent,
+		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
+		"AUTO_MERGE=1", "MERGED_FLAG="+mergedFlag)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run --issues: %v\n%s", err, out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("run --issues did not end:\n%s", out.String())
+	}
+	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
+	if !strings.Contains(string(live), "[merged] **p1**") || !strings.Contains(string(live), "[merged] **p0**") {
+		t.Fatalf("manifest:\n%s\n%s", live, out.String())
+	}
+	if _, err := os.Stat(mergedFlag); err != nil {
+		t.Fatalf("#1's pull request was never merged:\n%s", out.String())
+	}
+	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
+		t.Errorf("issue #1 = %+v, want closed by its merged pull request", is)
+	}
+}
