@@ -11,10 +11,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/work"
@@ -132,10 +134,31 @@ func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	return nil
 }
 
-// doctorQueueChecks is the hook for the queue-mode checks, added later. It
-// runs last, with everything the other checks found in d.
+// doctorQueueChecks checks queue mode when a token is set: GitHub takes
+// the token and the repository can be read. It runs last, with everything
+// the other checks found in d.
 func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
-	return nil
+	if d.git == nil || d.a.env["GITHUB_TOKEN"] == "" && d.a.env["GH_TOKEN"] == "" {
+		return []doctorCheck{{level: doctorOK, msg: "queue mode: no GITHUB_TOKEN or GH_TOKEN set (only `claudopilot queue` and `run --issues` need one)"}}
+	}
+	qs, err := prepareQueue(ctx, d.a, d.git, nilFlags{})
+	if err != nil {
+		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "set GH_REPO=owner/name, or give the repository an origin remote on GitHub (docs/queue.md)"}}
+	}
+	gh, err := issues.NewGitHub(qs.gh)
+	if err != nil {
+		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "see docs/queue.md"}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	login, err := gh.Login(ctx)
+	if err != nil {
+		return []doctorCheck{{level: doctorFail, msg: "queue mode: GitHub refused the token: " + err.Error(), fix: "make a token that may read and write issues, pull requests and contents, and export it as GITHUB_TOKEN"}}
+	}
+	if _, err := gh.DefaultBranch(ctx); err != nil {
+		return []doctorCheck{{level: doctorFail, msg: fmt.Sprintf("queue mode: cannot read %s: %v", gh.Repo(), err), fix: "check GH_REPO, GITHUB_API_URL and that the token's user (" + login + ") can see the repository"}}
+	}
+	return []doctorCheck{{level: doctorOK, msg: fmt.Sprintf("queue mode: the token works (as %s) and %s is reachable", login, gh.Repo())}}
 }
 
 // print writes the report; markers are ✓ ✗ ! on a terminal and ok FAIL
