@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/work"
