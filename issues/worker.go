@@ -341,7 +341,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	var res supervisor.Result
 	var log string
 	for waits := 0; ; waits++ {
-		attempt := nextNumber(q.LogDir(w.n), role)
+		attempt := supervisor.NextLog(q.LogDir(w.n), role)
 		log = filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.log", role, attempt))
 		promptFile := filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.prompt.md", role, attempt))
 		d := PromptData{
@@ -513,7 +513,7 @@ func (w *worker) checksLog(checks []Check) string {
 
 // logPath is the next <kind>-<n>.log of the issue.
 func (w *worker) logPath(kind string) string {
-	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, nextNumber(w.q.LogDir(w.n), kind)))
+	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, supervisor.NextLog(w.q.LogDir(w.n), kind)))
 }
 
 // stop says why watching a pull request ended without a verdict.
@@ -787,20 +787,3 @@ func (w *worker) finish(ctx context.Context, kind string) error {
 	return nil
 }
 
-// nextNumber returns 1 + the highest <prefix>-<n>.log in dir, so earlier
-// logs are never overwritten.
-func nextNumber(dir, prefix string) int {
-	ents, _ := os.ReadDir(dir)
-	n := 0
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ".log") {
-			continue
-		}
-		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, prefix+"-"), ".log"))
-		if err == nil && k > n {
-			n = k
-		}
-	}
-	return n + 1
-}

@@ -433,7 +433,7 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			cmd = lockfileCmds[filepath.Base(p)]
 		}
 		dir := filepath.Join(wt, filepath.Dir(filepath.FromSlash(p)))
-		log := o.Layout.LogPath(j.ID, "lockfile", nextLog(o.Layout.LogDir(j.ID), "lockfile"))
+		log := o.Layout.LogPath(j.ID, "lockfile", supervisor.NextLog(o.Layout.LogDir(j.ID), "lockfile"))
 		res := supervisor.Run(ctx, supervisor.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace})
 		if res.ExitCode != 0 {
 			abort()
@@ -465,13 +465,6 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	return nil
 }
 
-func nextLog(dir, prefix string) int {
-	for n := 1; ; n++ {
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%s-%d.log", prefix, n))); err != nil {
-			return n
-		}
-	}
-}
 
 // markers lists files in which the branch added conflict markers: a
 // concluded merge that was never resolved must not land.

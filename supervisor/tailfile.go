@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -60,4 +61,22 @@ func TailFile(path string, n int) ([]string, error) {
 		lines[i] = strings.TrimSuffix(l, "\r")
 	}
 	return lines, nil
+}
+
+// NextLog returns 1 + the highest n of the files <prefix>-<n>.log in dir,
+// so a new log never overwrites an earlier run's.
+func NextLog(dir, prefix string) int {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ".log") {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, prefix+"-"), ".log"))
+		if err == nil && k > n {
+			n = k
+		}
+	}
+	return n + 1
 }

@@ -86,7 +86,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		j.Retry = true
 	}
 	if fresh && r.Prepare != "" {
-		log := r.Layout.LogPath(j.ID, "prepare", nextNumber(r.Layout.LogDir(j.ID), "prepare"))
+		log := r.Layout.LogPath(j.ID, "prepare", supervisor.NextLog(r.Layout.LogDir(j.ID), "prepare"))
 		res := supervisor.Run(ctx, supervisor.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace})
 		o.LogPath = log
 		if ctx.Err() != nil {
@@ -207,7 +207,7 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 // RunGate runs a gate command in dir, logging to the phase's next
 // gate-<n>.log. ok is false when the gate exits non-zero.
 func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
-	log = l.LogPath(id, "gate", nextNumber(l.LogDir(id), "gate"))
+	log = l.LogPath(id, "gate", supervisor.NextLog(l.LogDir(id), "gate"))
 	if gate == "" {
 		gate = "true"
 	}
@@ -221,23 +221,6 @@ func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env 
 	return res.ExitCode == 0, log, nil
 }
 
-// nextNumber returns 1 + the highest <prefix>-<n>.log in dir, so logs of
-// earlier runs are never overwritten.
-func nextNumber(dir, prefix string) int {
-	ents, _ := os.ReadDir(dir)
-	n := 0
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, prefix+"-") || !strings.HasSuffix(name, ".log") {
-			continue
-		}
-		k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, prefix+"-"), ".log"))
-		if err == nil && k > n {
-			n = k
-		}
-	}
-	return n + 1
-}
 
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it
 // was made now (so WORKTREE_PREPARE_CMD must run).
