@@ -786,4 +786,3 @@ func (w *worker) finish(ctx context.Context, kind string) error {
 	}
 	return nil
 }
-

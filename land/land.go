@@ -465,7 +465,6 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	return nil
 }
 
-
 // markers lists files in which the branch added conflict markers: a
 // concluded merge that was never resolved must not land.
 func (o *Owner) markers(ctx context.Context, base, tip string) []string {

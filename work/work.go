@@ -221,7 +221,6 @@ func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env 
 	return res.ExitCode == 0, log, nil
 }
 
-
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it
 // was made now (so WORKTREE_PREPARE_CMD must run).
 func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
