@@ -300,11 +300,11 @@ func runScheduler(d simDAG, mode runMode, par int, scale time.Duration) (time.Du
 // slots are filled, highest priority first (cp: the heaviest chain of work
 // behind a phase, ties in file order, as scheduler.dispatch ranks; else
 // file order). With refillFirst the freed slot is filled before the finished
-// phase's merge lands, which is what scheduler.Run does (the merge is a
-// separate turn of its loop); the model then reproduces the real
-// scheduler's makespans exactly. Without it, it shows what the same ranking
-// achieves when a finished phase's dependents can compete for the slot it
-// frees.
+// phase's merge lands, which is what scheduler.Run does in file-order mode.
+// Without it, a finished phase's dependents compete for the slot it frees:
+// in critical-path mode the scheduler keeps a slot for a phase that becomes
+// eligible when a merge under way lands and outranks what is ready, and the
+// model then reproduces the real scheduler's makespans exactly.
 func listSim(d simDAG, par int, cp, refillFirst bool) time.Duration {
 	n := len(d.phases)
 	dependents := make([][]int, n)
@@ -518,8 +518,8 @@ func TestScheduleQuality(t *testing.T) {
 			// The model of the real loop must agree with it exactly; if it
 			// does not, the scheduler changed and the model needs a look.
 			for i := range results[0] {
-				if results[0][i].makespan != results[3][i].makespan {
-					fmt.Fprintf(&sb, "note: %s: critical-path %s != model:refill-first %s\n", results[0][i].dag.name, results[0][i].makespan, results[3][i].makespan)
+				if results[0][i].makespan != results[4][i].makespan {
+					fmt.Fprintf(&sb, "note: %s: critical-path %s != model:merge-first %s\n", results[0][i].dag.name, results[0][i].makespan, results[4][i].makespan)
 				}
 			}
 			t.Log("\n" + sb.String())
@@ -616,7 +616,7 @@ func BenchmarkScheduleQuality(b *testing.B) {
 				lb, _, _ := d.bound(simParallel)
 				r := result{d, lb, best[i]}
 				rs = append(rs, r)
-				model := listSim(d, simParallel, !m.fileOrder, true)
+				model := listSim(d, simParallel, !m.fileOrder, m.fileOrder)
 				if !m.withEst {
 					model = 0 // the model ranks by estimates; no comparison
 				} else {

@@ -325,19 +325,29 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
 		return
 	}
-	var ready []*phase
+	var ready, soon []*phase
 	limit := s.checkpointLine()
 	for _, p := range s.phases {
 		if p.busy || p.next != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
 			continue
 		}
-		if s.depsMerged(p) && s.scopeFree(p) == nil {
-			ready = append(ready, p)
+		switch s.readiness(p, now) {
+		case readyNow:
+			if s.scopeFree(p) == nil {
+				ready = append(ready, p)
+			}
+		case readyAfterMerge:
+			soon = append(soon, p)
 		}
 	}
-	if len(ready) > s.cfg.MaxParallel-s.running && !s.cfg.FileOrder {
-		rem := s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
-		slices.SortStableFunc(ready, func(a, b *phase) int {
+	free := s.cfg.MaxParallel - s.running
+	if len(ready) == 0 || s.cfg.FileOrder {
+		soon = nil
+	}
+	var rem []time.Duration
+	if (len(ready) > free || len(soon) > 0) && !s.cfg.FileOrder {
+		rem = s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
+		byRank := func(a, b *phase) int {
 			if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
 				if ra > rb {
 					return -1
@@ -345,10 +355,21 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 				return 1
 			}
 			return a.n.Index - b.n.Index
-		})
+		}
+		slices.SortStableFunc(ready, byRank)
+		slices.SortStableFunc(soon, byRank)
 	}
+	// A phase that becomes eligible the moment a merge now under way
+	// lands keeps a slot for itself when it outranks what is ready now:
+	// merges take seconds, and handing its slot to a short branch of work
+	// costs the critical path a whole agent run.
+	reserved := 0
 	for _, p := range ready {
-		if s.running >= s.cfg.MaxParallel {
+		for len(soon) > 0 && rem[soon[0].n.Index] > rem[p.n.Index] && reserved < free {
+			soon = soon[1:]
+			reserved++
+		}
+		if s.running+reserved >= s.cfg.MaxParallel {
 			break
 		}
 		if s.scopeFree(p) != nil {
@@ -362,6 +383,50 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry})
 		p.retry = false
 	}
+}
+
+// queuedForMerge is true when q waits in the merge queue, ready to merge.
+func (s *Scheduler) queuedForMerge(q *phase, now time.Time) bool {
+	for _, m := range s.mergeQ {
+		if m == q {
+			return !q.notBefore.After(now)
+		}
+	}
+	return false
+}
+
+type readiness int
+
+const (
+	notReady readiness = iota
+	readyNow
+	readyAfterMerge // every dep is merged, or its merge is under way
+)
+
+// readiness tells whether p may start now, or will as soon as the merges
+// under way land. A merge waiting for a human (uncommitted files in the
+// base checkout) does not count as under way.
+func (s *Scheduler) readiness(p *phase, now time.Time) readiness {
+	pipeline := false
+	for _, d := range s.rm.Deps(p.n) {
+		q := s.phases[d.Index]
+		switch {
+		case q.state == manifest.Merged:
+		case s.merging == q || s.queuedForMerge(q, now):
+			pipeline = true
+		default:
+			return notReady
+		}
+	}
+	for _, id := range p.n.External {
+		if s.cfg.ExternalDone == nil || !s.cfg.ExternalDone(id) {
+			return notReady
+		}
+	}
+	if pipeline {
+		return readyAfterMerge
+	}
+	return readyNow
 }
 
 // scopeFree returns a phase the driver holds whose declared scope overlaps
