@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,4 +29,31 @@ func TestMergeRedUsesUpSupervisorAttempts(t *testing.T) {
 		t.Errorf("%d merges, want 3 (after the worker and each supervisor)", n)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked})
+}
+
+// When a finished phase's merge is under way and a phase it unblocks
+// outranks everything ready now, the freed slot waits for the merge
+// instead of going to the lesser phase.
+func TestSlotKeptForPhaseUnblockedByMerge(t *testing.T) {
+	t.Parallel()
+	text := manifestOf(
+		"[pending] **a** — a (deps: none)",
+		"[pending] **b** — b, short and alone (deps: none)",
+		"[pending] **c** — c (deps: a)",
+		"[pending] **d** — d (deps: c)",
+	)
+	h := newHarness(t, text, Config{MaxParallel: 1})
+	_, err, _ := h.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, j := range h.runner.allJobs() {
+		order = append(order, j.ID)
+	}
+	// c (two phases of work behind it) outranks b (one) once a is done;
+	// d and b then tie and file order decides.
+	if got := strings.Join(order, " "); got != "a c b d" {
+		t.Fatalf("launch order %q, want %q", got, "a c b d")
+	}
 }
