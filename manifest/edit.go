@@ -106,3 +106,42 @@ func blankLineAt(src []byte, off int) bool {
 	}
 	return true
 }
+
+// WithState is SetState that also returns the parse of the result, without
+// parsing again: only the state word changes, so every span after it moves
+// by the difference in length. A writer that keeps the manifest it last
+// wrote pays one copy per state change instead of a parse.
+func (m *Manifest) WithState(id string, s State) (*Manifest, error) {
+	src, err := m.SetState(id, s)
+	if err != nil {
+		return nil, err
+	}
+	at := m.Phase(id).StateSpan.Off
+	delta := len(s) - m.Phase(id).StateSpan.Len
+	shift := func(sp Span) Span {
+		if sp.Off > at {
+			sp.Off += delta
+		}
+		return sp
+	}
+	n := *m
+	n.Src = src
+	n.Phases = make([]Phase, len(m.Phases))
+	copy(n.Phases, m.Phases)
+	for i := range n.Phases {
+		p := &n.Phases[i]
+		if p.ID == id {
+			p.State = s
+			p.StateSpan.Len = len(s)
+			continue
+		}
+		p.StateSpan = shift(p.StateSpan)
+	}
+	n.Status.Span = shift(n.Status.Span)
+	n.Gate.Span = shift(n.Gate.Span)
+	n.Prepare.Span = shift(n.Prepare.Span)
+	if n.statusAt > at {
+		n.statusAt += delta
+	}
+	return &n, nil
+}
