@@ -61,7 +61,7 @@ the current folder and then at the repository's top level.`,
 	case "mermaid":
 		return writeMermaid(a.s.Out, r)
 	case "dot":
-		return draw.DOT(r.Graph, a.s.Out, draw.GraphAttribute("rankdir", "LR"))
+		return draw.DOT(r.Graph(), a.s.Out, draw.GraphAttribute("rankdir", "LR"))
 	}
 	writePlanText(a.s.Out, r.ManifestPath, p)
 	return nil

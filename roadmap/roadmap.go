@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dominikbraun/graph"
@@ -44,10 +45,11 @@ type Roadmap struct {
 	byID         map[string]*Node
 	// Warnings are problems that do not stop a run, as "path:line: msg".
 	Warnings []Problem
-	// Graph holds the same DAG for drawing and for callers that want the
-	// library's algorithms. Its PreventCycles and TopologicalSort are
-	// super-linear, so this package never calls them.
-	Graph graph.Graph[string, *Node]
+	// graph holds the same DAG for drawing (plan --format dot), built on
+	// first use: it is a third of a 10k-phase parse's time and memory, and
+	// a run, which re-parses on every manifest edit, never draws.
+	graphOnce sync.Once
+	graph     graph.Graph[string, *Node]
 }
 
 // Options tunes validation.
@@ -192,8 +194,15 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 		bad.sort()
 		return r, bad
 	}
-	r.Graph = r.buildGraph()
 	return r, nil
+}
+
+// Graph returns the DAG as a dominikbraun/graph graph, for drawing and for
+// callers that want the library's algorithms. Its PreventCycles and
+// TopologicalSort are super-linear: this package never calls them.
+func (r *Roadmap) Graph() graph.Graph[string, *Node] {
+	r.graphOnce.Do(func() { r.graph = r.buildGraph() })
+	return r.graph
 }
 
 func (r *Roadmap) buildGraph() graph.Graph[string, *Node] {

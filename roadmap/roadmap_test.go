@@ -51,10 +51,10 @@ func TestValidRoadmap(t *testing.T) {
 	if !r.Eligible(r.Node("phase-01"), FileState) || r.Eligible(r.Node("phase-02"), FileState) {
 		t.Fatal("eligibility wrong")
 	}
-	if o, _ := r.Graph.Order(); o != 4 {
+	if o, _ := r.Graph().Order(); o != 4 {
 		t.Fatalf("graph order %d", o)
 	}
-	if s, _ := r.Graph.Size(); s != 4 {
+	if s, _ := r.Graph().Size(); s != 4 {
 		t.Fatalf("graph size %d", s)
 	}
 }
