@@ -57,3 +57,22 @@ func TestFormatError(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestColorOnlyOnATerminalWithoutNoColor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tty  bool
+		env  map[string]string
+		want bool
+	}{
+		{true, map[string]string{"TERM": "xterm"}, true},
+		{false, map[string]string{"TERM": "xterm"}, false},
+		{true, map[string]string{"TERM": "xterm", "NO_COLOR": ""}, false},
+		{true, map[string]string{"TERM": "xterm", "NO_COLOR": "1"}, false},
+		{true, map[string]string{"TERM": "dumb"}, false},
+	} {
+		if got := colorOn(c.tty, c.env); got != c.want {
+			t.Errorf("tty=%v env=%v: %v, want %v", c.tty, c.env, got, c.want)
+		}
+	}
+}

@@ -28,8 +28,7 @@ func main() {
 	ctx, cause := signalContext()
 	s := &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	s.ErrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
-	_, noColor := os.LookupEnv("NO_COLOR")
-	s.Color = s.ErrIsTTY && !noColor && os.Getenv("TERM") != "dumb"
+	s.Color = colorOn(s.ErrIsTTY, envMap(os.Environ()))
 	err := run(ctx, os.Args[1:], s, os.Environ())
 	code := exitCode(err, cause())
 	if err != nil && !isSilent(err) {
@@ -65,4 +64,11 @@ func signalContext() (context.Context, func() os.Signal) {
 			return nil
 		}
 	}
+}
+
+// colorOn: colour only on a terminal, never with NO_COLOR set (to
+// anything, as no-color.org asks) or on a dumb terminal.
+func colorOn(tty bool, env map[string]string) bool {
+	_, noColor := env["NO_COLOR"]
+	return tty && !noColor && env["TERM"] != "dumb"
 }
