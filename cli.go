@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -162,13 +161,3 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 var errHelpShown = errors.New("help shown")
-
-// sortedKeys is for stable output of small maps.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}

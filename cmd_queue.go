@@ -147,17 +147,7 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 	}
 	cfg.PromptDirs = append(cfg.PromptDirs, filepath.Join(git.Dir, ".claudopilot", "prompts"))
 
-	if ok, err := git.HasIdentity(ctx); err != nil {
-		return err
-	} else if !ok {
-		return errors.New("git has no user identity in this repository, and the driver commits; run:\n" +
-			"  git config user.name \"Your Name\"\n  git config user.email you@example.com")
-	}
-	common, err := git.CommonDir(ctx)
-	if err != nil {
-		return err
-	}
-	lock, err := scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+	lock, err := lockRepo(ctx, git)
 	if err != nil {
 		return err
 	}

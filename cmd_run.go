@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,17 +123,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	if err := checkCommitted(ctx, git, rm, layout); err != nil {
 		return err
 	}
-	if ok, err := git.HasIdentity(ctx); err != nil {
-		return err
-	} else if !ok {
-		return errors.New("git has no user identity in this repository, and merges need one; run:\n" +
-			"  git config user.name \"Your Name\"\n  git config user.email you@example.com")
-	}
-	common, err := git.CommonDir(ctx)
-	if err != nil {
-		return err
-	}
-	lock, err := scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+	lock, err := lockRepo(ctx, git)
 	if err != nil {
 		return err
 	}
@@ -332,7 +324,7 @@ func checkCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadm
 // gitEnv is the environment for the driver's own git commands.
 func gitEnv(a *app) []string {
 	env := make([]string, 0, len(a.env))
-	for _, k := range sortedKeys(a.env) {
+	for _, k := range slices.Sorted(maps.Keys(a.env)) {
 		env = append(env, k+"="+a.env[k])
 	}
 	return env
@@ -349,7 +341,7 @@ func reapLeftovers(a *app, journal string, l scheduler.Layout) {
 		return
 	}
 	hist, _ := scheduler.History(recs)
-	for _, id := range sortedKeys(hist) {
+	for _, id := range slices.Sorted(maps.Keys(hist)) {
 		for _, pgid := range hist[id].PGIDs {
 			if !supervisor.GroupAlive(pgid) || !supervisor.InDir(pgid, l.Dir()) {
 				continue
@@ -375,4 +367,20 @@ func parseSettingFlags(ctx context.Context, a *app, fs *pflag.FlagSet, ks []knob
 		return "", err
 	}
 	return findRoadmapDir(ctx, a, fs.Arg(0))
+}
+
+// lockRepo makes sure git can commit here and takes the repository's
+// driver lock, before anything is changed.
+func lockRepo(ctx context.Context, git *worktree.Client) (*scheduler.Lock, error) {
+	if ok, err := git.HasIdentity(ctx); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, errors.New("git has no user identity in this repository, and the driver commits; run:\n" +
+			"  git config user.name \"Your Name\"\n  git config user.email you@example.com")
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
 }
