@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// WouldOverwrite returns the local changes in worktree dir that block
-// moving its checkout from oldSHA to newSHA, i.e. the paths for which
-// MoveCheckout's read-tree would refuse: every path that differs locally from
+// WouldOverwrite returns the local changes in worktree dir that moving its
+// checkout from oldSHA to newSHA would clobber, which AdvanceCheckout
+// writes over unconditionally: every path that differs locally from
 // oldSHA (staged relative to oldSHA, modified or deleted in the working tree,
 // untracked and not ignored) and that also changes between oldSHA and newSHA
 // (DiffNames), including directory/file clashes (an untracked "a/x" where
@@ -23,8 +23,8 @@ import (
 // file newSHA adds over an ignored one replaces it.
 //
 // The result is sorted and includes paths the caller will pass as
-// MoveCheckout's keep; filter those out yourself. Empty means MoveCheckout
-// will succeed (barring concurrent changes).
+// AdvanceCheckout's skip; filter those out yourself. Empty means the
+// advance clobbers nothing (barring concurrent changes).
 func (c *Client) WouldOverwrite(ctx context.Context, dir, oldSHA, newSHA string) ([]string, error) {
 	local, err := c.localChanges(ctx, dir, oldSHA)
 	if err != nil {
@@ -78,206 +78,11 @@ func (c *Client) localChanges(ctx context.Context, dir, oldSHA string) ([]string
 	return slices.Compact(paths), nil
 }
 
-// keptFile is the saved state of one MoveCheckout keep path.
-type keptFile struct {
-	path   string // repository-relative
-	exists bool
-	data   []byte
-	perm   fs.FileMode
-	index  string // its `ls-files -s` line ("mode oid stage\tpath"), "" if not in the index
-}
-
-// MoveCheckout brings the checkout in worktree dir forward from oldSHA to
-// newSHA the way `git merge` (fast-forward) would, after the caller moved
-// that worktree's branch ref: HEAD already says newSHA but the index and
-// files are still oldSHA's. It runs `git update-index -q --refresh` and then
-// `git read-tree -m -u oldSHA newSHA` in dir, which updates the index and the
-// files that change, carries every other local modification (staged,
-// unstaged, untracked) along untouched, and refuses, changing nothing, when
-// a local change is in the way. Call WouldOverwrite first to find out.
-//
-// keep lists repository-relative paths the caller manages itself and keeps
-// intentionally dirty (the live manifest). For each, MoveCheckout:
-//  1. saves its current working-tree content (or absence);
-//  2. resets it to oldSHA's version in both the index and the working tree
-//     (removing it when oldSHA lacks it), so read-tree does not refuse;
-//  3. runs read-tree, after which the file holds newSHA's committed version
-//     (or is absent when newSHA lacks it), in the index and on disk.
-//
-// The saved content is not written back on success: the caller rewrites the
-// file (typically re-applying its live state on top of newSHA's version).
-// If the reset or read-tree fails, the saved contents and index entries of
-// the keep paths are restored (even if ctx is cancelled) and the error is
-// returned; the rest of the checkout is then unchanged.
-//
-// dir must be the top level of a worktree (c.Dir or a Worktrees path). keep
-// entries must be regular files (or absent). MoveCheckout does not check or
-// move HEAD, and must not run concurrently with other git commands in dir.
-func (c *Client) MoveCheckout(ctx context.Context, dir, oldSHA, newSHA string, keep []string) error {
-	if err := c.moveCheckout(ctx, dir, oldSHA, newSHA, keep); err != nil {
-		return fmt.Errorf("move checkout %s %s..%s: %w", c.abs(dir), short(oldSHA), short(newSHA), err)
-	}
-	return nil
-}
-
 func short(sha string) string {
 	if len(sha) > 12 {
 		return sha[:12]
 	}
 	return sha
-}
-
-func (c *Client) moveCheckout(ctx context.Context, dir, oldSHA, newSHA string, keep []string) error {
-	if oldSHA == "" || newSHA == "" {
-		return errors.New("empty commit id")
-	}
-	keep = slices.Clone(keep)
-	for _, p := range keep {
-		if err := checkRelPath(p); err != nil {
-			return err
-		}
-	}
-	slices.Sort(keep)
-	keep = slices.Compact(keep)
-	top := c.abs(dir)
-
-	if _, err := c.run(ctx, dir, nil, nil, "update-index", "-q", "--refresh"); err != nil && exitCode(err) != 1 {
-		return err
-	}
-	if len(keep) == 0 {
-		_, err := c.run(ctx, dir, nil, nil, "read-tree", "-m", "-u", "--end-of-options", oldSHA, newSHA)
-		return err
-	}
-
-	saved, err := c.saveKeep(ctx, dir, top, keep)
-	if err != nil {
-		return err
-	}
-	err = c.resetKeep(ctx, dir, top, oldSHA, keep)
-	if err == nil {
-		_, err = c.run(ctx, dir, nil, nil, "read-tree", "-m", "-u", "--end-of-options", oldSHA, newSHA)
-		if err == nil {
-			return nil
-		}
-	}
-	if rerr := c.restoreKeep(context.WithoutCancel(ctx), dir, top, saved); rerr != nil {
-		return errors.Join(err, fmt.Errorf("restoring kept files: %w", rerr))
-	}
-	return err
-}
-
-// saveKeep records the working-tree content and index entry of each keep path.
-func (c *Client) saveKeep(ctx context.Context, dir, top string, keep []string) ([]keptFile, error) {
-	args := append([]string{"--literal-pathspecs", "ls-files", "-s", "-z", "--"}, keep...)
-	out, err := c.run(ctx, dir, nil, nil, args...)
-	if err != nil {
-		return nil, err
-	}
-	index := map[string]string{}
-	for _, f := range splitNUL(out) {
-		if _, p, ok := strings.Cut(f, "\t"); ok {
-			if _, dup := index[p]; dup {
-				return nil, fmt.Errorf("kept file %q is unmerged", p)
-			}
-			index[p] = f
-		}
-	}
-	saved := make([]keptFile, 0, len(keep))
-	for _, p := range keep {
-		k := keptFile{path: p, index: index[p]}
-		file := filepath.Join(top, filepath.FromSlash(p))
-		st, err := os.Lstat(file)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, err
-		case !st.Mode().IsRegular():
-			return nil, fmt.Errorf("kept file %q is not a regular file", p)
-		default:
-			k.exists, k.perm = true, st.Mode().Perm()
-			if k.data, err = os.ReadFile(file); err != nil {
-				return nil, err
-			}
-		}
-		saved = append(saved, k)
-	}
-	return saved, nil
-}
-
-// resetKeep puts oldSHA's version of each keep path into the index and the
-// working tree (or removes the path from both when oldSHA lacks it).
-func (c *Client) resetKeep(ctx context.Context, dir, top, oldSHA string, keep []string) error {
-	entries, err := c.lsTree(ctx, dir, oldSHA, keep)
-	if err != nil {
-		return err
-	}
-	var info strings.Builder
-	var present, absent []string
-	for _, p := range keep {
-		e, ok := entries[p]
-		switch {
-		case !ok:
-			fmt.Fprintf(&info, "0 %s\t%s\x00", zeroOID, p)
-			absent = append(absent, p)
-		case e.typ != "blob":
-			return fmt.Errorf("kept path %q is a %s in %s", p, e.typ, short(oldSHA))
-		default:
-			fmt.Fprintf(&info, "%s %s\t%s\x00", e.mode, e.oid, p)
-			present = append(present, p)
-		}
-	}
-	if _, err := c.run(ctx, dir, []byte(info.String()), nil, "update-index", "-z", "--index-info"); err != nil {
-		return err
-	}
-	if len(present) > 0 {
-		args := append([]string{"checkout-index", "-f", "-u", "--"}, present...)
-		if _, err := c.run(ctx, dir, nil, nil, args...); err != nil {
-			return err
-		}
-	}
-	for _, p := range absent {
-		if err := os.Remove(filepath.Join(top, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// restoreKeep writes back the saved files and index entries.
-func (c *Client) restoreKeep(ctx context.Context, dir, top string, saved []keptFile) error {
-	var errs []error
-	var info strings.Builder
-	for _, k := range saved {
-		file := filepath.Join(top, filepath.FromSlash(k.path))
-		if k.exists {
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := os.WriteFile(file, k.data, k.perm); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := os.Chmod(file, k.perm); err != nil {
-				errs = append(errs, err)
-			}
-		} else if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		if k.index != "" {
-			info.WriteString(k.index)
-		} else {
-			fmt.Fprintf(&info, "0 %s\t%s", zeroOID, k.path)
-		}
-		info.WriteByte(0)
-	}
-	if _, err := c.run(ctx, dir, []byte(info.String()), nil, "update-index", "-z", "--index-info"); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := c.run(ctx, dir, nil, nil, "update-index", "-q", "--refresh"); err != nil && exitCode(err) != 1 {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // AdvanceCheckout brings the checkout in worktree dir forward from oldSHA to

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -50,7 +49,7 @@ func moveMain(t *testing.T, c *Client, oldSHA, newSHA string) {
 	}
 }
 
-func TestMoveCheckout(t *testing.T) {
+func TestAdvanceCheckout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
@@ -73,36 +72,38 @@ func TestMoveCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(over, []string{"MANIFEST.md"}) {
-		t.Errorf("WouldOverwrite = %q, want only the kept manifest", over)
+		t.Errorf("WouldOverwrite = %q, want only the skipped manifest", over)
 	}
-	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+	if err := c.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
 		t.Fatal(err)
 	}
-
 	for p, want := range map[string]string{
-		"a.txt":       "a from task\n",      // moved forward
-		"new/c.txt":   "c\n",                // added
-		"b.txt":       "b edited by user\n", // user edit survives
-		"notes.txt":   "user notes\n",       // untracked survives
-		"MANIFEST.md": "- [x] task\n",       // new committed version, for the caller to rewrite
+		"a.txt":       "a from task\n",       // moved forward
+		"new/c.txt":   "c\n",                 // added
+		"b.txt":       "b edited by user\n",  // user edit survives
+		"notes.txt":   "user notes\n",        // untracked survives
+		"MANIFEST.md": "- [~] task (live)\n", // never written
 	} {
 		if got := readFile(t, c.Dir, p); got != want {
 			t.Errorf("%s = %q, want %q", p, got, want)
 		}
 	}
-	if d, err := c.Dirty(ctx, ""); err != nil || !slices.Equal(d, []string{"b.txt", "notes.txt"}) {
-		t.Errorf("Dirty after move = %q, %v", d, err)
+	if d, err := c.Dirty(ctx, ""); err != nil || !slices.Equal(d, []string{"MANIFEST.md", "b.txt", "notes.txt"}) {
+		t.Errorf("Dirty after advance = %q, %v", d, err)
 	}
-	// Index == new HEAD: nothing staged.
+	// Index == new HEAD, the skipped manifest's entry included.
 	if staged := mustGit(t, c, "", "diff", "--cached", "--name-only"); staged != "" {
-		t.Errorf("staged after move: %q", staged)
+		t.Errorf("staged after advance: %q", staged)
 	}
 	if b, _ := c.CurrentBranch(ctx); b != "main" {
 		t.Errorf("branch = %q", b)
 	}
 }
 
-func TestMoveCheckoutRefusesAndRestores(t *testing.T) {
+// WouldOverwrite names what a merge would clobber, the same before and
+// after the branch ref moves; once those changes are gone the checkout
+// advances, and a skipped file keeps its bytes and mode.
+func TestWouldOverwrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
@@ -114,9 +115,7 @@ func TestMoveCheckoutRefusesAndRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, c.Dir, "new/c.txt", "untracked in the way\n")
-	indexBefore := mustGit(t, c, "", "ls-files", "-s")
 
-	// Same answer before and after the branch ref moves.
 	want := []string{"MANIFEST.md", "a.txt", "new/c.txt"}
 	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
 	if err != nil || !slices.Equal(over, want) {
@@ -127,79 +126,60 @@ func TestMoveCheckoutRefusesAndRestores(t *testing.T) {
 	if err != nil || !slices.Equal(over, want) {
 		t.Errorf("WouldOverwrite = %q, %v; want %q", over, err, want)
 	}
-	err = c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"})
-	if err == nil {
-		t.Fatal("MoveCheckout over a user edit: no error")
-	}
-	if !strings.Contains(err.Error(), "read-tree") {
-		t.Errorf("error = %v", err)
-	}
-	for p, want := range map[string]string{
-		"a.txt":       "a edited by user\n",
-		"MANIFEST.md": "- [~] task (live)\n",
-		"new/c.txt":   "untracked in the way\n",
-		"b.txt":       "b\n",
-	} {
-		if got := readFile(t, c.Dir, p); got != want {
-			t.Errorf("%s = %q, want %q", p, got, want)
-		}
-	}
-	if st, err := os.Stat(filepath.Join(c.Dir, "MANIFEST.md")); err != nil || st.Mode().Perm() != 0o600 {
-		t.Errorf("MANIFEST.md mode = %v, %v", st.Mode(), err)
-	}
-	if got := mustGit(t, c, "", "ls-files", "-s"); got != indexBefore {
-		t.Errorf("index changed:\n%s\nwant\n%s", got, indexBefore)
-	}
 
-	// Once the user's conflicting changes are gone it works.
 	if err := os.Remove(filepath.Join(c.Dir, "new/c.txt")); err != nil {
 		t.Fatal(err)
 	}
 	mustGit(t, c, "", "checkout", oldSHA, "--", "a.txt")
-	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+	if over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA); err != nil || !slices.Equal(over, []string{"MANIFEST.md"}) {
+		t.Errorf("WouldOverwrite after cleanup = %q, %v", over, err)
+	}
+	if err := c.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [x] task\n" {
+	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [~] task (live)\n" {
 		t.Errorf("MANIFEST.md = %q", got)
+	}
+	if st, err := os.Stat(filepath.Join(c.Dir, "MANIFEST.md")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("MANIFEST.md mode = %v, %v", st.Mode(), err)
+	}
+	if got := readFile(t, c.Dir, "a.txt"); got != "a from task\n" {
+		t.Errorf("a.txt = %q", got)
 	}
 }
 
-func TestMoveCheckoutKeepStagedAndAdded(t *testing.T) {
+// Skipped files are never written, whether the commit adds them, changes
+// them, or never had them; their index entries still move.
+func TestAdvanceCheckoutSkipAddedAndStaged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	// The task adds STATE.md, which the caller keeps live (untracked) in
-	// the main checkout; the manifest change is even staged.
 	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"STATE.md": "state from task\n"})
 	writeFile(t, c.Dir, "STATE.md", "live state\n")
 	writeFile(t, c.Dir, "MANIFEST.md", "- [~] staged live\n")
 	mustGit(t, c, "", "add", "MANIFEST.md")
 	moveMain(t, c, oldSHA, newSHA)
 
-	over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA)
-	if err != nil || !slices.Equal(over, []string{"MANIFEST.md", "STATE.md"}) {
-		t.Errorf("WouldOverwrite = %q, %v", over, err)
-	}
-	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"STATE.md", "MANIFEST.md", "never-existed.md"}); err != nil {
+	if err := c.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"STATE.md", "MANIFEST.md", "never-existed.md"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, c.Dir, "STATE.md"); got != "state from task\n" {
+	if got := readFile(t, c.Dir, "STATE.md"); got != "live state\n" {
 		t.Errorf("STATE.md = %q", got)
 	}
-	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [x] task\n" {
+	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [~] staged live\n" {
 		t.Errorf("MANIFEST.md = %q", got)
 	}
 	if _, err := os.Lstat(filepath.Join(c.Dir, "never-existed.md")); !os.IsNotExist(err) {
 		t.Errorf("never-existed.md: %v", err)
 	}
-	if d, err := c.Dirty(ctx, ""); err != nil || len(d) != 0 {
-		t.Errorf("Dirty = %q, %v", d, err)
+	if staged := mustGit(t, c, "", "diff", "--cached", "--name-only"); staged != "" {
+		t.Errorf("index differs from the new commit: %q", staged)
 	}
 }
 
-// Like git merge, read-tree -m -u replaces an ignored file that the new
-// commit adds; WouldOverwrite does not report it.
-func TestMoveCheckoutIgnoredFileInTheWay(t *testing.T) {
+// Like git merge, the advance replaces an ignored file that the new commit
+// adds; WouldOverwrite does not report it.
+func TestAdvanceCheckoutIgnoredFileInTheWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
@@ -214,7 +194,7 @@ func TestMoveCheckoutIgnoredFileInTheWay(t *testing.T) {
 	if err != nil || len(over) != 0 {
 		t.Errorf("WouldOverwrite = %q, %v; want none", over, err)
 	}
-	if err := c.MoveCheckout(ctx, c.Dir, oldSHA, newSHA, nil); err != nil {
+	if err := c.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, c.Dir, "gen.out"); got != "committed\n" {
@@ -222,13 +202,14 @@ func TestMoveCheckoutIgnoredFileInTheWay(t *testing.T) {
 	}
 }
 
-func TestMoveCheckoutLinkedWorktreeAndDirConflict(t *testing.T) {
+// In a linked worktree: an untracked folder where the commit puts a file is
+// reported; once gone, the file arrives. A later commit deleting files
+// removes them and the folder they emptied.
+func TestAdvanceCheckoutLinkedWorktreeAndDeletions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"tool": "a file now\n"})
-	// A second worktree on another branch at oldSHA, with an untracked
-	// directory where the new commit puts a file.
+	oldSHA, newSHA := mergeSetup(t, c, map[string]string{"tool": "a file now\n", "new/c.txt": "c\n"})
 	wt := filepath.Join(t.TempDir(), "other")
 	if err := c.AddWorktree(ctx, wt, "other", oldSHA); err != nil {
 		t.Fatal(err)
@@ -241,13 +222,10 @@ func TestMoveCheckoutLinkedWorktreeAndDirConflict(t *testing.T) {
 	if err != nil || !slices.Equal(over, []string{"tool/readme"}) {
 		t.Errorf("WouldOverwrite = %q, %v", over, err)
 	}
-	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, nil); err == nil {
-		t.Error("MoveCheckout over an untracked directory: no error")
-	}
 	if err := os.RemoveAll(filepath.Join(wt, "tool")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, nil); err != nil {
+	if err := c.AdvanceCheckout(ctx, wt, oldSHA, newSHA, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, wt, "tool"); got != "a file now\n" {
@@ -256,7 +234,28 @@ func TestMoveCheckoutLinkedWorktreeAndDirConflict(t *testing.T) {
 	if d, _ := c.Dirty(ctx, wt); len(d) != 0 {
 		t.Errorf("Dirty = %q", d)
 	}
-	if err := c.MoveCheckout(ctx, wt, oldSHA, newSHA, []string{"../escape"}); err == nil {
-		t.Error("keep path outside the repo: no error")
+
+	tree := mustGit(t, c, "", "rev-parse", newSHA+"^{tree}")
+	tree, err = c.ReplaceFiles(ctx, tree, nil, []string{"new/c.txt", "tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, err := c.CommitTree(ctx, tree, []string{newSHA}, "delete")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateRef(ctx, "refs/heads/other", del, newSHA); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AdvanceCheckout(ctx, wt, newSHA, del, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"tool", "new/c.txt", "new"} {
+		if _, err := os.Lstat(filepath.Join(wt, p)); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", p, err)
+		}
+	}
+	if d, _ := c.Dirty(ctx, wt); len(d) != 0 {
+		t.Errorf("Dirty = %q", d)
 	}
 }

@@ -19,7 +19,7 @@
 // → ReplaceFiles (rewrite e.g. the manifest in the merged tree) → CommitTree
 // → UpdateRef with the expected old value (compare-and-swap; ErrStale when
 // another writer won). If the moved branch is checked out somewhere,
-// WouldOverwrite and MoveCheckout then bring that checkout forward the way
+// WouldOverwrite and AdvanceCheckout then bring that checkout forward the way
 // `git merge` would have.
 //
 // Failed git commands return *GitError (args, exit code, stderr). Error
