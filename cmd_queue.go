@@ -344,11 +344,7 @@ func splitRepo(r string) (owner, name string, err error) {
 }
 
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		out = append(out, f)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
 }
 
 func printQueueSummary(w io.Writer, sum issues.Summary) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -561,9 +560,4 @@ func (q *Queue) WorktreePath(n int) string {
 // LogDir is where issue n's logs go.
 func (q *Queue) LogDir(n int) string {
 	return filepath.Join(q.git.Dir, ".claudopilot", "logs", fmt.Sprintf("issue-%d", n))
-}
-
-func sortInts(ns []int) []int {
-	sort.Ints(ns)
-	return ns
 }

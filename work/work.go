@@ -445,7 +445,8 @@ func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id st
 	if err != nil || !ok {
 		return false
 	}
-	m, err := manifest.Parse(src)
+	// A manifest with problems elsewhere still tells this phase's state.
+	m, _ := manifest.Parse(src)
 	if m == nil {
 		return false
 	}

@@ -135,9 +135,9 @@ func (c *Client) CommitTree(ctx context.Context, tree string, parents []string, 
 	return trimNL(out), nil
 }
 
-// lsEntry is one line of ls-tree / ls-files -s output.
+// lsEntry is one line of ls-tree output.
 type lsEntry struct {
-	mode, typ, oid, stage string
+	mode, typ, oid string
 }
 
 // lsTree returns the entries of tree-ish for exactly the given paths
