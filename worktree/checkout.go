@@ -26,15 +26,34 @@ import (
 // AdvanceCheckout's skip; filter those out yourself. Empty means the
 // advance clobbers nothing (barring concurrent changes).
 func (c *Client) WouldOverwrite(ctx context.Context, dir, oldSHA, newSHA string) ([]string, error) {
-	local, err := c.localChanges(ctx, dir, oldSHA)
-	if err != nil {
-		return nil, fmt.Errorf("would overwrite: %w", err)
-	}
 	changed, err := c.DiffNames(ctx, oldSHA, newSHA)
 	if err != nil {
 		return nil, fmt.Errorf("would overwrite: %w", err)
 	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
 	slices.Sort(changed)
+	// Only the changed paths and the folders above them can be in the way:
+	// asking git about just those saves a status of the whole tree, which
+	// on a large repository is most of a merge's cost. (A folder pathspec
+	// covers what is below it: an untracked "a/x" where a file "a" comes.)
+	var scope []string
+	if len(changed) <= maxPathspecs {
+		seen := make(map[string]bool, len(changed))
+		for _, p := range changed {
+			for _, q := range append(ancestors(p), p) {
+				if !seen[q] {
+					seen[q] = true
+					scope = append(scope, q)
+				}
+			}
+		}
+	}
+	local, err := c.localChanges(ctx, dir, oldSHA, scope...)
+	if err != nil {
+		return nil, fmt.Errorf("would overwrite: %w", err)
+	}
 	changedSet := make(map[string]bool, len(changed))
 	for _, p := range changed {
 		changedSet[p] = true
@@ -58,8 +77,8 @@ func (c *Client) WouldOverwrite(ctx context.Context, dir, oldSHA, newSHA string)
 // localChanges returns the sorted paths in worktree dir whose index entry
 // differs from oldSHA or whose working-tree file differs from the index
 // (including untracked, non-ignored files).
-func (c *Client) localChanges(ctx context.Context, dir, oldSHA string) ([]string, error) {
-	entries, err := c.status(ctx, dir)
+func (c *Client) localChanges(ctx context.Context, dir, oldSHA string, scope ...string) ([]string, error) {
+	entries, err := c.status(ctx, dir, scope...)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +88,7 @@ func (c *Client) localChanges(ctx context.Context, dir, oldSHA string) ([]string
 			paths = append(paths, e.path)
 		}
 	}
-	out, err := c.run(ctx, dir, nil, nil, "diff-index", "--cached", "--name-only", "-z", "--no-renames", "--end-of-options", oldSHA, "--")
+	out, err := c.run(ctx, dir, nil, nil, append([]string{"--literal-pathspecs", "diff-index", "--cached", "--name-only", "-z", "--no-renames", "--end-of-options", oldSHA, "--"}, scope...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +96,10 @@ func (c *Client) localChanges(ctx context.Context, dir, oldSHA string) ([]string
 	slices.Sort(paths)
 	return slices.Compact(paths), nil
 }
+
+// maxPathspecs bounds the paths passed on one git command line; past it a
+// whole-tree status is cheaper than risking the argument limit.
+const maxPathspecs = 2000
 
 func short(sha string) string {
 	if len(sha) > 12 {

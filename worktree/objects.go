@@ -62,8 +62,12 @@ type statusEntry struct {
 	path string
 }
 
-func (c *Client) status(ctx context.Context, dir string) ([]statusEntry, error) {
-	out, err := c.run(ctx, dir, nil, nil, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+func (c *Client) status(ctx context.Context, dir string, paths ...string) ([]statusEntry, error) {
+	args := []string{"--no-optional-locks", "--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"}
+	if len(paths) > 0 {
+		args = append(append(args, "--"), paths...)
+	}
+	out, err := c.run(ctx, dir, nil, nil, args...)
 	if err != nil {
 		return nil, err
 	}
