@@ -84,7 +84,6 @@ type Queue struct {
 	login    string
 	clock    Clock
 	logMu    sync.Mutex
-	fetchMu  sync.Mutex
 }
 
 // Outcome kinds a worker reports.
@@ -198,7 +197,7 @@ func New(cfg Config) (*Queue, error) {
 		q.scrub = NewScrubber(cfg.Token)
 	}
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
-	q.git = &worktree.Client{Dir: cfg.Git.Dir, Env: q.agentEnv}
+	q.git = cfg.Git.WithEnv(q.agentEnv)
 	q.net = cfg.Git
 	return q, nil
 }

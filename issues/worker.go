@@ -577,13 +577,11 @@ func (w *worker) waitChecks(ctx context.Context, sha string) (verdict string, ch
 	}
 }
 
-// fetch updates refs/remotes/<remote>/<branch> (one fetch at a time: git
-// locks refs). Hooks are off for the driver's network commands.
+// fetch updates refs/remotes/<remote>/<branch>. Fetches run one at a time
+// (git locks refs) and never beside a worktree add, which the repository's
+// shared worktree lock sees to (worktree.Client.Fetch).
 func (q *Queue) fetch(ctx context.Context, branch string) error {
-	q.fetchMu.Lock()
-	defer q.fetchMu.Unlock()
-	_, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "fetch", "--quiet", "--no-tags", q.cfg.Remote,
-		fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, q.cfg.Remote, branch))
+	err := q.net.Fetch(ctx, q.cfg.Remote, fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, q.cfg.Remote, branch))
 	if err != nil {
 		return fmt.Errorf("fetch %s from %s: %w", branch, q.cfg.Remote, err)
 	}

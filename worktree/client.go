@@ -17,15 +17,51 @@ import (
 
 // Client runs git for one repository. Use Open to build one; a literal
 // Client{Dir: ..., Env: ...} also works. A Client must not be copied after
-// first use.
+// first use: use WithEnv for a second client of the same repository.
 type Client struct {
 	Dir string   // top level of the worktree git runs in, normally the main one (absolute)
 	Env []string // full environment for git; nil inherits the process environment
 
-	wtMu      sync.Mutex // serializes git worktree add/remove/prune and worktree listing
-	exMu      sync.Mutex // serializes Exclude's read-modify-write of info/exclude
+	lockOnce  sync.Once
+	shared    *repoLocks // shared by every Client made from this one with WithEnv
 	cdMu      sync.Mutex // guards commonDir
 	commonDir string
+}
+
+// repoLocks serialize what must not run concurrently in one repository,
+// whichever Client runs it.
+type repoLocks struct {
+	wt sync.Mutex // git worktree add/remove/prune and worktree listing, fetch
+	ex sync.Mutex // Exclude's read-modify-write of info/exclude
+}
+
+func (c *Client) locks() *repoLocks {
+	c.lockOnce.Do(func() {
+		if c.shared == nil {
+			c.shared = &repoLocks{}
+		}
+	})
+	return c.shared
+}
+
+// WithEnv returns a client of the same repository with another
+// environment (an agent's, without the token), sharing this one's locks:
+// two Clients of one repository that did not share them could run git
+// worktree add concurrently, which git 2.39 does not survive.
+func (c *Client) WithEnv(env []string) *Client {
+	return &Client{Dir: c.Dir, Env: env, shared: c.locks()}
+}
+
+// Fetch runs git fetch from remote with hooks off. It holds the worktree
+// lock: a fetch walks every worktree's HEAD, and one that git worktree add
+// is writing at that moment is not yet valid ("bad object
+// worktrees/<name>/HEAD").
+func (c *Client) Fetch(ctx context.Context, remote string, refspecs ...string) error {
+	l := c.locks()
+	l.wt.Lock()
+	defer l.wt.Unlock()
+	_, err := c.Git(ctx, append([]string{"-c", "core.hooksPath=/dev/null", "fetch", "--quiet", "--no-tags", remote}, refspecs...)...)
+	return err
 }
 
 // scrubbed reports variables that would redirect git away from the -C

@@ -156,8 +156,8 @@ func (c *Client) DeleteBranch(ctx context.Context, name string) error {
 	if name == "" || strings.HasPrefix(name, "-") {
 		return fmt.Errorf("delete branch %q: invalid name", name)
 	}
-	c.wtMu.Lock() // branch -D reads .git/worktrees, which worktree add races with
-	defer c.wtMu.Unlock()
+	c.locks().wt.Lock() // branch -D reads .git/worktrees, which worktree add races with
+	defer c.locks().wt.Unlock()
 	if _, err := c.run(ctx, "", nil, nil, "branch", "-D", name); err != nil {
 		return fmt.Errorf("delete branch %s: %w", name, err)
 	}
@@ -204,8 +204,8 @@ func (c *Client) Exclude(ctx context.Context, pattern string) error {
 	if err != nil {
 		return fmt.Errorf("exclude %s: %w", pattern, err)
 	}
-	c.exMu.Lock()
-	defer c.exMu.Unlock()
+	c.locks().ex.Lock()
+	defer c.locks().ex.Unlock()
 	file := filepath.Join(common, "info", "exclude")
 	data, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -38,8 +38,8 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string) er
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("invalid branch name %q", branch)
 	}
-	c.wtMu.Lock()
-	defer c.wtMu.Unlock()
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
 	exists, err := c.BranchExists(ctx, branch)
 	if err != nil {
 		return err
@@ -83,8 +83,8 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string) er
 // registrations instead and returns nil. Serialized.
 func (c *Client) RemoveWorktree(ctx context.Context, path string) error {
 	path = c.abs(path)
-	c.wtMu.Lock()
-	defer c.wtMu.Unlock()
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
 	missing, err := pathMissing(path)
 	if err != nil {
 		return fmt.Errorf("worktree remove %s: %w", path, err)
@@ -102,8 +102,8 @@ func (c *Client) RemoveWorktree(ctx context.Context, path string) error {
 // Prune drops registrations of worktrees whose directories are gone
 // (git worktree prune). Serialized.
 func (c *Client) Prune(ctx context.Context) error {
-	c.wtMu.Lock()
-	defer c.wtMu.Unlock()
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
 	if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
 		return fmt.Errorf("worktree prune: %w", err)
 	}
@@ -114,12 +114,12 @@ func (c *Client) Prune(ctx context.Context) error {
 // (git worktree list --porcelain -z). Serialized with add/remove/prune, since
 // listing reads the .git/worktrees entries those create and delete.
 func (c *Client) Worktrees(ctx context.Context) ([]Worktree, error) {
-	c.wtMu.Lock()
-	defer c.wtMu.Unlock()
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
 	return c.worktrees(ctx)
 }
 
-// worktrees is Worktrees without the lock; callers hold c.wtMu.
+// worktrees is Worktrees without the lock; callers hold the worktree lock.
 func (c *Client) worktrees(ctx context.Context) ([]Worktree, error) {
 	out, err := c.run(ctx, "", nil, nil, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
