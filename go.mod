@@ -3,14 +3,17 @@ module github.com/claudopilot/claudopilot
 go 1.26.0
 
 require (
-	github.com/dominikbraun/graph v0.23.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/google/go-github/v84 v84.0.0 // indirect
+	github.com/dominikbraun/graph v0.23.0
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/google/go-github/v84 v84.0.0
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/spf13/pflag v1.1.0
+	github.com/yuin/goldmark v1.8.7
+	golang.org/x/term v0.48.0
+)
+
+require (
 	github.com/google/go-querystring v1.2.0 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
-	github.com/yuin/goldmark v1.8.7 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
