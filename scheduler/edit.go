@@ -67,11 +67,13 @@ func (s *Scheduler) onEdit(reported []byte) {
 		if p.state == n.State {
 			continue
 		}
+		_, stale := s.unwritten[n.ID]
 		switch {
-		case s.inFlight(p) || p.state == manifest.Merged || n.State == manifest.Running:
-			// The driver's state wins while it works on the phase, a
-			// merged phase stays merged, and only the driver starts
-			// phases.
+		case stale || s.inFlight(p) || p.state == manifest.Merged || n.State == manifest.Running:
+			// The driver's state wins while it works on the phase, or
+			// when the file could not take its last write yet (what the
+			// file shows is older, not a human's choice); a merged phase
+			// stays merged, and only the driver starts phases.
 			if n.State != manifest.Merged {
 				changes = append(changes, fmt.Sprintf("%s stays [%s]", n.ID, p.state))
 				if err := s.store.SetState(n.ID, p.state); err != nil {

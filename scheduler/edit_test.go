@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +255,45 @@ func TestOverlappingScopesSerialized(t *testing.T) {
 	if indexOf(evs, isEv(EvLaunch, "b")) < indexOf(evs, isEv(EvMerged, "a")) {
 		t.Errorf("b started before a merged:\n%s", fmtEvents(evs))
 	}
+}
+
+// While the manifest does not parse, the driver's writes wait; an edit
+// that arrives then shows the states from before them. Those older states
+// are not a human's flip: a phase parked meanwhile is not retried.
+func TestEditDoesNotUndoDeferredWrites(t *testing.T) {
+	t.Parallel()
+	h, edits := newEditHarness(t, manifestOf(
+		"[pending] **a** — a (deps: none)",
+		"[pending] **b** — b (deps: a)",
+		"[pending] **c** — c (deps: none)",
+	), Config{MaxParallel: 2, KeepGoing: true}, "a", "b", "c")
+	var broken atomic.Bool
+	h.store.setErr = func(id string, s manifest.State) error {
+		if broken.Load() {
+			return manifest.ErrorList{{Line: 1, Msg: "half-saved by an editor"}}
+		}
+		return nil
+	}
+	releaseA, releaseC := make(chan struct{}), make(chan struct{})
+	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Wait: true, Hold: releaseA})
+	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC}) // keeps the run alive
+	ch := h.start(context.Background())
+	h.ev.wait(t, "a and c running", func(e Event) bool { return e.Kind == EvLaunch && e.Phase == "c" })
+	broken.Store(true)
+	close(releaseA)
+	h.ev.wait(t, "b parked", isEv(EvBlocked, "b"))
+	broken.Store(false)
+	h.humanEdit(edits, "## Phases", "## Phases\n\nA note.")
+	close(releaseC)
+	_, err, evs := h.await(ch)
+	wantErrIs(t, err, ErrParked)
+	for _, e := range evs {
+		if e.Kind == EvEdit && strings.Contains(e.Detail, "retry") {
+			t.Errorf("edit event %q: a deferred write was read as a human's flip", e.Detail)
+		}
+	}
+	if n := h.runner.callsOf("b"); n != 0 {
+		t.Errorf("b ran %d times", n)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
 }
