@@ -1,9 +1,7 @@
 package issues
 
 import (
-	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,16 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
+	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 )
-
-//go:embed prompts/issue-worker.md prompts/issue-supervisor.md
-var builtinPrompts embed.FS
 
 // PromptData is what the issue prompt templates (issue-worker.md,
 // issue-supervisor.md) can use.
@@ -444,40 +439,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 // renderPrompt renders issue-<role>.md: an override from PromptDirs, or
 // the built-in one; issue-<role>.project.md there is appended.
 func (q *Queue) renderPrompt(role string, d PromptData) ([]byte, error) {
-	name := "issue-" + role + ".md"
-	var src []byte
-	for _, dir := range q.cfg.PromptDirs {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err == nil {
-			src = b
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("prompt override: %w", err)
-		}
-	}
-	if src == nil {
-		var err error
-		if src, err = builtinPrompts.ReadFile("prompts/" + name); err != nil {
-			return nil, err
-		}
-	}
-	t, err := template.New(name).Option("missingkey=error").Parse(string(src))
-	if err != nil {
-		return nil, fmt.Errorf("prompt %s: %w", name, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		return nil, fmt.Errorf("prompt %s: %w", name, err)
-	}
-	for _, dir := range q.cfg.PromptDirs {
-		if extra, err := os.ReadFile(filepath.Join(dir, "issue-"+role+".project.md")); err == nil {
-			b.WriteString("\n")
-			b.Write(extra)
-			break
-		}
-	}
-	return b.Bytes(), nil
+	return prompts.Set{Dirs: q.cfg.PromptDirs}.Render("issue-"+role, d)
 }
 
 // writeTail writes the scrubbed last 200 lines of log to dst.

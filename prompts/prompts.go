@@ -11,7 +11,7 @@ import (
 	"text/template"
 )
 
-//go:embed worker.md supervisor.md
+//go:embed worker.md supervisor.md issue-worker.md issue-supervisor.md
 var builtin embed.FS
 
 // Data is what a prompt template can use.
@@ -39,9 +39,11 @@ type Set struct {
 	Dirs []string
 }
 
-// Render renders the template for role ("worker" or "supervisor"). An
-// optional <role>.project.md in an override folder is appended.
-func (s Set) Render(role string, d Data) ([]byte, error) {
+// Render renders the template <name>.md ("worker" and "supervisor" for
+// roadmap phases with Data, "issue-worker" and "issue-supervisor" for the
+// issue queue with its own data). An optional <name>.project.md in an
+// override folder is appended.
+func (s Set) Render(role string, d any) ([]byte, error) {
 	name := role + ".md"
 	src, err := s.load(name)
 	if err != nil {
