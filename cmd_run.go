@@ -98,6 +98,9 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		}
 		return err
 	}
+	if err := recoverCheckout(ctx, git); err != nil {
+		return err
+	}
 	if o.issues && o.queue == nil {
 		if o.queue, err = prepareQueue(ctx, a, git, o.flags); err != nil {
 			return err
@@ -383,4 +386,20 @@ func lockRepo(ctx context.Context, git *worktree.Client) (*scheduler.Lock, error
 		return nil, err
 	}
 	return scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+}
+
+// recoverCheckout finishes a base-checkout move a killed driver left half
+// done, before the roadmap is read (a phase doc may be missing until then).
+// It takes the driver lock for it, so a live run is never disturbed.
+func recoverCheckout(ctx context.Context, git *worktree.Client) error {
+	l := scheduler.Layout{Top: git.Dir}
+	if _, err := os.Stat(filepath.Join(l.StateDir(), "advance.json")); err != nil {
+		return nil
+	}
+	lock, err := lockRepo(ctx, git)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return land.Recover(ctx, git, l)
 }

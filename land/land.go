@@ -188,7 +188,19 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			return out, false
 		}
 	}
+	var adv *advance
+	if checkedOut {
+		// Moving the ref and then the checkout is two steps; a driver
+		// killed between them, or half-way through the second, must
+		// finish the move when it starts again (Recover).
+		adv = &advance{Ref: baseRef, Dir: dir, Old: base, New: commit, Skip: keep}
+		if err := adv.save(o.Layout); err != nil {
+			out.Err = err
+			return out, false
+		}
+	}
 	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+		adv.done(o.Layout)
 		if errors.Is(err, worktree.ErrStale) {
 			return out, true
 		}
@@ -204,6 +216,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			// lags. `git status` shows it; say so and carry on.
 			out.Detail = "the base checkout was not brought forward: " + err.Error()
 		}
+		adv.done(o.Layout)
 	}
 	if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
 		// The merge has landed; only the live file could not say so
