@@ -227,6 +227,19 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
 		return false, false, nil
 	}
+	if _, err := os.Stat(wt); err == nil {
+		// A folder without its .git link: a `git worktree add` that a
+		// killed driver cut off. It holds no commits (those are on the
+		// branch); it is moved aside, not deleted, and the stale
+		// registration pruned, so the add below can succeed.
+		aside := fmt.Sprintf("%s.broken-%d", wt, r.now().UnixNano())
+		if err := os.Rename(wt, aside); err != nil {
+			return false, false, fmt.Errorf("move the half-made worktree %s aside: %w", wt, err)
+		}
+		if err := r.Git.Prune(ctx); err != nil {
+			return false, false, err
+		}
+	}
 	exists, err := r.Git.BranchExists(ctx, branch)
 	if err != nil {
 		return false, false, err

@@ -1013,3 +1013,27 @@ cp "$CLAUDOPILOT_FAILURE_LOG" '` + seen + `.log'
 		t.Errorf("failure log: %d lines, %q … %q; want the last 200", len(lines), lines[0], lines[len(lines)-1])
 	}
 }
+
+// A worktree folder without its .git link (a `git worktree add` a killed
+// driver cut off) is moved aside, and the resumed phase gets a working
+// worktree on its kept branch.
+func TestRunResumeOverHalfMadeWorktree(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tip := f.parkBranch(map[string]string{"work.txt": "earlier\n"}, false)
+	f.write(f.wt(), "partial.txt", "half a checkout\n") // no .git in it
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent(doneBody)
+	o := f.run(j)
+	if !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	if f.gitIn(f.top, "merge-base", "--is-ancestor", tip, o.Tip) != "" {
+		t.Fatal("unreachable")
+	}
+	aside, _ := filepath.Glob(f.wt() + ".broken-*")
+	if len(aside) != 1 || f.read(filepath.Join(aside[0], "partial.txt")) != "half a checkout\n" {
+		t.Errorf("the half-made folder was not kept aside: %v", aside)
+	}
+}
