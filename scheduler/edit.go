@@ -78,6 +78,10 @@ func (s *Scheduler) onEdit(reported []byte) {
 				changes = append(changes, fmt.Sprintf("%s stays [%s]", n.ID, p.state))
 				if err := s.store.SetState(n.ID, p.state); err != nil {
 					s.emit(Event{Kind: EvWarn, Phase: n.ID, Detail: err.Error()})
+				} else {
+					// Written: the flush after this edit must not write
+					// it again over a human's flip made meanwhile.
+					delete(s.unwritten, n.ID)
 				}
 			}
 		case n.State == manifest.Pending && (p.state == manifest.Blocked || p.state == manifest.Failed):

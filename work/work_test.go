@@ -1037,3 +1037,21 @@ func TestRunResumeOverHalfMadeWorktree(t *testing.T) {
 		t.Errorf("the half-made folder was not kept aside: %v", aside)
 	}
 }
+
+// An index.lock a killed git left in the worktree does not fail the next
+// attempt: no process of the phase runs then, so the lock is stale.
+func TestRunClearsStaleIndexLock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"work.txt": "earlier\n"}, true)
+	gitDir := f.gitIn(f.wt(), "rev-parse", "--absolute-git-dir")
+	if err := os.WriteFile(filepath.Join(gitDir, "index.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent("echo more > more.txt\n" + doneBody)
+	if o := f.run(j); !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+}
