@@ -101,6 +101,9 @@ func TestCrashResume(t *testing.T) {
 	args := []string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "2", "roadmap"}
 	kills := 0
 	lastOut := ""
+	// failures keeps the output of every killed round that saw a phase
+	// fail, so a final failure can be traced back to where it began.
+	var failures strings.Builder
 	for round := 0; ; round++ {
 		if round > 400 {
 			live, _ := os.ReadFile(filepath.Join(repo, "roadmap", "EXECUTION-MANIFEST.md"))
@@ -141,6 +144,9 @@ func TestCrashResume(t *testing.T) {
 					cmd.Process.Signal(syscall.SIGKILL)
 					<-exited
 					lastOut = out.String()
+					if strings.Contains(lastOut, "reason=") {
+						fmt.Fprintf(&failures, "--- round %d (killed) ---\n%s", round, lastOut)
+					}
 					kills++
 					break wait
 				}
@@ -148,7 +154,7 @@ func TestCrashResume(t *testing.T) {
 		}
 		if done {
 			if err != nil {
-				t.Fatalf("round %d: driver failed: %v\n%s", round, err, out.String())
+				t.Fatalf("round %d: driver failed: %v\n%s\nearlier rounds with failures:\n%s", round, err, out.String(), failures.String())
 			}
 			break
 		}

@@ -287,12 +287,25 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 		defer o.Git.RemoveWorktree(context.WithoutCancel(ctx), tmp)
 		return work.RunGate(ctx, o.Layout, j.ID, j.Gate, tmp, o.Env, o.LogCap, o.KillGrace)
 	}
+	// A driver killed while the worktree is detached here leaves a mark,
+	// so the next start puts the worktree back on its branch
+	// (work.Runner) instead of failing the phase for a moved HEAD.
+	mark := work.GatingMark(o.Layout, j.ID)
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		return false, "", err
+	}
+	if err := os.WriteFile(mark, []byte(commit+"\n"), 0o644); err != nil {
+		return false, "", err
+	}
 	if _, err := o.Git.GitIn(ctx, wt, "checkout", "-q", "-f", "--detach", commit); err != nil {
+		os.Remove(mark)
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 	}
 	ok, log, err := work.RunGate(ctx, o.Layout, j.ID, j.Gate, wt, o.Env, o.LogCap, o.KillGrace)
 	if _, cerr := o.Git.GitIn(context.WithoutCancel(ctx), wt, "checkout", "-q", "-f", branch); cerr != nil && err == nil {
 		err = fmt.Errorf("put %s back on %s: %w", wt, branch, cerr)
+	} else if cerr == nil {
+		os.Remove(mark)
 	}
 	return ok, log, err
 }

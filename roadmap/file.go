@@ -109,12 +109,10 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 			lastErr = err
 			continue
 		}
+		// A phase missing from a file that parses may be a truncated
+		// save in progress (the first lines of the manifest parse fine):
+		// it is tried again like any other failure.
 		out, err := edit(src)
-		if errors.Is(err, manifest.ErrUnknownPhase) {
-			// The file parses and the phase is not in it: waiting will
-			// not change that.
-			return fmt.Errorf("update %s: %w", f.Path, err)
-		}
 		if err != nil {
 			lastErr = err
 			continue

@@ -704,8 +704,7 @@ func (s *Scheduler) setState(p *phase, st manifest.State) error {
 		return nil
 	}
 	if err := s.store.SetState(p.n.ID, st); err != nil {
-		var unparsable manifest.ErrorList
-		if !errors.As(err, &unparsable) {
+		if !notNow(err) {
 			return fmt.Errorf("write state of %s: %w", p.n.ID, err)
 		}
 		// The file does not parse right now (a human is half-way
@@ -729,11 +728,19 @@ func (s *Scheduler) flushStates() {
 			delete(s.unwritten, id)
 			continue
 		}
-		var unparsable manifest.ErrorList
-		if err := s.store.SetState(id, st); err == nil || !errors.As(err, &unparsable) {
+		if err := s.store.SetState(id, st); err == nil || !notNow(err) {
 			delete(s.unwritten, id)
 		}
 	}
+}
+
+// notNow is true for a write the manifest cannot take at the moment: it
+// does not parse, or lacks the phase, as a file half-way through an
+// editor's save does (truncated, then written). The write is kept for
+// later rather than ending the run.
+func notNow(err error) bool {
+	var unparsable manifest.ErrorList
+	return errors.As(err, &unparsable) || errors.Is(err, manifest.ErrUnknownPhase)
 }
 
 func (s *Scheduler) emit(e Event) {

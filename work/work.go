@@ -226,6 +226,9 @@ func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env 
 func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
 		r.clearStaleIndexLock(ctx, wt)
+		if err := r.endGating(ctx, j.ID, wt, branch); err != nil {
+			return false, false, err
+		}
 		return false, false, nil
 	}
 	if _, err := os.Stat(wt); err == nil {
@@ -483,4 +486,24 @@ func (r *Runner) clearStaleIndexLock(ctx context.Context, wt string) {
 	if _, err := os.Stat(lock); err == nil {
 		os.Remove(lock)
 	}
+}
+
+// GatingMark is the file the merge owner keeps while a phase's worktree is
+// detached at a merge commit for its gate.
+func GatingMark(l scheduler.Layout, id string) string {
+	return filepath.Join(l.StateDir(), "gating-"+scheduler.SafeName(id))
+}
+
+// endGating puts a worktree the merge owner left detached (the driver was
+// killed during the merge gate) back on its branch. Only the driver's own
+// detach is undone; a HEAD an agent moved stays a failure.
+func (r *Runner) endGating(ctx context.Context, id, wt, branch string) error {
+	mark := GatingMark(r.Layout, id)
+	if _, err := os.Stat(mark); err != nil {
+		return nil
+	}
+	if _, err := r.Git.GitIn(ctx, wt, "checkout", "-q", "-f", branch); err != nil {
+		return fmt.Errorf("put %s back on %s after an interrupted merge gate: %w", wt, branch, err)
+	}
+	return os.Remove(mark)
 }

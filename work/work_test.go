@@ -1055,3 +1055,34 @@ func TestRunClearsStaleIndexLock(t *testing.T) {
 		t.Fatalf("outcome = %+v, want OK", o)
 	}
 }
+
+// A worktree left detached at a merge commit by a driver killed during the
+// merge gate is put back on its branch when the phase resumes; without the
+// merge owner's mark, a detached HEAD stays a failure.
+func TestRunResumeAfterInterruptedMergeGate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"work.txt": "earlier\n"}, true)
+	f.gitIn(f.wt(), "checkout", "-q", "--detach", "HEAD")
+	mark := work.GatingMark(f.layout, "p1")
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent(doneBody)
+	if o := f.run(j); !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	if exists(mark) {
+		t.Error("the gating mark is still there")
+	}
+	// The same detached HEAD without the mark: an agent did it.
+	f.gitIn(f.wt(), "checkout", "-q", "--detach", "HEAD")
+	if o := f.run(j); o.Reason != scheduler.ReasonWorktree {
+		t.Fatalf("outcome = %+v, want Reason worktree", o)
+	}
+}
