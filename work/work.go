@@ -225,7 +225,7 @@ func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env 
 // was made now (so WORKTREE_PREPARE_CMD must run).
 func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
-		r.clearStaleIndexLock(ctx, wt)
+		r.clearStaleLocks(ctx, wt, branch)
 		if err := r.endGating(ctx, j.ID, wt, branch); err != nil {
 			return false, false, err
 		}
@@ -342,7 +342,7 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if _, err := os.Stat(wt); err != nil {
 		return fmt.Errorf("the worktree %s is gone", wt)
 	}
-	r.clearStaleIndexLock(ctx, wt)
+	r.clearStaleLocks(ctx, wt, r.Layout.Branch(j.ID))
 	// A merge of the base that still has conflicts must not be concluded:
 	// committing it would put the markers on the branch, and from there on
 	// the base. Abort it; the next supervisor merges again.
@@ -472,19 +472,25 @@ func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id st
 	return p != nil && p.State == manifest.Merged
 }
 
-// clearStaleIndexLock removes the index.lock of a phase's worktree. It is
+// clearStaleLocks removes the lock files git keeps for a phase's worktree:
+// its index.lock and HEAD.lock, and the lock of its branch ref. It is
 // called only when no process of the phase runs (before an attempt, after
 // the agent's process group is gone): a lock then was left by a git that
-// was killed (the agent's, or a killed driver's), and would fail every
-// later git command in the worktree.
-func (r *Runner) clearStaleIndexLock(ctx context.Context, wt string) {
+// was killed (the agent's, or a killed driver's) and would fail every
+// later git command there.
+func (r *Runner) clearStaleLocks(ctx context.Context, wt, branch string) {
 	dir, err := r.Git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return
 	}
-	lock := filepath.Join(dir, "index.lock")
-	if _, err := os.Stat(lock); err == nil {
-		os.Remove(lock)
+	locks := []string{filepath.Join(dir, "index.lock"), filepath.Join(dir, "HEAD.lock")}
+	if common, err := r.Git.CommonDir(ctx); err == nil {
+		locks = append(locks, filepath.Join(common, "refs", "heads", filepath.FromSlash(branch)+".lock"))
+	}
+	for _, l := range locks {
+		if _, err := os.Stat(l); err == nil {
+			os.Remove(l)
+		}
 	}
 }
 

@@ -1038,14 +1038,23 @@ func TestRunResumeOverHalfMadeWorktree(t *testing.T) {
 	}
 }
 
-// An index.lock a killed git left in the worktree does not fail the next
+// Lock files a killed git left (index, HEAD, the branch ref) do not fail the next
 // attempt: no process of the phase runs then, so the lock is stale.
 func TestRunClearsStaleIndexLock(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.parkBranch(map[string]string{"work.txt": "earlier\n"}, true)
 	gitDir := f.gitIn(f.wt(), "rev-parse", "--absolute-git-dir")
-	if err := os.WriteFile(filepath.Join(gitDir, "index.lock"), nil, 0o644); err != nil {
+	for _, l := range []string{"index.lock", "HEAD.lock"} {
+		if err := os.WriteFile(filepath.Join(gitDir, l), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := f.gitIn(f.top, "rev-parse", "--git-common-dir")
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(f.top, common)
+	}
+	if err := os.WriteFile(filepath.Join(common, "refs", "heads", "auto", "p1.lock"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j := job()
