@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/claudopilot/claudopilot/manifest"
 )
 
@@ -122,10 +124,7 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 		}
 		// If a human saved meanwhile, their bytes win and the token
 		// change is applied to them on the next pass.
-		err = writeAtomic(f.Path, out, func() bool {
-			cur, err := os.ReadFile(f.Path)
-			return err == nil && bytes.Equal(cur, src)
-		})
+		err = writeAtomic(f.Path, out, src)
 		if errors.Is(err, errChanged) && races < 100 {
 			lastErr = err
 			races++
@@ -146,10 +145,13 @@ func WriteAtomic(path string, data []byte) error {
 	return writeAtomic(path, data, nil)
 }
 
-// writeAtomic is WriteAtomic that first asks unchanged, as late as possible
-// (after the slow fsync, right before the rename), whether the file still
-// holds what the new bytes were computed from.
-func writeAtomic(path string, data []byte, unchanged func() bool) (err error) {
+// writeAtomic is WriteAtomic that replaces the file only if it still holds
+// expect, the bytes the new ones were computed from (nil: unconditionally).
+// A human saving between our read and our rename must not be overwritten,
+// so the new file is swapped in with renameat2(RENAME_EXCHANGE): the
+// replaced bytes come back to us, and if they are not what we read, the
+// swap is undone and errChanged returned, to re-read and apply again.
+func writeAtomic(path string, data, expect []byte) (err error) {
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -179,17 +181,42 @@ func writeAtomic(path string, data []byte, unchanged func() bool) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	if unchanged != nil && !unchanged() {
-		return errChanged
+	if expect != nil {
+		if cur, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(cur, expect) {
+			return errChanged
+		}
+		switch xerr := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); {
+		case xerr == nil:
+			prev, rerr := os.ReadFile(tmp.Name())
+			if rerr == nil && bytes.Equal(prev, expect) {
+				os.Remove(tmp.Name())
+				syncDir(dir)
+				return nil
+			}
+			// Someone saved in between: put their file back.
+			if xerr := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); xerr != nil {
+				return fmt.Errorf("restore a concurrent edit of %s: %w", path, xerr)
+			}
+			return errChanged
+		case errors.Is(xerr, unix.ENOSYS) || errors.Is(xerr, unix.EINVAL):
+			// No exchange on this file system: the check above is the
+			// best there is.
+		default:
+			return xerr
+		}
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
+	syncDir(dir)
+	return nil
+}
+
+func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
 	}
-	return nil
 }
 
 // RemoveTemps deletes temp files a killed writer left beside the manifest.

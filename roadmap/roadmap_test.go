@@ -293,3 +293,31 @@ func idsOf(ns []*Node) []string {
 	}
 	return out
 }
+
+// The conditional replace never overwrites bytes other than those the new
+// content was computed from.
+func TestWriteAtomicOnlyOverWhatWasRead(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.md")
+	if err := os.WriteFile(path, []byte("human's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(path, []byte("driver's\n"), []byte("what the driver read\n")); !errors.Is(err, errChanged) {
+		t.Fatalf("err = %v, want errChanged", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "human's\n" {
+		t.Fatalf("file = %q", b)
+	}
+	if err := writeAtomic(path, []byte("driver's\n"), []byte("human's\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "driver's\n" {
+		t.Fatalf("file = %q", b)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v", st.Mode())
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp*")); len(m) != 0 {
+		t.Errorf("temp files left: %v", m)
+	}
+}
