@@ -1,0 +1,186 @@
+package pacer
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// LaneConfig is a lane as the user configured it: what it runs and how it
+// is paced.
+type LaneConfig struct {
+	Lane
+	Cmd           string // LANE_<id>_CMD, default AGENT_CMD
+	SupervisorCmd string // LANE_<id>_SUPERVISOR_CMD, default SUPERVISOR_CMD, then Cmd
+	UsageCmd      string // LANE_<id>_USAGE_CMD, default USAGE_CMD
+	Model         string // LANE_<id>_MODEL, default MODEL
+	Fallback      string // LANE_<id>_FALLBACK: the lane used while this one cools down
+}
+
+// Key is one per-lane setting: its name after LANE_<id>_, the global
+// setting it defaults to, and its built-in default.
+type Key struct {
+	Name, Global, Default, Help string
+}
+
+// Keys lists every per-lane setting. LANE_<id>_<Name> overrides the
+// global <Global>, which overrides Default.
+func Keys() []Key {
+	return []Key{
+		{"CMD", "AGENT_CMD", "", "agent command of the lane"},
+		{"SUPERVISOR_CMD", "SUPERVISOR_CMD", "", "repair supervisor command of the lane (default: its CMD)"},
+		{"MODE", "MODE", "always", "always, window or off"},
+		{"CONCURRENCY", "DEFAULT_CONCURRENCY", "3", "agents an always lane runs at once"},
+		{"USAGE_CMD", "USAGE_CMD", "", "prints <pct_used> <secs_until_reset> [<five_hour_pct> <five_hour_secs>]"},
+		{"MIN_CONCURRENCY", "MIN_CONCURRENCY", "1", "least a window lane behind pace runs"},
+		{"MAX_CONCURRENCY", "MAX_CONCURRENCY", "6", "most a window lane runs"},
+		{"PACE_TOLERANCE_PCT", "PACE_TOLERANCE_PCT", "5", "how far behind the line before a window lane catches up"},
+		{"CATCHUP_HOURS", "CATCHUP_HOURS", "4", "hours to make up the gap in"},
+		{"BURN_PCT_PER_WORKER_HOUR", "BURN_PCT_PER_WORKER_HOUR", "2", "window % one worker uses in an hour"},
+		{"FIVE_HOUR_THROTTLE_PCT", "FIVE_HOUR_THROTTLE_PCT", "85", "five-hour use at which the lane is throttled"},
+		{"FIVE_HOUR_THROTTLE_CAP", "FIVE_HOUR_THROTTLE_CAP", "1", "most a throttled lane runs"},
+		{"HARD_STOP_PCT", "HARD_STOP_PCT", "98", "weekly use at which the lane stops"},
+		{"MODEL", "MODEL", "", "model name, for the lane's presets and the ledger"},
+		{"FALLBACK", "", "", "lane to use while this one is in a rate-limit cooldown"},
+	}
+}
+
+var laneID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// EnvName is the name of a lane's setting: LANE_<ID>_<KEY>, with the id
+// upper-cased and '-' as '_' so it is a valid environment name.
+func EnvName(id, key string) string {
+	return "LANE_" + strings.ToUpper(strings.ReplaceAll(id, "-", "_")) + "_" + key
+}
+
+// Parse reads the lanes named in lanes (LANES, space- or comma-separated)
+// through get, which answers a setting's value and whether it is set.
+// Errors name the setting.
+func Parse(lanes string, get func(string) (string, bool)) ([]LaneConfig, error) {
+	ids := strings.FieldsFunc(lanes, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' })
+	seen := map[string]bool{}
+	var out []LaneConfig
+	for _, id := range ids {
+		if !laneID.MatchString(id) {
+			return nil, fmt.Errorf("LANES: lane id %q: want a letter, then letters, digits, - or _", id)
+		}
+		if seen[strings.ToLower(id)] {
+			return nil, fmt.Errorf("LANES: lane %q is named twice", id)
+		}
+		seen[strings.ToLower(id)] = true
+		lc, err := parseLane(id, get)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lc)
+	}
+	for _, lc := range out {
+		if lc.Fallback != "" && !seen[strings.ToLower(lc.Fallback)] {
+			return nil, fmt.Errorf("%s=%s: no such lane in LANES", EnvName(lc.ID, "FALLBACK"), lc.Fallback)
+		}
+		if strings.EqualFold(lc.Fallback, lc.ID) {
+			return nil, fmt.Errorf("%s: a lane cannot fall back on itself", EnvName(lc.ID, "FALLBACK"))
+		}
+	}
+	return out, nil
+}
+
+func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
+	val := map[string]string{}
+	where := map[string]string{}
+	for _, k := range Keys() {
+		v, from := k.Default, "the default"
+		if k.Global != "" {
+			if g, ok := get(k.Global); ok {
+				v, from = g, k.Global
+			}
+		}
+		name := EnvName(id, k.Name)
+		if l, ok := get(name); ok {
+			v, from = l, name
+		}
+		val[k.Name], where[k.Name] = strings.TrimSpace(v), from
+	}
+	lc := LaneConfig{Cmd: val["CMD"], SupervisorCmd: val["SUPERVISOR_CMD"], UsageCmd: val["USAGE_CMD"], Model: val["MODEL"], Fallback: val["FALLBACK"]}
+	lc.ID = id
+	if lc.Cmd == "" {
+		return lc, fmt.Errorf("%s: lane %s has no command (set it, or AGENT_CMD)", EnvName(id, "CMD"), id)
+	}
+	if lc.SupervisorCmd == "" {
+		lc.SupervisorCmd = lc.Cmd
+	}
+	switch m := Mode(strings.ToLower(val["MODE"])); m {
+	case Always, WindowPaced, Off:
+		lc.Mode = m
+	default:
+		return lc, fmt.Errorf("%s=%q (from %s): want always, window or off", EnvName(id, "MODE"), val["MODE"], where["MODE"])
+	}
+	ints := []struct {
+		key string
+		dst *int
+	}{{"CONCURRENCY", &lc.Concurrency}, {"MIN_CONCURRENCY", &lc.MinConcurrency}, {"MAX_CONCURRENCY", &lc.MaxConcurrency}, {"FIVE_HOUR_THROTTLE_CAP", &lc.FiveHourThrottleCap}}
+	for _, f := range ints {
+		n, err := strconv.Atoi(val[f.key])
+		if err != nil || n < 0 {
+			return lc, fmt.Errorf("%s=%q (from %s): want a whole number ≥ 0", EnvName(id, f.key), val[f.key], where[f.key])
+		}
+		*f.dst = n
+	}
+	floats := []struct {
+		key string
+		dst *float64
+	}{{"PACE_TOLERANCE_PCT", &lc.PaceTolerancePct}, {"CATCHUP_HOURS", &lc.CatchupHours}, {"BURN_PCT_PER_WORKER_HOUR", &lc.BurnPctPerWorkerHour}, {"FIVE_HOUR_THROTTLE_PCT", &lc.FiveHourThrottlePct}, {"HARD_STOP_PCT", &lc.HardStopPct}}
+	for _, f := range floats {
+		x, err := strconv.ParseFloat(val[f.key], 64)
+		if err != nil || x < 0 {
+			return lc, fmt.Errorf("%s=%q (from %s): want a number ≥ 0", EnvName(id, f.key), val[f.key], where[f.key])
+		}
+		*f.dst = x
+	}
+	if lc.MinConcurrency > lc.MaxConcurrency {
+		return lc, fmt.Errorf("%s=%d is above %s=%d", EnvName(id, "MIN_CONCURRENCY"), lc.MinConcurrency, EnvName(id, "MAX_CONCURRENCY"), lc.MaxConcurrency)
+	}
+	return lc, nil
+}
+
+// ParseUsage reads a USAGE_CMD's output: `<pct_used> <secs_until_reset>`,
+// optionally followed by `<five_hour_pct> <five_hour_secs>`. Anything
+// else is an unreadable reading (OK false), never a zero.
+func ParseUsage(out string) Usage {
+	f := strings.Fields(out)
+	if len(f) != 2 && len(f) != 4 {
+		return Usage{}
+	}
+	var x [4]float64
+	for i, s := range f {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 0 {
+			return Usage{}
+		}
+		x[i] = v
+	}
+	u := Usage{OK: true, PctUsed: x[0], SecsToReset: x[1]}
+	if len(f) == 4 {
+		u.HasFiveHour, u.FiveHourPct, u.FiveHourSecs = true, x[2], x[3]
+	}
+	return u
+}
+
+// ParseProbe reads a RESOURCE_PROBE_CMD's output: `<cores> <load5>
+// <mem_available_mb>`.
+func ParseProbe(out string) (cores, load5, memMB float64, ok bool) {
+	f := strings.Fields(out)
+	if len(f) != 3 {
+		return 0, 0, 0, false
+	}
+	var x [3]float64
+	for i, s := range f {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 0 {
+			return 0, 0, 0, false
+		}
+		x[i] = v
+	}
+	return x[0], x[1], x[2], true
+}
