@@ -89,12 +89,19 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.OK, out.Commit = true, base
 		return out, false
 	}
-	if paths := o.markers(ctx, base, tip); len(paths) > 0 {
+	// Both checks fail closed: a check that cannot run stops the landing.
+	if paths, err := o.markers(ctx, base, tip); err != nil {
+		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
+		return out, false
+	} else if len(paths) > 0 {
 		out.Reason = scheduler.ReasonConflict
 		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
 		return out, false
 	}
-	if paths := o.outOfScope(ctx, j, base, tip); len(paths) > 0 {
+	if paths, err := o.outOfScope(ctx, j, base, tip); err != nil {
+		out.Err = fmt.Errorf("the scope check of %s could not run: %w", j.ID, err)
+		return out, false
+	} else if len(paths) > 0 {
 		out.Reason = scheduler.ReasonScope
 		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
 		return out, false
@@ -312,17 +319,17 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 
 // outOfScope lists the files the branch changed outside the phase's
 // declared scope, its phase doc and the manifest aside.
-func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip string) []string {
+func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip string) ([]string, error) {
 	if len(j.Owns) == 0 {
-		return nil
+		return nil, nil
 	}
 	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	changed, err := o.Git.DiffNames(ctx, mb, tip)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var bad []string
 	for _, p := range changed {
@@ -333,7 +340,7 @@ func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip 
 			bad = append(bad, p)
 		}
 	}
-	return bad
+	return bad, nil
 }
 
 // isDocOf reports whether repository path p is phase id's doc (or its DONE_
@@ -493,14 +500,21 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 
 // markers lists files in which the branch added conflict markers: a
 // concluded merge that was never resolved must not land.
-func (o *Owner) markers(ctx context.Context, base, tip string) []string {
+func (o *Owner) markers(ctx context.Context, base, tip string) ([]string, error) {
 	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	// --check also reports whitespace errors; only the markers count. It
-	// exits non-zero when it finds anything, so read the output either way.
-	out, _ := o.Git.Git(ctx, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--check", mb, tip)
+	// exits 2 when it finds anything, so read the output then; any other
+	// failure means the diff was not read.
+	out, err := o.Git.Git(ctx, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--check", mb, tip)
+	if ge := (*worktree.GitError)(nil); errors.As(err, &ge) && ge.ExitCode == 2 {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var paths []string
 	seen := map[string]bool{}
 	for _, line := range strings.Split(out, "\n") {
@@ -515,11 +529,15 @@ func (o *Owner) markers(ctx context.Context, base, tip string) []string {
 		// A line of seven '=' alone is also a markdown heading's
 		// underline: only a file with both a <<<<<<< and a >>>>>>>
 		// line holds a real leftover conflict.
-		if b, ok, err := o.Git.ReadFile(ctx, tip, p); err == nil && ok && hasMarkers(b) {
+		b, ok, err := o.Git.ReadFile(ctx, tip, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok && hasMarkers(b) {
 			paths = append(paths, p)
 		}
 	}
-	return paths
+	return paths, nil
 }
 
 func hasMarkers(b []byte) bool {

@@ -1,0 +1,56 @@
+package land_test
+
+import (
+	"github.com/claudopilot/claudopilot/land"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A check that cannot run stops the landing: here the branch names a blob
+// the object store lacks, so `git diff --check` fails. The conflict-marker
+// check used to read that as "no markers" and the merge went on to land a
+// commit whose file cannot be read.
+func TestMergeStopsWhenTheMarkerCheckCannotRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"lost.txt": "a blob that goes missing\n"})
+	blob := f.gitIn(f.top, "rev-parse", tip+":lost.txt")
+	common := f.gitIn(f.top, "rev-parse", "--git-common-dir")
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(f.top, common)
+	}
+	if err := os.Remove(filepath.Join(common, "objects", blob[:2], blob[2:])); err != nil {
+		t.Fatal(err)
+	}
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.OK || out.Err == nil || !strings.Contains(out.Err.Error(), "conflict-marker check") {
+		t.Fatalf("outcome = %+v, want an error naming the conflict-marker check", out)
+	}
+	if got := f.rev("main"); got != base {
+		t.Errorf("main moved to %s", got)
+	}
+}
+
+// The scope check and the marker check fail closed on a git error: an
+// answer of "nothing out of scope" or "no markers" needs the diff read.
+func TestChecksFailClosed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p2", "p2-second.md", map[string]string{"web/x.js": "x\n"})
+	j := job("p2", "second phase", tip)
+	j.Owns = []string{"api/"}
+	base := f.rev("main")
+	if bad, err := land.OutOfScope(f.owner, f.ctx, j, base, tip); err != nil || len(bad) != 1 {
+		t.Fatalf("OutOfScope on a readable branch = %v, %v; want [web/x.js]", bad, err)
+	}
+	missing := "0000000000000000000000000000000000000001"
+	if bad, err := land.OutOfScope(f.owner, f.ctx, j, base, missing); err == nil {
+		t.Errorf("OutOfScope with an unreadable tip = %v, nil; want an error", bad)
+	}
+	if bad, err := land.Markers(f.owner, f.ctx, base, missing); err == nil {
+		t.Errorf("Markers with an unreadable tip = %v, nil; want an error", bad)
+	}
+}
