@@ -55,6 +55,8 @@ type Resources struct {
 	CoresPerWorker float64 // CORES_PER_WORKER, default 2
 	MemMBPerWorker float64 // MEM_MB_PER_WORKER, default 3000
 	MinBudget      int     // RESOURCE_MIN_BUDGET, default 3
+	// Unknown: the machine could not be measured; the budget is the floor.
+	Unknown bool
 }
 
 // Input is everything one pacer pass reads.
@@ -174,6 +176,9 @@ func windowWant(l Lane, u Usage) (int, string) {
 // Budget is how many agents the machine can take: the smaller of what the
 // spare cores and the available memory allow, never below MinBudget.
 func Budget(r Resources) int {
+	if r.Unknown {
+		return r.MinBudget
+	}
 	b := math.MaxInt
 	if r.CoresPerWorker > 0 {
 		b = min(b, int(math.Floor((r.Cores-r.Load5)/r.CoresPerWorker)))

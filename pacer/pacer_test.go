@@ -132,3 +132,27 @@ func TestAllocation(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetUnknownIsTheFloor(t *testing.T) {
+	if got := Budget(Resources{Unknown: true, MinBudget: 3, CoresPerWorker: 2}); got != 3 {
+		t.Errorf("got %d", got)
+	}
+}
+
+// TestPassReadsCommands runs real usage and probe commands.
+func TestPassReadsCommands(t *testing.T) {
+	w := LaneConfig{Lane: lane("w", WindowPaced), Cmd: "x", UsageCmd: "echo 40 302400"}
+	bad := LaneConfig{Lane: lane("b", WindowPaced), Cmd: "x", UsageCmd: "exit 1"}
+	s := Settings{Lanes: []LaneConfig{w, bad}, ProbeCmd: "echo 8 0 64000", Resources: Resources{CoresPerWorker: 2, MemMBPerWorker: 3000, MinBudget: 1}}
+	p, u := Pass(t.Context(), s, map[string]int{"b": 1}, nil, false, false)
+	if !u["w"].OK || u["b"].OK {
+		t.Fatalf("usage %+v", u)
+	}
+	if p.Budget != 4 || p.Concurrency("w") != 2 || p.Concurrency("b") != 1 {
+		t.Fatalf("plan %+v", p)
+	}
+	s.ProbeCmd = "echo nonsense"
+	if p, _ := Pass(t.Context(), s, nil, nil, false, false); p.Budget != 1 {
+		t.Fatalf("unreadable probe: budget %d, want the floor 1", p.Budget)
+	}
+}

@@ -1,0 +1,187 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
+)
+
+// File is the switches' file name in the state folder.
+const File = "control.json"
+
+// LanesFile holds the pacer's last plan, so a lane whose usage cannot be
+// read keeps its previous concurrency across restarts.
+const LanesFile = "lanes.json"
+
+// Switches are what a human has switched.
+type Switches struct {
+	Paused   bool            `json:"paused"`
+	PausedAt time.Time       `json:"paused_at,omitzero"`
+	LanesOff map[string]bool `json:"lanes_off,omitempty"`
+}
+
+// Equal reports whether two switch sets say the same.
+func (s Switches) Equal(o Switches) bool {
+	return s.Paused == o.Paused && maps.Equal(s.offOnly(), o.offOnly())
+}
+
+func (s Switches) offOnly() map[string]bool {
+	m := map[string]bool{}
+	for k, v := range s.LanesOff {
+		if v {
+			m[k] = true
+		}
+	}
+	return m
+}
+
+// Load reads the switches in dir; a missing file is "nothing switched".
+func Load(dir string) (Switches, error) {
+	var s Switches
+	b, err := os.ReadFile(filepath.Join(dir, File))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read switches: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("read switches %s: %w", filepath.Join(dir, File), err)
+	}
+	return s, nil
+}
+
+// Update changes the switches under an exclusive lock, so two commands
+// flipping at once cannot lose one flip, and writes them atomically.
+func Update(dir string, change func(*Switches)) (Switches, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Switches{}, fmt.Errorf("switches: %w", err)
+	}
+	lk, err := os.OpenFile(filepath.Join(dir, File+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return Switches{}, fmt.Errorf("switches: %w", err)
+	}
+	defer lk.Close()
+	if err := unix.Flock(int(lk.Fd()), unix.LOCK_EX); err != nil {
+		return Switches{}, fmt.Errorf("switches: lock: %w", err)
+	}
+	s, err := Load(dir)
+	if err != nil {
+		return s, err
+	}
+	change(&s)
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return s, err
+	}
+	return s, writeAtomic(filepath.Join(dir, File), append(b, '\n'))
+}
+
+// LoadLanes reads the pacer's last concurrency per lane.
+func LoadLanes(dir string) (map[string]int, error) {
+	m := map[string]int{}
+	b, err := os.ReadFile(filepath.Join(dir, LanesFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("read lanes: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]int{}, fmt.Errorf("read lanes %s: %w", filepath.Join(dir, LanesFile), err)
+	}
+	return m, nil
+}
+
+// SaveLanes records the pacer's concurrency per lane.
+func SaveLanes(dir string, m map[string]int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("lanes: %w", err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, LanesFile), append(b, '\n'))
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Watch sends the switches on out whenever they change, starting with
+// their value now, until ctx ends. It watches the folder (the file is
+// replaced by rename, which a watch on the file itself would miss) and
+// reads again on every event for the file.
+func Watch(ctx context.Context, dir string, out chan<- Switches) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		return err
+	}
+	last, err := Load(dir)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	go func() {
+		defer w.Close()
+		select {
+		case out <- last:
+		case <-ctx.Done():
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-w.Events:
+				if filepath.Base(ev.Name) != File {
+					continue
+				}
+				s, err := Load(dir)
+				if err != nil || s.Equal(last) {
+					continue // half-written or unchanged: the next event brings it
+				}
+				last = s
+				select {
+				case out <- s:
+				case <-ctx.Done():
+					return
+				}
+			case <-w.Errors:
+			}
+		}
+	}()
+	return nil
+}
