@@ -42,6 +42,7 @@ type Phase struct {
 	Owns  []string      // from (owns: a/, b.go); nil when absent
 	Gate  string        // from (gate: cmd); empty when absent
 	Est   time.Duration // from (est: 90m); 0 when absent
+	Lane  string        // from (lane: codex); empty when absent
 	Line  int           // 1-based line of the "[state] **id**" text
 	// StateSpan covers the state word inside the brackets (not the brackets),
 	// so a writer can replace exactly those bytes.

@@ -445,3 +445,19 @@ func TestParseDoesNotAliasInput(t *testing.T) {
 		t.Fatalf("edit after caller reused its buffer: %v", err)
 	}
 }
+
+func TestLaneAnnotation(t *testing.T) {
+	m, err := Parse([]byte("- [pending] **a** — x (lane: codex) (deps: none)\n- [pending] **b** — y\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Phases[0].Lane != "codex" || m.Phases[1].Lane != "" {
+		t.Fatalf("lanes %q %q", m.Phases[0].Lane, m.Phases[1].Lane)
+	}
+	for _, bad := range []string{"(lane: )", "(lane: a b)", "(lane: 9x)", "(lane: a) (lane: b)"} {
+		_, err := Parse([]byte("- [pending] **a** — x " + bad + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "1:") {
+			t.Errorf("%s: err %v, want one naming line 1", bad, err)
+		}
+	}
+}

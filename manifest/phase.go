@@ -50,7 +50,7 @@ func parsePhaseLine(line []byte, off int) (ph Phase, errs []string, ok bool) {
 
 	ph.Title = strings.TrimSpace(string(stripDash(rest[2+idEnd+2:])))
 	var aerrs []string
-	ph.Deps, ph.Owns, ph.Gate, ph.Est, aerrs = parseAnnotations(ph.Title)
+	ph.Deps, ph.Owns, ph.Gate, ph.Est, ph.Lane, aerrs = parseAnnotations(ph.Title)
 	for _, e := range aerrs {
 		fail("phase %q: %s", ph.ID, e)
 	}
@@ -147,15 +147,15 @@ func stripDash(b []byte) []byte {
 	return b
 }
 
-var annotationKeys = [...]string{"deps", "owns", "gate", "est"}
+var annotationKeys = [...]string{"deps", "owns", "gate", "est", "lane"}
 
-// parseAnnotations extracts (deps: …), (owns: …), (gate: …) and (est: …)
+// parseAnnotations extracts (deps: …), (owns: …), (gate: …), (est: …) and (lane: …)
 // from anywhere in title. Values run to the balancing ')' so a gate command
 // may hold parentheses; backtick code spans are opaque, so "`(deps: x)`" in
 // prose is not an annotation and "`echo )`" does not end one.
-func parseAnnotations(title string) (deps, owns []string, gate string, est time.Duration, errs []string) {
+func parseAnnotations(title string) (deps, owns []string, gate string, est time.Duration, lane string, errs []string) {
 	spans := codeSpans(title)
-	var seen [4]bool // indexed like annotationKeys
+	var seen [len(annotationKeys)]bool
 	for i := 0; i < len(title); {
 		switch title[i] {
 		case '`':
@@ -202,6 +202,11 @@ func parseAnnotations(title string) (deps, owns []string, gate string, est time.
 			gate = unTick(val)
 			if gate == "" {
 				errs = append(errs, "empty (gate: ) annotation")
+			}
+		case "lane":
+			lane = unTick(val)
+			if msg := checkLane(lane); msg != "" {
+				errs = append(errs, fmt.Sprintf("(lane: %s) %s", val, msg))
 			}
 		case "est":
 			var err error
@@ -328,4 +333,19 @@ func parseEst(v string) (time.Duration, error) {
 		return bad()
 	}
 	return d, nil
+}
+
+// checkLane says what is wrong with a lane name, or "". Lane names become
+// parts of environment names (LANE_<id>_CMD), so they are plain words.
+func checkLane(l string) string {
+	if l == "" {
+		return "names no lane"
+	}
+	for i, c := range l {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '_')
+		if !ok {
+			return "is not a lane name (a letter, then letters, digits, - or _)"
+		}
+	}
+	return ""
 }
