@@ -16,6 +16,7 @@ type Event struct {
 	LogPath string    `json:"log,omitempty"`
 	Until   time.Time `json:"until,omitzero"`
 	Files   []string  `json:"files,omitempty"`
+	Lane    string    `json:"lane,omitempty"`
 }
 
 // Event kinds.
@@ -34,6 +35,9 @@ const (
 	EvEdit     = "edit"     // the manifest changed on disk
 	EvWarn     = "warn"     // something worth a line that changes nothing
 	EvEnd      = "end"      // the run is over
+	EvPaused   = "paused"   // no new launches until resumed
+	EvResumed  = "resumed"  // launches go on
+	EvLanes    = "lanes"    // the pacer changed lanes' concurrency
 )
 
 // PhaseSummary is one phase's line in the end-of-run summary.

@@ -29,6 +29,7 @@ type Record struct {
 	WaitsOn string    `json:"waits_on,omitempty"`
 	PID     int       `json:"pid,omitempty"`
 	Log     string    `json:"log,omitempty"`
+	Lane    string    `json:"lane,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from

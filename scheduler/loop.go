@@ -35,6 +35,14 @@ type Config struct {
 	// ExternalWait says whether waiting on external deps may still pay
 	// off (the issue queue is still working). Nil: always.
 	ExternalWait func() bool
+	// Lanes are the agent CLIs to launch on, in LANES order. Empty: one
+	// lane of AgentCmd/SupervisorCmd with MaxParallel slots.
+	Lanes []Lane
+	// Controls brings pause switches and the pacer's slots into the loop;
+	// nil: neither changes during the run.
+	Controls <-chan Control
+	// Paused starts the run paused (the switch persists across restarts).
+	Paused bool
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -71,6 +79,8 @@ type Scheduler struct {
 	fatal     error
 	started   time.Time
 	running   int // agents running now
+	lanes     []*laneSlot
+	paused    bool // no new launches; running agents go on
 }
 
 // phase is the loop's view of one phase.
@@ -95,6 +105,7 @@ type phase struct {
 
 	started time.Time
 	spent   time.Duration
+	lane    *laneSlot // the lane of the attempt in flight, or of the last one
 }
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
@@ -117,6 +128,8 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		merged:    make(chan MergeOutcome),
 		cooldown:  make(map[string]time.Time),
 		unwritten: make(map[string]manifest.State),
+		lanes:     newLanes(cfg),
+		paused:    cfg.Paused,
 	}
 	for _, n := range rm.Nodes {
 		p := &phase{n: n, state: n.State}
@@ -175,6 +188,8 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onEdit(src)
+		case c := <-s.cfg.Controls:
+			s.onControl(c)
 		case <-timer.C:
 		case <-ctx.Done():
 			return interrupted()
@@ -185,9 +200,8 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 
 // interruptedOutcome books an attempt that ended because of an interrupt.
 func (s *Scheduler) interruptedOutcome(o Outcome) {
-	s.running--
 	p := s.byID[o.ID]
-	p.busy = false
+	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
 	s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "interrupted", LogPath: o.LogPath})
@@ -232,16 +246,9 @@ func (s *Scheduler) idle() bool {
 	if s.waitsOutside() {
 		return false
 	}
-	// Phases held back only by a rate limit's cooldown are waited for.
-	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
-		limit := s.checkpointLine()
-		for _, p := range s.phases {
-			if p.state == manifest.Pending && !p.busy && (limit == 0 || p.n.Line < limit) && s.depsMerged(p) {
-				return false
-			}
-		}
-	}
-	return true
+	// Phases held back only by a lane (a rate limit's cooldown, a pause,
+	// no slots from the pacer) are waited for.
+	return !s.heldBack(now)
 }
 
 // arm sets the timer to the earliest moment something waits for.
@@ -258,13 +265,12 @@ func (s *Scheduler) arm(t *time.Timer) {
 	for _, p := range s.phases {
 		if p.next != nil && s.halt == nil {
 			consider(p.notBefore)
-			consider(s.cooldown[s.cmdOf(p.next.Role)])
 		}
 	}
 	for _, p := range s.mergeQ {
 		consider(p.notBefore)
 	}
-	consider(s.cooldown[s.cmdOf(Worker)])
+	s.cooldownEnds(consider)
 	if s.waitsOutside() {
 		consider(now.Add(s.cfg.Poll))
 	}
@@ -279,15 +285,6 @@ func (s *Scheduler) arm(t *time.Timer) {
 		}
 	}
 	t.Reset(d)
-}
-
-// cmdOf keys a role's quota by its command alone: a worker and a
-// supervisor running the same command share its rate limit.
-func (s *Scheduler) cmdOf(r Role) string {
-	if r == Supervisor {
-		return s.cfg.SupervisorCmd
-	}
-	return s.cfg.AgentCmd
 }
 
 // dispatch starts what may start: the next merge, pending relaunches, then
@@ -306,23 +303,18 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	}
 	// Relaunches first: finishing started work beats starting more.
 	for _, p := range s.phases {
-		if s.running >= s.cfg.MaxParallel {
-			return
-		}
 		if p.next == nil || p.busy || s.halt != nil || p.notBefore.After(now) {
 			continue
 		}
-		if until := s.cooldown[s.cmdOf(p.next.Role)]; until.After(now) {
+		l := s.laneFor(p, p.next.Role, now)
+		if l == nil {
 			continue
 		}
 		j := *p.next
 		p.next = nil
-		s.launch(ctx, p, j)
+		s.launch(ctx, p, j, l)
 	}
-	if s.halt != nil || s.running >= s.cfg.MaxParallel {
-		return
-	}
-	if until := s.cooldown[s.cmdOf(Worker)]; until.After(now) {
+	if s.halt != nil || s.freeSlots(now) == 0 {
 		return
 	}
 	var ready, soon []*phase
@@ -340,7 +332,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 			soon = append(soon, p)
 		}
 	}
-	free := s.cfg.MaxParallel - s.running
+	free := s.freeSlots(now)
 	if len(ready) == 0 || s.cfg.FileOrder {
 		soon = nil
 	}
@@ -363,24 +355,29 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	// lands keeps a slot for itself when it outranks what is ready now:
 	// merges take seconds, and handing its slot to a short branch of work
 	// costs the critical path a whole agent run.
-	reserved := 0
+	reserved, launched := 0, 0
 	for _, p := range ready {
 		for len(soon) > 0 && rem[soon[0].n.Index] > rem[p.n.Index] && reserved < free {
 			soon = soon[1:]
 			reserved++
 		}
-		if s.running+reserved >= s.cfg.MaxParallel {
+		if launched+reserved >= free {
 			break
 		}
 		if s.scopeFree(p) != nil {
 			continue // a phase started in this round overlaps it
+		}
+		l := s.laneFor(p, Worker, now)
+		if l == nil {
+			continue // its lane is full or cooling down
 		}
 		if err := s.setState(p, manifest.Running); err != nil {
 			s.fatal = err
 			return
 		}
 		p.started = now
-		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry})
+		launched++
+		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry}, l)
 		p.retry = false
 	}
 }
@@ -491,9 +488,12 @@ func (s *Scheduler) checkpointLine() int {
 	return s.rm.Manifest.Checkpoints[0].Line
 }
 
-// launch starts one attempt in its own goroutine.
-func (s *Scheduler) launch(ctx context.Context, p *phase, j Job) {
+// launch starts one attempt on lane l in its own goroutine.
+func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
+	j.Lane, j.Cmd = l.ID, l.cmdOf(j.Role)
+	p.lane = l
+	l.running++
 	j.Gate = s.gateOf(p)
 	if j.Role == Supervisor {
 		p.superRuns++
@@ -515,8 +515,8 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job) {
 	p.busy = true
 	p.job = j
 	s.running++
-	s.record(Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt})
-	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt})
+	s.record(Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
+	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
 	go func() {
 		o := s.runner.Run(ctx, j, func(pgid int) {
 			// Written from the worker goroutine: the journal is an
@@ -556,9 +556,8 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 
 // onOutcome handles the end of one attempt.
 func (s *Scheduler) onOutcome(o Outcome) {
-	s.running--
 	p := s.byID[o.ID]
-	p.busy = false
+	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath})
 	switch {
@@ -571,11 +570,13 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		return
 	case o.Cooldown > 0:
 		until := s.now().Add(o.Cooldown)
-		key := s.cmdOf(o.Role)
+		key := p.lane.cmdOf(o.Role)
 		if until.After(s.cooldown[key]) {
 			s.cooldown[key] = until
 		}
-		s.requeue(p, o, until)
+		// No notBefore: the lane's cooldown holds the relaunch, and a
+		// lane's FALLBACK may take it at once.
+		s.requeue(p, o, time.Time{})
 		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until})
 		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
 		return
@@ -856,4 +857,13 @@ func (s *Scheduler) summary() Summary {
 		})
 	}
 	return sum
+}
+
+// release books the end of p's attempt: its slot on its lane is free.
+func (s *Scheduler) release(p *phase) {
+	s.running--
+	p.busy = false
+	if p.lane != nil {
+		p.lane.running--
+	}
 }

@@ -27,8 +27,13 @@ func (s *Scheduler) restore() error {
 	}
 	hist, cool := History(recs)
 	for role, until := range cool {
-		if until.After(now) {
-			s.cooldown[s.cmdOf(role)] = until
+		if !until.After(now) {
+			continue
+		}
+		// The journal keys a cooldown by role: every lane waits it out,
+		// which errs on the side of not hitting a limit twice.
+		for _, l := range s.lanes {
+			s.cooldown[l.cmdOf(role)] = until
 		}
 	}
 	for _, p := range s.phases {

@@ -54,6 +54,11 @@ type Job struct {
 	// during it. If its branch already passes the done check, the runner
 	// skips the agent and goes to the gate.
 	Resume bool
+	// Lane is the lane the attempt runs on ("" without LANES) and Cmd the
+	// command the lane runs for the role; an empty Cmd leaves the choice
+	// to the runner's own AGENT_CMD/SUPERVISOR_CMD.
+	Lane string
+	Cmd  string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all

@@ -125,6 +125,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if j.Role == scheduler.Supervisor {
 		cmd = r.Super
 	}
+	if j.Cmd != "" {
+		cmd = j.Cmd // the lane's command
+	}
 	docRel := r.Layout.DocRel(j.Doc)
 	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
 	if cmd == ScriptAgent {
@@ -400,6 +403,9 @@ func (r *Runner) contractEnv(j scheduler.Job, docRel, branch string) []string {
 		"CLAUDOPILOT_BASE="+r.Layout.Base,
 		"CLAUDOPILOT_GATE="+j.Gate,
 	)
+	if j.Lane != "" {
+		env = append(env, "CLAUDOPILOT_LANE="+j.Lane)
+	}
 	if j.Role == scheduler.Supervisor {
 		env = append(env,
 			"CLAUDOPILOT_SUPERVISOR_MODE="+j.Mode,

@@ -1,0 +1,189 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+)
+
+// Lane is one agent CLI (and account) the loop launches on, with its own
+// slots and its own rate limit.
+type Lane struct {
+	ID            string
+	Cmd           string // the worker's command
+	SupervisorCmd string // the supervisor's command
+	Fallback      string // the lane used while this one cools down
+	Slots         int    // agents it may run at once; the pacer changes it
+}
+
+// Control changes a running loop from outside: the pause switch and the
+// pacer's slots per lane. Nil fields leave things as they are.
+type Control struct {
+	Pause *bool
+	Slots map[string]int
+}
+
+// laneSlot is a lane and what runs on it now.
+type laneSlot struct {
+	Lane
+	running int
+}
+
+// newLanes builds the lanes of a run. Without LANES there is one lane made
+// of AGENT_CMD and MAX_PARALLEL, which is exactly the behaviour before
+// lanes existed.
+func newLanes(cfg Config) []*laneSlot {
+	if len(cfg.Lanes) == 0 {
+		return []*laneSlot{{Lane: Lane{Cmd: cfg.AgentCmd, SupervisorCmd: cfg.SupervisorCmd, Slots: cfg.MaxParallel}}}
+	}
+	out := make([]*laneSlot, len(cfg.Lanes))
+	for i, l := range cfg.Lanes {
+		out[i] = &laneSlot{Lane: l}
+	}
+	return out
+}
+
+func (s *Scheduler) laneByID(id string) *laneSlot {
+	for _, l := range s.lanes {
+		if l.ID == id {
+			return l
+		}
+	}
+	return nil
+}
+
+// cmdOf keys a role's quota on a lane by its command alone: a worker and a
+// supervisor running the same command share its rate limit.
+func (l *laneSlot) cmdOf(r Role) string {
+	if r == Supervisor {
+		return l.SupervisorCmd
+	}
+	return l.Cmd
+}
+
+func (s *Scheduler) cooling(l *laneSlot, r Role, now time.Time) bool {
+	return s.cooldown[l.cmdOf(r)].After(now)
+}
+
+// usable is true when l has a free slot and no cooldown for role r.
+func (s *Scheduler) usable(l *laneSlot, r Role, now time.Time) bool {
+	return l != nil && l.running < l.Slots && !s.cooling(l, r, now)
+}
+
+// laneFor picks the lane for p's next attempt by role r, or nil when none
+// may take it now. A phase keeps the lane it ran on, or the one its
+// (lane: …) names; while that lane cools down its FALLBACK takes over. A
+// phase bound to no lane takes the first lane with a free slot, in LANES
+// order.
+func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
+	if s.paused {
+		return nil
+	}
+	home := p.lane
+	if home == nil && p.n.Lane != "" {
+		home = s.laneByID(p.n.Lane)
+	}
+	if home == nil {
+		for _, l := range s.lanes {
+			if s.usable(l, r, now) {
+				return l
+			}
+		}
+		return nil
+	}
+	if s.usable(home, r, now) {
+		return home
+	}
+	if s.cooling(home, r, now) && home.Fallback != "" {
+		if fb := s.laneByID(home.Fallback); s.usable(fb, r, now) {
+			return fb
+		}
+	}
+	return nil
+}
+
+// freeSlots counts free slots on lanes not cooling down for workers.
+func (s *Scheduler) freeSlots(now time.Time) int {
+	if s.paused {
+		return 0
+	}
+	n := 0
+	for _, l := range s.lanes {
+		if !s.cooling(l, Worker, now) && l.running < l.Slots {
+			n += l.Slots - l.running
+		}
+	}
+	return n
+}
+
+// nextCooldownEnd is the earliest future end of a lane's cooldown.
+func (s *Scheduler) cooldownEnds(consider func(time.Time)) {
+	for _, l := range s.lanes {
+		consider(s.cooldown[l.cmdOf(Worker)])
+		consider(s.cooldown[l.cmdOf(Supervisor)])
+	}
+}
+
+// heldBack is true when eligible work waits only for a lane: a cooldown
+// to end, a pause to be lifted, or the pacer to give a lane slots. The loop
+// then waits instead of ending the run.
+func (s *Scheduler) heldBack(now time.Time) bool {
+	cooling := false
+	for _, l := range s.lanes {
+		if s.cooling(l, Worker, now) {
+			cooling = true
+		}
+	}
+	external := s.cfg.Controls != nil && (s.paused || s.freeSlots(now) == 0)
+	if !cooling && !external {
+		return false
+	}
+	limit := s.checkpointLine()
+	for _, p := range s.phases {
+		if p.state == manifest.Pending && !p.busy && (limit == 0 || p.n.Line < limit) && s.depsMerged(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// onControl applies a pause switch or new lane slots.
+func (s *Scheduler) onControl(c Control) {
+	if c.Pause != nil && *c.Pause != s.paused {
+		s.paused = *c.Pause
+		kind, detail := EvResumed, "launches resume"
+		if s.paused {
+			kind, detail = EvPaused, "no new launches; running agents go on"
+		}
+		s.record(Record{Event: kind})
+		s.emit(Event{Kind: kind, Detail: detail})
+	}
+	if len(c.Slots) == 0 {
+		return
+	}
+	var changed []string
+	for _, l := range s.lanes {
+		n, ok := c.Slots[l.ID]
+		if !ok || n == l.Slots {
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%s %d→%d", laneName(l.ID), l.Slots, n))
+		l.Slots = n
+	}
+	if len(changed) > 0 {
+		sort.Strings(changed)
+		detail := "concurrency " + strings.Join(changed, ", ")
+		s.record(Record{Event: EvLanes, Detail: detail})
+		s.emit(Event{Kind: EvLanes, Detail: detail})
+	}
+}
+
+func laneName(id string) string {
+	if id == "" {
+		return "default"
+	}
+	return id
+}

@@ -1,0 +1,157 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func twoLanes(claude, codex int) []Lane {
+	return []Lane{
+		{ID: "claude", Cmd: "claude -p", SupervisorCmd: "claude -p", Slots: claude, Fallback: "codex"},
+		{ID: "codex", Cmd: "codex exec", SupervisorCmd: "codex exec", Slots: codex},
+	}
+}
+
+// Phases split by annotation and by free slot: a (lane: codex) phase runs
+// on codex; the others take claude's one slot first, then codex's.
+func TestLanesSplitByAnnotationAndFreeSlot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf(
+		"[pending] **pinned** — p (lane: codex)",
+		"[pending] **x** — x",
+		"[pending] **y** — y",
+	), Config{Lanes: twoLanes(1, 2), MaxSupervisorAttempts: 1})
+	h.runner.maxParallel = 3
+	hold := make(chan struct{})
+	for _, id := range []string{"pinned", "x", "y"} {
+		h.runner.on(id, Worker, step{OK: true, Wait: true, Hold: hold})
+	}
+	h.runner.entered = make(chan Job, 3)
+	ch := h.start(context.Background())
+	lanes := map[string]Job{}
+	for range 3 {
+		j := <-h.runner.entered
+		lanes[j.ID] = j
+	}
+	close(hold)
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if j := lanes["pinned"]; j.Lane != "codex" || j.Cmd != "codex exec" {
+		t.Errorf("pinned ran on %q with %q", j.Lane, j.Cmd)
+	}
+	onClaude := 0
+	for _, id := range []string{"x", "y"} {
+		if lanes[id].Lane == "claude" {
+			onClaude++
+			if lanes[id].Cmd != "claude -p" {
+				t.Errorf("%s on claude ran %q", id, lanes[id].Cmd)
+			}
+		}
+	}
+	if onClaude != 1 {
+		t.Errorf("%d of x, y on claude (one slot), want 1: %+v", onClaude, lanes)
+	}
+}
+
+// While claude cools down after a rate limit, its phase falls back on
+// codex; no attempt is spent.
+func TestLaneFallbackOnRateLimit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)"), Config{Lanes: twoLanes(1, 1), MaxSupervisorAttempts: 1})
+	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	sum, err, _ := h.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := h.runner.jobsOf("a", Worker)
+	if len(js) != 2 || js[0].Lane != "claude" || js[1].Lane != "codex" || js[1].Cmd != "codex exec" {
+		t.Fatalf("jobs %+v, want claude then codex", js)
+	}
+	if p := phaseSummary(t, sum, "a"); p.Attempts != 1 {
+		t.Errorf("attempts %d, want 1 (the cooldown spends none)", p.Attempts)
+	}
+}
+
+// A pinned lane without a fallback waits out its cooldown rather than
+// run elsewhere, and the run does not end meanwhile.
+func TestLanePinnedWaitsForItsLane(t *testing.T) {
+	t.Parallel()
+	lanes := twoLanes(1, 1)
+	lanes[0].Fallback = ""
+	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)", "[pending] **b** — b (lane: codex)"), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
+	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := h.start(ctx)
+	h.ev.wait(t, "cooldown", isEv(EvCooldown, "a"))
+	h.ev.wait(t, "merge of b", isEv(EvMerged, "b"))
+	cancel()
+	_, err, _ := h.await(ch)
+	wantErrIs(t, err, ErrInterrupted)
+	if js := h.runner.jobsOf("a", Worker); len(js) != 1 {
+		t.Errorf("a ran %d times during its lane's cooldown", len(js))
+	}
+}
+
+// Pause stops new launches while the running agent goes on; resume starts
+// them again. The pacer's slots change what runs at once.
+func TestPauseResumeAndSlots(t *testing.T) {
+	t.Parallel()
+	controls := make(chan Control)
+	h := newHarness(t, manifestOf(
+		"[pending] **a** — a",
+		"[pending] **b** — b",
+		"[pending] **c** — c",
+	), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, AgentCmd: "agent", Controls: controls})
+	holdA := make(chan struct{})
+	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: holdA})
+	h.runner.entered = make(chan Job, 3)
+	ch := h.start(context.Background())
+	if j := <-h.runner.entered; j.ID != "a" {
+		t.Fatalf("first launch %s", j.ID)
+	}
+	yes, no := true, false
+	controls <- Control{Pause: &yes}
+	h.ev.wait(t, "paused", isEv(EvPaused, ""))
+	close(holdA)
+	h.ev.wait(t, "merge of a", isEv(EvMerged, "a"))
+	if n := h.runner.callsOf("b") + h.runner.callsOf("c"); n != 0 {
+		t.Fatalf("%d launches while paused", n)
+	}
+	// Two slots from the pacer, then resume: b and c run together.
+	holdBC := make(chan struct{})
+	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: holdBC})
+	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: holdBC})
+	h.runner.maxParallel = 2
+	controls <- Control{Slots: map[string]int{"": 2}}
+	h.ev.wait(t, "lanes", isEv(EvLanes, ""))
+	controls <- Control{Pause: &no}
+	<-h.runner.entered
+	<-h.runner.entered
+	close(holdBC)
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if h.runner.peakSeen() != 2 {
+		t.Errorf("peak %d, want 2 after the pacer gave two slots", h.runner.peakSeen())
+	}
+}
+
+// A run started paused waits for resume rather than ending.
+func TestStartPausedWaits(t *testing.T) {
+	t.Parallel()
+	controls := make(chan Control)
+	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, Controls: controls, Paused: true})
+	ch := h.start(context.Background())
+	no := false
+	// The loop takes the control only once it is waiting in select, so
+	// the send itself shows the run did not end while paused.
+	controls <- Control{Pause: &no}
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if h.runner.callsOf("a") != 1 {
+		t.Errorf("a ran %d times", h.runner.callsOf("a"))
+	}
+}
