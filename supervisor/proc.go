@@ -249,3 +249,29 @@ func InDir(pgid int, dir string) bool {
 	}
 	return false
 }
+
+// WorkingIn lists the live processes other than this one whose current
+// directory is dir or below it. A lock file under dir is stale only when
+// this list is empty: a git that still runs there (a killed driver's, an
+// agent's) may still be writing.
+func WorkingIn(dir string) ([]int, error) {
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	procs, err := scanProcs()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, p := range procs {
+		if p.pid == self || p.state == 'Z' {
+			continue
+		}
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.pid))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(os.PathSeparator))) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids, nil
+}

@@ -95,6 +95,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		if res.ExitCode != 0 {
 			return fail(scheduler.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
 		}
+		if err := r.recordEnvironment(ctx, wt); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
 	}
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
@@ -146,21 +149,35 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if failLog != "" {
 		env = append(env, "CLAUDOPILOT_FAILURE_LOG="+failLog)
 	}
+	if err := r.recordAttemptStart(ctx, wt); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	// Only a killed driver leaves the note behind, for the resumed attempt.
+	defer r.endAttempt(context.WithoutCancel(ctx), wt)
 	res := supervisor.Run(ctx, supervisor.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started,
 	})
 	o.ExitCode = res.ExitCode
+	// Leftovers are committed on every path the agent ran, each check of
+	// commitLeftovers first (a stopped agent may have left anything).
+	var refused *refusedError
 	switch res.Reason {
 	case "canceled":
-		r.commitLeftovers(context.WithoutCancel(ctx), j, wt)
+		err := r.commitLeftovers(context.WithoutCancel(ctx), j, wt)
+		if errors.As(err, &refused) {
+			return fail(scheduler.ReasonWorktree, "interrupted; "+err.Error())
+		}
 		return fail(scheduler.ReasonExit, "interrupted")
-	case "stuck":
-		r.commitLeftovers(ctx, j, wt)
-		return fail(scheduler.ReasonStuck, "no output for "+r.StuckTimeout.String())
-	case "timeout":
-		r.commitLeftovers(ctx, j, wt)
+	case "stuck", "timeout":
+		err := r.commitLeftovers(ctx, j, wt)
+		if errors.As(err, &refused) {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
+		if res.Reason == "stuck" {
+			return fail(scheduler.ReasonStuck, "no output for "+r.StuckTimeout.String())
+		}
 		return fail(scheduler.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
 	case "start":
 		return fail(scheduler.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
@@ -168,7 +185,8 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
-	if err := r.commitLeftovers(ctx, j, wt); err != nil {
+	err = r.commitLeftovers(ctx, j, wt)
+	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
 	tip, done, why := r.doneCheck(ctx, j, branch)
@@ -227,23 +245,38 @@ func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env 
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it
 // was made now (so WORKTREE_PREPARE_CMD must run).
 func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
-	if _, err := os.Stat(filepath.Join(wt, ".git")); err == nil {
-		r.clearStaleLocks(ctx, wt, branch)
-		if err := r.endGating(ctx, j.ID, wt, branch); err != nil {
+	if _, err := os.Lstat(filepath.Join(wt, ".git")); err == nil {
+		why, err := r.usable(ctx, wt)
+		if err != nil {
 			return false, false, err
 		}
-		return false, false, nil
-	}
-	if _, err := os.Stat(wt); err == nil {
+		if why == "" {
+			gd, err := OwnGitDir(ctx, r.Git, wt)
+			if err != nil {
+				return false, false, err
+			}
+			if err := r.clearStaleLocks(ctx, wt, gd, branch); err != nil {
+				return false, false, err
+			}
+			if err := r.endGating(ctx, j.ID, wt, branch); err != nil {
+				return false, false, err
+			}
+			return false, false, nil
+		}
+		// A worktree git does not list, that is locked, or whose
+		// checkout was never populated (a `git worktree add` cut off by
+		// Ctrl-C): used as it is, its empty checkout would be committed
+		// as the deletion of every file. Its work is on the branch; the
+		// folder is set aside and the worktree made again.
+		if err := r.setAside(ctx, wt); err != nil {
+			return false, false, fmt.Errorf("the worktree %s cannot be used (%s): %w", wt, why, err)
+		}
+	} else if _, err := os.Stat(wt); err == nil {
 		// A folder without its .git link: a `git worktree add` that a
 		// killed driver cut off. It holds no commits (those are on the
 		// branch); it is moved aside, not deleted, and the stale
 		// registration pruned, so the add below can succeed.
-		aside := fmt.Sprintf("%s.broken-%d", wt, r.now().UnixNano())
-		if err := os.Rename(wt, aside); err != nil {
-			return false, false, fmt.Errorf("move the half-made worktree %s aside: %w", wt, err)
-		}
-		if err := r.Git.Prune(ctx); err != nil {
+		if err := r.setAside(ctx, wt); err != nil {
 			return false, false, err
 		}
 	}
@@ -303,6 +336,9 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 	if _, err := os.Stat(wt); err != nil {
 		return fmt.Errorf("the worktree %s is gone", wt)
 	}
+	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+		return err
+	}
 	head, err := r.Git.GitIn(ctx, wt, "symbolic-ref", "-q", "HEAD")
 	if err != nil || head != "refs/heads/"+branch {
 		if head == "" {
@@ -317,6 +353,9 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 // left in place and their paths returned; a merge already in progress is
 // left alone.
 func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
+	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+		return nil, err
+	}
 	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
 		return r.unmerged(ctx, wt)
 	}
@@ -337,29 +376,6 @@ func (r *Runner) unmerged(ctx context.Context, wt string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(out), nil
-}
-
-// commitLeftovers commits whatever the agent left uncommitted, so it is
-// never lost, in a commit that says so.
-func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string) error {
-	if _, err := os.Stat(wt); err != nil {
-		return fmt.Errorf("the worktree %s is gone", wt)
-	}
-	r.clearStaleLocks(ctx, wt, r.Layout.Branch(j.ID))
-	// A merge of the base that still has conflicts must not be concluded:
-	// committing it would put the markers on the branch, and from there on
-	// the base. Abort it; the next supervisor merges again.
-	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
-		if paths, err := r.unmerged(ctx, wt); err == nil && len(paths) > 0 {
-			if _, err := r.Git.GitIn(ctx, wt, "merge", "--abort"); err != nil {
-				return fmt.Errorf("abort the unfinished merge in %s: %w", wt, err)
-			}
-			return nil
-		}
-	}
-	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
-	_, err := r.Git.CommitAll(ctx, wt, msg)
-	return err
 }
 
 // doneCheck is the driver's own test of "done": the branch tip has
@@ -478,28 +494,6 @@ func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id st
 	return p != nil && p.State == manifest.Merged
 }
 
-// clearStaleLocks removes the lock files git keeps for a phase's worktree:
-// its index.lock and HEAD.lock, and the lock of its branch ref. It is
-// called only when no process of the phase runs (before an attempt, after
-// the agent's process group is gone): a lock then was left by a git that
-// was killed (the agent's, or a killed driver's) and would fail every
-// later git command there.
-func (r *Runner) clearStaleLocks(ctx context.Context, wt, branch string) {
-	dir, err := r.Git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return
-	}
-	locks := []string{filepath.Join(dir, "index.lock"), filepath.Join(dir, "HEAD.lock")}
-	if common, err := r.Git.CommonDir(ctx); err == nil {
-		locks = append(locks, filepath.Join(common, "refs", "heads", filepath.FromSlash(branch)+".lock"))
-	}
-	for _, l := range locks {
-		if _, err := os.Stat(l); err == nil {
-			os.Remove(l)
-		}
-	}
-}
-
 // GatingMark is the file the merge owner keeps while a phase's worktree is
 // detached at a merge commit for its gate.
 func GatingMark(l scheduler.Layout, id string) string {
@@ -513,6 +507,9 @@ func (r *Runner) endGating(ctx context.Context, id, wt, branch string) error {
 	mark := GatingMark(r.Layout, id)
 	if _, err := os.Stat(mark); err != nil {
 		return nil
+	}
+	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+		return err
 	}
 	if _, err := r.Git.GitIn(ctx, wt, "checkout", "-q", "-f", branch); err != nil {
 		return fmt.Errorf("put %s back on %s after an interrupted merge gate: %w", wt, branch, err)

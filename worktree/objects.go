@@ -55,6 +55,28 @@ func (c *Client) Dirty(ctx context.Context, dir string) ([]string, error) {
 	return slices.Compact(paths), nil
 }
 
+// Change is one path of `git status`: X is the index-vs-HEAD state, Y the
+// worktree-vs-index state ('?' for untracked), as in --porcelain=v1.
+type Change struct {
+	X, Y byte
+	Path string
+}
+
+// Status lists the uncommitted changes of worktree dir as Dirty does (each
+// file of an untracked directory, ignored files left out, no rename
+// detection), with their states. It takes no optional locks.
+func (c *Client) Status(ctx context.Context, dir string) ([]Change, error) {
+	entries, err := c.status(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("status %s: %w", c.abs(dir), err)
+	}
+	out := make([]Change, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, Change{X: e.x, Y: e.y, Path: e.path})
+	}
+	return out, nil
+}
+
 // statusEntry is one path of `git status --porcelain=v1`: x is the
 // index-vs-HEAD state, y the worktree-vs-index state ('?' for untracked).
 type statusEntry struct {

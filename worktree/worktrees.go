@@ -192,3 +192,25 @@ func samePath(a, b string) bool {
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
 }
+
+// UnlockWorktree drops the lock of the worktree at path (git worktree
+// unlock); a worktree that is not locked, or not registered, is not an
+// error. A `git worktree add` that was killed leaves its worktree locked
+// ("initializing"), and a locked worktree is never pruned. Serialized.
+func (c *Client) UnlockWorktree(ctx context.Context, path string) error {
+	path = c.abs(path)
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
+	wts, err := c.worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	for _, wt := range wts {
+		if wt.Locked && samePath(wt.Path, path) {
+			if _, err := c.run(ctx, "", nil, nil, "worktree", "unlock", wt.Path); err != nil {
+				return fmt.Errorf("worktree unlock %s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}

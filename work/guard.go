@@ -1,0 +1,401 @@
+package work
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Files the runner keeps in a phase worktree's own admin folder
+// (<common>/worktrees/<name>/), so they go away with the worktree.
+const (
+	// environmentFile lists (NUL-separated) what was untracked once
+	// WORKTREE_PREPARE_CMD had run: the environment (a copied .env, a
+	// generated config), never the agent's work.
+	environmentFile = "claudopilot-environment"
+	// attemptFile lists the tracked paths missing from the checkout when
+	// the current attempt's agent started. An attempt a killed driver
+	// left keeps its list: the resumed attempt continues that work.
+	attemptFile = "claudopilot-attempt"
+)
+
+// OwnGitDir returns the admin folder of the phase worktree wt, and fails
+// unless git, run in wt, works on exactly that folder: <common>/worktrees/
+// <name>, whose gitdir file points back at wt/.git. A worktree whose .git
+// file an agent deleted (or replaced) would otherwise let `git -C wt`
+// resolve to the main repository, and commit the user's files there. No
+// git command that changes anything may run in a phase worktree before
+// this check.
+func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, error) {
+	fi, err := os.Lstat(filepath.Join(wt, ".git"))
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("the worktree %s has no .git link file of its own", wt)
+	}
+	gd, err := git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", fmt.Errorf("the worktree %s: %w", wt, err)
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !samePath(filepath.Dir(gd), filepath.Join(common, "worktrees")) {
+		return "", fmt.Errorf("git in the worktree %s works on %s, not on an admin folder of its own", wt, gd)
+	}
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil {
+		return "", fmt.Errorf("the worktree %s: %w", wt, err)
+	}
+	link := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(link) {
+		link = filepath.Join(gd, link)
+	}
+	if !samePath(link, filepath.Join(wt, ".git")) {
+		return "", fmt.Errorf("git in the worktree %s works on %s, which belongs to %s", wt, gd, filepath.Dir(link))
+	}
+	return gd, nil
+}
+
+// usable reports why an existing phase worktree cannot be used as it is:
+// git must list it, it must not be locked (a `git worktree add` that was
+// killed leaves it locked as "initializing"), and its checkout must be
+// populated (it has an index). "" means usable. A HEAD moved off the
+// branch is not repaired here: that is an agent's doing, and checkHead
+// fails the attempt for it.
+func (r *Runner) usable(ctx context.Context, wt string) (string, error) {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return err.Error(), nil
+	}
+	wts, err := r.Git.Worktrees(ctx)
+	if err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(wts, func(w worktree.Worktree) bool { return samePath(w.Path, wt) })
+	switch {
+	case i < 0 || wts[i].Prunable:
+		return "git does not list it", nil
+	case wts[i].Locked:
+		return "it is locked (a worktree add that did not finish)", nil
+	}
+	if _, err := os.Stat(filepath.Join(gd, "index")); err != nil {
+		return "its checkout was never populated", nil
+	}
+	return "", nil
+}
+
+// setAside moves a worktree folder that cannot be used out of the way
+// (never deleting it: it may hold something of the user's) and drops its
+// registration, so a new worktree can be added at its place.
+func (r *Runner) setAside(ctx context.Context, wt string) error {
+	if err := r.Git.UnlockWorktree(ctx, wt); err != nil {
+		return err
+	}
+	aside := fmt.Sprintf("%s.broken-%d", wt, r.now().UnixNano())
+	if err := os.Rename(wt, aside); err != nil {
+		return fmt.Errorf("move the unusable worktree %s aside: %w", wt, err)
+	}
+	return r.Git.Prune(ctx)
+}
+
+// recordEnvironment notes what is untracked in a freshly prepared
+// worktree: leftover commits never take it.
+func (r *Runner) recordEnvironment(ctx context.Context, wt string) error {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return err
+	}
+	st, err := r.Git.Status(ctx, wt)
+	if err != nil {
+		return err
+	}
+	var env []string
+	for _, c := range st {
+		if c.X == '?' {
+			env = append(env, c.Path)
+		}
+	}
+	return writeList(filepath.Join(gd, environmentFile), env)
+}
+
+// recordAttemptStart notes the tracked paths missing from the checkout
+// before the agent starts, unless an interrupted attempt's note is there.
+func (r *Runner) recordAttemptStart(ctx context.Context, wt string) error {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(gd, attemptFile)
+	if _, err := os.Stat(file); err == nil {
+		return nil
+	}
+	st, err := r.Git.Status(ctx, wt)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, c := range st {
+		if c.X == 'D' || c.Y == 'D' {
+			missing = append(missing, c.Path)
+		}
+	}
+	return writeList(file, missing)
+}
+
+func writeList(file string, paths []string) error {
+	var b bytes.Buffer
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte(0)
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
+}
+
+func readList(file string) (map[string]bool, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]bool{}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for p := range strings.SplitSeq(string(b), "\x00") {
+		if p != "" {
+			set[p] = true
+		}
+	}
+	return set, nil
+}
+
+// refusedError is a leftover commit the driver would not make: it failed
+// closed, and the attempt fails with reason worktree.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+
+// commitLeftovers commits whatever the agent left uncommitted, so it is
+// never lost, in a commit that says so. It never commits: in a worktree
+// that is not its own (OwnGitDir); the environment prepare made; a file
+// with conflict markers (left uncommitted); or the deletion of a tracked
+// file that was already missing when the agent started (the agent did not
+// delete it: the checkout was broken), which refuses the whole commit.
+func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string) error {
+	if _, err := os.Stat(wt); err != nil {
+		return &refusedError{fmt.Sprintf("the worktree %s is gone", wt)}
+	}
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return &refusedError{err.Error()}
+	}
+	if err := r.clearStaleLocks(ctx, wt, gd, r.Layout.Branch(j.ID)); err != nil {
+		return &refusedError{err.Error()}
+	}
+	// A merge of the base that still has conflicts must not be concluded:
+	// committing it would put the markers on the branch, and from there on
+	// the base. Abort it; the next supervisor merges again.
+	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		if paths, err := r.unmerged(ctx, wt); err == nil && len(paths) > 0 {
+			if _, err := r.Git.GitIn(ctx, wt, "merge", "--abort"); err != nil {
+				return fmt.Errorf("abort the unfinished merge in %s: %w", wt, err)
+			}
+			return nil
+		}
+	}
+	env, err := readList(filepath.Join(gd, environmentFile))
+	if err != nil {
+		return err
+	}
+	missing, err := readList(filepath.Join(gd, attemptFile))
+	if err != nil {
+		return err
+	}
+	if _, err := r.Git.GitIn(ctx, wt, "add", "-A"); err != nil {
+		return fmt.Errorf("stage the leftovers in %s: %w", wt, err)
+	}
+	staged, err := r.stagedChanges(ctx, wt)
+	if err != nil {
+		r.unstage(ctx, wt, nil)
+		return &refusedError{err.Error()}
+	}
+	var deleted, keepOut []string
+	for p, st := range staged {
+		switch {
+		case env[p]:
+			keepOut = append(keepOut, p)
+		case st == 'D' && missing[p]:
+			deleted = append(deleted, p)
+		}
+	}
+	if len(deleted) > 0 {
+		slices.Sort(deleted)
+		r.unstage(ctx, wt, nil)
+		return &refusedError{fmt.Sprintf("the leftover commit would delete %d tracked files that were already missing when the agent started (%s): the checkout is broken; nothing was committed", len(deleted), strings.Join(first(deleted, 5), ", "))}
+	}
+	marked, err := r.stagedMarkers(ctx, wt)
+	if err != nil {
+		r.unstage(ctx, wt, nil)
+		return &refusedError{err.Error()}
+	}
+	keepOut = append(keepOut, marked...)
+	if len(keepOut) > 0 {
+		if err := r.unstage(ctx, wt, keepOut); err != nil {
+			return &refusedError{err.Error()}
+		}
+	}
+	if len(marked) > 0 {
+		noteInLog(r.Layout.LogPath(j.ID, string(j.Role), j.Attempt), "claudopilot: left uncommitted, conflict markers: "+strings.Join(marked, ", "))
+	}
+	if _, err := r.Git.GitIn(ctx, wt, "diff", "--cached", "--quiet"); err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
+	if _, err := r.Git.GitInput(ctx, wt, []byte(msg), "commit", "-q", "-F", "-"); err != nil {
+		return fmt.Errorf("commit the leftovers in %s: %w", wt, err)
+	}
+	return nil
+}
+
+// endAttempt drops the attempt's start note once its leftovers are dealt
+// with.
+func (r *Runner) endAttempt(ctx context.Context, wt string) {
+	if gd, err := OwnGitDir(ctx, r.Git, wt); err == nil {
+		os.Remove(filepath.Join(gd, attemptFile))
+	}
+}
+
+// stagedChanges maps each staged path to its status letter (A, M, D, T).
+func (r *Runner) stagedChanges(ctx context.Context, wt string) (map[string]byte, error) {
+	out, err := r.Git.GitIn(ctx, wt, "diff", "--cached", "--name-status", "--no-renames", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list the staged leftovers in %s: %w", wt, err)
+	}
+	f := strings.Split(out, "\x00")
+	m := map[string]byte{}
+	for i := 0; i+1 < len(f); i += 2 {
+		if f[i] != "" {
+			m[f[i+1]] = f[i][0]
+		}
+	}
+	return m, nil
+}
+
+// stagedMarkers lists staged files that hold conflict markers (a <<<<<<<
+// and a >>>>>>> line: a line of '=' alone is also a markdown underline).
+func (r *Runner) stagedMarkers(ctx context.Context, wt string) ([]string, error) {
+	// --check also reports whitespace errors; only the markers count. It
+	// exits 2 when it finds anything.
+	out, err := r.Git.GitIn(ctx, wt, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--cached", "--check", "--no-color")
+	var ge *worktree.GitError
+	if err != nil && (!errors.As(err, &ge) || ge.ExitCode != 2) {
+		return nil, fmt.Errorf("check the leftovers in %s for conflict markers: %w", wt, err)
+	}
+	var paths []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, "leftover conflict marker") {
+			continue
+		}
+		p, _, _ := strings.Cut(line, ":")
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		b, err := r.Git.GitIn(ctx, wt, "cat-file", "blob", ":"+p)
+		if err != nil {
+			return nil, fmt.Errorf("read the staged %s: %w", p, err)
+		}
+		if hasMarkers(b) {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+func hasMarkers(b string) bool {
+	var lt, gt bool
+	for line := range strings.SplitSeq(b, "\n") {
+		lt = lt || strings.HasPrefix(line, "<<<<<<< ") || line == "<<<<<<<"
+		gt = gt || strings.HasPrefix(line, ">>>>>>> ") || line == ">>>>>>>"
+	}
+	return lt && gt
+}
+
+// unstage resets the index entries of paths (all of them when paths is
+// nil) to HEAD, leaving the files in the checkout as they are.
+func (r *Runner) unstage(ctx context.Context, wt string, paths []string) error {
+	args := []string{"--literal-pathspecs", "reset", "-q"}
+	var in []byte
+	if paths != nil {
+		args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
+		in = []byte(strings.Join(paths, "\x00") + "\x00")
+	}
+	if _, err := r.Git.GitInput(ctx, wt, in, args...); err != nil {
+		return fmt.Errorf("unstage in %s: %w", wt, err)
+	}
+	return nil
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], "…")
+	}
+	return s
+}
+
+// clearStaleLocks removes the lock files git keeps for a phase's worktree:
+// its index.lock and HEAD.lock (in gd, the worktree's own admin folder,
+// which OwnGitDir checked), and the lock of its branch ref. A lock is
+// stale only when no process works in the worktree: a git there (a killed
+// driver's orphan, an agent's daemon) may still be writing, and then
+// nothing is removed and the attempt fails closed.
+func (r *Runner) clearStaleLocks(ctx context.Context, wt, gd, branch string) error {
+	locks := []string{filepath.Join(gd, "index.lock"), filepath.Join(gd, "HEAD.lock")}
+	if common, err := r.Git.CommonDir(ctx); err == nil {
+		locks = append(locks, filepath.Join(common, "refs", "heads", filepath.FromSlash(branch)+".lock"))
+	}
+	var found []string
+	for _, l := range locks {
+		if _, err := os.Stat(l); err == nil {
+			found = append(found, l)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	pids, err := supervisor.WorkingIn(wt)
+	if err != nil {
+		return fmt.Errorf("find processes in %s before clearing %s: %w", wt, strings.Join(found, ", "), err)
+	}
+	if len(pids) > 0 {
+		return fmt.Errorf("%s held while process %d still works in %s", strings.Join(found, ", "), pids[0], wt)
+	}
+	for _, l := range found {
+		if err := os.Remove(l); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// samePath compares two paths, resolving symlinks where possible.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}

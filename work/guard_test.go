@@ -1,0 +1,192 @@
+package work_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/work"
+)
+
+// A `git worktree add` cut off by Ctrl-C leaves the worktree registered,
+// locked "initializing" and unpopulated (no index, no files). The resumed
+// phase must not use it: its leftover commit would delete every file. It
+// is set aside and made again.
+func TestRunRecreatesUnpopulatedWorktree(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.gitIn(f.top, "worktree", "add", "-q", "--no-checkout", "-b", "auto/p1", f.wt(), "main")
+	f.gitIn(f.top, "worktree", "lock", "--reason", "initializing", f.wt())
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent("echo work > work.txt\n" + doneBody)
+	o := f.run(j)
+	if !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	for _, p := range []string{"README.md", "roadmap/p2-second.md", manifestRel, doneRel, "work.txt"} {
+		if !f.hasFile("auto/p1", p) {
+			t.Errorf("auto/p1 lacks %s", p)
+		}
+	}
+	if aside, _ := filepath.Glob(f.wt() + ".broken-*"); len(aside) != 1 {
+		t.Errorf("the unpopulated worktree was not set aside: %v", aside)
+	}
+	if out := f.gitIn(f.top, "worktree", "list", "--porcelain"); strings.Contains(out, "locked") {
+		t.Errorf("a worktree is still locked:\n%s", out)
+	}
+}
+
+// In depth: a leftover commit never deletes a tracked file that was
+// already missing when the agent started; it is refused (reason
+// worktree). A file the agent itself deletes is committed as usual.
+func TestLeftoversNeverDeleteUntouchedFiles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"work.txt": "earlier\n", "old.txt": "old\n"}, true)
+	if err := os.Remove(filepath.Join(f.wt(), "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent("echo more > more.txt\nexit 1\n")
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "README.md") {
+		t.Fatalf("outcome = %+v, want Reason worktree naming README.md", o)
+	}
+	if !f.hasFile("auto/p1", "README.md") || f.hasFile("auto/p1", "more.txt") {
+		t.Errorf("the refused leftover commit was made")
+	}
+	// The checkout repaired: the agent's own deletion is its work.
+	f.gitIn(f.wt(), "checkout", "--", "README.md")
+	j.Resume, j.Attempt = false, 2
+	f.runner.Agent = f.agent("rm old.txt\nexit 1\n")
+	if o := f.run(j); o.Reason != scheduler.ReasonExit {
+		t.Fatalf("outcome = %+v, want Reason exit", o)
+	}
+	if f.hasFile("auto/p1", "old.txt") || !f.hasFile("auto/p1", "more.txt") || !f.hasFile("auto/p1", "README.md") {
+		t.Errorf("auto/p1: want old.txt deleted, more.txt and README.md committed")
+	}
+}
+
+// An agent that deletes its worktree's .git file and is then stopped: git
+// in the worktree folder would work on the main repository. Nothing is
+// committed there, and its index.lock is left alone.
+func TestLeftoversNeverReachTheMainRepository(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	base := f.rev("main")
+	f.write(f.top, "README.md", "the user's edit\n")
+	f.write(f.top, ".env", "AWS_SECRET_ACCESS_KEY=x\n")
+	ready := filepath.Join(f.tmp, "ready")
+	f.runner.KillGrace = 500 * time.Millisecond
+	f.runner.Agent = f.agent("echo work > work.txt\nrm .git\ntouch '" + ready + "'\nsleep 30\n")
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	lock := filepath.Join(f.top, ".git", "index.lock")
+	go func() {
+		for !exists(ready) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		// The user's own git holds the main index now.
+		os.WriteFile(lock, nil, 0o644)
+		cancel()
+	}()
+	o := f.runner.Run(ctx, job(), nil)
+	if o.Reason != scheduler.ReasonWorktree {
+		t.Errorf("outcome = %+v, want Reason worktree", o)
+	}
+	if !exists(lock) {
+		t.Fatal("the main repository's index.lock was removed")
+	}
+	os.Remove(lock)
+	if got := f.rev("main"); got != base {
+		t.Errorf("main moved: %s", f.gitIn(f.top, "log", "--stat", "-1", "main"))
+	}
+	if st := f.gitIn(f.top, "status", "--porcelain"); !strings.Contains(st, " M README.md") || !strings.Contains(st, "?? .env") {
+		t.Errorf("main checkout status = %q, want README.md modified and .env untracked", st)
+	}
+}
+
+// What WORKTREE_PREPARE_CMD leaves untracked is environment, not work: a
+// leftover commit leaves it out. Files with conflict markers stay out too.
+func TestLeftoversLeaveOutEnvironmentAndMarkers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	local := filepath.Join(f.tmp, "local.env")
+	f.write(f.tmp, "local.env", "API_TOKEN=s3cr3t\n")
+	f.runner.Prepare = "cp '" + local + "' .env && mkdir -p cfg && echo gen > cfg/gen.cfg"
+	f.runner.Agent = f.agent(`echo work > work.txt
+echo changed >> .env
+printf 'a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n' > clash.txt
+printf 'Title\n=======\n' > heading.md
+exit 1
+`)
+	o := f.run(job())
+	if o.Reason != scheduler.ReasonExit {
+		t.Fatalf("outcome = %+v, want Reason exit", o)
+	}
+	if !f.hasFile("auto/p1", "work.txt") || !f.hasFile("auto/p1", "heading.md") {
+		t.Errorf("the agent's work was not committed")
+	}
+	for _, p := range []string{".env", "cfg/gen.cfg", "clash.txt"} {
+		if f.hasFile("auto/p1", p) {
+			t.Errorf("the leftover commit took %s", p)
+		}
+		if !exists(filepath.Join(f.wt(), p)) {
+			t.Errorf("%s is gone from the worktree", p)
+		}
+	}
+}
+
+// A lock in a phase worktree is not stale while a process still works
+// there (a killed driver's git, say): it is left alone and the attempt
+// fails closed.
+func TestRunKeepsLockWhileAProcessWorksThere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"work.txt": "earlier\n"}, true)
+	gitDir := f.gitIn(f.wt(), "rev-parse", "--absolute-git-dir")
+	lock := filepath.Join(gitDir, "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "60")
+	sleeper.Dir = f.wt()
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent(doneBody)
+	if o := f.run(j); o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "still works") {
+		t.Fatalf("outcome = %+v, want Reason worktree", o)
+	}
+	if !exists(lock) {
+		t.Error("the lock was removed")
+	}
+}
+
+// OwnGitDir accepts a phase worktree and refuses the main checkout and a
+// folder inside it.
+func TestOwnGitDir(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"work.txt": "earlier\n"}, true)
+	if _, err := work.OwnGitDir(f.ctx, f.git, f.wt()); err != nil {
+		t.Errorf("a phase worktree: %v", err)
+	}
+	if _, err := work.OwnGitDir(f.ctx, f.git, f.top); err == nil {
+		t.Error("the main checkout passed")
+	}
+	os.Remove(filepath.Join(f.wt(), ".git"))
+	if _, err := work.OwnGitDir(f.ctx, f.git, f.wt()); err == nil {
+		t.Error("a worktree without its .git passed")
+	}
+}
