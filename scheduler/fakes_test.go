@@ -344,9 +344,11 @@ type mstep struct {
 	Hold <-chan struct{}
 	// Called, when set, is closed as the call starts.
 	Called chan struct{}
+	// Stale reports the review stale (the base moved since it).
+	Stale bool
 }
 
-func (s mstep) ok() bool { return len(s.Wait) == 0 && s.Reason == "" && s.Err == nil }
+func (s mstep) ok() bool { return len(s.Wait) == 0 && s.Reason == "" && s.Err == nil && !s.Stale }
 
 // fakeMerger lands phases by writing [merged] into the store, as the real
 // merger does, and records whether two merges ever overlapped.
@@ -399,7 +401,7 @@ func (m *fakeMerger) Merge(ctx context.Context, j MergeJob) MergeOutcome {
 	if st.Hold != nil {
 		<-st.Hold
 	}
-	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Reason: st.Reason, Detail: st.Detail, Err: st.Err}
+	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Reason: st.Reason, Detail: st.Detail, Err: st.Err, Stale: st.Stale}
 	if st.ok() {
 		if err := m.store.SetState(j.ID, manifest.Merged); err != nil {
 			out.Err = err

@@ -43,6 +43,8 @@ type Config struct {
 	Controls <-chan Control
 	// Paused starts the run paused (the switch persists across restarts).
 	Paused bool
+	// Review is the independent review gate (off unless REVIEW_CMD).
+	Review ReviewConfig
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -81,6 +83,7 @@ type Scheduler struct {
 	running   int // agents running now
 	lanes     []*laneSlot
 	paused    bool // no new launches; running agents go on
+	rev       reviewGate
 }
 
 // phase is the loop's view of one phase.
@@ -131,6 +134,7 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		lanes:     newLanes(cfg),
 		paused:    cfg.Paused,
 	}
+	s.rev.results = make(chan ReviewOutcome)
 	for _, n := range rm.Nodes {
 		p := &phase{n: n, state: n.State}
 		s.phases = append(s.phases, p)
@@ -182,6 +186,13 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			s.onOutcome(o)
 		case m := <-s.merged:
 			s.onMerge(m)
+		case ro := <-s.rev.results:
+			if ctx.Err() != nil {
+				s.rev.running--
+				s.byID[ro.ID].busy = false
+				continue
+			}
+			s.onReview(ro)
 		case src, ok := <-s.edits:
 			if !ok {
 				s.edits = nil
@@ -221,17 +232,18 @@ func (s *Scheduler) drain() {
 			}
 		}
 	}
+	s.drainReviews()
 }
 
 // idle is true when nothing is in flight and nothing could start.
 func (s *Scheduler) idle() bool {
-	if s.running > 0 || s.merging != nil {
+	if s.running > 0 || s.merging != nil || s.rev.running > 0 {
 		return false
 	}
 	if s.fatal != nil {
 		return true
 	}
-	if len(s.mergeQ) > 0 {
+	if len(s.mergeQ) > 0 || s.reviewBusy() {
 		return false
 	}
 	if s.halt != nil {
@@ -291,6 +303,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 // new phases, critical path first.
 func (s *Scheduler) dispatch(ctx context.Context) {
 	now := s.now()
+	s.dispatchReviews(ctx)
 	if s.merging == nil {
 		for i, p := range s.mergeQ {
 			if p.notBefore.After(now) {
@@ -546,6 +559,7 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 		}
 	}
 	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p), Complete: complete}
+	j.ReviewHead, j.ReviewBase = s.reviewed(p)
 	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
 	go func() {
 		// Merges finish even after an interrupt: a half-landed merge is
@@ -566,7 +580,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.tip = o.Tip
 		p.transient = 0
 		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip})
-		s.mergeQ = append(s.mergeQ, p)
+		s.landOrReview(p)
 		return
 	case o.Cooldown > 0:
 		until := s.now().Add(o.Cooldown)
@@ -630,19 +644,7 @@ func (s *Scheduler) failed(p *phase, by Role, r Reason, detail, log string) {
 		p.notBefore = time.Time{}
 		return
 	}
-	if s.cfg.KeepGoing {
-		s.park(p)
-		return
-	}
-	if err := s.setState(p, manifest.Failed); err != nil {
-		s.fatal = err
-	}
-	s.record(Record{Phase: p.n.ID, Event: "failed", Reason: r})
-	s.emit(Event{Kind: EvFailed, Phase: p.n.ID, State: string(manifest.Failed), Reason: r, Detail: detail, LogPath: p.logPath})
-	if s.halt == nil {
-		s.halt = &HaltError{ID: p.n.ID, Reason: r, LogPath: p.logPath}
-		s.emit(Event{Kind: EvHalt, Phase: p.n.ID, Reason: r, Detail: "no new launches; running phases finish and merge"})
-	}
+	s.giveUp(p, r, detail)
 }
 
 // park blocks a phase (keep-going) and every phase that waits on it.
@@ -693,6 +695,8 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 			Detail: "the merge would overwrite uncommitted changes in the base checkout: " + strings.Join(m.Wait, ", ")})
 	case m.Err != nil:
 		s.fatal = fmt.Errorf("merge %s: %w", m.ID, m.Err)
+	case m.Stale:
+		s.reviewStale(p, m.Detail)
 	default:
 		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})

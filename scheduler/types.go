@@ -59,6 +59,9 @@ type Job struct {
 	// to the runner's own AGENT_CMD/SUPERVISOR_CMD.
 	Lane string
 	Cmd  string
+	// Findings are the reviewers' findings for a worker sent back by the
+	// review gate (CLAUDOPILOT_REVIEW_FINDINGS).
+	Findings []string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all
@@ -101,6 +104,10 @@ type MergeJob struct {
 	// Complete is set when this merge lands the last unmerged phase, so
 	// the same commit can mark the manifest complete.
 	Complete bool
+	// ReviewHead and ReviewBase are the branch tip and base tip the
+	// review gate passed; the merge lands only while both still hold.
+	// Empty: no review gate.
+	ReviewHead, ReviewBase string
 }
 
 // MergeOutcome is how a merge ended.
@@ -115,6 +122,9 @@ type MergeOutcome struct {
 	Detail  string
 	LogPath string // the log to read first (the merge gate's)
 	Err     error  // git or I/O failure
+	// Stale: the base or the branch moved since the review passed, so
+	// nothing landed and the phase is reviewed again.
+	Stale bool
 }
 
 // Merger lands done phases on the base branch. The scheduler calls it for
