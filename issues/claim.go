@@ -123,16 +123,20 @@ func foldClaims(cs []Comment, trusted func(Comment, marker) bool) claimState {
 }
 
 // claimState reads issue n's comments and folds them. Markers count only
-// from our own login, our own instance, or users with write access.
+// from our own login, our own instance, or users with write access. Our
+// own login is the token's (for an app token "name[bot]", which has no
+// collaborator permission to ask for): instances sharing a token trust
+// each other's claims, so they never both work one issue.
 func (q *Queue) claimState(ctx context.Context, n int) (claimState, []Comment, error) {
 	cs, err := q.gh.Comments(ctx, n)
 	if err != nil {
 		return claimState{}, nil, err
 	}
+	self := q.gh.Self()
 	trust := map[string]bool{}
 	for _, c := range cs {
 		m, ok := parseMarker(c.Body)
-		if !ok || m.instance == q.instance || strings.EqualFold(c.Author, q.login) {
+		if !ok || m.instance == q.instance || (self != "" && strings.EqualFold(c.Author, self)) {
 			continue
 		}
 		key := strings.ToLower(c.Author)
@@ -146,7 +150,7 @@ func (q *Queue) claimState(ctx context.Context, n int) (claimState, []Comment, e
 		trust[key] = ok
 	}
 	st := foldClaims(cs, func(c Comment, m marker) bool {
-		return m.instance == q.instance || (q.login != "" && strings.EqualFold(c.Author, q.login)) || trust[strings.ToLower(c.Author)]
+		return m.instance == q.instance || (self != "" && strings.EqualFold(c.Author, self)) || trust[strings.ToLower(c.Author)]
 	})
 	return st, cs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,9 @@ var (
 	// ErrNotMergeable: GitHub refused the merge (405): conflicts, a draft,
 	// branch protection.
 	ErrNotMergeable = errors.New("the pull request cannot be merged")
+	// ErrConflict: the pull request's branch conflicts with its base, so
+	// GitHub cannot bring it up to date (update-branch answered 422).
+	ErrConflict = errors.New("the pull request conflicts with its base")
 	// ErrAuth: the token was refused (401).
 	ErrAuth = errors.New("GitHub refused the token")
 	// ErrUnavailable: GitHub kept failing (5xx, timeouts, rate limits)
@@ -71,7 +75,7 @@ type GitHub struct {
 	maxWait      time.Duration
 	mu           sync.Mutex
 	perms        map[string]permEntry
-	login        string
+	login        string // the token's own login: asked at Login, or learned from our own comments
 	loginFetched bool
 }
 
@@ -254,11 +258,14 @@ func (g *GitHub) classify(resp *github.Response, err error, transient int) (time
 		if er.Response != nil {
 			code = er.Response.StatusCode
 		}
+		d, hasRetryAfter := retryAfter(er.Response)
 		switch {
-		case code == http.StatusTooManyRequests:
+		case code == http.StatusTooManyRequests || (code == http.StatusForbidden && hasRetryAfter):
+			// A 403 or 429 carrying Retry-After is a rate limit whatever
+			// documentation URL it names (go-github knows only some).
 			wait := time.Minute
-			if d, ok := retryAfter(er.Response); ok {
-				wait = d
+			if hasRetryAfter {
+				wait = max(d, time.Second)
 			}
 			return min(wait, g.maxWait), faultLimit
 		case code == http.StatusNotFound || code == http.StatusGone:
@@ -347,8 +354,12 @@ type Comment struct {
 	CreatedAt time.Time
 }
 
-// Login returns the login the token belongs to ("" when the token cannot
-// tell, as for some app tokens).
+// Login returns the login the token belongs to. An app installation token
+// (Actions' GITHUB_TOKEN, a GitHub App's) gets 403 "Resource not
+// accessible by integration" from GET /user; its login ("name[bot]") is
+// then read from GraphQL's viewer, which answers for app tokens too. When
+// neither tells, Login returns "" and the client learns its login from the
+// author of the first comment it posts (Self).
 func (g *GitHub) Login(ctx context.Context) (string, error) {
 	g.mu.Lock()
 	if g.loginFetched {
@@ -361,6 +372,7 @@ func (g *GitHub) Login(ctx context.Context) (string, error) {
 		u, r, err = g.c.Users.Get(ctx, "")
 		return r, err
 	}, nil)
+	login := u.GetLogin()
 	if err != nil {
 		if errors.Is(err, ErrAuth) || ctx.Err() != nil {
 			return "", err
@@ -368,11 +380,48 @@ func (g *GitHub) Login(ctx context.Context) (string, error) {
 		if s := statusOf(err); s != http.StatusForbidden && s != http.StatusNotFound {
 			return "", err
 		}
+		var out struct {
+			Viewer struct {
+				Login string `json:"login"`
+			} `json:"viewer"`
+		}
+		verr := g.graphql(ctx, "read the token's login (GraphQL viewer)", `query { viewer { login } }`, nil, &out, nil)
+		switch {
+		case errors.Is(verr, ErrAuth) || ctx.Err() != nil:
+			return "", verr
+		case verr != nil:
+			g.logf("github: the token's login is unknown (GET /user: %v; viewer: %v); it is learned from the first comment posted", err, verr)
+		}
+		login = out.Viewer.Login
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.login, g.loginFetched = u.GetLogin(), true
+	if g.login == "" {
+		g.login = login
+	}
+	g.loginFetched = true
 	return g.login, nil
+}
+
+// Self returns the token's own login as far as known: what Login read, or
+// the author of a comment this client posted; "" before either.
+func (g *GitHub) Self() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.login
+}
+
+// learnSelf records the author of a comment this client posted: that is
+// the token's own login, whatever kind of token it is.
+func (g *GitHub) learnSelf(author string) {
+	if author == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.login == "" {
+		g.login = author
+	}
 }
 
 // DefaultBranch returns the repository's default branch.
@@ -543,6 +592,9 @@ func (g *GitHub) PostComment(ctx context.Context, n int, body string) (Comment, 
 		}
 		return false, nil
 	})
+	if err == nil {
+		g.learnSelf(got.Author)
+	}
 	return got, err
 }
 
@@ -616,6 +668,11 @@ func (g *GitHub) LabeledBy(ctx context.Context, n int, label string) (string, ti
 func (g *GitHub) HasWrite(ctx context.Context, login string) (bool, error) {
 	if login == "" {
 		return false, nil
+	}
+	// The token's own login writes (it labels and comments); an app's
+	// login ("name[bot]") has no collaborator permission to ask for: 404.
+	if self := g.Self(); self != "" && strings.EqualFold(login, self) {
+		return true, nil
 	}
 	key := strings.ToLower(login)
 	g.mu.Lock()
@@ -745,6 +802,19 @@ func (g *GitHub) CreatePR(ctx context.Context, head, base, title, body string, d
 		})
 	}
 	err := create(draft)
+	// Right after a push GitHub may not know the branch yet: 422 with
+	// {"resource":"PullRequest","field":"head","code":"invalid"} until it
+	// has processed the push. Wait and try again, for up to headWait.
+	var waited time.Duration
+	for i := 0; err != nil && headInvalid(err) && waited < headWait; i++ {
+		d := min(backoff(i), headWait-waited)
+		g.logf("github: GitHub does not know the branch %s yet (422 head invalid); trying again in %s", head, d)
+		if serr := g.clock.Sleep(ctx, d); serr != nil {
+			return nil, fmt.Errorf("open a pull request from %s: %w", head, serr)
+		}
+		waited += d
+		err = create(draft)
+	}
 	if err != nil && draft && statusOf(err) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(err.Error()), "draft") {
 		err = create(false)
 	}
@@ -756,49 +826,230 @@ func (g *GitHub) CreatePR(ctx context.Context, head, base, title, body string, d
 	return got, err
 }
 
-// MarkReady turns a draft pull request into one ready for review (GraphQL:
-// REST cannot).
-func (g *GitHub) MarkReady(ctx context.Context, p *PR) error {
-	if !p.Draft {
-		return nil
+// headWait is how long a pull request whose head GitHub does not know yet
+// (422 head invalid, right after a push) is tried again.
+const headWait = 30 * time.Second
+
+// headInvalid reports GitHub's 422 for a head branch it does not know.
+func headInvalid(err error) bool {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || statusOf(err) != http.StatusUnprocessableEntity {
+		return false
 	}
-	payload := map[string]any{
-		"query":     `mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }`,
-		"variables": map[string]any{"id": p.NodeID},
+	for _, e := range er.Errors {
+		if e.Resource == "PullRequest" && e.Field == "head" && e.Code == "invalid" {
+			return true
+		}
 	}
-	return g.do(ctx, fmt.Sprintf("mark pull request #%d ready for review", p.Number), func(ctx context.Context) (*github.Response, error) {
+	return false
+}
+
+// graphql runs one GraphQL request; an answer with errors is an error.
+// retry, when set, runs before a retry as in do.
+func (g *GitHub) graphql(ctx context.Context, what, query string, vars map[string]any, data any, retry func(ctx context.Context) (bool, error)) error {
+	payload := map[string]any{"query": query}
+	if vars != nil {
+		payload["variables"] = vars
+	}
+	return g.do(ctx, what, func(ctx context.Context) (*github.Response, error) {
 		req, err := g.c.NewRequest(http.MethodPost, g.graphqlURL, payload)
 		if err != nil {
 			return nil, err
 		}
 		var out struct {
+			Data   json.RawMessage `json:"data"`
 			Errors []struct {
 				Message string `json:"message"`
 			} `json:"errors"`
 		}
 		r, err := g.c.Do(ctx, req, &out)
-		if err == nil && len(out.Errors) > 0 {
+		switch {
+		case err != nil:
+		case len(out.Errors) > 0:
 			err = fmt.Errorf("graphql: %s", out.Errors[0].Message)
+		case data != nil && len(out.Data) > 0:
+			err = json.Unmarshal(out.Data, data)
 		}
 		return r, err
-	}, nil)
+	}, retry)
 }
 
-// Merge merges pull request n if its head is still sha. A moved head is
-// ErrHeadMoved (409), a refusal ErrNotMergeable (405).
+// MarkReady turns a draft pull request into one ready for review (GraphQL:
+// REST cannot). It reads the pull request first, so a try whose answer was
+// lost is not repeated: a pull request that is no longer a draft is done.
+func (g *GitHub) MarkReady(ctx context.Context, p *PR) error {
+	cur, err := g.PR(ctx, p.Number)
+	if err != nil {
+		return err
+	}
+	if !cur.Draft {
+		p.Draft = false
+		return nil
+	}
+	what := fmt.Sprintf("mark pull request #%d ready for review", p.Number)
+	ready := func(ctx context.Context) (bool, error) {
+		now, err := g.PR(ctx, p.Number)
+		return err == nil && !now.Draft, nil
+	}
+	for try := 0; ; try++ {
+		err := g.graphql(ctx, what, `mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }`, map[string]any{"id": cur.NodeID}, nil, ready)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		}
+		// Whatever the answer, the pull request says whether it worked.
+		if now, rerr := g.PR(ctx, p.Number); rerr == nil && !now.Draft {
+			p.Draft = false
+			return nil
+		}
+		if err != nil || try >= g.maxRetries {
+			if err == nil {
+				err = fmt.Errorf("%s: still a draft after %d tries: %w", what, try+1, ErrUnavailable)
+			}
+			return err
+		}
+		if err := g.clock.Sleep(ctx, backoff(try)); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+}
+
+// Merge merges pull request n if its head is still sha. Before every retry
+// (after a lost answer or a race) the pull request is read again: merged
+// means done, so a merge whose answer was lost is never reported as
+// failed. A moved head is ErrHeadMoved (409, or a head other than sha
+// when read again); 405 "Base branch was modified" (two merges raced) is
+// tried again; any other 405 is ErrNotMergeable.
 func (g *GitHub) Merge(ctx context.Context, n int, sha, method, title string) error {
-	err := g.do(ctx, fmt.Sprintf("merge pull request #%d", n), func(ctx context.Context) (*github.Response, error) {
-		_, r, err := g.c.PullRequests.Merge(ctx, g.owner, g.repo, n, "", &github.PullRequestOptions{SHA: sha, MergeMethod: method, CommitTitle: g.scrub.Scrub(title)})
+	what := fmt.Sprintf("merge pull request #%d", n)
+	// check reads the pull request: done when it is merged; ErrHeadMoved
+	// when its head is no longer sha.
+	check := func(ctx context.Context) (bool, error) {
+		p, err := g.PR(ctx, n)
+		if err != nil {
+			return false, nil // unknown: the next try tells
+		}
+		switch {
+		case p.Merged:
+			return true, nil
+		case p.HeadSHA != sha:
+			return false, fmt.Errorf("%w: now %s", ErrHeadMoved, short(p.HeadSHA))
+		}
+		return false, nil
+	}
+	for races := 0; ; races++ {
+		err := g.do(ctx, what, func(ctx context.Context) (*github.Response, error) {
+			_, r, err := g.c.PullRequests.Merge(ctx, g.owner, g.repo, n, "", &github.PullRequestOptions{SHA: sha, MergeMethod: method, CommitTitle: g.scrub.Scrub(title)})
+			return r, err
+		}, check)
+		if err == nil || errors.Is(err, ErrHeadMoved) || ctx.Err() != nil {
+			return err
+		}
+		code := statusOf(err)
+		if code == http.StatusMethodNotAllowed || code == http.StatusConflict {
+			// A refusal may follow a try that went through unseen.
+			if done, cerr := check(ctx); done {
+				return nil
+			} else if cerr != nil {
+				return cerr
+			}
+		}
+		switch {
+		case code == http.StatusConflict:
+			return fmt.Errorf("%w: %w", ErrHeadMoved, err)
+		case code == http.StatusMethodNotAllowed && baseModified(err) && races < g.maxRetries:
+			d := backoff(races)
+			g.logf("github: %s: another merge moved the base; trying again in %s", what, d)
+			if err := g.clock.Sleep(ctx, d); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		case code == http.StatusMethodNotAllowed:
+			return fmt.Errorf("%w: %w", ErrNotMergeable, err)
+		default:
+			return err
+		}
+	}
+}
+
+// baseModified reports GitHub's 405 "Base branch was modified. Review and
+// try the merge again.": another merge into the base won a race.
+func baseModified(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && strings.Contains(strings.ToLower(er.Message), "base branch was modified")
+}
+
+// BehindBase returns how many commits of branch base sha lacks (0: sha
+// contains base's tip, so merging sha gives sha's own tree).
+func (g *GitHub) BehindBase(ctx context.Context, base, sha string) (int, error) {
+	var c *github.CommitsComparison
+	err := g.do(ctx, fmt.Sprintf("compare %s with %s", short(sha), base), func(ctx context.Context) (r *github.Response, err error) {
+		c, r, err = g.c.Repositories.CompareCommits(ctx, g.owner, g.repo, base, sha, &github.ListOptions{PerPage: 1})
 		return r, err
 	}, nil)
-	switch statusOf(err) {
-	case http.StatusConflict:
-		return fmt.Errorf("%w: %w", ErrHeadMoved, err)
-	case http.StatusMethodNotAllowed:
-		return fmt.Errorf("%w: %w", ErrNotMergeable, err)
+	if err != nil {
+		return 0, err
 	}
-	return err
+	return c.GetBehindBy(), nil
 }
+
+// UpdateBranch merges the base into pull request n's branch on GitHub
+// (update-branch with expected_head_sha = sha) and waits, up to
+// updateWait, for the new head, which it returns. The pull request is read
+// before every retry, so a lost answer is not sent twice: a head other
+// than sha is the update done. ErrHeadMoved: the head was not sha;
+// ErrConflict: the base does not merge cleanly.
+func (g *GitHub) UpdateBranch(ctx context.Context, n int, sha string) (string, error) {
+	what := fmt.Sprintf("update pull request #%d with its base", n)
+	var head string
+	moved := func(ctx context.Context) (bool, error) {
+		p, err := g.PR(ctx, n)
+		if err != nil || p.HeadSHA == sha {
+			return false, nil
+		}
+		head = p.HeadSHA
+		return true, nil
+	}
+	err := g.do(ctx, what, func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.PullRequests.UpdateBranch(ctx, g.owner, g.repo, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.Ptr(sha)})
+		var acc *github.AcceptedError
+		if errors.As(err, &acc) {
+			err = nil // 202: GitHub updates the branch in the background
+		}
+		return r, err
+	}, moved)
+	if err != nil {
+		var er *github.ErrorResponse
+		if statusOf(err) == http.StatusUnprocessableEntity && errors.As(err, &er) {
+			msg := strings.ToLower(er.Message)
+			switch {
+			case strings.Contains(msg, "expected head sha"):
+				return "", fmt.Errorf("%w: %w", ErrHeadMoved, err)
+			case strings.Contains(msg, "conflict"):
+				return "", fmt.Errorf("%w: %w", ErrConflict, err)
+			case strings.Contains(msg, "no new commits"):
+				return sha, nil
+			}
+		}
+		return "", err
+	}
+	var waited time.Duration
+	for i := 0; head == ""; i++ {
+		if ok, _ := moved(ctx); ok {
+			break
+		}
+		if waited >= updateWait {
+			return "", fmt.Errorf("%s: the head is still %s after %s: %w", what, short(sha), updateWait, ErrUnavailable)
+		}
+		d := min(backoff(i), updateWait-waited)
+		if err := g.clock.Sleep(ctx, d); err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		waited += d
+	}
+	return head, nil
+}
+
+// updateWait is how long an accepted update-branch is waited for.
+const updateWait = 2 * time.Minute
 
 // CloseIssue closes issue n as completed.
 func (g *GitHub) CloseIssue(ctx context.Context, n int) error {

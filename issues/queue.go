@@ -81,7 +81,6 @@ type Queue struct {
 	agentEnv []string
 	scrub    *Scrubber
 	instance string
-	login    string
 	clock    Clock
 	logMu    sync.Mutex
 }
@@ -251,7 +250,9 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("queue: %w", err)
 	}
-	q.login = login
+	if login != "" {
+		q.logf("acting as %s", login)
+	}
 	if q.cfg.Base == "" {
 		if q.cfg.Base, err = q.gh.DefaultBranch(ctx); err != nil {
 			return fmt.Errorf("queue: %w", err)

@@ -85,7 +85,6 @@ func TestConcurrentClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q.login = base.login
 		qs = append(qs, q)
 	}
 	races := 0

@@ -9,18 +9,32 @@
 // runs and commit statuses (from a CI callback, per commit), and merges that
 // are real git merges into a local bare repository standing in for origin
 // (a pull request's head is that repository's branch, read live; a merge
-// checks the expected head sha, answers 409 when it moved and 405 for
-// drafts and conflicts, and closes the issues the body says it closes).
-// Lists paginate with Link headers (MaxPerPage makes pages small).
+// checks the expected head sha, answers 409 when it moved, 405 for drafts
+// and conflicts and 405 "Base branch was modified" when the base moved
+// under it, and closes the issues the body says it closes; update-branch
+// merges the base into the head and answers 202). Lists paginate with Link
+// headers (MaxPerPage makes pages small).
 //
-// Faults are injected per request: 5xx answers, primary rate limits (403
-// with X-RateLimit-Remaining: 0 and a reset time), secondary rate limits
-// (403 with Retry-After), and slow answers (the request is carried out at
-// once, the answer comes late, as when a real response times out).
+// It answers as GitHub really does where that differs from the docs' happy
+// path: an app installation token (AddAppToken) acts as "name[bot]" (type
+// Bot), gets 403 "Resource not accessible by integration" from GET /user,
+// and its login gets 404 "name[bot] is not a user" from the collaborator
+// permission endpoint; a pull request whose head branch GitHub does not
+// know answers 422 {"resource":"PullRequest","field":"head","code":
+// "invalid"}; with CIRules, a draft's commit has no checks (CI that skips
+// drafts) and checks appear some time after a push, not at once.
+//
+// Faults are injected per request: 5xx answers with any message or body,
+// primary rate limits (403 with X-RateLimit-Remaining: 0 and a reset time),
+// secondary rate limits (403 with Retry-After, any documentation URL), slow
+// answers (the request is carried out at once, the answer comes late, as
+// when a real response times out) and lost answers (carried out, answered
+// with an error, as a 502 from a proxy after GitHub acted).
 //
 // Endpoints: GET /user; GET /repos/{o}/{r}; labels (list, create); issues
 // (list with state/labels/sort/direction, get, edit state, add and remove
 // labels, events, comments); collaborator permission; pulls (list with
-// head/state, create, get, merge); check runs and statuses of a commit;
-// POST /graphql markPullRequestReadyForReview. Anything else is 404.
+// head/state, create, get, merge, update-branch); compare; check runs and
+// statuses of a commit; POST /graphql viewer and
+// markPullRequestReadyForReview. Anything else is 404.
 package ghfake

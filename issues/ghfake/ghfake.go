@@ -61,6 +61,35 @@ type Fault struct {
 	Secondary    bool          // secondary rate limit: 403 with Retry-After
 	RetryAfter   time.Duration // for Secondary
 	Delay        time.Duration // carry out the request, answer after Delay (or when the client gives up)
+	// Lost carries out the request, then answers Status instead of the
+	// real answer: a write that went through whose answer was lost (a 502
+	// from a proxy after GitHub acted).
+	Lost bool
+	// Message is the message of a Status answer (default "injected
+	// fault"); Body, when set, is the whole JSON answer instead.
+	Message string
+	Body    any
+	// DocURL is the documentation_url of a Secondary or Status answer.
+	DocURL string
+}
+
+// Messages GitHub answers with, word for word.
+const (
+	// MsgNotAccessible: an app installation token asked for something only
+	// a user has (GET /user), 403.
+	MsgNotAccessible = "Resource not accessible by integration"
+	// MsgBaseModified: two merges raced and this one lost, 405.
+	MsgBaseModified = "Base branch was modified. Review and try the merge again."
+	// MsgHeadModified: the merge's sha is no longer the head, 409.
+	MsgHeadModified = "Head branch was modified. Review and try the merge again."
+)
+
+// HeadInvalid is GitHub's 422 answer to a pull request whose head branch
+// it does not know yet (a push it has not processed, or no such branch).
+var HeadInvalid = map[string]any{
+	"message":           "Validation Failed",
+	"errors":            []map[string]string{{"resource": "PullRequest", "field": "head", "code": "invalid"}},
+	"documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
 }
 
 // Request is one request the fake received.
@@ -114,6 +143,7 @@ type Pull struct {
 	NodeID      string
 	Author      string
 	headSHA     string
+	readyAt     time.Time
 }
 
 // Label is a repository label.
@@ -128,6 +158,7 @@ type Server struct {
 	now   func() time.Time
 	users map[string]string // login → permission (admin, maintain, write, triage, read, none)
 	token map[string]string // token → login
+	bots  map[string]bool   // logins of apps ("name[bot]")
 	// state
 	labels  []Label
 	issues  map[int]*Issue
@@ -138,7 +169,21 @@ type Server struct {
 	served  int
 	reqs    []Request
 	ci      func(sha string) ([]CheckRun, []Status)
+	ciRules CIRules
+	seen    map[string]time.Time // when a sha was first seen as a pull request's head
 	onMerge func(pr int)
+	// noViewer: GraphQL viewer answers an error (as some tokens' might).
+	noViewer bool
+}
+
+// CIRules make the CI callback's answers appear as real CI's do.
+type CIRules struct {
+	// SkipDrafts: a commit that is the head of draft pull requests only has
+	// no checks (CI set up with if: !github.event.pull_request.draft).
+	SkipDrafts bool
+	// Delay: checks appear Delay after the commit was first seen as a pull
+	// request's head (and, with SkipDrafts, after it was marked ready).
+	Delay time.Duration
 }
 
 // New starts a fake for opt's repository.
@@ -150,7 +195,7 @@ func New(opt Options) *Server {
 		opt.MaxPerPage = 100
 	}
 	s := &Server{
-		opt: opt, now: opt.Now, users: map[string]string{}, token: map[string]string{},
+		opt: opt, now: opt.Now, users: map[string]string{}, token: map[string]string{}, bots: map[string]bool{}, seen: map[string]time.Time{},
 		issues: map[int]*Issue{}, pulls: map[int]*Pull{}, nextNum: 1, nextID: 1000,
 	}
 	if s.now == nil {
@@ -187,6 +232,34 @@ func (s *Server) AddToken(token, login string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.token[token] = login
+}
+
+// AddAppToken makes token an app installation token (as Actions'
+// GITHUB_TOKEN or a GitHub App's) of app: it acts as "<app>[bot]", a Bot
+// with write access, whose GET /user answers 403 MsgNotAccessible and whose
+// collaborator permission answers 404 "<app>[bot] is not a user".
+func (s *Server) AddAppToken(token, app string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	login := app + "[bot]"
+	s.token[token] = login
+	s.bots[login] = true
+	return login
+}
+
+// RefuseViewer makes GraphQL's viewer query answer an error, so a
+// client must learn its identity another way.
+func (s *Server) RefuseViewer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noViewer = true
+}
+
+// SetCIRules sets how the CI callback's checks appear.
+func (s *Server) SetCIRules(r CIRules) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ciRules = r
 }
 
 // AddLabel creates a repository label directly.
@@ -421,11 +494,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
 			return
 		case f.Secondary:
+			doc := f.DocURL
+			if doc == "" {
+				doc = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+			}
 			w.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
-			writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit", "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
+			writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit", "documentation_url": doc})
+			return
+		case f.Lost:
+			s.route(httptest.NewRecorder(), r, login)
+			f.answer(w)
 			return
 		case f.Status != 0:
-			writeJSON(w, f.Status, map[string]string{"message": "injected fault"})
+			f.answer(w)
 			return
 		case f.Delay > 0:
 			rec := httptest.NewRecorder()
@@ -446,6 +527,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.route(w, r, login)
+}
+
+// answer writes a Status fault's answer.
+func (f *Fault) answer(w http.ResponseWriter) {
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
+	}
+	if f.Body != nil {
+		writeJSON(w, f.Status, f.Body)
+		return
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = "injected fault"
+	}
+	body := map[string]string{"message": msg}
+	if f.DocURL != "" {
+		body["documentation_url"] = f.DocURL
+	}
+	writeJSON(w, f.Status, body)
 }
 
 func tokenOf(r *http.Request) string {
@@ -506,6 +607,8 @@ var routes = []struct {
 	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).createPull},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
 	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
+	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/statuses$`), (*Server).statuses},
 }
@@ -603,6 +706,15 @@ func (s *Server) paginate(c *call, n int) (lo, hi int) {
 
 func ts(t time.Time) *github.Timestamp { return &github.Timestamp{Time: t} }
 
+// user is login as GitHub shows an author or actor: type Bot for apps.
+func (s *Server) user(login string) *github.User {
+	typ := "User"
+	if s.bots[login] {
+		typ = "Bot"
+	}
+	return &github.User{Login: github.Ptr(login), Type: github.Ptr(typ)}
+}
+
 func (s *Server) htmlURL(kind string, n int) string {
 	return fmt.Sprintf("https://github.example/%s/%s/%s/%d", s.opt.Owner, s.opt.Repo, kind, n)
 }
@@ -610,7 +722,7 @@ func (s *Server) htmlURL(kind string, n int) string {
 func (s *Server) issueJSON(is *Issue) *github.Issue {
 	gi := &github.Issue{
 		Number: github.Ptr(is.Number), Title: github.Ptr(is.Title), Body: github.Ptr(is.Body),
-		User: &github.User{Login: github.Ptr(is.Author)}, State: github.Ptr(is.State), CreatedAt: ts(is.CreatedAt),
+		User: s.user(is.Author), State: github.Ptr(is.State), CreatedAt: ts(is.CreatedAt),
 		HTMLURL: github.Ptr(s.htmlURL("issues", is.Number)),
 	}
 	if is.StateReason != "" {
@@ -629,7 +741,11 @@ func (s *Server) issueJSON(is *Issue) *github.Issue {
 }
 
 func (s *Server) getUser(c *call) {
-	c.json(http.StatusOK, &github.User{Login: github.Ptr(c.login)})
+	if s.bots[c.login] {
+		c.json(http.StatusForbidden, map[string]string{"message": MsgNotAccessible, "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user", "status": "403"})
+		return
+	}
+	c.json(http.StatusOK, s.user(c.login))
 }
 
 func (s *Server) getRepo(c *call) {
@@ -801,7 +917,7 @@ func (s *Server) listEvents(c *call) {
 	lo, hi := s.paginate(c, len(is.Events))
 	out := []*github.IssueEvent{}
 	for _, e := range is.Events[lo:hi] {
-		ge := &github.IssueEvent{ID: github.Ptr(e.ID), Event: github.Ptr(e.Event), Actor: &github.User{Login: github.Ptr(e.Actor)}, CreatedAt: ts(e.CreatedAt)}
+		ge := &github.IssueEvent{ID: github.Ptr(e.ID), Event: github.Ptr(e.Event), Actor: s.user(e.Actor), CreatedAt: ts(e.CreatedAt)}
 		if e.Label != "" {
 			ge.Label = &github.Label{Name: github.Ptr(e.Label)}
 		}
@@ -810,8 +926,8 @@ func (s *Server) listEvents(c *call) {
 	c.json(http.StatusOK, out)
 }
 
-func commentJSON(cm Comment) *github.IssueComment {
-	return &github.IssueComment{ID: github.Ptr(cm.ID), Body: github.Ptr(cm.Body), User: &github.User{Login: github.Ptr(cm.Author)}, CreatedAt: ts(cm.CreatedAt)}
+func (s *Server) commentJSON(cm Comment) *github.IssueComment {
+	return &github.IssueComment{ID: github.Ptr(cm.ID), Body: github.Ptr(cm.Body), User: s.user(cm.Author), CreatedAt: ts(cm.CreatedAt)}
 }
 
 func (s *Server) listComments(c *call) {
@@ -822,7 +938,7 @@ func (s *Server) listComments(c *call) {
 	lo, hi := s.paginate(c, len(is.Comments))
 	out := []*github.IssueComment{}
 	for _, cm := range is.Comments[lo:hi] {
-		out = append(out, commentJSON(cm))
+		out = append(out, s.commentJSON(cm))
 	}
 	c.json(http.StatusOK, out)
 }
@@ -839,11 +955,16 @@ func (s *Server) createComment(c *call) {
 	}
 	cm := Comment{ID: s.id(), Author: c.login, Body: in.GetBody(), CreatedAt: s.now()}
 	is.Comments = append(is.Comments, cm)
-	c.json(http.StatusCreated, commentJSON(cm))
+	c.json(http.StatusCreated, s.commentJSON(cm))
 }
 
 func (s *Server) permission(c *call) {
 	user := c.args[2]
+	if s.bots[user] {
+		// Apps are not collaborators: GitHub knows no permission for them.
+		c.fail(http.StatusNotFound, user+" is not a user")
+		return
+	}
 	perm, ok := s.users[user]
 	if !ok {
 		c.fail(http.StatusNotFound, "Not Found")
@@ -865,6 +986,9 @@ func (s *Server) headSHA(p *Pull) string {
 	if sha, err := s.git.RevParse(context.Background(), "refs/heads/"+p.Head); err == nil {
 		p.headSHA = sha
 	}
+	if _, ok := s.seen[p.headSHA]; !ok && p.headSHA != "" {
+		s.seen[p.headSHA] = s.now()
+	}
 	return p.headSHA
 }
 
@@ -872,7 +996,7 @@ func (s *Server) pullJSON(p *Pull) *github.PullRequest {
 	gp := &github.PullRequest{
 		Number: github.Ptr(p.Number), NodeID: github.Ptr(p.NodeID), State: github.Ptr(p.State), Title: github.Ptr(p.Title),
 		Body: github.Ptr(p.Body), Draft: github.Ptr(p.Draft), Merged: github.Ptr(p.Merged),
-		HTMLURL: github.Ptr(s.htmlURL("pull", p.Number)), User: &github.User{Login: github.Ptr(p.Author)},
+		HTMLURL: github.Ptr(s.htmlURL("pull", p.Number)), User: s.user(p.Author),
 		Head: &github.PullRequestBranch{Ref: github.Ptr(p.Head), SHA: github.Ptr(s.headSHA(p)), Label: github.Ptr(s.opt.Owner + ":" + p.Head)},
 		Base: &github.PullRequestBranch{Ref: github.Ptr(p.Base)},
 	}
@@ -929,7 +1053,7 @@ func (s *Server) createPull(c *call) {
 	}
 	ctx := context.Background()
 	if _, err := s.git.RevParse(ctx, "refs/heads/"+head); err != nil {
-		invalid("head invalid: " + head)
+		c.json(http.StatusUnprocessableEntity, HeadInvalid)
 		return
 	}
 	if _, err := s.git.RevParse(ctx, "refs/heads/"+in.GetBase()); err != nil {
@@ -946,6 +1070,9 @@ func (s *Server) createPull(c *call) {
 	s.nextNum++
 	s.issues[n] = &Issue{Number: n, Title: in.GetTitle(), Body: in.GetBody(), Author: c.login, State: "open", IsPR: true, CreatedAt: s.now()}
 	p := &Pull{Number: n, Title: in.GetTitle(), Body: in.GetBody(), Head: head, Base: in.GetBase(), Draft: in.GetDraft(), State: "open", NodeID: fmt.Sprintf("PR_node%d", n), Author: c.login}
+	if !p.Draft {
+		p.readyAt = s.now()
+	}
 	s.pulls[n] = p
 	c.json(http.StatusCreated, s.pullJSON(p))
 }
@@ -994,7 +1121,7 @@ func (s *Server) mergePull(c *call) {
 	ctx := context.Background()
 	head := s.headSHA(p)
 	if in.SHA != "" && in.SHA != head {
-		c.fail(http.StatusConflict, "Head branch was modified. Review and try the merge again.")
+		c.fail(http.StatusConflict, MsgHeadModified)
 		return
 	}
 	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
@@ -1025,7 +1152,8 @@ func (s *Server) mergePull(c *call) {
 		err = s.git.UpdateRef(ctx, "refs/heads/"+p.Base, sha, base)
 	}
 	if err != nil {
-		c.fail(http.StatusConflict, "Base branch was modified. Review and try the merge again.")
+		// Another merge moved the base between our read and our write.
+		c.fail(http.StatusMethodNotAllowed, MsgBaseModified)
 		return
 	}
 	p.Merged, p.State, p.MergeSHA = true, "closed", sha
@@ -1043,12 +1171,39 @@ func (s *Server) mergePull(c *call) {
 }
 
 func (s *Server) ciFor(sha string) ([]CheckRun, []Status) {
-	if s.ci == nil {
+	if s.ci == nil || !s.ciVisible(sha) {
 		return nil, nil
 	}
 	s.mu.Unlock()
 	defer s.mu.Lock()
 	return s.ci(sha)
+}
+
+// ciVisible applies the CI rules: has CI reported on sha yet?
+func (s *Server) ciVisible(sha string) bool {
+	r := s.ciRules
+	if !r.SkipDrafts && r.Delay == 0 {
+		return true
+	}
+	from, ok := s.seen[sha]
+	if !ok {
+		return r.Delay == 0 && !r.SkipDrafts
+	}
+	if r.SkipDrafts {
+		ready := false
+		for _, p := range s.pulls {
+			if p.headSHA == sha && !p.Draft {
+				ready = true
+				if p.readyAt.After(from) {
+					from = p.readyAt
+				}
+			}
+		}
+		if !ready {
+			return false
+		}
+	}
+	return !s.now().Before(from.Add(r.Delay))
 }
 
 func (s *Server) checkRuns(c *call) {
@@ -1090,17 +1245,115 @@ func (s *Server) graphql(c *call) {
 		c.fail(http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
+	if strings.Contains(in.Query, "viewer") && !strings.Contains(in.Query, "mutation") {
+		// GraphQL's viewer works for app installation tokens too.
+		if s.noViewer {
+			c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "FORBIDDEN", "message": MsgNotAccessible}}})
+			return
+		}
+		c.json(http.StatusOK, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": c.login}}})
+		return
+	}
 	if !strings.Contains(in.Query, "markPullRequestReadyForReview") {
-		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "the fake supports only markPullRequestReadyForReview"}}})
+		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "the fake supports only viewer and markPullRequestReadyForReview"}}})
 		return
 	}
 	id, _ := in.Variables["id"].(string)
 	for _, p := range s.pulls {
 		if p.NodeID == id && !s.issues[p.Number].Deleted {
+			if p.Draft {
+				p.readyAt = s.now()
+			}
 			p.Draft = false
 			c.json(http.StatusOK, map[string]any{"data": map[string]any{"markPullRequestReadyForReview": map[string]any{"pullRequest": map[string]any{"isDraft": false}}}})
 			return
 		}
 	}
 	c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "NOT_FOUND", "message": "Could not resolve to a node with the global id of '" + id + "'"}}})
+}
+
+// updateBranch merges the base into the pull request's branch, as GitHub's
+// update-branch does (asynchronously there; at once here), answering 202.
+func (s *Server) updateBranch(c *call) {
+	p := s.pull(c)
+	if p == nil {
+		return
+	}
+	var in struct {
+		ExpectedHeadSHA string `json:"expected_head_sha"`
+	}
+	_ = json.NewDecoder(c.r.Body).Decode(&in)
+	if p.State != "open" {
+		c.fail(http.StatusUnprocessableEntity, "Pull request is not open")
+		return
+	}
+	ctx := context.Background()
+	head := s.headSHA(p)
+	if in.ExpectedHeadSHA != "" && in.ExpectedHeadSHA != head {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn't match current head ref.")
+		return
+	}
+	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	if err != nil {
+		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
+		return
+	}
+	if ok, _ := s.git.IsAncestor(ctx, base, head); ok {
+		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
+		return
+	}
+	tree, conflicts, err := s.git.MergeTree(ctx, head, base)
+	if err != nil || len(conflicts) > 0 {
+		c.fail(http.StatusUnprocessableEntity, "merge conflict between base and head")
+		return
+	}
+	sha, err := s.git.CommitTree(ctx, tree, []string{head, base}, fmt.Sprintf("Merge branch '%s' into %s", p.Base, p.Head))
+	if err == nil {
+		err = s.git.UpdateRef(ctx, "refs/heads/"+p.Head, sha, head)
+	}
+	if err != nil {
+		c.fail(http.StatusUnprocessableEntity, "expected head sha didn't match current head ref.")
+		return
+	}
+	s.headSHA(p)
+	c.json(http.StatusAccepted, map[string]string{"message": "Updating pull request branch.", "url": s.htmlURL("pull", p.Number)})
+}
+
+// compare answers GET /compare/{base}...{head} with the counts only.
+func (s *Server) compare(c *call) {
+	base, head, ok := strings.Cut(c.args[2], "...")
+	if !ok {
+		c.fail(http.StatusNotFound, "Not Found")
+		return
+	}
+	ctx := context.Background()
+	rev := func(r string) (string, bool) {
+		if sha, err := s.git.RevParse(ctx, "refs/heads/"+r); err == nil {
+			return sha, true
+		}
+		sha, err := s.git.RevParse(ctx, r+"^{commit}")
+		return sha, err == nil
+	}
+	b, ok1 := rev(base)
+	h, ok2 := rev(head)
+	if !ok1 || !ok2 {
+		c.fail(http.StatusNotFound, "Not Found")
+		return
+	}
+	ahead, err1 := s.git.CountCommits(ctx, b, h)
+	behind, err2 := s.git.CountCommits(ctx, h, b)
+	if err1 != nil || err2 != nil {
+		c.fail(http.StatusInternalServerError, "compare failed")
+		return
+	}
+	status := "diverged"
+	switch {
+	case ahead == 0 && behind == 0:
+		status = "identical"
+	case behind == 0:
+		status = "ahead"
+	case ahead == 0:
+		status = "behind"
+	}
+	c.json(http.StatusOK, &github.CommitsComparison{Status: github.Ptr(status), AheadBy: github.Ptr(ahead), BehindBy: github.Ptr(behind), TotalCommits: github.Ptr(ahead)})
 }

@@ -1,0 +1,285 @@
+package issues
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// Tests of GitHub's real answers, which the fake was taught first: app
+// installation tokens, merge races, lost answers, a head GitHub does not
+// know yet, and Retry-After with any documentation URL.
+
+const appToken = "app-installation-token-7d1e9c"
+
+// TestAppTokensNeverWorkAnIssueTwice: with an app installation token GET
+// /user answers 403 and the app's login "name[bot]" has no collaborator
+// permission (404). Two instances sharing such a token must still see each
+// other's claims. Without GraphQL's viewer, each learns its login from its
+// own claim comment.
+func TestAppTokensNeverWorkAnIssueTwice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		noViewer bool
+	}{{"viewer", false}, {"learned from the claim comment", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			bot := e.fake.AddAppToken(appToken, "claudopilot")
+			if tc.noViewer {
+				e.fake.RefuseViewer()
+			}
+			var nums []int
+			for i := 1; i <= 4; i++ {
+				nums = append(nums, e.fake.NewIssue("alice", "task", "do it", []string{"agent-ready"}, ""))
+			}
+			record := filepath.Join(e.dir, "record")
+			slow := e.script("slow.sh", "sleep 0.2\n"+okAgent)
+			logs := []*syncBuf{{}, {}}
+			qs := make([]*Queue, 2)
+			for i := range qs {
+				qs[i] = e.queue([]string{"one", "two"}[i], logs[i], func(c *Config) {
+					c.GitHub = e.github(func(g *GitHubConfig) { g.Token = appToken })
+					c.Token = appToken
+					c.Agent = slow
+					c.Env = append(c.Env, "RECORD="+record)
+				})
+			}
+			var wg sync.WaitGroup
+			sums := make([]Summary, 2)
+			for i := range qs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sums[i] = run(t, qs[i], logs[i])
+				}()
+			}
+			wg.Wait()
+			b, _ := os.ReadFile(record)
+			worked := map[string]int{}
+			for _, l := range strings.Fields(string(b)) {
+				worked[l]++
+			}
+			for _, n := range nums {
+				if worked[IssueID(n)] != 1 {
+					t.Errorf("#%d worked %d times\n%s", n, worked[IssueID(n)], dump(e, n))
+				}
+				is := e.issue(n)
+				if is.State != "closed" || hasLabel(is, "agent-blocked") {
+					t.Errorf("#%d not merged cleanly\n%s", n, dump(e, n))
+				}
+			}
+			if got := sums[0].Count(Merged) + sums[1].Count(Merged); got != len(nums) {
+				t.Errorf("%d merges, want %d\none:\n%s\ntwo:\n%s", got, len(nums), logs[0], logs[1])
+			}
+			for i, q := range qs {
+				if q.gh.Self() != bot {
+					t.Errorf("instance %d thinks it is %q, want %q", i, q.gh.Self(), bot)
+				}
+			}
+		})
+	}
+}
+
+// TestAppTokenTrustsItsOwnRequeue: an issue put back in the queue by the
+// driver itself (READY_LABEL applied by "name[bot]", whose permission
+// GitHub cannot tell) is still trusted.
+func TestAppTokenTrustsItsOwnRequeue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bot := e.fake.AddAppToken(appToken, "claudopilot")
+	n := e.fake.NewIssue("alice", "requeued", "x", []string{"agent-ready"}, bot)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.GitHub = e.github(func(g *GitHubConfig) { g.Token = appToken })
+		c.Token = appToken
+	})
+	if sum := run(t, q, log); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+}
+
+// TestMergeRaceIsRetried: 405 "Base branch was modified" is what GitHub
+// answers the loser of two racing merges; the pull request is read again
+// and the merge tried again.
+func TestMergeRaceIsRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
+	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Times: 2, Status: 405, Message: ghfake.MsgBaseModified})
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	if sum := run(t, q, log); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if e.fake.FaultsServed() != 2 || !e.onMain("work/issue-1.txt") {
+		t.Errorf("faults %d, on main %v", e.fake.FaultsServed(), e.onMain("work/issue-1.txt"))
+	}
+}
+
+// TestLostMergeAnswerIsMerged: GitHub merged, but the answer was lost (a
+// 502 from a proxy, or a timeout). A retry would get 405; the pull request
+// is read before it, and merged means done.
+func TestLostMergeAnswerIsMerged(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault ghfake.Fault
+	}{
+		{"502", ghfake.Fault{Method: "PUT", Path: "/merge", Lost: true, Status: 502}},
+		{"timeout", ghfake.Fault{Method: "PUT", Path: "/merge", Delay: 4 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			n := e.fake.NewIssue("alice", "lost", "x", []string{"agent-ready"}, "")
+			e.fake.AddFault(tc.fault)
+			log := &syncBuf{}
+			q := e.queue("w", log, func(c *Config) {
+				c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = time.Second })
+			})
+			sum := run(t, q, log)
+			is := e.issue(n)
+			if sum.Count(Merged) != 1 || hasLabel(is, "agent-blocked") || is.State != "closed" {
+				t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+			}
+			merges := 0
+			for _, r := range e.fake.Requests() {
+				if r.Method == "PUT" && strings.HasSuffix(r.Path, "/merge") {
+					merges++
+				}
+			}
+			if merges != 1 {
+				t.Errorf("%d merge requests, want 1 (the retry must read the pull request first)", merges)
+			}
+		})
+	}
+}
+
+// TestLostWritesAreCheckedFirst: marking ready and updating a branch whose
+// answers were lost are not sent again.
+func TestLostWritesAreCheckedFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(nil)
+	ctx := context.Background()
+	clone := e.clone("c")
+	e.git(clone, "checkout", "-qb", "feature")
+	writeFile(t, filepath.Join(clone, "f.txt"), "f\n")
+	e.git(clone, "add", "-A")
+	e.git(clone, "commit", "-qm", "f")
+	e.git(clone, "push", "-q", "origin", "feature")
+	p, err := g.CreatePR(ctx, "feature", "main", "f", "body", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/graphql", Lost: true, Status: 502})
+	if err := g.MarkReady(ctx, p); err != nil || p.Draft {
+		t.Fatalf("MarkReady after a lost answer: %v (draft %v)", err, p.Draft)
+	}
+	// The base moves; the update's answer is lost.
+	e.git(clone, "checkout", "-q", "main")
+	writeFile(t, filepath.Join(clone, "g.txt"), "g\n")
+	e.git(clone, "add", "-A")
+	e.git(clone, "commit", "-qm", "g")
+	e.git(clone, "push", "-q", "origin", "main")
+	if behind, err := g.BehindBase(ctx, "main", p.HeadSHA); err != nil || behind != 1 {
+		t.Fatalf("BehindBase = %d, %v; want 1", behind, err)
+	}
+	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/update-branch", Lost: true, Status: 502})
+	head, err := g.UpdateBranch(ctx, p.Number, p.HeadSHA)
+	if err != nil || head == p.HeadSHA {
+		t.Fatalf("UpdateBranch after a lost answer: %q, %v", head, err)
+	}
+	if behind, err := g.BehindBase(ctx, "main", head); err != nil || behind != 0 {
+		t.Errorf("after the update BehindBase = %d, %v", behind, err)
+	}
+	counts := map[string]int{}
+	for _, r := range e.fake.Requests() {
+		if r.Method != "GET" {
+			counts[r.Method+" "+r.Path[strings.LastIndex(r.Path, "/"):]]++
+		}
+	}
+	if counts["POST /graphql"] != 1 || counts["PUT /update-branch"] != 1 {
+		t.Errorf("writes %v: a lost write was sent again", counts)
+	}
+	// An update with a stale head is ErrHeadMoved.
+	if _, err := g.UpdateBranch(ctx, p.Number, p.HeadSHA); !errors.Is(err, ErrHeadMoved) {
+		t.Errorf("stale update: %v", err)
+	}
+}
+
+// TestPRHeadNotYetKnown: right after a push GitHub may answer 422 head
+// invalid until it has processed the push; the create is tried again with
+// backoff for up to 30 s (on the injected clock), then given up.
+func TestPRHeadNotYetKnown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(nil)
+	ctx := context.Background()
+	clone := e.clone("c")
+	for _, b := range []string{"fresh", "never"} {
+		e.git(clone, "checkout", "-qb", b, "main")
+		writeFile(t, filepath.Join(clone, b+".txt"), b+"\n")
+		e.git(clone, "add", "-A")
+		e.git(clone, "commit", "-qm", b)
+		e.git(clone, "push", "-q", "origin", b)
+	}
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Times: 3, Status: 422, Body: ghfake.HeadInvalid})
+	before := len(e.clock.Slept())
+	p, err := g.CreatePR(ctx, "fresh", "main", "t", "b", true)
+	if err != nil || p == nil {
+		t.Fatalf("CreatePR after three 422s: %v", err)
+	}
+	if s := e.clock.Slept()[before:]; len(s) != 3 {
+		t.Errorf("waits %v, want 3", s)
+	}
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Times: -1, Status: 422, Body: ghfake.HeadInvalid})
+	before = len(e.clock.Slept())
+	if _, err := g.CreatePR(ctx, "never", "main", "t", "b", true); err == nil || statusOf(err) != 422 {
+		t.Fatalf("CreatePR with a head GitHub never knows: %v", err)
+	}
+	var total time.Duration
+	for _, d := range e.clock.Slept()[before:] {
+		total += d
+	}
+	if total != 30*time.Second {
+		t.Errorf("waited %s in all, want 30s", total)
+	}
+}
+
+// TestRetryAfterIsARateLimit: a 403 or 429 with Retry-After waits that
+// long, whatever documentation URL it names.
+func TestRetryAfterIsARateLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(nil)
+	ctx := context.Background()
+	n := e.fake.NewIssue("alice", "x", "y", nil, "")
+	for _, f := range []ghfake.Fault{
+		{Method: "GET", Path: "/issues/1", Status: 403, RetryAfter: 42 * time.Second, Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", DocURL: "https://docs.github.com/free-pro-team@latest/rest/overview/resources-in-the-rest-api#rate-limiting"},
+		{Method: "GET", Path: "/issues/1", Status: 429, RetryAfter: 17 * time.Second, Message: "too many requests", DocURL: "https://docs.github.com/rest"},
+	} {
+		before := len(e.clock.Slept())
+		e.fake.AddFault(f)
+		if _, err := g.Issue(ctx, n); err != nil {
+			t.Fatalf("after %d with Retry-After: %v", f.Status, err)
+		}
+		if s := e.clock.Slept()[before:]; len(s) != 1 || s[0] != f.RetryAfter {
+			t.Errorf("%d waits %v, want %s", f.Status, s, f.RetryAfter)
+		}
+	}
+	// A 403 without Retry-After is no rate limit: it fails at once.
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1", Status: 403, Message: "Must have admin rights to Repository."})
+	if _, err := g.Issue(ctx, n); statusOf(err) != 403 {
+		t.Errorf("a plain 403: %v", err)
+	}
+}
