@@ -34,6 +34,10 @@ type Spec struct {
 	Command string   // shell command line, run as: sh -c Command
 	Dir     string   // working directory (the worktree)
 	Env     []string // full environment; nil inherits ours (os/exec semantics)
+	// Wrap, when set, is a command prefix the shell runs under (a
+	// sandbox: bwrap and its options). The prefix's process leads the
+	// group and is the pid reported.
+	Wrap []string
 
 	// Prompt is written to PromptFile before start and given on stdin. With
 	// no PromptFile it still arrives on stdin; with neither, stdin is empty.
@@ -110,7 +114,8 @@ func Run(ctx context.Context, s Spec) (res Result) {
 		return fail(ReasonStart, fmt.Errorf("supervisor: output pipe: %w", err))
 	}
 
-	cmd := exec.Command("/bin/sh", "-c", s.Command)
+	argv := append(append([]string(nil), s.Wrap...), "/bin/sh", "-c", s.Command)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	cmd.Stdout, cmd.Stderr = pw, pw

@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Jail is one sandboxed process's setup: the command prefix to run it
+// under, and what to check and carry back when it ends. A nil *Jail means
+// no sandbox; its methods then do nothing.
+type Jail struct {
+	args  []string
+	refs  *Refs
+	links Links
+	wt    string
+}
+
+// Enter sets up the sandbox for an agent in the worktree wt on branch, with
+// scratch as its private ref folder and show as extra read-only paths (the
+// prompt's folder). git is the driver's client of the repository. A nil
+// Config returns a nil Jail.
+func (c *Config) Enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show ...string) (*Jail, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.enter(ctx, git, wt, branch, scratch, show)
+}
+
+// EnterGate sets up the sandbox for a gate or WORKTREE_PREPARE_CMD in wt:
+// nil unless SANDBOX_GATE is on. Such a command may move no ref.
+func (c *Config) EnterGate(ctx context.Context, git *worktree.Client, wt string, show ...string) (*Jail, error) {
+	if c == nil || !c.Gate {
+		return nil, nil
+	}
+	return c.enter(ctx, git, wt, "", "", show)
+}
+
+func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show []string) (*Jail, error) {
+	wt = Real(wt)
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	common = Real(common)
+	admin, err := git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the admin folder of %s: %w", wt, err)
+	}
+	admin = Real(admin)
+	if admin == common {
+		// The main checkout itself: its admin folder is the whole
+		// common directory, which an agent never gets.
+		return nil, fmt.Errorf("sandbox: %s is the main checkout, not a phase worktree", wt)
+	}
+	j := &Jail{wt: wt}
+	a := Attempt{Worktree: wt, Common: common, Admin: admin}
+	for _, s := range show {
+		a.Show = append(a.Show, Real(s))
+	}
+	if branch != "" {
+		tip, err := git.RevParse(ctx, "refs/heads/"+branch)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		if j.refs, err = PrepareRefs(common, scratch, branch, tip); err != nil {
+			return nil, err
+		}
+		a.Refs = j.refs
+	}
+	if j.links, err = SaveLinks(wt, admin); err != nil {
+		return nil, err
+	}
+	j.args = c.Args(a)
+	return j, nil
+}
+
+// Wrap is the command prefix (bwrap and its options, ending in "--"); nil
+// for a nil Jail.
+func (j *Jail) Wrap() []string {
+	if j == nil {
+		return nil
+	}
+	return j.args
+}
+
+// Leave runs once the process group is gone: it restores the worktree's
+// link files if they were changed and carries the branch tip back (see
+// Refs.Sync). notes name what the process tried that was undone or
+// discarded, for the attempt's log and a warning.
+func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string, err error) {
+	if j == nil {
+		return nil, nil
+	}
+	changed, lerr := j.links.Restore()
+	for _, p := range changed {
+		notes = append(notes, "restored "+p+", which the sandboxed process changed")
+	}
+	if j.refs == nil {
+		return notes, lerr
+	}
+	strays, serr := j.refs.Sync(ctx, git)
+	for _, s := range strays {
+		notes = append(notes, "discarded a ref the sandboxed process wrote: "+s)
+	}
+	return notes, errors.Join(lerr, serr)
+}
+
+// Probe runs "true" in an empty sandbox built like an agent's, so a bwrap
+// that is missing, too old, or lacks user namespaces is found before
+// anything changes.
+func (c *Config) Probe(ctx context.Context) error {
+	bw := c.Bwrap
+	if bw == "" {
+		bw = "bwrap"
+	}
+	path, err := exec.LookPath(bw)
+	if err != nil {
+		return fmt.Errorf("sandbox: bubblewrap (%s) is not installed: %w", bw, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	probe := *c
+	probe.Bwrap = path
+	args := probe.Args(Attempt{}, "true")
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("sandbox: bubblewrap does not work here (user namespaces off?): %s: %w", bytes.TrimSpace(out.Bytes()), err)
+	}
+	return nil
+}

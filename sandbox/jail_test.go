@@ -1,0 +1,276 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// needBwrap skips a test only when bubblewrap is missing (CI installs it).
+func needBwrap(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap (bwrap) is not installed: the sandbox tests need it (apt-get install bubblewrap)")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+}
+
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
+}
+
+// repo is a repository with main checked out and two phase worktrees laid
+// out as the driver lays them out.
+type repo struct {
+	top, p1, p2 string
+	git         *worktree.Client
+	env         []string
+}
+
+func newRepo(t *testing.T) *repo {
+	t.Helper()
+	ctx := context.Background()
+	r := &repo{top: Real(filepath.Join(t.TempDir(), "repo")), env: testEnv()}
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, r.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(r.top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(r.top, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(r.top, "f"), []byte("base\n"), 0o644)
+	run(r.top, "add", "f")
+	run(r.top, "commit", "-qm", "init")
+	r.p1 = filepath.Join(r.top, ".claudopilot", "worktrees", "p1")
+	r.p2 = filepath.Join(r.top, ".claudopilot", "worktrees", "p2")
+	run(r.top, "worktree", "add", "-q", "-b", "auto/p1", r.p1)
+	run(r.top, "worktree", "add", "-q", "-b", "auto/p2", r.p2)
+	os.WriteFile(filepath.Join(r.p2, "secret"), []byte("p2's work\n"), 0o644)
+	var err error
+	if r.git, err = worktree.Open(ctx, r.top, r.env); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *repo) rev(t *testing.T, ref string) string {
+	t.Helper()
+	sha, err := r.git.RevParse(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha
+}
+
+// hostile tries what issue 13 found agents could do, records each
+// attempt's outcome in the worktree, and then does its own work.
+const hostile = `
+echo own > own && git add own && git commit -qm "p1 work"
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=ok"; else echo "$name=denied"; fi >> result; }
+try write-base sh -c 'echo stray > "$TOP/stray"'
+try write-other sh -c 'echo stray > "$P2/stray"'
+try read-other cat "$P2/secret"
+try update-base git update-ref refs/heads/main HEAD
+try push-base git push -q . HEAD:refs/heads/main
+try branch-base git branch -f main HEAD
+try read-driver cat /proc/$DRIVER/environ
+try write-git-config git config core.hooksPath /tmp
+try write-tmp sh -c 'echo x > /tmp/own && cat /tmp/own'
+git update-ref refs/heads/auto/p2 HEAD
+setsid sh -c 'exec sleep 31415' </dev/null >/dev/null 2>&1 &
+git add result && git commit -qm "p1 result"
+`
+
+func TestJailConfinesAHostileAgent(t *testing.T) {
+	needBwrap(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	home := t.TempDir()
+	c := &Config{Net: true, Hide: []string{r.top}, RW: []string{filepath.Join(home, ".claude")}}
+	os.MkdirAll(filepath.Join(home, ".claude"), 0o755)
+	base, p2tip := r.rev(t, "refs/heads/main"), r.rev(t, "refs/heads/auto/p2")
+
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append(j.Wrap(), "/bin/sh", "-c", hostile)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = r.p1
+	cmd.Env = append(r.env, "TOP="+r.top, "P2="+r.p2, "HOME="+home, "DRIVER="+strconv.Itoa(os.Getpid()))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sandboxed agent: %v\n%s", err, out)
+	}
+	// The namespace's init has exited: the kernel killed every process in
+	// it before bwrap's wait returned, the setsid daemon included.
+	if pids := findCmdline("sleep\x0031415"); len(pids) > 0 {
+		t.Errorf("the setsid daemon outlived the sandbox: pids %v", pids)
+	}
+	notes, err := j.Leave(ctx, r.git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(r.p1, "result"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{"write-base=denied", "write-other=denied", "read-other=denied", "update-base=denied",
+		"push-base=denied", "branch-base=denied", "read-driver=denied", "write-git-config=denied", "write-tmp=ok"} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("result lacks %s:\n%s", want, got)
+		}
+	}
+	for _, p := range []string{filepath.Join(r.top, "stray"), filepath.Join(r.p2, "stray")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if now := r.rev(t, "refs/heads/main"); now != base {
+		t.Errorf("main moved from %s to %s", base, now)
+	}
+	if now := r.rev(t, "refs/heads/auto/p2"); now != p2tip {
+		t.Errorf("auto/p2 moved from %s to %s", p2tip, now)
+	}
+	// The agent's own commit reached its real branch.
+	if msg, err := r.git.Git(ctx, "log", "-2", "--format=%s", "refs/heads/auto/p1"); err != nil || msg != "p1 result\np1 work" {
+		t.Errorf("auto/p1's tip is %q (%v), want the agent's commit", msg, err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "refs/heads/auto/p2") {
+		t.Errorf("notes = %q, want one naming the discarded refs/heads/auto/p2", notes)
+	}
+}
+
+func TestLeaveRestoresTheWorktreeLinks(t *testing.T) {
+	needBwrap(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	c := &Config{Hide: []string{r.top}}
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A .git pointing at a repository of the agent's would have the
+	// driver run its hooks outside the sandbox.
+	script := `mkdir -p evil && git init -q evil && echo "gitdir: $PWD/evil/.git" > .git && echo bogus > "$ADMIN/commondir"`
+	argv := append(j.Wrap(), "/bin/sh", "-c", script)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = r.p1, append(r.env, "ADMIN="+filepath.Join(r.top, ".git", "worktrees", "p1"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sandboxed agent: %v\n%s", err, out)
+	}
+	notes, err := j.Leave(ctx, r.git)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 {
+		t.Errorf("notes = %q, want the .git file and commondir restored", notes)
+	}
+	if top, err := r.git.GitIn(ctx, r.p1, "rev-parse", "--git-common-dir"); err != nil || Real(top) != filepath.Join(r.top, ".git") {
+		t.Errorf("after Leave the worktree's common dir is %q (%v)", top, err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	needBwrap(t)
+	if err := (&Config{}).Probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Config{Bwrap: "/nonexistent/bwrap"}).Probe(context.Background()); err == nil {
+		t.Fatal("a missing bwrap probed fine")
+	}
+}
+
+// findCmdline lists the pids whose command line starts with prefix
+// (arguments separated by NUL).
+func findCmdline(prefix string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(b), prefix) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// BenchmarkStart measures what the sandbox adds to starting an agent:
+// bwrap with a phase's full set of mounts running "true", against
+// "sh -c true" alone.
+func BenchmarkStart(b *testing.B) {
+	needBwrap(b)
+	ctx := context.Background()
+	dir := b.TempDir()
+	env := testEnv()
+	top := Real(filepath.Join(dir, "repo"))
+	for _, args := range [][]string{{"init", "-q", "-b", "main", top}, {"-C", top, "commit", "-q", "--allow-empty", "-m", "init"},
+		{"-C", top, "worktree", "add", "-q", "-b", "auto/p1", filepath.Join(top, ".claudopilot", "worktrees", "p1")}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	g, err := worktree.Open(ctx, top, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt := filepath.Join(top, ".claudopilot", "worktrees", "p1")
+	home, _ := os.UserHomeDir()
+	rw, _ := HomeRW(home, "")
+	c := &Config{Net: true, Hide: []string{top}, RW: rw}
+	run := func(b *testing.B, wrap func() ([]string, func())) {
+		for b.Loop() {
+			prefix, done := wrap()
+			argv := append(prefix, "/bin/sh", "-c", "true")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = wt
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %v\n%s", argv, err, out)
+			}
+			done()
+		}
+	}
+	b.Run("bare", func(b *testing.B) {
+		run(b, func() ([]string, func()) { return nil, func() {} })
+	})
+	b.Run("bwrap", func(b *testing.B) {
+		// Enter and Leave included: they are per attempt too.
+		run(b, func() ([]string, func()) {
+			j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return j.Wrap(), func() {
+				if _, err := j.Leave(ctx, g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}

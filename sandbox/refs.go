@@ -1,0 +1,205 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Refs is one attempt's private ref folder: a copy of its branch ref,
+// alone, mounted over the folder that holds it in the repository
+// (refs/heads/auto/ for auto/<id>), and an empty folder over the matching
+// reflog folder.
+type Refs struct {
+	Dir    string // the private folder (refs/ and logs/ below it)
+	Branch string // e.g. auto/phase-01
+	Start  string // the branch tip handed to the attempt
+}
+
+// PrepareRefs makes the private folder dir for branch (which must sit in a
+// folder under refs/heads, like auto/<id>) holding tip, and the mount
+// points in the common directory. A leftover dir of an earlier attempt is
+// replaced: the driver synced or discarded it then.
+func PrepareRefs(common, dir, branch, tip string) (*Refs, error) {
+	top, rest, ok := strings.Cut(branch, "/")
+	if !ok || top == "" || rest == "" || strings.Contains(branch, "..") || strings.HasPrefix(rest, "/") {
+		return nil, fmt.Errorf("sandbox: branch %q is not in a folder of refs/heads (like auto/<id>)", branch)
+	}
+	if !isSHA(tip) {
+		return nil, fmt.Errorf("sandbox: branch %s: %q is not an object id", branch, tip)
+	}
+	r := &Refs{Dir: dir, Branch: branch, Start: tip}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("sandbox: clear %s: %w", dir, err)
+	}
+	ref := filepath.Join(r.refsDir(), filepath.FromSlash(rest))
+	for _, d := range []string{filepath.Dir(ref), r.logsDir(), r.refMount(common), r.logMount(common)} {
+		if err := ensureDir(d); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(ref, []byte(tip+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("sandbox: write the private ref: %w", err)
+	}
+	return r, nil
+}
+
+func (r *Refs) top() string {
+	top, _, _ := strings.Cut(r.Branch, "/")
+	return top
+}
+
+func (r *Refs) rest() string {
+	_, rest, _ := strings.Cut(r.Branch, "/")
+	return rest
+}
+
+func (r *Refs) refsDir() string { return filepath.Join(r.Dir, "refs") }
+func (r *Refs) logsDir() string { return filepath.Join(r.Dir, "logs") }
+
+func (r *Refs) refMount(common string) string {
+	return filepath.Join(common, "refs", "heads", r.top())
+}
+
+func (r *Refs) logMount(common string) string {
+	return filepath.Join(common, "logs", "refs", "heads", r.top())
+}
+
+// Sync carries the attempt's branch tip to the real branch, with a
+// compare-and-swap from Start (a tip that is not a commit is refused), and
+// removes the private folder. strays names every other ref the agent wrote
+// there, and the branch itself when the agent deleted it or left something
+// that is not an object id: none of it reaches the repository.
+func (r *Refs) Sync(ctx context.Context, git *worktree.Client) (strays []string, err error) {
+	defer os.RemoveAll(r.Dir)
+	own := filepath.Join(r.refsDir(), filepath.FromSlash(r.rest()))
+	tip, ok := readRef(own)
+	switch {
+	case !ok:
+		strays = append(strays, "refs/heads/"+r.Branch+" (deleted or not an object id: left as it was)")
+	case tip != r.Start:
+		if _, err := git.RevParse(ctx, tip); err != nil {
+			return strays, fmt.Errorf("sandbox: the attempt left %s at %s, which is not a commit: %w", r.Branch, tip, err)
+		}
+		if err := git.UpdateRef(ctx, "refs/heads/"+r.Branch, tip, r.Start); err != nil {
+			return strays, fmt.Errorf("sandbox: move %s to the attempt's tip: %w", r.Branch, err)
+		}
+	}
+	others, werr := r.written(own)
+	return append(strays, others...), werr
+}
+
+// written lists the refs under the private folder other than own.
+func (r *Refs) written(own string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(r.refsDir(), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || p == own || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, _ := filepath.Rel(r.refsDir(), p)
+		out = append(out, "refs/heads/"+r.top()+"/"+filepath.ToSlash(rel))
+		return nil
+	})
+	sort.Strings(out)
+	if err != nil {
+		return out, fmt.Errorf("sandbox: list the refs the attempt wrote: %w", err)
+	}
+	return out, nil
+}
+
+// readRef reads a loose ref file that must hold an object id. A symlink, a
+// symbolic ref or garbage is refused.
+func readRef(p string) (string, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", false
+	}
+	s := string(bytes.TrimSpace(b))
+	return s, isSHA(s)
+}
+
+func isSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Links are the files that tie a worktree to its repository: the
+// worktree's .git file, and gitdir and commondir in its admin folder. The
+// agent may write both folders, and the driver runs git there afterwards,
+// outside the sandbox: a .git pointing at a repository the agent made
+// would have the driver run that repository's hooks and config.
+type Links struct {
+	files map[string][]byte // nil value: the file did not exist
+}
+
+// SaveLinks records the link files of the worktree wt with admin folder
+// admin, and config.worktree, which must stay as it was too.
+func SaveLinks(wt, admin string) (Links, error) {
+	l := Links{files: map[string][]byte{}}
+	for _, p := range []string{filepath.Join(wt, ".git"), filepath.Join(admin, "gitdir"), filepath.Join(admin, "commondir"), filepath.Join(admin, "config.worktree")} {
+		b, err := os.ReadFile(p)
+		switch {
+		case err == nil:
+			l.files[p] = b
+		case errors.Is(err, fs.ErrNotExist):
+			l.files[p] = nil
+		default:
+			return l, fmt.Errorf("sandbox: read %s: %w", p, err)
+		}
+	}
+	return l, nil
+}
+
+// Restore puts back every link file that changed and names them.
+func (l Links) Restore() (changed []string, err error) {
+	var errs []error
+	for p, want := range l.files {
+		fi, lerr := os.Lstat(p)
+		got, rerr := os.ReadFile(p)
+		same := want == nil && errors.Is(lerr, fs.ErrNotExist) ||
+			want != nil && lerr == nil && fi.Mode().IsRegular() && rerr == nil && bytes.Equal(got, want)
+		if same {
+			continue
+		}
+		changed = append(changed, p)
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if want != nil {
+			if err := os.WriteFile(p, want, 0o644); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	sort.Strings(changed)
+	if err := errors.Join(errs...); err != nil {
+		return changed, fmt.Errorf("sandbox: restore the worktree's links: %w", err)
+	}
+	return changed, nil
+}

@@ -1,0 +1,156 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Modes of the SANDBOX setting.
+const (
+	Off   = "off"
+	Bwrap = "bwrap"
+)
+
+// ParseMode reads a SANDBOX value: "bwrap", or "off" (also "", "0", "no",
+// "none").
+func ParseMode(v string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "bwrap", "bubblewrap":
+		return Bwrap, nil
+	case "", "off", "0", "no", "none", "false":
+		return Off, nil
+	}
+	return "", fmt.Errorf("SANDBOX=%q: want bwrap or off", v)
+}
+
+// StateDirs are the agent CLIs' own folders under HOME that stay writable
+// inside the sandbox (Claude Code, Codex, opencode); missing ones are
+// skipped.
+var StateDirs = []string{".claude", ".claude.json", ".codex", ".config/opencode", ".local/share/opencode", ".cache/opencode"}
+
+// Config is the sandbox of one run. The zero value shares the network,
+// hides nothing and leaves gates outside.
+type Config struct {
+	Bwrap string   // the bwrap binary
+	Net   bool     // share the network (SANDBOX_NET, default on)
+	Gate  bool     // gates and WORKTREE_PREPARE_CMD run inside too (SANDBOX_GATE)
+	RW    []string // writable besides the worktree: StateDirs under HOME and SANDBOX_RW; missing ones are skipped
+	Hide  []string // hidden under an empty tmpfs: the base checkout and the worktrees' folder
+}
+
+// Attempt is what one process may see and write besides the read-only
+// system. Paths are absolute and free of symlinks (bwrap mounts at the
+// path it is given).
+type Attempt struct {
+	Worktree string // writable, and the working directory
+	Common   string // the git common directory: read-only except objects/
+	Admin    string // the worktree's admin folder in Common (worktrees/<name>): writable
+	// Refs is the private ref folder from PrepareRefs, mounted over the
+	// folder of the branch's ref; nil for gates and prepare, which may not
+	// move any ref.
+	Refs *Refs
+	Show []string // read-only, where a path must resolve (the phase's log folder, which holds the prompt)
+}
+
+// Args returns the bwrap command line that runs argv under a.
+func (c *Config) Args(a Attempt, argv ...string) []string {
+	bw := c.Bwrap
+	if bw == "" {
+		bw = "bwrap"
+	}
+	args := []string{bw,
+		// Processes die with the attempt: the shell is PID 1 of a new PID
+		// namespace, and the kernel kills and reaps the whole namespace
+		// before its exit is reported (with bwrap's own init as PID 1
+		// instead, bwrap returned while a setsid daemon still ran, 1 run
+		// in 5 here); die-with-parent covers a SIGKILLed driver. Without
+		// capabilities (bwrap keeps them when started as root) the
+		// read-only mounts cannot be remounted from inside; a new session
+		// keeps the agent off the driver's terminal (TIOCSTI).
+		"--die-with-parent", "--unshare-pid", "--as-pid-1", "--new-session", "--cap-drop", "ALL",
+	}
+	if !c.Net {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	// Later mounts cover earlier ones, so the order is: hide, then
+	// re-expose read-only, then open the writable holes.
+	for _, h := range c.Hide {
+		args = append(args, "--tmpfs", h)
+	}
+	if a.Common != "" {
+		args = append(args, "--ro-bind", a.Common, a.Common,
+			"--bind", filepath.Join(a.Common, "objects"), filepath.Join(a.Common, "objects"))
+		if a.Admin != "" {
+			args = append(args, "--bind", a.Admin, a.Admin)
+		}
+		if r := a.Refs; r != nil {
+			args = append(args,
+				"--bind", r.refsDir(), r.refMount(a.Common),
+				"--bind", r.logsDir(), r.logMount(a.Common))
+		}
+	}
+	for _, s := range a.Show {
+		args = append(args, "--ro-bind-try", s, s)
+	}
+	for _, p := range c.RW {
+		args = append(args, "--bind-try", p, p)
+	}
+	if a.Worktree != "" {
+		args = append(args, "--bind", a.Worktree, a.Worktree, "--chdir", a.Worktree)
+	}
+	// The hiding tmpfs mounts go read-only last, once every mount point
+	// in them is made: a write there fails instead of vanishing.
+	for _, h := range c.Hide {
+		args = append(args, "--remount-ro", h)
+	}
+	args = append(args, "--")
+	return append(args, argv...)
+}
+
+// HomeRW lists StateDirs under home followed by extra (SANDBOX_RW, split
+// on ':'), as absolute paths; "~/" in extra means home. A relative path is
+// an error: relative to what the agent runs in, it would differ per phase.
+func HomeRW(home, extra string) ([]string, error) {
+	var out []string
+	if home != "" {
+		for _, d := range StateDirs {
+			out = append(out, filepath.Join(home, d))
+		}
+	}
+	for _, p := range filepath.SplitList(extra) {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if strings.HasPrefix(p, "~/") && home != "" {
+			p = filepath.Join(home, p[2:])
+		}
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("SANDBOX_RW: %q is not an absolute path", p)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out, nil
+}
+
+// Real resolves symlinks in p, or returns p cleaned when it does not
+// exist: bwrap mounts at the literal path, and a path through a symlink
+// would land somewhere else.
+func Real(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// ensureDir makes a mount point that must exist before bwrap runs: inside,
+// the system is read-only and bwrap could not create it.
+func ensureDir(p string) error {
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return fmt.Errorf("sandbox: mount point %s: %w", p, err)
+	}
+	return nil
+}
