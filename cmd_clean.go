@@ -66,7 +66,7 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	ks := []knob{{env: "BASE_BRANCH", flag: "base", kind: "string"}}
-	file, err := readConfigFile(filepath.Join(git.Dir, ConfigFile), runKnobs())
+	file, _, err := readConfig(git.Dir, runKnobs())
 	if err != nil {
 		return err
 	}

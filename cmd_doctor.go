@@ -251,16 +251,30 @@ func (d *doctorState) loadRoadmap() {
 // claudopilot.config, the manifest's lines, defaults.
 func (d *doctorState) checkSettings(fs flagLookup, ks []knob) {
 	var file map[string]fileValue
+	var read []string
 	configBad := false
 	if d.git != nil {
-		path := filepath.Join(d.git.Dir, ConfigFile)
-		f, err := readConfigFile(path, ks)
-		if err != nil {
-			configBad = true
-			msg := strings.ReplaceAll(err.Error(), path, d.rel(path))
-			d.add(doctorFail, "settings: "+joinLines(msg), "fix or delete the lines named")
-		} else {
-			file = f
+		f, notes, err := readConfig(d.git.Dir, ks)
+		file = f
+		// One bad line costs that line only: the rest is read and
+		// checked, so the checks below do not fail for settings the
+		// file does set.
+		var cerr *ConfigError
+		configBad = err != nil
+		if errors.As(err, &cerr) {
+			for _, p := range cerr.Problems {
+				d.add(doctorFail, "settings: "+p, "fix or delete this line (the file is read as data, never run)")
+			}
+		} else if err != nil {
+			d.add(doctorFail, "settings: "+err.Error(), "")
+		}
+		for _, n := range notes {
+			d.add(doctorWarn, "settings: "+n.String(), "")
+		}
+		for _, src := range configSources {
+			if _, err := os.Stat(filepath.Join(d.git.Dir, filepath.FromSlash(src.rel))); err == nil {
+				read = append(read, src.rel)
+			}
 		}
 	}
 	fromManifest := map[string]string{}
@@ -272,9 +286,11 @@ func (d *doctorState) checkSettings(fs flagLookup, ks []knob) {
 		d.add(doctorFail, "settings: "+err.Error(), "fix the value where it comes from")
 	} else if n, _ := d.set.int("MAX_PARALLEL"); n < 1 {
 		d.add(doctorFail, fmt.Sprintf("settings: MAX_PARALLEL must be at least 1 (from %s)", d.set.source["MAX_PARALLEL"]), "set it to 1 or more")
-	} else if file != nil {
-		d.add(doctorOK, "settings: valid ("+ConfigFile+" read)", "")
-	} else if !configBad {
+	} else if len(read) > 0 && configBad {
+		d.add(doctorOK, "settings: the other lines valid ("+strings.Join(read, ", ")+" read)", "")
+	} else if len(read) > 0 {
+		d.add(doctorOK, "settings: valid ("+strings.Join(read, ", ")+" read)", "")
+	} else {
 		d.add(doctorOK, "settings: valid (no "+ConfigFile+")", "")
 	}
 }

@@ -113,7 +113,7 @@ reason and the log to read. It changes nothing.`,
 // maxParallel resolves MAX_PARALLEL as a run would, without flags.
 func maxParallel(a *app, s *snapshot) int {
 	ks := runKnobs()
-	file, _ := readConfigFile(s.layout.Top+"/"+ConfigFile, ks)
+	file, _, _ := readConfig(s.layout.Top, ks)
 	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
 	n, err := set.int("MAX_PARALLEL")
 	if err != nil || n < 1 {

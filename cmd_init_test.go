@@ -22,18 +22,19 @@ func TestInitConfig(t *testing.T) {
 			t.Errorf("claudopilot.config does not name --%s", k.flag)
 		}
 	}
-	path := filepath.Join(t.TempDir(), ConfigFile)
+	dir := t.TempDir()
+	path := filepath.Join(dir, ConfigFile)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if vals, err := readConfigFile(path, ks); err != nil || len(vals) != 0 {
+	if vals, _, err := readConfig(dir, ks); err != nil || len(vals) != 0 {
 		t.Fatalf("as written: %v, %v; want no setting", vals, err)
 	}
 	on := regexp.MustCompile(`(?m)^#([A-Z_]+=)`).ReplaceAllString(text, "$1")
 	if err := os.WriteFile(path, []byte(on), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vals, err := readConfigFile(path, ks)
+	vals, _, err := readConfig(dir, ks)
 	if err != nil {
 		t.Fatal(err)
 	}

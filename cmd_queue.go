@@ -114,7 +114,7 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	// The config file may hold run knobs the queue does not use.
-	file, err := readConfigFile(filepath.Join(git.Dir, ConfigFile), append(runKnobs(), ks...))
+	file, _, err := readConfig(git.Dir, append(runKnobs(), ks...))
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (qs *queueSetup) build(a *app, git *worktree.Client) (*issues.Queue, *issue
 // such as --max-parallel, apply too).
 func prepareQueue(ctx context.Context, a *app, git *worktree.Client, fs flagLookup) (*queueSetup, error) {
 	ks := queueKnobs()
-	file, err := readConfigFile(filepath.Join(git.Dir, ConfigFile), append(runKnobs(), ks...))
+	file, _, err := readConfig(git.Dir, append(runKnobs(), ks...))
 	if err != nil {
 		return nil, err
 	}

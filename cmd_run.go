@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,8 @@ type runConfig struct {
 	maxParallel, maxSuper, transient, logCapMB  int
 	keepGoing, ignoreCheckpoints                bool
 	base, gate, prepare, agent, super, lockfile string
+	bootstrap, build                            string
+	derived                                     *regexp.Regexp
 	poll, stuck, agentTimeout, rateSleep        time.Duration
 	baseExplicit                                bool
 }
@@ -143,6 +146,9 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	// Agents a killed driver left running must stop before any phase
 	// resumes: two agents never work in one worktree.
 	reapLeftovers(a, jn.Path(), layout)
+	if err := bootstrap(ctx, a, layout, cfg, agentEnv(a)); err != nil {
+		return err
+	}
 	live := roadmap.NewFile(rm.ManifestPath)
 	live.RemoveTemps()
 	env := agentEnv(a)
@@ -152,7 +158,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
 		DefaultCooldown: cfg.rateSleep,
 	}
-	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile}
+	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived}
 	events := make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
@@ -206,9 +212,12 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 // resolveRun resolves every knob and checks the base branch.
 func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.Roadmap, o runOptions) (runConfig, error) {
 	var c runConfig
-	file, err := readConfigFile(filepath.Join(git.Dir, ConfigFile), o.knobs)
+	file, notes, err := readConfig(git.Dir, o.knobs)
 	if err != nil {
 		return c, err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(a.s.Err, "claudopilot: note: %s\n", n)
 	}
 	fromManifest := map[string]string{"GATE_CMD": rm.Manifest.Gate.Value, "WORKTREE_PREPARE_CMD": rm.Manifest.Prepare.Value}
 	var fs flagLookup = nilFlags{}
@@ -244,6 +253,13 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
 	c.super, c.lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
+	c.bootstrap, c.build = strings.TrimSpace(s.str("BOOTSTRAP_CMD")), strings.TrimSpace(s.str("BUILD_CMD"))
+	if err := checkKnobs(s, o.knobs, func(k knob) bool { return k.kind == "regexp" || k.kind == "driver" || k.env == "MAX_ITER" }); err != nil {
+		return c, err
+	}
+	if v := s.str("DERIVED_CONFLICT_FILES"); v != "" {
+		c.derived = regexp.MustCompile(v) // checked above
+	}
 	if c.super == "" {
 		c.super = c.agent
 	}
@@ -402,4 +418,26 @@ func recoverCheckout(ctx context.Context, git *worktree.Client) error {
 	}
 	defer lock.Release()
 	return land.Recover(ctx, git, l)
+}
+
+// bootstrap runs BOOTSTRAP_CMD, then BUILD_CMD, once in the repository
+// before any phase starts, as Claudopilot did. A failure is a warning, as
+// it was there: the gate of each phase still decides what merges.
+func bootstrap(ctx context.Context, a *app, l scheduler.Layout, cfg runConfig, env []string) error {
+	for _, step := range []struct{ name, cmd string }{{"bootstrap", cfg.bootstrap}, {"build", cfg.build}} {
+		if step.cmd == "" {
+			continue
+		}
+		dir := filepath.Join(l.Dir(), "logs")
+		log := filepath.Join(dir, fmt.Sprintf("%s-%d.log", step.name, supervisor.NextLog(dir, step.name)))
+		fmt.Fprintf(a.s.Err, "claudopilot: %s: %s\n", step.name, step.cmd)
+		res := supervisor.Run(ctx, supervisor.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: log, LogCap: int64(cfg.logCapMB) << 20})
+		if ctx.Err() != nil {
+			return scheduler.ErrInterrupted
+		}
+		if res.ExitCode != 0 {
+			fmt.Fprintf(a.s.Err, "claudopilot: warning: %s failed (exit %d, see %s); the phases' gates will tell\n", step.name, res.ExitCode, relTo(a.cwd, log))
+		}
+	}
+	return nil
 }

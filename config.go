@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +20,12 @@ const ConfigFile = "claudopilot.config"
 // claudopilot.config), its flag, its default and what it means.
 type knob struct {
 	env, flag, def, help string
-	kind                 string // "int", "bool", "string", "seconds"
+	kind                 string // "int", "bool", "string", "seconds", "regexp", "driver"
 }
+
+// knobAliases are Claudopilot's other names for settings, read from the
+// environment and the files when the name itself is not set.
+var knobAliases = map[string]string{"LOCKFILE_CMD": "LOCKFILE_REGEN_CMD"}
 
 func runKnobs() []knob {
 	return []knob{
@@ -32,6 +34,8 @@ func runKnobs() []knob {
 		{"GATE_CMD", "gate", "true", "command that must pass in a phase's worktree before it merges", "string"},
 		{"WORKTREE_PREPARE_CMD", "prepare", "", "command run once in each new worktree (install deps, …)", "string"},
 		{"AGENT_CMD", "agent", DefaultAgent, `agent command, run with sh -c; "script" runs each doc's first sh block`, "string"},
+		{"AGENT_DRIVER", "agent-driver", "", "build the agent command for claude, codex or opencode (when AGENT_CMD is not set)", "driver"},
+		{"AGENT_MODEL", "model", "", "the model AGENT_DRIVER's command asks for (default: the tool's own)", "string"},
 		{"SUPERVISOR_CMD", "supervisor", "", "repair supervisor command (default: AGENT_CMD)", "string"},
 		{"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "max-supervisor-attempts", "2", "repair runs per failed phase", "int"},
 		{"KEEP_GOING", "keep-going", "0", "park failed phases as [blocked] and go on with the rest", "bool"},
@@ -42,7 +46,11 @@ func runKnobs() []knob {
 		{"DEFAULT_RATE_LIMIT_SLEEP", "rate-limit-sleep", "3600", "seconds to wait after a rate limit with no hint", "seconds"},
 		{"TRANSIENT_API_MAX_RETRIES", "transient-retries", "10", "retries of passing API errors before they count as a failure", "int"},
 		{"LOG_CAP_MB", "log-cap-mb", "50", "largest log kept per agent run, in MiB (the tail is kept)", "int"},
-		{"LOCKFILE_CMD", "lockfile-cmd", "", "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/cargo by file)", "string"},
+		{"LOCKFILE_CMD", "lockfile-cmd", "", "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/bun/cargo by file)", "string"},
+		{"DERIVED_CONFLICT_FILES", "derived-conflict-files", "", "regular expression: a merge conflicting only on paths it matches is resolved with LOCKFILE_CMD (default: the known lockfiles)", "regexp"},
+		{"BOOTSTRAP_CMD", "bootstrap", "", "command run once in the repository when the run starts (install, …); a failure is a warning", "string"},
+		{"BUILD_CMD", "build", "", "command run once after BOOTSTRAP_CMD when the run starts; a failure is a warning", "string"},
+		{"MAX_ITER", "max-iter", "0", "accepted for Claudopilot's files; not needed: a run ends when nothing can progress", "int"},
 	}
 }
 
@@ -116,6 +124,8 @@ func resolveWith(fs flagLookup, ks []knob, env map[string]string, file map[strin
 			s.val[k.env], s.source[k.env] = v, "--"+k.flag
 		case hasEnv(env, k.env):
 			s.val[k.env], s.source[k.env] = env[k.env], "the environment"
+		case knobAliases[k.env] != "" && hasEnv(env, knobAliases[k.env]):
+			s.val[k.env], s.source[k.env] = env[knobAliases[k.env]], "the environment ("+knobAliases[k.env]+")"
 		case file[k.env].set:
 			s.val[k.env], s.source[k.env] = file[k.env].v, file[k.env].where
 		case manifest[k.env] != "":
@@ -124,7 +134,50 @@ func resolveWith(fs flagLookup, ks []knob, env map[string]string, file map[strin
 			s.val[k.env], s.source[k.env] = k.def, "the default"
 		}
 	}
+	applyDriver(s)
 	return s
+}
+
+// agentDrivers are the commands AGENT_DRIVER builds, as Claudopilot ran
+// them: headless, with the tool's permission prompts off (a phase runs
+// unattended in its own worktree). %s is the model option, or nothing.
+var agentDrivers = map[string]struct{ cmd, model string }{
+	"claude":   {"claude -p --permission-mode bypassPermissions --output-format stream-json --verbose%s", " --model %s"},
+	"codex":    {"codex exec --dangerously-bypass-approvals-and-sandbox%s -", " --model %s"},
+	"opencode": {`opencode run --dangerously-skip-permissions --format json%s "$(cat "$CLAUDOPILOT_PROMPT_FILE")"`, " --model %s"},
+}
+
+// applyDriver builds AGENT_CMD from AGENT_DRIVER and AGENT_MODEL when
+// AGENT_CMD itself was not set anywhere: a command given in full wins.
+func applyDriver(s settings) {
+	driver, model := strings.TrimSpace(s.val["AGENT_DRIVER"]), strings.TrimSpace(s.val["AGENT_MODEL"])
+	if s.source["AGENT_CMD"] != "the default" || driver == "" && model == "" {
+		return
+	}
+	src := s.source["AGENT_DRIVER"]
+	if driver == "" {
+		driver, src = "claude", s.source["AGENT_MODEL"]
+	}
+	d, ok := agentDrivers[driver]
+	if !ok {
+		return // checkKnobs reports it
+	}
+	opt := ""
+	if model != "" {
+		opt = fmt.Sprintf(d.model, shellQuote(model))
+	}
+	s.val["AGENT_CMD"] = fmt.Sprintf(d.cmd, opt)
+	s.source["AGENT_CMD"] = "AGENT_DRIVER=" + driver + " from " + src
+}
+
+// shellQuote quotes a word for sh when it needs it.
+func shellQuote(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 func hasEnv(env map[string]string, k string) bool {
@@ -136,53 +189,6 @@ type fileValue struct {
 	v     string
 	where string
 	set   bool
-}
-
-// readConfigFile reads KEY=VALUE lines. It is never run as shell: no
-// expansion, no commands; one pair of surrounding quotes is dropped.
-func readConfigFile(path string, ks []knob) (map[string]fileValue, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]bool{}
-	for _, k := range ks {
-		known[k.env] = true
-	}
-	out := map[string]fileValue{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	line := 0
-	var bad []string
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		t = strings.TrimPrefix(t, "export ")
-		k, v, ok := strings.Cut(t, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			bad = append(bad, fmt.Sprintf("%s:%d: want KEY=VALUE", path, line))
-			continue
-		}
-		if !known[k] {
-			bad = append(bad, fmt.Sprintf("%s:%d: unknown setting %s", path, line, k))
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		out[k] = fileValue{v: v, where: fmt.Sprintf("%s:%d", ConfigFile, line), set: true}
-	}
-	if len(bad) > 0 {
-		return nil, usageErrorf("%s", strings.Join(bad, "\n"))
-	}
-	return out, nil
 }
 
 // checkKnobs validates the values of every knob in s by its kind, so a bad
@@ -200,6 +206,18 @@ func checkKnobs(s settings, ks []knob, only func(knob) bool) error {
 			_, err = s.bool(k.env)
 		case "seconds":
 			_, err = s.seconds(k.env)
+		case "regexp":
+			if v := s.val[k.env]; v != "" {
+				if _, rerr := regexp.Compile(v); rerr != nil {
+					err = usageErrorf("%s=%q from %s: not a regular expression: %v", k.env, v, s.source[k.env], rerr)
+				}
+			}
+		case "driver":
+			if v := strings.TrimSpace(s.val[k.env]); v != "" {
+				if _, ok := agentDrivers[v]; !ok {
+					err = usageErrorf("%s=%q from %s: want claude, codex or opencode (or set AGENT_CMD to the full command)", k.env, v, s.source[k.env])
+				}
+			}
 		}
 		if err != nil {
 			return err

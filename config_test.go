@@ -21,7 +21,7 @@ func TestSettingsPrecedence(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, err := readConfigFile(path, ks)
+	file, _, err := readConfig(dir, ks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestSettingsPrecedence(t *testing.T) {
 	}
 }
 
-// A bad config file names the file and line and is misuse (exit 64); it is
-// never run as shell.
+// A bad config file names the file and line and exits 3; it is never run
+// as shell, and its good lines are still read.
 func TestConfigFileErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -65,12 +65,15 @@ func TestConfigFileErrors(t *testing.T) {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := readConfigFile(path, runKnobs())
-	var u *usageError
-	if !errors.As(err, &u) || exitCode(err, nil) != exitUsage {
-		t.Fatalf("err = %v, want a usage error", err)
+	vals, _, err := readConfig(dir, runKnobs())
+	var ce *ConfigError
+	if !errors.As(err, &ce) || exitCode(err, nil) != exitInvalid {
+		t.Fatalf("err = %v, want a *ConfigError (exit 3)", err)
 	}
-	for _, want := range []string{path + ":2: unknown setting NOT_A_KNOB", path + ":3: want KEY=VALUE"} {
+	if vals["MAX_PARALLEL"].v != "2" || vals["GATE_CMD"].v != "$(touch "+marker+")" {
+		t.Errorf("the good lines were not read: %v", vals)
+	}
+	for _, want := range []string{ConfigFile + ":2: unknown setting NOT_A_KNOB", ConfigFile + ":3: want KEY=VALUE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %q", want, err)
 		}

@@ -36,7 +36,7 @@ var exitTable = []struct {
 	{exitOK, "all phases merged (or the command succeeded)"},
 	{exitFatal, "fatal: not a repository, refused base branch, already running, git or I/O error"},
 	{exitCheckpoint, "stopped at a LOOP-CHECKPOINT marker"},
-	{exitInvalid, "invalid or missing manifest, or nothing can progress"},
+	{exitInvalid, "invalid or missing manifest, an unreadable settings file, or nothing can progress"},
 	{exitDepError, "a worker reported a dependency error"},
 	{exitExhausted, "halted: a phase exhausted its supervisor attempts"},
 	{exitNoDone, "halted: a phase never produced its DONE_ doc"},
@@ -80,7 +80,7 @@ func exitCode(err error, sig os.Signal) int {
 		return exitSIGTERM
 	case sig != nil || errors.Is(err, scheduler.ErrInterrupted):
 		return exitSIGINT
-	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress):
+	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress), errors.As(err, new(*ConfigError)):
 		return exitInvalid
 	case errors.Is(err, scheduler.ErrCheckpoint):
 		return exitCheckpoint
@@ -110,7 +110,7 @@ func formatError(err error) string {
 	if errors.As(err, &usage) {
 		return "claudopilot: " + usage.msg
 	}
-	if roadmap.IsInvalid(err) {
+	if roadmap.IsInvalid(err) || errors.As(err, new(*ConfigError)) {
 		return err.Error()
 	}
 	return "claudopilot: " + err.Error()

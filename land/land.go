@@ -17,6 +17,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -39,6 +40,11 @@ type Owner struct {
 	// LockfileCmd regenerates lockfiles when they are all a merge
 	// conflicts on (LOCKFILE_CMD). Empty: a command per lockfile kind.
 	LockfileCmd string
+	// Derived, when set, says which conflicting paths are derived files
+	// that LockfileCmd regenerates (DERIVED_CONFLICT_FILES, matched
+	// against the path from the repository root). Nil: the lockfiles of
+	// lockfileCmds, by file name.
+	Derived *regexp.Regexp
 }
 
 var _ scheduler.Merger = (*Owner)(nil)
@@ -114,7 +120,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 	// The manifest is the driver's: whatever the branch did to it is
 	// replaced below, so a conflict there is no conflict.
 	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
-	if len(conflicts) > 0 && onlyLockfiles(conflicts) {
+	if len(conflicts) > 0 && o.onlyLockfiles(conflicts) {
 		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
 			return out, true
 		} else {
@@ -427,15 +433,24 @@ func (o *Owner) CleanupMerged(ctx context.Context, rm *roadmap.Roadmap) {
 
 // lockfileCmds regenerate each kind of lockfile from its manifest.
 var lockfileCmds = map[string]string{
-	"go.sum":            "go mod tidy",
-	"package-lock.json": "npm install --package-lock-only --ignore-scripts",
-	"pnpm-lock.yaml":    "pnpm install --lockfile-only --ignore-scripts",
-	"yarn.lock":         "yarn install --mode update-lockfile",
-	"Cargo.lock":        "cargo generate-lockfile",
+	"go.sum":              "go mod tidy",
+	"package-lock.json":   "npm install --package-lock-only --ignore-scripts",
+	"npm-shrinkwrap.json": "npm install --package-lock-only --ignore-scripts",
+	"bun.lock":            "bun install --lockfile-only --ignore-scripts",
+	"bun.lockb":           "bun install --lockfile-only --ignore-scripts",
+	"pnpm-lock.yaml":      "pnpm install --lockfile-only --ignore-scripts",
+	"yarn.lock":           "yarn install --mode update-lockfile",
+	"Cargo.lock":          "cargo generate-lockfile",
 }
 
-func onlyLockfiles(paths []string) bool {
+func (o *Owner) onlyLockfiles(paths []string) bool {
 	for _, p := range paths {
+		if o.Derived != nil {
+			if !o.Derived.MatchString(p) {
+				return false
+			}
+			continue
+		}
 		if _, ok := lockfileCmds[filepath.Base(p)]; !ok {
 			return false
 		}
@@ -464,6 +479,10 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 		cmd := o.LockfileCmd
 		if cmd == "" {
 			cmd = lockfileCmds[filepath.Base(p)]
+		}
+		if cmd == "" {
+			abort()
+			return fmt.Errorf("no command regenerates %s (it matches DERIVED_CONFLICT_FILES): set LOCKFILE_CMD", p)
 		}
 		dir := filepath.Join(wt, filepath.Dir(filepath.FromSlash(p)))
 		log := o.Layout.LogPath(j.ID, "lockfile", supervisor.NextLog(o.Layout.LogDir(j.ID), "lockfile"))

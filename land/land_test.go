@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -785,6 +786,40 @@ func TestMergeLockfileOnlyConflict(t *testing.T) {
 		if h := f.gitIn(wt, "rev-parse", "HEAD"); h != tip {
 			t.Errorf("branch moved to %s", h)
 		}
+	})
+}
+
+// DERIVED_CONFLICT_FILES names other derived files: a conflict on them
+// alone is regenerated with LockfileCmd; a conflict beyond them is not.
+func TestMergeDerivedConflictFiles(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, branchFiles map[string]string) (*fixture, string, string) {
+		f := newFixture(t, manifestSrc)
+		f.commitOn(f.top, "gen", map[string]string{"gen/schema.json": "v1\n", "x.txt": "x\n"})
+		_, tip := f.branch("p1", "p1-first.md", branchFiles)
+		base := f.commitOn(f.top, "human gen", map[string]string{"gen/schema.json": "v1 human\n", "x.txt": "x human\n"})
+		return f, tip, base
+	}
+	t.Run("only derived", func(t *testing.T) {
+		t.Parallel()
+		f, tip, _ := setup(t, map[string]string{"gen/schema.json": "v1 p1\n"})
+		f.owner.Derived = regexp.MustCompile(`^gen/.*\.json$`)
+		f.owner.LockfileCmd = "printf 'regenerated\\n' > schema.json"
+		f.mustMerge(job("p1", "first phase", tip))
+		if got := f.committed("main", "gen/schema.json"); got != "regenerated\n" {
+			t.Errorf("gen/schema.json on main = %q", got)
+		}
+	})
+	t.Run("beyond derived", func(t *testing.T) {
+		t.Parallel()
+		f, tip, base := setup(t, map[string]string{"gen/schema.json": "v1 p1\n", "x.txt": "x p1\n"})
+		f.owner.Derived = regexp.MustCompile(`^gen/.*\.json$`)
+		f.owner.LockfileCmd = "printf 'regenerated\\n' > schema.json"
+		out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+		if out.Reason != scheduler.ReasonConflict {
+			t.Fatalf("outcome = %+v, want a conflict", out)
+		}
+		f.refused(out, "p1", base)
 	})
 }
 

@@ -166,7 +166,11 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 			case dep == nil && IsIssueRef(d):
 				bad.add(n.Line, fmt.Sprintf("phase %s depends on issue %s, which only queue mode knows: run with --issues (or `claudopilot queue`)", n.ID, d))
 			case dep == nil:
-				bad.add(n.Line, fmt.Sprintf("phase %s depends on unknown phase %q", n.ID, d))
+				msg := fmt.Sprintf("phase %s depends on unknown phase %q", n.ID, d)
+				if c := Closest(d, r.ids()); c != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", c)
+				}
+				bad.add(n.Line, msg)
 			case seen[d]:
 				// A repeated dep is harmless; one edge is enough.
 			default:
@@ -195,6 +199,15 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 		return r, bad
 	}
 	return r, nil
+}
+
+// ids lists the phase ids in manifest order.
+func (r *Roadmap) ids() []string {
+	out := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		out[i] = n.ID
+	}
+	return out
 }
 
 // Graph returns the DAG as a dominikbraun/graph graph, for drawing and for
