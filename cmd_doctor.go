@@ -376,10 +376,9 @@ func (d *doctorState) checkAgent() {
 		top = d.git.Dir
 	}
 	agent := d.set.str("AGENT_CMD")
-	d.commandCheck("agent", agent, d.set.source["AGENT_CMD"], top, doctorFail,
-		`install it, or set AGENT_CMD (--agent); "script" runs each phase doc's sh block`)
+	d.commandCheck("agent", agent, d.set.source["AGENT_CMD"], top, doctorFail, agentFix)
 	if sup := d.set.str("SUPERVISOR_CMD"); sup != "" && sup != agent {
-		d.commandCheck("supervisor", sup, d.set.source["SUPERVISOR_CMD"], top, doctorFail, "install it, or set SUPERVISOR_CMD (--supervisor)")
+		d.commandCheck("supervisor", sup, d.set.source["SUPERVISOR_CMD"], top, doctorFail, supervisorFix)
 	}
 
 	gate, src := strings.TrimSpace(d.set.str("GATE_CMD")), d.set.source["GATE_CMD"]
@@ -396,6 +395,12 @@ func (d *doctorState) checkAgent() {
 		d.commandCheck("prepare", prep, d.set.source["WORKTREE_PREPARE_CMD"], top, doctorWarn, "install it, or change WORKTREE_PREPARE_CMD")
 	}
 }
+
+// The fixes of a missing agent or supervisor, said by doctor and by run.
+const (
+	agentFix      = `install it (and log in), or set AGENT_CMD (--agent); "script" runs each phase doc's sh block`
+	supervisorFix = "install it (and log in), or set SUPERVISOR_CMD (--supervisor)"
+)
 
 // commandCheck looks up the program a shell command line starts with.
 func (d *doctorState) commandCheck(what, cmd, src, top string, level doctorLevel, fix string) {

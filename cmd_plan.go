@@ -74,6 +74,10 @@ func findRoadmapDir(ctx context.Context, a *app, arg string) (string, error) {
 		if !filepath.IsAbs(arg) {
 			arg = filepath.Join(a.cwd, arg)
 		}
+		// The manifest itself names its folder (tab completion ends there).
+		if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() && filepath.Base(arg) == roadmap.ManifestName {
+			arg = filepath.Dir(arg)
+		}
 		return arg, nil
 	}
 	bases := []string{a.cwd}

@@ -91,13 +91,13 @@ type runConfig struct {
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
+	if err := checkRoadmapDir(ctx, a, o.dir); err != nil {
+		return err
+	}
 	git, err := worktree.Open(ctx, o.dir, gitEnv(a))
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotRepo) {
-			if _, serr := os.Stat(o.dir); serr != nil {
-				return &roadmap.InvalidError{Path: filepath.Join(o.dir, roadmap.ManifestName), Problems: []roadmap.Problem{{Msg: "roadmap folder not found"}}}
-			}
-			return fmt.Errorf("%s is not inside a git repository: %w", o.dir, err)
+			return notRepo(o.dir)
 		}
 		return err
 	}
@@ -266,6 +266,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if strings.TrimSpace(c.agent) == "" {
 		return c, usageErrorf("AGENT_CMD is empty (from %s)", s.source["AGENT_CMD"])
 	}
+	if err := checkAgentCommands(a, s, c.agent, c.super, git.Dir); err != nil {
+		return c, err
+	}
 	c.base = s.str("BASE_BRANCH")
 	c.baseExplicit = c.base != "" || o.explicitBase
 	if c.base == "" {
@@ -375,6 +378,7 @@ func reapLeftovers(a *app, journal string, l scheduler.Layout) {
 // settings and an optional ROADMAP_DIR. Flag values are checked before the
 // repository is even opened, so misuse is reported as such (exit 64).
 func parseSettingFlags(ctx context.Context, a *app, fs *pflag.FlagSet, ks []knob, args []string) (string, error) {
+	args = boolFlagValues(fs, args)
 	if err := parseFlags(fs, args); err != nil {
 		return "", err
 	}
@@ -440,4 +444,76 @@ func bootstrap(ctx context.Context, a *app, l scheduler.Layout, cfg runConfig, e
 		}
 	}
 	return nil
+}
+
+// checkAgentCommands finds the programs the agent and supervisor commands
+// start with, before anything changes, and says what is missing with
+// doctor's words: a typo in --agent would otherwise cost every phase its
+// attempts (each exiting 127) and leave the manifest [failed].
+func checkAgentCommands(a *app, s settings, agent, super, top string) error {
+	for _, c := range []struct{ what, cmd, src, fix string }{
+		{"agent", agent, s.source["AGENT_CMD"], agentFix},
+		{"supervisor", super, s.source["SUPERVISOR_CMD"], supervisorFix},
+	} {
+		if c.what == "supervisor" && c.cmd == agent || c.cmd == work.ScriptAgent {
+			continue
+		}
+		prog, ok := commandWord(c.cmd)
+		if !ok || shellBuiltin(prog) {
+			continue // doctor cannot tell either; the agent's log will
+		}
+		if _, found := lookPathIn(prog, a.getenv("PATH"), top); !found {
+			return fmt.Errorf("%s: %s (from %s): %s not found; fix: %s", c.what, clipCmd(c.cmd), c.src, prog, c.fix)
+		}
+	}
+	return nil
+}
+
+// checkRoadmapDir says what is wrong with the roadmap folder before
+// anything else is tried: not in a repository at all (exit 1), or no such
+// folder or no manifest in it (exit 3, as plan says).
+func checkRoadmapDir(ctx context.Context, a *app, dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	if _, gerr := gitTopLevel(ctx, a.cwd); errors.Is(gerr, worktree.ErrNotRepo) {
+		return notRepo(a.cwd)
+	}
+	msg := "roadmap folder not found: pass the folder that holds " + roadmap.ManifestName + ", or make one with claudopilot init"
+	if err == nil {
+		msg = "not a roadmap folder but a file: pass the folder that holds " + roadmap.ManifestName
+	}
+	return &roadmap.InvalidError{Path: relTo(a.cwd, dir), Problems: []roadmap.Problem{{Msg: msg}}}
+}
+
+func notRepo(dir string) error {
+	return fmt.Errorf("%w: %s is not inside one; run claudopilot in your repository (git init makes one)", worktree.ErrNotRepo, dir)
+}
+
+// boolFlagValues reads `--keep-going 1` as `--keep-going=1`: a boolean
+// flag takes no separate value in pflag, so the 1 would otherwise be taken
+// for the roadmap folder. Only 0/1/true/false that name no folder count.
+func boolFlagValues(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, isFlag := strings.CutPrefix(a, "--")
+		f := fs.Lookup(name)
+		if isFlag && f != nil && f.Value.Type() == "bool" && i+1 < len(args) {
+			switch v := args[i+1]; v {
+			case "0", "1", "true", "false":
+				if _, err := os.Stat(v); err != nil {
+					out = append(out, a+"="+v)
+					i++
+					continue
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
