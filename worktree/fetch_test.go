@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,20 +12,36 @@ import (
 // Fetches through one Client while worktrees are added through another of
 // the same repository (WithEnv) all succeed: a fetch beside a half-written
 // worktree HEAD fails with "bad object worktrees/<name>/HEAD", and two
-// unrelated Clients would also run worktree adds in parallel.
+// unrelated Clients would also run worktree adds in parallel. Each fetch
+// brings a new commit, so git checks connectivity from every ref and
+// worktree HEAD, which is when it reads the half-written one.
 func TestFetchBesideWorktreeAdds(t *testing.T) {
 	t.Parallel()
+	// 16 rounds catch a missing lock in 5 runs of 6 here (a fetch of a
+	// commit already present never did); CLAUDOPILOT_SOAK=1 runs 64.
+	n := 16
+	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
+		n = 64
+	}
 	ctx := context.Background()
 	c := newRepo(t)
 	origin := filepath.Join(t.TempDir(), "origin.git")
 	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
 	mustGit(t, c, "", "push", "-q", origin, "main")
 	mustGit(t, c, "", "remote", "add", "origin", origin)
+	// n commits on n branches of origin, none of them here yet.
+	seed := filepath.Join(t.TempDir(), "seed")
+	mustGit(t, c, "", "clone", "-q", origin, seed)
+	for i := 0; i < n; i++ {
+		mustGit(t, c, seed, "commit", "-q", "--allow-empty", "-m", fmt.Sprint("c", i))
+		mustGit(t, c, seed, "branch", fmt.Sprint("f", i))
+	}
+	mustGit(t, c, seed, "push", "-q", "origin", "refs/heads/f*:refs/heads/f*")
 	net := c.WithEnv(c.Env)
 
 	var wg sync.WaitGroup
-	errs := make(chan error, 128)
-	for i := 0; i < 40; i++ {
+	errs := make(chan error, 2*n)
+	for i := 0; i < n; i++ {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -34,7 +51,7 @@ func TestFetchBesideWorktreeAdds(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := net.Fetch(ctx, "origin", "+refs/heads/main:refs/remotes/origin/main"); err != nil {
+			if err := net.Fetch(ctx, "origin", fmt.Sprintf("+refs/heads/f%d:refs/remotes/origin/f%d", i, i)); err != nil {
 				errs <- fmt.Errorf("fetch %d: %w", i, err)
 			}
 		}()
