@@ -152,9 +152,10 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 
 // waitfile [-timeout=DURATION] FILE...
 //
-// Waits until every FILE exists (default timeout 10s).
+// Waits until every FILE exists (default timeout 2m: an upper bound for a
+// busy machine, not a wait).
 func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
-	timeout := 10 * time.Second
+	timeout := 2 * time.Minute
 	if len(args) > 0 && strings.HasPrefix(args[0], "-timeout=") {
 		d, err := time.ParseDuration(strings.TrimPrefix(args[0], "-timeout="))
 		if err != nil {

@@ -3,18 +3,12 @@
 # <first (owns: …) path>/<phase>.txt (work/ without owns), commits, renames
 # its doc. I5_STRAY="<phase>:<path>" makes that phase also append a line to
 # <path>, outside its scope, and commit it. BARRIER=N (with TRACE) holds it
-# until $TRACE holds N starts (at most 3s), then 0.1s, as slow-ok.sh does.
+# until $TRACE holds N starts (barrier in lib.sh), as slow-ok.sh does.
 . "$(dirname "$0")/lib.sh"
 trace start
 check_contract
 if [ -n "${BARRIER:-}" ]; then
-	: "${TRACE:?BARRIER needs TRACE}"
-	i=0
-	while [ "$(grep -c '^start ' "$TRACE")" -lt "$BARRIER" ] && [ $i -lt 60 ]; do
-		i=$((i + 1))
-		sleep 0.05
-	done
-	sleep 0.1
+	barrier "$BARRIER"
 fi
 owns=$(sed -n "s/.*\*\*$phase\*\*.*(owns: *\([^),]*\).*/\1/p" "$(dirname "$doc")/EXECUTION-MANIFEST.md")
 dir=${owns:-work/}

@@ -68,3 +68,14 @@ deps_of() {
 	sed -n "s/.*\*\*$1\*\*.*(deps: *\([^)]*\)).*/\1/p" "$(dirname "$doc")/EXECUTION-MANIFEST.md" |
 		tr ',' ' ' | tr -s ' ' '\n' | grep -v -e '^none$' -e '^$' || true
 }
+
+# barrier N: wait until $TRACE holds N starts, so N agents run at once. The
+# bound (60s) only keeps a driver that never runs N at once from hanging the
+# test; the concurrency check then fails. It is not a timing assumption.
+barrier() {
+	: "${TRACE:?barrier needs TRACE}"
+	until_s=$(($(date +%s) + 60))
+	while [ "$(grep -c '^start ' "$TRACE")" -lt "$1" ] && [ "$(date +%s)" -lt "$until_s" ]; do
+		sleep 0.05
+	done
+}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # slow-ok.sh: ok.sh that holds on before working, so runs overlap:
 #   WAITFOR=FILE  waits for FILE to exist (at most 10s);
-#   BARRIER=N     waits until $TRACE holds N starts (at most 3s), then 0.1s.
+#   BARRIER=N     waits until $TRACE holds N starts (barrier in lib.sh).
 # Neither set: sleeps 0.2s.
 . "$(dirname "$0")/lib.sh"
 trace start
@@ -13,12 +13,7 @@ if [ -n "${WAITFOR:-}" ]; then
 		sleep 0.05
 	done
 elif [ -n "${BARRIER:-}" ]; then
-	: "${TRACE:?BARRIER needs TRACE}"
-	while [ "$(grep -c '^start ' "$TRACE")" -lt "$BARRIER" ] && [ $i -lt 60 ]; do
-		i=$((i + 1))
-		sleep 0.05
-	done
-	sleep 0.1
+	barrier "$BARRIER"
 else
 	sleep 0.2
 fi
