@@ -41,6 +41,9 @@ wrong, one line per check:
   lock       no stale lock (a lock whose driver is dead): a warning
   worktrees  no leftover worktree or branch of a merged or unknown phase,
              no worktree whose folder is gone: warnings
+  checkout   the base checkout is clean (uncommitted changes a merge also
+             makes hold the merge back) and no move of it after a merge is
+             pending: warnings
 
 Settings are resolved as run resolves them, and doctor takes run's setting
 flags, so 'claudopilot doctor --base main --agent script' checks what
@@ -117,6 +120,7 @@ func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	d.checkAgent()
 	d.checkManifest(ctx)
 	d.checkLeftovers(ctx)
+	d.checkBaseCheckout(ctx)
 	d.checks = append(d.checks, doctorQueueChecks(ctx, d)...)
 
 	fails, warns := d.print()

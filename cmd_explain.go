@@ -46,7 +46,9 @@ reason and the log to read. It changes nothing.`,
 		fmt.Fprintf(w, "%s is merged: nothing left to run.\n", id)
 		return nil
 	case manifest.Running:
-		if s.live {
+		if s.live && h.Waiting != "" {
+			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
+		} else if s.live {
 			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.WorkerRuns+h.SuperRuns, orDash(log))
 		} else {
 			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)

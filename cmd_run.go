@@ -421,7 +421,7 @@ func recoverCheckout(ctx context.Context, git *worktree.Client) error {
 		return err
 	}
 	defer lock.Release()
-	return land.Recover(ctx, git, l)
+	return land.Recover(ctx, git, l, 30*time.Second)
 }
 
 // bootstrap runs BOOTSTRAP_CMD, then BUILD_CMD, once in the repository

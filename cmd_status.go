@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -122,6 +123,10 @@ type statusPhase struct {
 	WaitsOn  string `json:"waits_on,omitempty"`
 	Spent    string `json:"spent,omitempty"`
 	Log      string `json:"log,omitempty"`
+	// Waiting says what the phase's merge waits for and what to do
+	// (uncommitted files in the base checkout, a base that keeps moving).
+	Waiting      string   `json:"waiting,omitempty"`
+	WaitingFiles []string `json:"waiting_files,omitempty"`
 }
 
 type statusJSON struct {
@@ -133,6 +138,15 @@ type statusJSON struct {
 	Running  []string       `json:"running"`
 	Eligible []string       `json:"eligible"`
 	Cooldown string         `json:"cooldown_until,omitempty"`
+	// PendingMove is set while the base checkout has not followed a
+	// merge yet (its move is recorded in .claudopilot/state/advance.json).
+	PendingMove *pendingMoveJSON `json:"pending_checkout_move,omitempty"`
+}
+
+type pendingMoveJSON struct {
+	Dir  string `json:"dir"`
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 func cmdStatus(ctx context.Context, a *app, args []string) error {
@@ -172,6 +186,9 @@ pid. It changes nothing and is safe to run during a run.`,
 			if n.State == manifest.Failed || n.State == manifest.Blocked {
 				p.Reason, p.WaitsOn = string(h.Reason), h.WaitsOn
 			}
+			if s.live && n.State == manifest.Running {
+				p.Waiting, p.WaitingFiles = h.Waiting, h.WaitingFiles
+			}
 		}
 		st.Counts[p.State]++
 		st.Phases = append(st.Phases, p)
@@ -184,6 +201,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	}
 	if until := s.cool[scheduler.Worker]; until.After(s.now) {
 		st.Cooldown = until.Format(time.RFC3339)
+	}
+	if mv, err := land.Pending(s.layout); err == nil && mv != nil {
+		st.PendingMove = &pendingMoveJSON{Dir: mv.Dir, From: mv.Old, To: mv.New}
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(a.s.Out)
@@ -219,10 +239,16 @@ pid. It changes nothing and is safe to run during a run.`,
 			line += "  " + p.Log
 		}
 		fmt.Fprintln(w, line)
+		if p.Waiting != "" {
+			fmt.Fprintf(w, "  %-14s %s\n", "", p.Waiting)
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Running now: %s\n", listOrNone(st.Running))
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
+	if mv := st.PendingMove; mv != nil {
+		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.rel(mv.Dir), short(mv.To))
+	}
 	if st.Cooldown != "" {
 		until := s.cool[scheduler.Worker]
 		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.now).Round(time.Second))

@@ -66,12 +66,15 @@ func (p *progress) consume(events <-chan scheduler.Event) {
 				}
 				return
 			}
+			again := p.retriedWait(e)
 			p.apply(e)
 			switch {
 			case p.json:
 				_ = p.enc.Encode(e)
 			case p.s.ErrIsTTY:
 				p.draw()
+			case again:
+				// A waiting merge tried again: its wait was told once.
 			default:
 				fmt.Fprintln(p.s.Err, formatEvent(e))
 			}
@@ -79,6 +82,13 @@ func (p *progress) consume(events <-chan scheduler.Event) {
 			p.draw()
 		}
 	}
+}
+
+// retriedWait is true for the start of a merge that waits and is tried
+// again: the view keeps saying what it waits for.
+func (p *progress) retriedWait(e scheduler.Event) bool {
+	r := p.by[e.Phase]
+	return e.Kind == scheduler.EvMerging && r != nil && strings.HasPrefix(r.note, "waiting:")
 }
 
 // apply updates the view (not the run's state, which the scheduler owns).
@@ -107,9 +117,14 @@ func (p *progress) apply(e scheduler.Event) {
 	case scheduler.EvCooldown, scheduler.EvRetry:
 		r.until, r.note = e.Until, e.Kind
 	case scheduler.EvMerging:
-		r.note = "merging"
+		if !strings.HasPrefix(r.note, "waiting:") {
+			r.note = "merging"
+		}
 	case scheduler.EvWait:
-		r.note = "waits for: " + strings.Join(e.Files, ", ")
+		r.note = e.Detail
+		if r.note == "" {
+			r.note = "waits for: " + strings.Join(e.Files, ", ")
+		}
 	case scheduler.EvMerged:
 		r.note = ""
 	case scheduler.EvBlocked, scheduler.EvFailed:

@@ -45,24 +45,40 @@ type Owner struct {
 	// against the path from the repository root). Nil: the lockfiles of
 	// lockfileCmds, by file name.
 	Derived *regexp.Regexp
+	// LockWait bounds the wait for another process's index.lock in the
+	// base checkout (0: 30 s); past it the merge reports the wait and is
+	// tried again later.
+	LockWait time.Duration
 }
 
 var _ scheduler.Merger = (*Owner)(nil)
 
-// attempts bounds how often a merge is rebuilt because the base moved
-// under it (a human committing on the base meanwhile).
+// attempts bounds how often one Merge rebuilds a merge because the base
+// moved under it (a human committing on the base meanwhile) before it
+// hands back to the scheduler, which waits and calls again.
 const attempts = 5
 
 // Merge lands one phase.
 func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
 	out := scheduler.MergeOutcome{ID: j.ID}
+	if err := o.finishPending(ctx); err != nil {
+		// The checkout lags behind the base: a new move must not start
+		// from it.
+		out.Waiting = "the base checkout lags behind " + o.Layout.Base + " (a move is pending): " + err.Error()
+		if errors.Is(err, worktree.ErrIndexLocked) {
+			out.Waiting += "; if no git runs there, remove the lock file"
+		}
+		return out
+	}
 	for try := 0; try < attempts; try++ {
 		res, again := o.try(ctx, j)
 		if !again {
 			return res
 		}
 	}
-	out.Err = fmt.Errorf("the base branch %s kept moving during the merge", o.Layout.Base)
+	// Never fatal: the scheduler tries again after a pause, and the merge
+	// lands once the base settles.
+	out.Waiting = "the base keeps moving (" + o.Layout.Base + " moved during each of the last " + fmt.Sprint(attempts) + " tries); the merge lands when it settles"
 	return out
 }
 
@@ -190,55 +206,118 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		keep = []string{mrel}
 	}
 	if checkedOut {
-		blocking, err := o.Git.WouldOverwrite(ctx, dir, base, commit)
+		// The base checkout's index stays locked from the check of local
+		// changes until the checkout has followed the ref: a `git commit`
+		// there in between would record the merge reversed, and a
+		// concurrent `git status` (an IDE's) would make the move fail
+		// half-way.
+		lock, err := o.Git.LockIndex(ctx, dir, o.lockWait())
+		if errors.Is(err, worktree.ErrIndexLocked) {
+			out.Waiting = lockedNote(err)
+			return out, false
+		}
 		if err != nil {
 			out.Err = err
 			return out, false
 		}
-		blocking = without(blocking, keep)
-		if len(blocking) > 0 {
-			out.Wait = blocking
-			return out, false
+		res, again, moved := o.land(ctx, j, lock, dir, base, commit, keep)
+		if rerr := lock.Release(); rerr != nil && res.OK {
+			res.Detail = joinNote(res.Detail, "the base checkout's index was not written yet (finished before the next merge, or by the next run): "+rerr.Error())
+		} else if moved {
+			// The move is complete, index and files: forget it.
+			(&advance{}).done(o.Layout)
 		}
-	}
-	var adv *advance
-	if checkedOut {
-		// Moving the ref and then the checkout is two steps; a driver
-		// killed between them, or half-way through the second, must
-		// finish the move when it starts again (Recover).
-		adv = &advance{Ref: baseRef, Dir: dir, Old: base, New: commit, Skip: keep}
-		if err := adv.save(o.Layout); err != nil {
+		if !res.OK {
+			return res, again
+		}
+		out = res
+	} else {
+		if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+			if errors.Is(err, worktree.ErrStale) {
+				return out, true
+			}
 			out.Err = err
 			return out, false
 		}
 	}
-	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
-		adv.done(o.Layout)
-		if errors.Is(err, worktree.ErrStale) {
-			return out, true
-		}
-		out.Err = err
-		return out, false
-	}
-	if checkedOut {
-		// The live manifest is never written by git: a human may be
-		// saving it right now. Its index entry moves; its bytes get the
-		// one-token flip below, through the re-reading writer.
-		if err := o.Git.AdvanceCheckout(ctx, dir, base, commit, keep); err != nil {
-			// The base has moved and is correct; only the checkout
-			// lags. `git status` shows it; say so and carry on.
-			out.Detail = "the base checkout was not brought forward: " + err.Error()
-		}
-		adv.done(o.Layout)
-	}
 	if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
 		// The merge has landed; only the live file could not say so
 		// (the phase was edited out of it meanwhile).
-		out.Detail = strings.TrimPrefix(out.Detail+"; ", "; ") + "the live manifest was not updated: " + err.Error()
+		out.Detail = joinNote(out.Detail, "the live manifest was not updated: "+err.Error())
 	}
 	o.cleanup(ctx, j.ID, tip, commit)
 	out.OK, out.Commit = true, commit
 	return out, false
+}
+
+// land moves the base ref and the base checkout in dir, whose index lock
+// the caller holds, from base to commit. The move is recorded first
+// (advance.json) and the record stays until the checkout has followed: a
+// move that does not complete is finished before the next merge, or at
+// the next start.
+//
+// moved is true once the checkout has followed (Release then installs the
+// index).
+func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.IndexLock, dir, base, commit string, keep []string) (out scheduler.MergeOutcome, again, moved bool) {
+	out.ID = j.ID
+	blocking, err := o.Git.WouldOverwrite(ctx, dir, base, commit)
+	if err != nil {
+		out.Err = err
+		return out, false, false
+	}
+	if blocking = without(blocking, keep); len(blocking) > 0 {
+		out.Wait = blocking
+		return out, false, false
+	}
+	baseRef := "refs/heads/" + o.Layout.Base
+	adv := &advance{Ref: baseRef, Dir: dir, Old: base, New: commit, Skip: keep}
+	if err := adv.save(o.Layout); err != nil {
+		out.Err = err
+		return out, false, false
+	}
+	// From here on nothing is cancelled: a ref moved without its checkout
+	// is the state this whole function exists to avoid.
+	ctx = context.WithoutCancel(ctx)
+	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+		adv.done(o.Layout)
+		if errors.Is(err, worktree.ErrStale) {
+			return out, true, false
+		}
+		out.Err = err
+		return out, false, false
+	}
+	out.OK = true
+	// The live manifest is never written by git: a human may be saving it
+	// right now. Its index entry moves; its bytes get the one-token flip,
+	// through the re-reading writer.
+	if err := lock.Advance(ctx, base, commit, keep); err != nil {
+		// The base has moved and is correct; only the checkout lags,
+		// and advance.json says so until the move is finished.
+		out.Detail = "the base checkout was not brought forward yet (finished before the next merge, or by the next run): " + err.Error()
+		return out, false, false
+	}
+	return out, false, true
+}
+
+// lockWait bounds how long a merge waits for another process's lock on
+// the base checkout's index before it reports the wait and tries later.
+func (o *Owner) lockWait() time.Duration {
+	if o.LockWait > 0 {
+		return o.LockWait
+	}
+	return 30 * time.Second
+}
+
+func lockedNote(err error) string {
+	return "the base checkout's " + strings.TrimPrefix(err.Error(), worktree.ErrIndexLocked.Error()+": ") +
+		" is held by another git (an editor's?): the merge waits for it; if no git runs there, remove the file"
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // markLive marks the phase merged in the live file.

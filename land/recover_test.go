@@ -2,10 +2,13 @@ package land_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claudopilot/claudopilot/land"
 )
@@ -30,7 +33,7 @@ func TestRecoverFinishesACheckoutMove(t *testing.T) {
 	}
 	f.gitIn(f.top, "update-ref", "refs/heads/main", tip, base) // then the driver died
 
-	if err := land.Recover(f.ctx, f.git, f.layout); err != nil {
+	if err := land.Recover(f.ctx, f.git, f.layout, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.read(f.top, "feature/f.txt"); got != "feature\n" {
@@ -51,7 +54,7 @@ func TestRecoverFinishesACheckoutMove(t *testing.T) {
 		t.Error("the record of the move is still there")
 	}
 	// Nothing to do the second time.
-	if err := land.Recover(f.ctx, f.git, f.layout); err != nil {
+	if err := land.Recover(f.ctx, f.git, f.layout, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -70,10 +73,124 @@ func TestRecoverBeforeTheRefMoved(t *testing.T) {
 	if err := os.WriteFile(marker, rec, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := land.Recover(f.ctx, f.git, f.layout); err != nil {
+	if err := land.Recover(f.ctx, f.git, f.layout, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if f.rev("main") != base || exists(filepath.Join(f.top, "feature/f.txt")) || exists(marker) {
 		t.Error("recovery changed something, or kept its record")
+	}
+}
+
+// An IDE holding the base checkout's index.lock while a merge lands. The
+// merge used to move the ref, fail the checkout move half-way (deleted
+// paths gone, new ones missing), drop the note and the record, and leave
+// a checkout whose next commit reverted the merge. Now the lock is waited
+// for; past the wait nothing moves and the merge says what it waits for.
+func TestMergeWithTheBaseIndexLocked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	f.owner.LockWait = time.Millisecond
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
+	f.gitIn(f.layout.Worktree("p1"), "rm", "-q", "b.txt")
+	f.gitIn(f.layout.Worktree("p1"), "commit", "-q", "-m", "drop b")
+	tip = f.rev("auto/p1")
+	lock := filepath.Join(f.top, ".git", "index.lock")
+	f.write(f.top, ".git/index.lock", "held by an editor\n")
+
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+	if out.OK || out.Err != nil || !strings.Contains(out.Waiting, "index.lock") {
+		t.Fatalf("outcome = %+v, want a wait naming index.lock", out)
+	}
+	f.refused(out, "p1", base)
+	if !exists(filepath.Join(f.top, "b.txt")) {
+		t.Error("b.txt deleted from the checkout of a base that did not move")
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	f.mustMerge(job("p1", "first phase", tip))
+	if exists(filepath.Join(f.top, "b.txt")) || !exists(filepath.Join(f.top, "feature/f.txt")) {
+		t.Error("the checkout did not follow the merge")
+	}
+	for _, l := range f.status() {
+		if !strings.HasSuffix(l, manifestRel) {
+			t.Errorf("git status after the merge: %q", l)
+		}
+	}
+	if p, err := land.Pending(f.layout); p != nil || err != nil {
+		t.Errorf("a move is still pending: %+v, %v", p, err)
+	}
+}
+
+// An IDE running `git status` in a loop in the base checkout while phases
+// land: every merge brings the checkout fully forward, and no commit in
+// the base checkout could fall between the ref move and the checkout's.
+func TestMergeBesideAGitStatusLoop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	stop := filepath.Join(t.TempDir(), "stop")
+	ide := exec.Command("sh", "-c", "until [ -e '"+stop+"' ]; do git status >/dev/null 2>&1; done")
+	ide.Dir, ide.Env = f.top, f.env
+	if err := ide.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(stop, nil, 0o644)
+		ide.Wait()
+	}()
+	for i, id := range []string{"p1", "p2"} {
+		doc := map[string]string{"p1": "p1-first.md", "p2": "p2-second.md"}[id]
+		wt, _ := f.branch(id, doc, map[string]string{fmt.Sprintf("api/f%d.go", i): "package api\n"})
+		f.gitIn(wt, "rm", "-q", []string{"a.txt", "b.txt"}[i])
+		f.gitIn(wt, "commit", "-q", "-m", "drop a file")
+		f.mustMerge(job(id, "phase", f.rev(f.layout.Branch(id))))
+		for _, l := range f.status() {
+			if !strings.HasSuffix(l, manifestRel) {
+				t.Errorf("git status after merging %s: %q", id, l)
+			}
+		}
+	}
+}
+
+// A move that could not finish stays recorded, shows as pending, and is
+// finished by the next start once the lock is free; a lock a killed
+// driver left is its own to clear.
+func TestRecoverWaitsForTheIndexLock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n"})
+	rec, _ := json.Marshal(map[string]any{"ref": "refs/heads/main", "dir": f.top, "old": base, "new": tip, "skip": []string{manifestRel}})
+	f.write(f.layout.StateDir(), "advance.json", string(rec))
+	f.gitIn(f.top, "update-ref", "refs/heads/main", tip, base)
+	f.write(f.top, ".git/index.lock", "held by an editor\n")
+
+	if err := land.Recover(f.ctx, f.git, f.layout, time.Millisecond); err == nil || !strings.Contains(err.Error(), "index.lock") {
+		t.Fatalf("Recover with the index locked = %v, want an error naming index.lock", err)
+	}
+	if p, err := land.Pending(f.layout); p == nil || err != nil || p.New != tip {
+		t.Fatalf("Pending = %+v, %v; want the move to %s", p, err, tip)
+	}
+	os.Remove(filepath.Join(f.top, ".git", "index.lock"))
+	// A driver killed while it held the lock left its own: cleared.
+	l, err := f.git.LockIndex(f.ctx, f.top, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l // never released: the driver died
+	if err := land.Recover(f.ctx, f.git, f.layout, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := land.Pending(f.layout); p != nil {
+		t.Errorf("still pending after recovery: %+v", p)
+	}
+	if !exists(filepath.Join(f.top, "feature/f.txt")) {
+		t.Error("the checkout did not follow")
+	}
+	for _, l := range f.status() {
+		if !strings.HasSuffix(l, manifestRel) {
+			t.Errorf("git status after recovery: %q", l)
+		}
 	}
 }

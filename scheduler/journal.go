@@ -30,6 +30,7 @@ type Record struct {
 	PID     int       `json:"pid,omitempty"`
 	Log     string    `json:"log,omitempty"`
 	Lane    string    `json:"lane,omitempty"`
+	Files   []string  `json:"files,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -114,9 +115,13 @@ type PhaseHistory struct {
 	Log                               string // the failing attempt's log
 	Tip                               string
 	WaitsOn                           string
-	PGIDs                             []int // process groups started and not known to have ended
-	Spent                             time.Duration
-	launchedAt                        time.Time
+	// Waiting is what the phase's merge waits for (uncommitted files in
+	// the base checkout, a base that keeps moving), while it waits.
+	Waiting      string
+	WaitingFiles []string
+	PGIDs        []int // process groups started and not known to have ended
+	Spent        time.Duration
+	launchedAt   time.Time
 }
 
 // History folds the journal into per-phase counters, plus the newest
@@ -137,7 +142,12 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 			continue
 		}
 		h := get(r.Phase)
+		if r.Event != "wait" && r.Event != "pgid" {
+			h.Waiting, h.WaitingFiles = "", nil
+		}
 		switch r.Event {
+		case "wait":
+			h.Waiting, h.WaitingFiles = r.Detail, r.Files
 		case "launch":
 			if h.Last == "merged" {
 				*h = PhaseHistory{}

@@ -105,6 +105,10 @@ type phase struct {
 	tip        string
 	waitsOn    string
 	retry      bool
+	// waiting is what the phase's merge waits for, as last told (so a
+	// wait that goes on is told once); waitRounds counts its retries.
+	waiting    string
+	waitRounds int
 
 	started time.Time
 	spent   time.Duration
@@ -676,6 +680,19 @@ func (s *Scheduler) park(p *phase) {
 	}
 }
 
+// WaitDetail says what a merge waits for and what the user can do.
+func WaitDetail(files []string, waiting string) string {
+	if len(files) == 0 {
+		return "waiting: " + waiting
+	}
+	d := "waiting: uncommitted changes in the base checkout to " + strings.Join(files, ", ") +
+		", which the merge also changes: commit, stash or revert them there and the merge goes on"
+	if waiting != "" {
+		d += "; " + waiting
+	}
+	return d
+}
+
 // onMerge handles the merge owner's report.
 func (s *Scheduler) onMerge(m MergeOutcome) {
 	p := s.byID[m.ID]
@@ -686,18 +703,36 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		// The merger wrote [merged] into the commit and the live file.
 		p.state = manifest.Merged
 		p.reason, p.detail = "", ""
+		p.waiting, p.waitRounds = "", 0
 		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
-	case len(m.Wait) > 0:
-		p.notBefore = s.now().Add(s.cfg.Poll)
+		if m.Detail != "" {
+			s.emit(Event{Kind: EvWarn, Phase: m.ID, Detail: m.Detail})
+		}
+	case len(m.Wait) > 0 || m.Waiting != "":
+		// Waiting is never a failure: the merge is tried again, first in
+		// the queue, until what it waits for is gone.
+		p.waitRounds++
+		delay := s.cfg.Poll
+		if len(m.Wait) == 0 {
+			// A base that keeps moving, a lock: back off, up to a
+			// minute between tries.
+			delay = min(s.cfg.Poll*time.Duration(min(p.waitRounds, 12)), time.Minute)
+		}
+		p.notBefore = s.now().Add(delay)
 		s.mergeQ = append([]*phase{p}, s.mergeQ...)
-		s.emit(Event{Kind: EvWait, Phase: m.ID, Files: m.Wait,
-			Detail: "the merge would overwrite uncommitted changes in the base checkout: " + strings.Join(m.Wait, ", ")})
+		detail := WaitDetail(m.Wait, m.Waiting)
+		if detail != p.waiting {
+			p.waiting = detail
+			s.record(Record{Phase: m.ID, Event: "wait", Detail: detail, Files: m.Wait})
+			s.emit(Event{Kind: EvWait, Phase: m.ID, Files: m.Wait, Detail: detail})
+		}
 	case m.Err != nil:
 		s.fatal = fmt.Errorf("merge %s: %w", m.ID, m.Err)
 	case m.Stale:
 		s.reviewStale(p, m.Detail)
 	default:
+		p.waiting, p.waitRounds = "", 0
 		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
 		s.failed(p, "", m.Reason, m.Detail, m.LogPath)

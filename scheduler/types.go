@@ -117,7 +117,11 @@ type MergeOutcome struct {
 	Commit string // the new base tip
 	// Wait lists uncommitted files in the base checkout that the merge
 	// would overwrite; the merge is retried once they are gone.
-	Wait    []string
+	Wait []string
+	// Waiting says, in words, what else the merge waits for and what the
+	// user can do (a lock held in the base checkout, a base that keeps
+	// moving); it is retried later.
+	Waiting string
 	Reason  Reason // conflict, gate, scope, worktree
 	Detail  string
 	LogPath string // the log to read first (the merge gate's)

@@ -122,13 +122,15 @@ func short(sha string) string {
 // this never needs to reset the skip files, so no edit to them can fall in
 // a window where git has put the committed version on disk.
 func (c *Client) AdvanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip []string) error {
-	if err := c.advanceCheckout(ctx, dir, oldSHA, newSHA, skip); err != nil {
+	if err := c.advanceCheckout(ctx, dir, oldSHA, newSHA, skip, nil); err != nil {
 		return fmt.Errorf("advance checkout %s %s..%s: %w", c.abs(dir), short(oldSHA), short(newSHA), err)
 	}
 	return nil
 }
 
-func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip []string) error {
+// env is added to every git command that reads or writes the index (a
+// GIT_INDEX_FILE, under IndexLock).
+func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip, env []string) error {
 	out, err := c.run(ctx, dir, nil, nil, "diff-tree", "-r", "--no-renames", "--name-status", "-z", oldSHA, newSHA)
 	if err != nil {
 		return err
@@ -152,7 +154,7 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 	}
 	top := c.abs(dir)
 	if len(del) > 0 {
-		if _, err := c.run(ctx, dir, nulList(del), nil, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		if _, err := c.run(ctx, dir, nulList(del), env, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return err
 		}
 		for _, p := range del {
@@ -169,7 +171,7 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 		}
 	}
 	if len(upd) > 0 {
-		if _, err := c.run(ctx, dir, nulList(upd), nil, "--literal-pathspecs", "checkout", newSHA, "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		if _, err := c.run(ctx, dir, nulList(upd), env, "--literal-pathspecs", "checkout", newSHA, "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return err
 		}
 	}
@@ -180,7 +182,7 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 		}
 		entry := strings.TrimSuffix(string(ls), "\x00")
 		if entry == "" {
-			if _, err := c.run(ctx, dir, nil, nil, "update-index", "--force-remove", "--", p); err != nil {
+			if _, err := c.run(ctx, dir, nil, env, "update-index", "--force-remove", "--", p); err != nil {
 				return err
 			}
 			continue
@@ -191,7 +193,7 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 		if len(f) != 3 {
 			return fmt.Errorf("ls-tree %s: unexpected %q", p, entry)
 		}
-		if _, err := c.run(ctx, dir, nil, nil, "update-index", "--add", "--cacheinfo", f[0]+","+f[2]+","+p); err != nil {
+		if _, err := c.run(ctx, dir, nil, env, "update-index", "--add", "--cacheinfo", f[0]+","+f[2]+","+p); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,79 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Another process's index.lock is waited for, not failed on: an IDE's
+// `git status` loop holds it for milliseconds at a time.
+func TestLockIndexWaitsForAHeldLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	lock := filepath.Join(c.Dir, ".git", "index.lock")
+	writeFile(t, c.Dir, ".git/index.lock", "an IDE's\n")
+
+	if _, err := c.LockIndex(ctx, "", time.Millisecond); !errors.Is(err, ErrIndexLocked) {
+		t.Fatalf("LockIndex past its wait = %v, want ErrIndexLocked", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.LockIndex(ctx, "", time.Hour)
+		if err == nil {
+			err = l.Release()
+		}
+		got <- err
+	}()
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("LockIndex never took the lock after it was freed")
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("index.lock left after Release: %v", err)
+	}
+}
+
+// Under the lock the files move at once and the index in one rename at
+// Release; meanwhile no other git can write the index.
+func TestIndexLockAdvance(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, nil)
+	writeFile(t, c.Dir, "MANIFEST.md", "- [x] task\n- [ ] a human's line\n")
+	moveMain(t, c, oldSHA, newSHA)
+	l, err := c.LockIndex(ctx, "", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GitIn(ctx, "", "add", "README.md"); err == nil {
+		t.Error("git add succeeded while the index was locked")
+	}
+	if err := l.Advance(ctx, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, c.Dir, "new/c.txt"); got != "c\n" {
+		t.Errorf("new/c.txt = %q", got)
+	}
+	if st := mustGit(t, c, "", "status", "--porcelain"); st != " M MANIFEST.md" {
+		t.Errorf("status after the advance:\n%s", st)
+	}
+	if ok, err := c.ClearOwnIndexLock(ctx, ""); ok || err != nil {
+		t.Errorf("ClearOwnIndexLock with no lock = %v, %v", ok, err)
+	}
+}
