@@ -114,6 +114,18 @@ func cmdHelp(ctx context.Context, a *app, args []string) error {
 		printTopHelp(a)
 		return nil
 	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(a.s.Out, `Usage: claudopilot help [COMMAND|exit-codes]
+
+Show the list of commands, a command's help (the same as
+'claudopilot COMMAND --help'), or the exit codes.
+
+Example:
+  claudopilot help run
+  claudopilot help exit-codes
+`)
+		return nil
+	}
 	if args[0] == "exit-codes" {
 		printExitCodes(a.s.Out)
 		return nil

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dominikbraun/graph/draw"
-
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -45,9 +43,16 @@ the current folder and then at the repository's top level.`,
 	if err != nil {
 		return err
 	}
-	r, err := roadmap.Load(dir, roadmap.Options{})
+	// The same checks as run's, so a roadmap plan accepts does not fail
+	// at run's start: every phase has its doc, the settings files read.
+	r, err := roadmap.Load(dir, roadmap.Options{RequireDocs: true})
 	if err != nil {
 		return err
+	}
+	if top, err := gitTopLevel(ctx, dir); err == nil {
+		if _, _, err := readConfig(top, runKnobs()); err != nil {
+			return err
+		}
 	}
 	p := makePlan(r)
 	for _, w := range p.Warnings {
@@ -61,7 +66,7 @@ the current folder and then at the repository's top level.`,
 	case "mermaid":
 		return writeMermaid(a.s.Out, r)
 	case "dot":
-		return draw.DOT(r.Graph(), a.s.Out, draw.GraphAttribute("rankdir", "LR"))
+		return writeDOT(a.s.Out, r)
 	}
 	writePlanText(a.s.Out, r.ManifestPath, p)
 	return nil
@@ -210,6 +215,30 @@ func writeMermaid(w io.Writer, r *roadmap.Roadmap) error {
 		}
 	}
 	return nil
+}
+
+// writeDOT draws the graph for Graphviz, in manifest order so the same
+// manifest always gives the same bytes, each phase labelled and coloured
+// by its state.
+func writeDOT(w io.Writer, r *roadmap.Roadmap) error {
+	fill := map[manifest.State]string{manifest.Merged: "palegreen", manifest.Running: "lightblue", manifest.Failed: "salmon", manifest.Blocked: "khaki", manifest.Pending: "white"}
+	var b strings.Builder
+	b.WriteString("digraph roadmap {\n  rankdir=LR;\n  node [shape=box, style=filled];\n")
+	for _, n := range r.Nodes {
+		fmt.Fprintf(&b, "  %s [label=%s, fillcolor=%s];\n", dotQuote(n.ID), dotQuote(fmt.Sprintf("%s\n[%s]", n.ID, n.State)), fill[n.State])
+	}
+	for _, n := range r.Nodes {
+		for _, d := range r.Deps(n) {
+			fmt.Fprintf(&b, "  %s -> %s;\n", dotQuote(d.ID), dotQuote(n.ID))
+		}
+	}
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func dotQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
 }
 
 func gitTopLevel(ctx context.Context, dir string) (string, error) {

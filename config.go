@@ -64,12 +64,17 @@ type settings struct {
 func (s settings) str(k string) string { return s.val[k] }
 
 func (s settings) int(k string) (int, error) {
+	least := minimum[k]
 	n, err := strconv.Atoi(strings.TrimSpace(s.val[k]))
-	if err != nil || n < 0 {
-		return 0, usageErrorf("%s=%q from %s: want a whole number ≥ 0", k, s.val[k], s.source[k])
+	if err != nil || n < least {
+		return 0, usageErrorf("%s=%q from %s: want a whole number ≥ %d", k, s.val[k], s.source[k], least)
 	}
 	return n, nil
 }
+
+// minimum is the least value of the whole-number settings that are not
+// counted from 0: one message states each rule, whatever the bad value.
+var minimum = map[string]int{"MAX_PARALLEL": 1}
 
 func (s settings) bool(k string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s.val[k])) {
