@@ -88,6 +88,7 @@ type runConfig struct {
 	derived                                     *regexp.Regexp
 	poll, stuck, agentTimeout, rateSleep        time.Duration
 	baseExplicit                                bool
+	lanes                                       laneSetup
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
@@ -164,6 +165,9 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
 		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
 		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
+	}
+	if err := wireControls(ctx, a, layout, cfg.lanes, &scfg); err != nil {
+		return err
 	}
 	var qrun *queueRun
 	if o.queue != nil {
@@ -267,6 +271,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 		return c, usageErrorf("AGENT_CMD is empty (from %s)", s.source["AGENT_CMD"])
 	}
 	if err := checkAgentCommands(a, s, c.agent, c.super, git.Dir); err != nil {
+		return c, err
+	}
+	if c.lanes, err = resolveLanes(a, file, c.agent, c.super); err != nil {
 		return c, err
 	}
 	c.base = s.str("BASE_BRANCH")

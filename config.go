@@ -230,3 +230,17 @@ func checkKnobs(s settings, ks []knob, only func(knob) bool) error {
 	}
 	return nil
 }
+
+// laneSetting is true for the lanes' and pacer's settings, which any
+// command's config file may hold.
+func laneSetting(k string) bool {
+	if isLaneKey(k) {
+		return true
+	}
+	for _, lk := range laneKnobs() {
+		if lk.env == k {
+			return true
+		}
+	}
+	return false
+}

@@ -110,6 +110,9 @@ func readConfig(top string, ks []knob) (map[string]fileValue, []configNote, erro
 				continue
 			}
 			name, ok := known[e.key]
+			if !ok && laneSetting(e.key) {
+				name, ok = e.key, true // LANES, LANE_<id>_<KEY>, the pacer's globals
+			}
 			switch {
 			case ok:
 			case src.format != "kv" && claudopilotOnly[e.key] != "":

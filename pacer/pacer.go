@@ -39,12 +39,12 @@ type Lane struct {
 // Usage is one reading of a lane's USAGE_CMD: `<pct_used> <secs_until_reset>
 // [<five_hour_pct> <five_hour_secs>]`.
 type Usage struct {
-	OK           bool // false: the command failed or printed nonsense
-	PctUsed      float64
-	SecsToReset  float64
-	HasFiveHour  bool
-	FiveHourPct  float64
-	FiveHourSecs float64
+	OK           bool    `json:"ok"` // false: the command failed or printed nonsense
+	PctUsed      float64 `json:"pct_used"`
+	SecsToReset  float64 `json:"secs_until_reset"`
+	HasFiveHour  bool    `json:"has_five_hour"`
+	FiveHourPct  float64 `json:"five_hour_pct"`
+	FiveHourSecs float64 `json:"five_hour_secs"`
 }
 
 // Resources is the machine's spare capacity and the budget rule.

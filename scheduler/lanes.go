@@ -187,3 +187,22 @@ func laneName(id string) string {
 	}
 	return id
 }
+
+// slotsText says how many agents may run: "max 3 in parallel", or each
+// lane's slots.
+func (s *Scheduler) slotsText() string {
+	if len(s.cfg.Lanes) == 0 {
+		return fmt.Sprintf("max %d in parallel", s.lanes[0].Slots)
+	}
+	var parts []string
+	for _, l := range s.lanes {
+		parts = append(parts, fmt.Sprintf("%s %d", l.ID, l.Slots))
+	}
+	return "lanes " + strings.Join(parts, ", ")
+}
+
+func (s *Scheduler) gateState(red bool) {
+	if s.cfg.GateState != nil {
+		s.cfg.GateState(red)
+	}
+}

@@ -155,3 +155,19 @@ func TestStartPausedWaits(t *testing.T) {
 		t.Errorf("a ran %d times", h.runner.callsOf("a"))
 	}
 }
+
+// The loop reports the base's gate: red when a merge gate fails, green
+// again when a merge lands.
+func TestGateStateReported(t *testing.T) {
+	t.Parallel()
+	var got []bool
+	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1,
+		GateState: func(red bool) { got = append(got, red) }})
+	h.merger.on("a", mstep{Reason: ReasonGate, Detail: "red"})
+	if _, err, _ := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0] || got[1] {
+		t.Fatalf("gate reports %v, want [true false]", got)
+	}
+}

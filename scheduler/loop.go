@@ -45,6 +45,11 @@ type Config struct {
 	Paused bool
 	// Review is the independent review gate (off unless REVIEW_CMD).
 	Review ReviewConfig
+	// GateState, when set, hears whether the base's gate is red: true
+	// after a merge gate fails, false after a merge lands. The pacer caps
+	// every lane at 1 while it is red. Called from the loop: it must not
+	// block.
+	GateState func(red bool)
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -154,7 +159,11 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	if err := s.restore(); err != nil {
 		return s.summary(), err
 	}
-	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, max %d in parallel", len(s.phases), s.cfg.MaxParallel)})
+	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, %s", len(s.phases), s.slotsText())})
+	if s.paused {
+		s.record(Record{Event: EvPaused})
+		s.emit(Event{Kind: EvPaused, Detail: "started paused: no launches until `claudopilot resume`"})
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timer := time.NewTimer(time.Hour)
@@ -704,6 +713,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.state = manifest.Merged
 		p.reason, p.detail = "", ""
 		p.waiting, p.waitRounds = "", 0
+		s.gateState(false)
 		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 		if m.Detail != "" {
@@ -733,6 +743,9 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		s.reviewStale(p, m.Detail)
 	default:
 		p.waiting, p.waitRounds = "", 0
+		if m.Reason == ReasonGate {
+			s.gateState(true)
+		}
 		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
 		s.failed(p, "", m.Reason, m.Detail, m.LogPath)

@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// laneKnobs are the lanes' and the pacer's global settings. They have no
+// flags: lanes are set up once, in claudopilot.config or the environment.
+// LANE_<id>_<KEY> overrides each per lane (see docs/lanes.md).
+func laneKnobs() []knob {
+	ks := []knob{
+		{"LANES", "", "", `lanes in order, e.g. "claude codex" (empty: one lane of AGENT_CMD and MAX_PARALLEL)`, "string"},
+		{"PACE_SECONDS", "", "300", "seconds between pacer passes", "seconds"},
+		{"CORES_PER_WORKER", "", "2", "cores one agent needs, for the resource budget", "string"},
+		{"MEM_MB_PER_WORKER", "", "3000", "MiB of memory one agent needs, for the resource budget", "string"},
+		{"RESOURCE_MIN_BUDGET", "", "3", "least number of agents the resource budget allows", "int"},
+		{"RESOURCE_PROBE_CMD", "", "", "prints <cores> <load5> <mem_available_mb> instead of the machine's own figures", "string"},
+	}
+	for _, k := range pacer.Keys() {
+		if k.Global == "" || k.Global == "AGENT_CMD" || k.Global == "SUPERVISOR_CMD" {
+			continue // no global, or a run knob already
+		}
+		ks = append(ks, knob{k.Global, "", k.Default, k.Help, "string"})
+	}
+	return ks
+}
+
+// isLaneKey is true for a per-lane setting, LANE_<id>_<KEY>.
+func isLaneKey(k string) bool {
+	if !strings.HasPrefix(k, "LANE_") {
+		return false
+	}
+	for _, pk := range pacer.Keys() {
+		if strings.HasSuffix(k, "_"+pk.Name) && len(k) > len("LANE_")+len(pk.Name)+1 {
+			return true
+		}
+	}
+	return false
+}
+
+// laneSetup is the resolved lane configuration of a repository.
+type laneSetup struct {
+	lanes    []pacer.LaneConfig // empty: no LANES
+	settings pacer.Settings
+	pace     time.Duration
+}
+
+// resolveLanes reads LANES and the pacer's settings: the environment, then
+// claudopilot.config, then defaults. agent and super are the run's
+// resolved AGENT_CMD and SUPERVISOR_CMD, the lanes' default commands.
+func resolveLanes(a *app, file map[string]fileValue, agent, super string) (laneSetup, error) {
+	var ls laneSetup
+	get := func(k string) (string, bool) {
+		switch k {
+		case "AGENT_CMD":
+			return agent, agent != ""
+		case "SUPERVISOR_CMD":
+			return super, super != ""
+		}
+		if v, ok := a.env[k]; ok {
+			return v, true
+		}
+		if f := file[k]; f.set {
+			return f.v, true
+		}
+		return "", false
+	}
+	s := resolveWith(nilFlags{}, laneKnobs(), a.env, file, nil)
+	if err := checkKnobs(s, laneKnobs(), nil); err != nil {
+		return ls, err
+	}
+	var err error
+	if ls.lanes, err = pacer.Parse(s.str("LANES"), get); err != nil {
+		return ls, usageErrorf("%v", err)
+	}
+	if ls.pace, err = s.seconds("PACE_SECONDS"); err != nil {
+		return ls, err
+	}
+	if ls.pace <= 0 {
+		ls.pace = 300 * time.Second
+	}
+	num := func(k string) (float64, error) {
+		x, err := strconv.ParseFloat(strings.TrimSpace(s.str(k)), 64)
+		if err != nil || x <= 0 {
+			return 0, usageErrorf("%s=%q from %s: want a number > 0", k, s.str(k), s.source[k])
+		}
+		return x, nil
+	}
+	r := pacer.Resources{}
+	if r.CoresPerWorker, err = num("CORES_PER_WORKER"); err != nil {
+		return ls, err
+	}
+	if r.MemMBPerWorker, err = num("MEM_MB_PER_WORKER"); err != nil {
+		return ls, err
+	}
+	if r.MinBudget, err = s.int("RESOURCE_MIN_BUDGET"); err != nil {
+		return ls, err
+	}
+	ls.settings = pacer.Settings{Lanes: ls.lanes, ProbeCmd: s.str("RESOURCE_PROBE_CMD"), Resources: r, Env: agentEnv(a)}
+	return ls, nil
+}
+
+// schedulerLanes are the lanes as the scheduler takes them, with the
+// concurrency of the last pacer pass.
+func (ls laneSetup) schedulerLanes(plan pacer.Plan) []scheduler.Lane {
+	var out []scheduler.Lane
+	for _, l := range ls.lanes {
+		out = append(out, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: plan.Concurrency(l.ID)})
+	}
+	return out
+}
+
+// pass runs one pacer pass over the saved state and records its result
+// as the previous value, as the driver's timer does.
+func (ls laneSetup) pass(ctx context.Context, stateDir string, sw control.Switches, gateRed bool) (pacer.Plan, map[string]pacer.Usage, error) {
+	prev, err := control.LoadLanes(stateDir)
+	if err != nil {
+		return pacer.Plan{}, nil, err
+	}
+	plan, usage := pacer.Pass(ctx, ls.settings, prev, sw.LanesOff, sw.Paused, gateRed)
+	if sw.Paused {
+		return plan, usage, nil
+	}
+	m := map[string]int{}
+	for _, r := range plan.Lanes {
+		m[r.ID] = r.Concurrency
+	}
+	return plan, usage, control.SaveLanes(stateDir, m)
+}
+
+// startControls wires the switches and the pacer to a running loop: the
+// switches' file is watched, and with LANES the pacer runs at start,
+// every PACE_SECONDS and after every switch. Nothing here runs in the
+// loop: it only receives Controls.
+func startControls(ctx context.Context, a *app, stateDir string, ls laneSetup, sw control.Switches) (<-chan scheduler.Control, func(bool), error) {
+	out := make(chan scheduler.Control)
+	// The loop reports the base's gate here; a change is a reason to
+	// pace again at once.
+	var red atomic.Bool
+	redChanged := make(chan struct{}, 1)
+	report := func(r bool) {
+		if red.Swap(r) != r {
+			select {
+			case redChanged <- struct{}{}:
+			default:
+			}
+		}
+	}
+	changes := make(chan control.Switches)
+	if err := control.Watch(ctx, stateDir, changes); err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		tick := time.NewTicker(ls.pace)
+		defer tick.Stop()
+		for {
+			var c scheduler.Control
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-changes:
+				paused := s.Paused
+				c.Pause = &paused
+				sw = s
+			case <-tick.C:
+			case <-redChanged:
+			}
+			if len(ls.lanes) > 0 {
+				plan, _, err := ls.pass(ctx, stateDir, sw, red.Load())
+				if err != nil {
+					fmt.Fprintf(a.s.Err, "claudopilot: warning: pacer: %v\n", err)
+				} else if !sw.Paused {
+					c.Slots = map[string]int{}
+					for _, r := range plan.Lanes {
+						c.Slots[r.ID] = r.Concurrency
+					}
+				}
+			}
+			if c.Pause == nil && c.Slots == nil {
+				continue
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, report, nil
+}
+
+// stateDirOf finds the state folder of the repository holding dir.
+func stateDirOf(ctx context.Context, a *app, dir string) (*worktree.Client, string, error) {
+	git, err := worktree.Open(ctx, dir, gitEnv(a))
+	if err != nil {
+		return nil, "", err
+	}
+	// The driver's state lives in the main checkout, also when the
+	// command runs in a phase's worktree (an agent pausing the run).
+	wts, err := git.Worktrees(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(wts) == 0 {
+		return nil, "", fmt.Errorf("%s: git lists no worktree", git.Dir)
+	}
+	return git, scheduler.Layout{Top: wts[0].Path}.StateDir(), nil
+}
+
+func cmdPause(ctx context.Context, a *app, args []string) error {
+	return setPaused(ctx, a, args, true)
+}
+
+func cmdResume(ctx context.Context, a *app, args []string) error {
+	return setPaused(ctx, a, args, false)
+}
+
+func setPaused(ctx context.Context, a *app, args []string, paused bool) error {
+	name, what := "resume", "Let a paused run launch agents again."
+	if paused {
+		name, what = "pause", "Stop new launches: running agents finish and their work still merges;\nnothing new starts until `claudopilot resume`."
+	}
+	fs := newFlags(a, name, name, what+`
+
+The switch is a file under .claudopilot/state, so it reaches a running
+driver within a second and holds across restarts: a driver started while
+paused waits.`, "  claudopilot "+name)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("%s takes no arguments", name)
+	}
+	git, dir, err := stateDirOf(ctx, a, a.cwd)
+	if err != nil {
+		return err
+	}
+	if _, err := control.Update(dir, func(s *control.Switches) {
+		s.Paused = paused
+		s.PausedAt = time.Time{}
+		if paused {
+			s.PausedAt = time.Now().UTC()
+		}
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.s.Out, "%s%s\n", map[bool]string{true: "paused", false: "resumed"}[paused], driverNote(ctx, git))
+	return nil
+}
+
+// driverNote says whether a running driver will see a switch.
+func driverNote(ctx context.Context, git *worktree.Client) string {
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return ""
+	}
+	if info, ok := scheduler.LockHeld(filepath.Join(common, "claudopilot.lock")); ok {
+		return fmt.Sprintf(" (the running driver, pid %d, takes it within a second)", info.PID)
+	}
+	return " (no driver is running: the next run starts this way)"
+}
+
+func cmdLane(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "lane", "lane on|off ID", `
+Switch a lane on or off. An off lane launches nothing new; its running
+agents finish. The switch persists under .claudopilot/state and a running
+driver takes it within a second (the pacer passes again at once).`, "  claudopilot lane off codex\n  claudopilot lane on codex")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
+		return usageErrorf("lane: want `lane on ID` or `lane off ID`")
+	}
+	on, id := fs.Arg(0) == "on", fs.Arg(1)
+	git, dir, err := stateDirOf(ctx, a, a.cwd)
+	if err != nil {
+		return err
+	}
+	ls, err := lanesOf(ctx, a, git)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(ls.lanes, func(l pacer.LaneConfig) bool { return l.ID == id }) {
+		var ids []string
+		for _, l := range ls.lanes {
+			ids = append(ids, l.ID)
+		}
+		if len(ids) == 0 {
+			return usageErrorf("lane: no LANES are set up (see docs/lanes.md)")
+		}
+		return usageErrorf("lane: no lane %q in LANES (%s)", id, strings.Join(ids, " "))
+	}
+	if _, err := control.Update(dir, func(s *control.Switches) {
+		if s.LanesOff == nil {
+			s.LanesOff = map[string]bool{}
+		}
+		if on {
+			delete(s.LanesOff, id)
+		} else {
+			s.LanesOff[id] = true
+		}
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.s.Out, "lane %s %s%s\n", id, fs.Arg(0), driverNote(ctx, git))
+	return nil
+}
+
+// lanesOf resolves the lane setup of the repository as `run` would.
+func lanesOf(ctx context.Context, a *app, git *worktree.Client) (laneSetup, error) {
+	file, _, err := readConfig(git.Dir, runKnobs())
+	if err != nil {
+		return laneSetup{}, err
+	}
+	s := resolveWith(nilFlags{}, runKnobs(), a.env, file, nil)
+	super := s.str("SUPERVISOR_CMD")
+	if super == "" {
+		super = s.str("AGENT_CMD")
+	}
+	return resolveLanes(a, file, s.str("AGENT_CMD"), super)
+}
+
+type laneRow struct {
+	ID          string       `json:"id"`
+	Mode        pacer.Mode   `json:"mode"`
+	Off         bool         `json:"switched_off"`
+	Usage       *pacer.Usage `json:"usage,omitempty"`
+	Want        int          `json:"want"`
+	Concurrency int          `json:"concurrency"`
+	Why         string       `json:"why"`
+}
+
+func cmdLanes(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "lanes", "lanes [--json]", `
+Show each lane: its mode, the usage its USAGE_CMD reads, what it wants, the
+resource budget, and the concurrency it gets now. This is one pacer pass
+with the same settings, usage commands, probe and saved state as run, and
+its result is saved as the previous value, as a pass of the driver's is.`, "  claudopilot lanes\n  claudopilot lanes --json | jq '.lanes[].concurrency'")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	git, dir, err := stateDirOf(ctx, a, a.cwd)
+	if err != nil {
+		return err
+	}
+	ls, err := lanesOf(ctx, a, git)
+	if err != nil {
+		return err
+	}
+	if len(ls.lanes) == 0 {
+		fmt.Fprintln(a.s.Out, "no LANES set: one lane of AGENT_CMD and MAX_PARALLEL (see docs/lanes.md)")
+		return nil
+	}
+	sw, err := control.Load(dir)
+	if err != nil {
+		return err
+	}
+	plan, usage, err := ls.pass(ctx, dir, sw, false)
+	if err != nil {
+		return err
+	}
+	var rows []laneRow
+	for i, l := range ls.lanes {
+		r := laneRow{ID: l.ID, Mode: l.Mode, Off: sw.LanesOff[l.ID], Want: plan.Lanes[i].Want, Concurrency: plan.Lanes[i].Concurrency, Why: plan.Lanes[i].Why}
+		if u, ok := usage[l.ID]; ok {
+			r.Usage = &u
+		}
+		rows = append(rows, r)
+	}
+	if *jsonOut {
+		return json.NewEncoder(a.s.Out).Encode(map[string]any{"paused": sw.Paused, "budget": plan.Budget, "lanes": rows})
+	}
+	tw := tabwriter.NewWriter(a.s.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANE\tMODE\tUSAGE\tWANT\tGETS\tWHY")
+	for _, r := range rows {
+		u := "-"
+		if r.Usage != nil {
+			u = "unreadable"
+			if r.Usage.OK {
+				u = fmt.Sprintf("%.0f%% (resets in %s)", r.Usage.PctUsed, time.Duration(r.Usage.SecsToReset)*time.Second)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Mode, u, r.Want, r.Concurrency, r.Why)
+	}
+	tw.Flush()
+	note := ""
+	if sw.Paused {
+		note = " (paused: nothing changes until resume)"
+	}
+	fmt.Fprintf(a.s.Out, "budget %d%s\n", plan.Budget, note)
+	return nil
+}
+
+// wireControls gives the loop its lanes, the saved pause switch and the
+// channel that brings later switches and pacer passes.
+func wireControls(ctx context.Context, a *app, l scheduler.Layout, ls laneSetup, cfg *scheduler.Config) error {
+	sw, err := control.Load(l.StateDir())
+	if err != nil {
+		return err
+	}
+	cfg.Paused = sw.Paused
+	if len(ls.lanes) > 0 {
+		plan, _, err := ls.pass(ctx, l.StateDir(), sw, false)
+		if err != nil {
+			return err
+		}
+		cfg.Lanes = ls.schedulerLanes(plan)
+	}
+	cfg.Controls, cfg.GateState, err = startControls(ctx, a, l.StateDir(), ls, sw)
+	return err
+}
