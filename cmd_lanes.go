@@ -61,7 +61,8 @@ type laneSetup struct {
 
 // resolveLanes reads LANES and the pacer's settings: the environment, then
 // claudopilot.config, then defaults. agent and super are the run's
-// resolved AGENT_CMD and SUPERVISOR_CMD, the lanes' default commands.
+// AGENT_CMD and SUPERVISOR_CMD as set (super "" when not set), the lanes'
+// default commands; a lane's supervisor defaults to its own CMD.
 func resolveLanes(a *app, file map[string]fileValue, agent, super string) (laneSetup, error) {
 	var ls laneSetup
 	get := func(k string) (string, bool) {
@@ -327,11 +328,7 @@ func lanesOf(ctx context.Context, a *app, git *worktree.Client) (laneSetup, erro
 		return laneSetup{}, err
 	}
 	s := resolveWith(nilFlags{}, runKnobs(), a.env, file, nil)
-	super := s.str("SUPERVISOR_CMD")
-	if super == "" {
-		super = s.str("AGENT_CMD")
-	}
-	return resolveLanes(a, file, s.str("AGENT_CMD"), super)
+	return resolveLanes(a, file, s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD"))
 }
 
 type laneRow struct {

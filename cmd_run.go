@@ -16,6 +16,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -270,10 +271,19 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if strings.TrimSpace(c.agent) == "" {
 		return c, usageErrorf("AGENT_CMD is empty (from %s)", s.source["AGENT_CMD"])
 	}
-	if err := checkAgentCommands(a, s, c.agent, c.super, git.Dir); err != nil {
+	if c.lanes, err = resolveLanes(a, file, c.agent, s.str("SUPERVISOR_CMD")); err != nil {
 		return c, err
 	}
-	if c.lanes, err = resolveLanes(a, file, c.agent, c.super); err != nil {
+	if len(c.lanes.lanes) == 0 {
+		err = checkAgentCommands(a, s, c.agent, c.super, git.Dir)
+	}
+	for _, l := range c.lanes.lanes {
+		ls := settings{source: map[string]string{"AGENT_CMD": pacer.EnvName(l.ID, "CMD"), "SUPERVISOR_CMD": pacer.EnvName(l.ID, "SUPERVISOR_CMD")}}
+		if err == nil {
+			err = checkAgentCommands(a, ls, l.Cmd, l.SupervisorCmd, git.Dir)
+		}
+	}
+	if err != nil {
 		return c, err
 	}
 	c.base = s.str("BASE_BRANCH")
