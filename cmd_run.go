@@ -147,7 +147,12 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 
 	// Agents a killed driver left running must stop before any phase
 	// resumes: two agents never work in one worktree.
-	reapLeftovers(a, jn.Path(), layout)
+	if err := work.Reap(work.ReapOptions{
+		Journal: jn.Path(), Layout: layout, Grace: 10 * time.Second,
+		Say: func(msg string) { fmt.Fprintln(a.s.Err, "claudopilot: "+msg) },
+	}); err != nil {
+		return err
+	}
 	if err := bootstrap(ctx, a, layout, cfg, agentEnv(a)); err != nil {
 		return err
 	}
@@ -366,30 +371,13 @@ func gitEnv(a *app) []string {
 	for _, k := range slices.Sorted(maps.Keys(a.env)) {
 		env = append(env, k+"="+a.env[k])
 	}
-	return env
+	// The mark lets a restarted driver find this one's git processes
+	// (work.Reap); processes it starts through supervisor.Run get their own.
+	return append(env, supervisor.Mark("git"))
 }
 
 // agentEnv is the environment agents inherit: the driver's.
 func agentEnv(a *app) []string { return gitEnv(a) }
-
-// reapLeftovers stops agents whose process groups the journal says were
-// started and never seen to end, if they still run in one of our worktrees.
-func reapLeftovers(a *app, journal string, l scheduler.Layout) {
-	recs, err := scheduler.ReadJournal(journal)
-	if err != nil {
-		return
-	}
-	hist, _ := scheduler.History(recs)
-	for _, id := range slices.Sorted(maps.Keys(hist)) {
-		for _, pgid := range hist[id].PGIDs {
-			if !supervisor.GroupAlive(pgid) || !supervisor.InDir(pgid, l.Dir()) {
-				continue
-			}
-			fmt.Fprintf(a.s.Err, "claudopilot: stopping agent of %s left by an earlier driver (process group %d)\n", id, pgid)
-			_ = supervisor.KillGroup(pgid, 10*time.Second)
-		}
-	}
-}
 
 // parseSettingFlags parses the flags of a command that takes the run's
 // settings and an optional ROADMAP_DIR. Flag values are checked before the

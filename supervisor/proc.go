@@ -275,3 +275,95 @@ func WorkingIn(dir string) ([]int, error) {
 	}
 	return pids, nil
 }
+
+// MarkVar is set in the environment of every process the driver starts, to
+// "<driver pid>.<tag>". Descendants inherit it, including those that leave
+// the process group (setsid daemons) and whose parent is gone, so they can
+// still be found: by Run, after the attempt, and by a restarted driver.
+const MarkVar = "_CLAUDOPILOT_PROC"
+
+// Mark is the MarkVar entry for processes this driver starts, tagged tag.
+func Mark(tag string) string { return fmt.Sprintf("%s=%d.%s", MarkVar, os.Getpid(), tag) }
+
+// markOf reads the MarkVar value from a process's environment ("" when
+// it has none, or it cannot be read).
+func markOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	prefix := []byte(MarkVar + "=")
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if bytes.HasPrefix(kv, prefix) {
+			return string(kv[len(prefix):])
+		}
+	}
+	return ""
+}
+
+// marked lists the live processes whose mark satisfies keep.
+func marked(keep func(mark string) bool) ([]procStat, error) {
+	procs, err := scanProcs()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []procStat
+	for _, p := range procs {
+		if p.pid == self || p.state == 'Z' {
+			continue
+		}
+		if m := markOf(p.pid); m != "" && keep(m) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// LeftBehind lists the processes working inside dir that an earlier
+// driver started (their mark names another driver's pid): its git, gates,
+// agents and what they left running. Processes without a mark (a user's
+// shell in a worktree) are not listed.
+func LeftBehind(dir string) ([]int, error) {
+	in, err := WorkingIn(dir)
+	if err != nil {
+		return nil, err
+	}
+	ours := strconv.Itoa(os.Getpid()) + "."
+	var pids []int
+	for _, pid := range in {
+		if m := markOf(pid); m != "" && !strings.HasPrefix(m, ours) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// Stop stops the processes: SIGTERM, SIGKILL after grace for those left,
+// and fails when one still lives reapWait after that.
+func Stop(pids []int, grace time.Duration) error {
+	var ps []procStat
+	for _, pid := range pids {
+		if st, ok := readStat(pid); ok && st.state != 'Z' {
+			ps = append(ps, st)
+		}
+	}
+	return stopProcs(ps, grace)
+}
+
+func stopProcs(ps []procStat, grace time.Duration) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	signalProcs(ps, syscall.SIGTERM)
+	for deadline := time.Now().Add(grace); anyAlive(ps) && time.Now().Before(deadline); {
+		time.Sleep(pollEvery)
+	}
+	signalProcs(ps, syscall.SIGKILL)
+	for deadline := time.Now().Add(reapWait); anyAlive(ps); time.Sleep(pollEvery) {
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("supervisor: %d processes still alive %s after SIGKILL", len(ps), reapWait)
+		}
+	}
+	return nil
+}

@@ -2,12 +2,16 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -67,7 +71,10 @@ type Result struct {
 	// Err explains a non-empty Reason (for "canceled" it wraps the context's
 	// cause) and reports supervision trouble such as a failed log write; it
 	// is nil for a process that simply exited, whatever its code.
-	Err            error
+	Err error
+	// Stray is set when some process of the run could not be stopped: it
+	// may still be writing in Dir, so nothing may use Dir as finished.
+	Stray          error
 	Tail           []string // last TailLines lines of output
 	Started, Ended time.Time
 }
@@ -114,10 +121,19 @@ func Run(ctx context.Context, s Spec) (res Result) {
 		return fail(ReasonStart, fmt.Errorf("supervisor: output pipe: %w", err))
 	}
 
+	// Every process of this run carries the mark, so those that escape
+	// the group (setsid) are found and stopped with it.
+	var tag [8]byte
+	rand.Read(tag[:])
+	mark := Mark(hex.EncodeToString(tag[:]))
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
 	argv := append(append([]string(nil), s.Wrap...), "/bin/sh", "-c", s.Command)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
-	cmd.Env = s.Env
+	cmd.Env = append(slices.Clip(env), mark)
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if stdin != nil {
 		cmd.Stdin = stdin
@@ -177,6 +193,11 @@ func Run(ctx context.Context, s Spec) (res Result) {
 		groupErr = terminate(pid, s.KillGrace, exited)
 	}
 
+	// Then what escaped the group (a setsid daemon), found by its mark,
+	// on every path: nothing of the run may go on writing in its folder
+	// once Run returns (the gate runs there next).
+	groupErr = errors.Join(groupErr, stopMarked(mark, s.KillGrace))
+
 	// The group is dead, so the pipe hits EOF as soon as the buffered output
 	// is read, unless an escaped process still holds it.
 	if err := pr.SetReadDeadline(time.Now().Add(drainGrace)); err != nil {
@@ -194,6 +215,7 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	res.Reason = reason
+	res.Stray = groupErr
 	res.Err = errors.Join(cause, groupErr, logw.err, logw.Close())
 	return res
 }
@@ -316,4 +338,14 @@ func terminate(pgid int, grace time.Duration, exited <-chan struct{}) error {
 		time.Sleep(pollEvery)
 	}
 	return errors.Join(errs...)
+}
+
+// stopMarked stops every process carrying mark (MarkVar=value).
+func stopMarked(mark string, grace time.Duration) error {
+	_, want, _ := strings.Cut(mark, "=")
+	ps, err := marked(func(m string) bool { return m == want })
+	if err != nil {
+		return err
+	}
+	return stopProcs(ps, grace)
 }

@@ -397,6 +397,33 @@ func TestEscapedProcessHoldingStdoutDoesNotHangRun(t *testing.T) {
 	if strings.Join(r.Tail, "|") != "done" {
 		t.Errorf("tail = %q", r.Tail)
 	}
+	// It left the group and lost its parent, yet it is stopped before Run
+	// returns: an agent's daemon must not write on after the attempt.
+	if Alive(escaped) {
+		t.Errorf("the escaped process %d still runs after Run", escaped)
+	}
+}
+
+// A daemon that left the group and whose parent is gone (a double fork)
+// is stopped when the run is canceled too, not only when the agent exits.
+func TestDoubleForkedDaemonStoppedOnCancel(t *testing.T) {
+	s, d := spec(t, "")
+	fifo(t, d)
+	s.KillGrace = time.Second
+	s.Command = `setsid sh -c 'sleep 100 & echo $! > "$D/ready.fifo"' & sleep 100`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() { done <- Run(ctx, s) }()
+	escaped := atoi(t, readLine(t, filepath.Join(d, "ready.fifo")))
+	defer syscall.Kill(escaped, syscall.SIGKILL)
+	cancel()
+	if r := <-done; r.Reason != ReasonCanceled {
+		t.Errorf("reason = %q", r.Reason)
+	}
+	if Alive(escaped) {
+		t.Errorf("the escaped daemon %d still runs after Run", escaped)
+	}
 }
 
 func TestStartFailure(t *testing.T) {

@@ -160,6 +160,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		OnStart: started,
 	})
 	o.ExitCode = res.ExitCode
+	if res.Stray != nil {
+		// Something of the agent's still runs: its worktree is not
+		// finished work, and the gate must not run beside it.
+		return fail(scheduler.ReasonWorktree, "the agent's processes could not all be stopped: "+res.Stray.Error())
+	}
 	// Leftovers are committed on every path the agent ran, each check of
 	// commitLeftovers first (a stopped agent may have left anything).
 	var refused *refusedError

@@ -183,6 +183,7 @@ func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []s
 	dir = c.abs(dir)
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = c.environ(extraEnv)
+	dieWithUs(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

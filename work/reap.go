@@ -1,0 +1,71 @@
+package work
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+)
+
+// ReapOptions says what Reap stops and how.
+type ReapOptions struct {
+	Journal string // the run journal: process groups started and not seen to end
+	Layout  scheduler.Layout
+	Grace   time.Duration // SIGTERM→SIGKILL delay
+	// Say reports each stop; nil: silent.
+	Say func(string)
+	// Kill stops one process group; nil: supervisor.KillGroup.
+	Kill func(pgid int, grace time.Duration) error
+}
+
+// Reap stops what an earlier driver left running before any phase
+// resumes: the agents whose process groups its journal names, when they
+// still work in a phase worktree, and every process it started (its git,
+// gates, agents, their daemons: they carry its mark) still working inside
+// .claudopilot/. Only then may a lock there be taken for stale. It fails
+// closed: when something cannot be stopped the error says what, and the
+// run must not start (phases would resume beside it).
+func Reap(o ReapOptions) error {
+	kill := o.Kill
+	if kill == nil {
+		kill = supervisor.KillGroup
+	}
+	say := o.Say
+	if say == nil {
+		say = func(string) {}
+	}
+	recs, err := scheduler.ReadJournal(o.Journal)
+	if err != nil {
+		return fmt.Errorf("read the journal to stop an earlier driver's agents: %w", err)
+	}
+	hist, _ := scheduler.History(recs)
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(hist)) {
+		for _, pgid := range hist[id].PGIDs {
+			if !supervisor.GroupAlive(pgid) || !supervisor.InDir(pgid, o.Layout.Dir()) {
+				continue
+			}
+			say(fmt.Sprintf("stopping agent of %s left by an earlier driver (process group %d)", id, pgid))
+			if err := kill(pgid, o.Grace); err != nil {
+				errs = append(errs, fmt.Errorf("stop the agent of %s left by an earlier driver (process group %d): %w", id, pgid, err))
+			}
+		}
+	}
+	pids, err := supervisor.LeftBehind(o.Layout.Dir())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("find processes an earlier driver left in %s: %w", o.Layout.Dir(), err))
+	} else if len(pids) > 0 {
+		say(fmt.Sprintf("stopping %d processes an earlier driver left working in %s (pids %v)", len(pids), o.Layout.Dir(), pids))
+		if err := supervisor.Stop(pids, o.Grace); err != nil {
+			errs = append(errs, fmt.Errorf("stop the processes an earlier driver left in %s: %w", o.Layout.Dir(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w; no phase resumes while they may still write in its worktree", err)
+	}
+	return nil
+}
