@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -141,6 +144,11 @@ type statusJSON struct {
 	// PendingMove is set while the base checkout has not followed a
 	// merge yet (its move is recorded in .claudopilot/state/advance.json).
 	PendingMove *pendingMoveJSON `json:"pending_checkout_move,omitempty"`
+	// Paused: `claudopilot pause` holds new launches; LanesOff are lanes
+	// switched off; Lanes is the pacer's last concurrency per lane.
+	Paused   bool           `json:"paused"`
+	LanesOff []string       `json:"lanes_off,omitempty"`
+	Lanes    map[string]int `json:"lanes,omitempty"`
 }
 
 type pendingMoveJSON struct {
@@ -205,6 +213,17 @@ pid. It changes nothing and is safe to run during a run.`,
 	if mv, err := land.Pending(s.layout); err == nil && mv != nil {
 		st.PendingMove = &pendingMoveJSON{Dir: mv.Dir, From: mv.Old, To: mv.New}
 	}
+	if sw, err := control.Load(s.layout.StateDir()); err == nil {
+		st.Paused = sw.Paused
+		for _, id := range slices.Sorted(maps.Keys(sw.LanesOff)) {
+			if sw.LanesOff[id] {
+				st.LanesOff = append(st.LanesOff, id)
+			}
+		}
+	}
+	if m, err := control.LoadLanes(s.layout.StateDir()); err == nil && len(m) > 0 {
+		st.Lanes = m
+	}
 	if *jsonOut {
 		enc := json.NewEncoder(a.s.Out)
 		enc.SetIndent("", "  ")
@@ -248,6 +267,20 @@ pid. It changes nothing and is safe to run during a run.`,
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
 	if mv := st.PendingMove; mv != nil {
 		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.rel(mv.Dir), short(mv.To))
+	}
+	if st.Paused {
+		fmt.Fprintln(w, "Paused: no new launches until `claudopilot resume` (running agents finish).")
+	}
+	if len(st.Lanes) > 0 {
+		var parts []string
+		for _, id := range slices.Sorted(maps.Keys(st.Lanes)) {
+			part := fmt.Sprintf("%s %d", id, st.Lanes[id])
+			if slices.Contains(st.LanesOff, id) {
+				part += " (off)"
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(w, "Lanes (concurrency from the last pacer pass): %s\n", strings.Join(parts, ", "))
 	}
 	if st.Cooldown != "" {
 		until := s.cool[scheduler.Worker]

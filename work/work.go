@@ -159,6 +159,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started,
 	})
+	if j.Lane != "" {
+		noteInLog(log, fmt.Sprintf("claudopilot: %s attempt %d of %s ran on lane %s", j.Role, j.Attempt, j.ID, j.Lane))
+	}
 	o.ExitCode = res.ExitCode
 	if res.Stray != nil {
 		// Something of the agent's still runs: its worktree is not
