@@ -135,7 +135,7 @@ func TestLostMergeAnswerIsMerged(t *testing.T) {
 		fault ghfake.Fault
 	}{
 		{"502", ghfake.Fault{Method: "PUT", Path: "/merge", Lost: true, Status: 502}},
-		{"timeout", ghfake.Fault{Method: "PUT", Path: "/merge", Delay: 4 * time.Second}},
+		{"timeout", ghfake.Fault{Method: "PUT", Path: "/merge", Delay: hang}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -144,7 +144,7 @@ func TestLostMergeAnswerIsMerged(t *testing.T) {
 			e.fake.AddFault(tc.fault)
 			log := &syncBuf{}
 			q := e.queue("w", log, func(c *Config) {
-				c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = time.Second })
+				c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = slowTimeout })
 			})
 			sum := run(t, q, log)
 			is := e.issue(n)

@@ -70,6 +70,16 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// slowTimeout is the request timeout of a test in which one answer must
+// time out (a fault with Delay: hang, which answers only when the client
+// gives up). Every other answer must come within it even on a busy
+// machine, where the fake's git commands alone can take a second, and the
+// test waits it out once per such fault.
+const slowTimeout = 3 * time.Second
+
+// hang is a fault's Delay that outlasts any client timeout.
+const hang = time.Hour
+
 const (
 	owner = "acme"
 	repo  = "widgets"
@@ -220,7 +230,9 @@ func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 // run runs q with a generous bound and returns its summary.
 func run(t *testing.T, q *Queue, log *syncBuf) Summary {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// An upper bound for a hung queue, not a wait: a busy machine can take
+	// many times a quiet one's few seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sum, err := q.Run(ctx)
 	if err != nil {

@@ -447,12 +447,12 @@ func TestFaultyGitHubDuringRun(t *testing.T) {
 	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues", Times: 2, Status: 502})
 	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/events", RateLimit: true, Reset: time.Hour})
 	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/labels", Secondary: true, RetryAfter: time.Minute})
-	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: 4 * time.Second})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: hang})
 	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Status: 503})
 	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Status: 500})
 	log := &syncBuf{}
 	q := e.queue("w", log, func(c *Config) {
-		c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = time.Second })
+		c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = slowTimeout })
 	})
 	sum := run(t, q, log)
 	if sum.Count(Merged) != 1 {

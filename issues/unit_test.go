@@ -108,7 +108,7 @@ func TestAPIURLs(t *testing.T) {
 func TestGitHubFaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g := e.github(func(c *GitHubConfig) { c.Timeout = time.Second; c.MaxRetries = 3 })
+	g := e.github(func(c *GitHubConfig) { c.Timeout = slowTimeout; c.MaxRetries = 3 })
 	ctx := context.Background()
 	n := e.fake.NewIssue("alice", "x", "y", nil, "")
 
@@ -137,7 +137,7 @@ func TestGitHubFaults(t *testing.T) {
 	}
 	// A slow answer to a create: the create went through; the retry finds
 	// it instead of posting twice.
-	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: 4 * time.Second})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: hang})
 	if _, err := g.PostComment(ctx, n, "once only"); err != nil {
 		t.Fatalf("after a slow answer: %v", err)
 	}
