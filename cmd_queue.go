@@ -66,6 +66,8 @@ func queueKnobs() []knob {
 		{"MERGE_METHOD", "merge-method", "merge", "merge, squash or rebase", "string"},
 		{"GITHUB_API_URL", "api-url", "", "REST API base URL, used as given (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3)", "string"},
 		{"CLAIM_STALE_HOURS", "claim-stale-hours", "6", "hours after which a claim without an open pull request may be released", "string"},
+		{"CHECKS_GRACE", "checks-grace", "120", "seconds after a push (and marking ready) before \"no checks\" counts as green", "seconds"},
+		{"CHECKS_TIMEOUT", "checks-timeout", "7200", "seconds after a push before checks still pending block the issue", "seconds"},
 		{"TRUSTED_AUTHORS", "trusted-authors", "", "comma-separated logins whose issues are trusted whoever labelled them", "string"},
 		{"AGENT_ENV_ALLOW", "agent-env-allow", "", "comma-separated variables agents keep although they hold the token (GITHUB_TOKEN, GH_TOKEN)", "string"},
 	}
@@ -286,7 +288,7 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 		return c, g, err
 	}
 	c.LogCap = int64(logCap) << 20
-	for k, dst := range map[string]*time.Duration{"POLL_SECONDS": &c.Poll, "STUCK_TIMEOUT": &c.StuckTimeout, "AGENT_TIMEOUT": &c.AgentTimeout, "DEFAULT_RATE_LIMIT_SLEEP": &c.RateLimitSleep} {
+	for k, dst := range map[string]*time.Duration{"POLL_SECONDS": &c.Poll, "STUCK_TIMEOUT": &c.StuckTimeout, "AGENT_TIMEOUT": &c.AgentTimeout, "DEFAULT_RATE_LIMIT_SLEEP": &c.RateLimitSleep, "CHECKS_GRACE": &c.ChecksGrace, "CHECKS_TIMEOUT": &c.ChecksTimeout} {
 		if *dst, err = s.seconds(k); err != nil {
 			return c, g, err
 		}

@@ -59,12 +59,14 @@ type Config struct {
 	MaxSupervisorAttempts int           // repair runs after a local failure (exit, no commit, gate); default 0
 	CheckRounds           int           // repair rounds for red checks (default 3)
 	RateLimitSleep        time.Duration // agent rate limit without a hint (default 1h)
+	ChecksGrace           time.Duration // CHECKS_GRACE: "no checks" is green only this long after the head was pushed and marked ready (default 120s)
+	ChecksTimeout         time.Duration // CHECKS_TIMEOUT: checks pending (or unreadable) this long after the push block the issue (default 2h)
 
 	Env        []string // the driver's environment
 	PromptDirs []string // folders that may hold issue-worker.md / issue-supervisor.md overrides
 	Once       bool     // work the current queue, then return
 	Instance   string   // default NewInstance()
-	Clock      Clock    // default RealClock (for claim ages; GitHub waits use the GitHub's own)
+	Clock      Clock    // default RealClock (claim ages, check polls and their grace and timeout; GitHub waits use the GitHub's own)
 	Log        io.Writer
 	// Phases returns the manifest side of the graph, read at every poll;
 	// nil means no roadmap (a "Depends on phase-03" is then unknown).
@@ -177,6 +179,12 @@ func New(cfg Config) (*Queue, error) {
 	}
 	if cfg.CheckRounds <= 0 {
 		cfg.CheckRounds = 3
+	}
+	if cfg.ChecksGrace <= 0 {
+		cfg.ChecksGrace = 120 * time.Second
+	}
+	if cfg.ChecksTimeout <= 0 {
+		cfg.ChecksTimeout = 2 * time.Hour
 	}
 	if cfg.RateLimitSleep <= 0 {
 		cfg.RateLimitSleep = time.Hour

@@ -96,6 +96,7 @@ var HeadInvalid = map[string]any{
 type Request struct {
 	Method, Path, Login string
 	Body                string
+	At                  time.Time // on the fake's clock
 }
 
 // Issue is an issue or pull request as the fake holds it.
@@ -481,9 +482,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
 	s.mu.Lock()
 	login := s.token[tokenOf(r)]
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.EscapedPath(), Login: login, Body: string(body)})
-	f := s.fault(r)
 	now := s.now()
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.EscapedPath(), Login: login, Body: string(body), At: now})
+	f := s.fault(r)
 	s.mu.Unlock()
 	if f != nil {
 		switch {

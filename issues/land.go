@@ -1,0 +1,267 @@
+package issues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Landing an issue's branch on GitHub, to the roadmap's standard: what is
+// merged is what CI tested against the current base, as a phase's merge
+// is what the gate saw.
+//
+//  1. Push, open a draft pull request, and mark it ready before counting
+//     its checks: CI that skips drafts reports none on a draft, and "no
+//     checks" would read as green.
+//  2. Wait for the head's checks. "No checks" is green only CHECKS_GRACE
+//     after the head was pushed and marked ready (checks appear seconds
+//     after a push); checks pending (or unreadable) CHECKS_TIMEOUT after
+//     it block the issue. Red checks go to the repair supervisor.
+//  3. Green: if the head lacks commits of the base (the base moved since
+//     CI ran), GitHub's update-branch merges the base in (with the head's
+//     sha expected), the branch follows, and its checks are waited for
+//     again. Only a head that contains the base's tip is merged, with that
+//     head's sha, so the merge result is the tree CI saw.
+//
+// A base that moves between the compare and the merge (a few hundred
+// milliseconds) is the one window left: GitHub's merge API cannot be made
+// conditional on the base.
+
+// maxUpdates is how often a green pull request is brought up to date with
+// a base that keeps moving before the issue is blocked.
+const maxUpdates = 10
+
+// land pushes the branch, opens and readies the pull request, and waits for
+// its checks, repairs red ones and merges green ones (or hands them for
+// review). kind is Merged, Review or Dropped; f is why it failed.
+func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
+	q := w.q
+	if f := w.push(ctx); f != nil {
+		return "", f
+	}
+	w.pushed = true
+	pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
+		fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
+	if err != nil {
+		return "", &failure{reason: "pull request", detail: err.Error()}
+	}
+	w.pr = pr
+	w.stopHB() // an open pull request keeps the claim alive
+	q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
+	if err := q.gh.MarkReady(ctx, w.pr); err != nil {
+		return "", &failure{reason: "pull request", detail: err.Error()}
+	}
+	since := q.clock.Now()
+
+	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
+	if err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	}
+	rounds, moved, updates := 0, 0, 0
+	// headMoved follows a head someone else moved; its checks are read next.
+	headMoved := func(err error) *failure {
+		moved++
+		if moved > 5 {
+			return &failure{reason: "merge", detail: "the head kept moving: " + err.Error()}
+		}
+		p, perr := q.gh.PR(ctx, w.pr.Number)
+		if perr != nil {
+			return &failure{reason: "merge", detail: perr.Error()}
+		}
+		q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
+		sha = p.HeadSHA
+		if err := w.follow(ctx, sha); err != nil {
+			return &failure{reason: "worktree", detail: err.Error()}
+		}
+		since = q.clock.Now()
+		return nil
+	}
+	for {
+		verdict, checks, st := w.waitChecks(ctx, sha, since)
+		switch {
+		case ctx.Err() != nil:
+			return "", &failure{reason: "interrupted"}
+		case st != nil && st.kind == Merged:
+			return Merged, nil
+		case st != nil && st.kind == Dropped:
+			return Dropped, &failure{reason: st.why}
+		case st != nil:
+			return "", &failure{reason: "pull request", detail: st.why}
+		case verdict == "timeout":
+			detail := fmt.Sprintf("checks of %s still pending after CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
+			if checks == nil {
+				detail = fmt.Sprintf("checks of %s could not be read for CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
+			} else if p := pendingNames(checks); len(p) > 0 {
+				detail += ": " + strings.Join(p, ", ")
+			}
+			return "", &failure{reason: "checks", detail: detail, checks: pendingNames(checks)}
+		case verdict == "red":
+			_, failing := Verdict(checks)
+			if rounds == q.cfg.CheckRounds {
+				return "", &failure{reason: "checks", detail: fmt.Sprintf("still red after %d repair rounds: %s", rounds, strings.Join(failing, ", ")), checks: failing}
+			}
+			rounds++
+			q.logIssue(w.n, "checks red (%s); repair round %d/%d", strings.Join(failing, ", "), rounds, q.cfg.CheckRounds)
+			mode := "standard"
+			if rounds == q.cfg.CheckRounds {
+				mode = "best-effort"
+			}
+			cf := &failure{reason: "checks", detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks)}
+			if f := w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: cf, sinceSHA: sha}); f != nil {
+				if ctx.Err() != nil {
+					return "", &failure{reason: "interrupted"}
+				}
+				if f.reason != "no-commit" {
+					return "", f
+				}
+				// No fix: the same commit stays red; the round is spent.
+				continue
+			}
+			if f := w.push(ctx); f != nil {
+				return "", f
+			}
+			if sha, err = q.git.RevParse(ctx, "refs/heads/"+w.branch); err != nil {
+				return "", &failure{reason: "worktree", detail: err.Error()}
+			}
+			since = q.clock.Now()
+			continue
+		}
+		// Green.
+		if !q.cfg.AutoMerge {
+			return Review, nil
+		}
+		// Merge only what CI tested against the current base. A compare
+		// that cannot be read stops the landing (it fails closed).
+		behind, err := q.gh.BehindBase(ctx, q.cfg.Base, sha)
+		if err != nil {
+			return "", &failure{reason: "merge", detail: err.Error()}
+		}
+		if behind > 0 {
+			if updates++; updates > maxUpdates {
+				return "", &failure{reason: "merge", detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
+			}
+			head, err := q.gh.UpdateBranch(ctx, w.pr.Number, sha)
+			switch {
+			case errors.Is(err, ErrHeadMoved):
+				if f := headMoved(err); f != nil {
+					return "", f
+				}
+				continue
+			case errors.Is(err, ErrConflict):
+				return "", &failure{reason: "conflict", detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err)}
+			case err != nil:
+				return "", &failure{reason: "merge", detail: err.Error()}
+			}
+			q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
+			sha = head
+			if err := w.follow(ctx, sha); err != nil {
+				return "", &failure{reason: "worktree", detail: err.Error()}
+			}
+			since = q.clock.Now()
+			continue
+		}
+		err = q.gh.Merge(ctx, w.pr.Number, sha, q.cfg.MergeMethod, fmt.Sprintf("%s (#%d)", w.is.Title, w.pr.Number))
+		switch {
+		case err == nil:
+			q.logIssue(w.n, "merged pull request #%d at %s", w.pr.Number, short(sha))
+			return Merged, nil
+		case errors.Is(err, ErrHeadMoved):
+			if f := headMoved(err); f != nil {
+				return "", f
+			}
+		default:
+			return "", &failure{reason: "merge", detail: err.Error()}
+		}
+	}
+}
+
+// stop says why watching a pull request ended without a verdict.
+type stop struct {
+	kind string // Merged (by someone else), Dropped (the issue vanished or closed), Blocked (the pull request vanished or closed)
+	why  string
+}
+
+// waitChecks reads the checks of sha every CheckPoll until they are green,
+// red, or time out. since is when sha was pushed and the pull request
+// marked ready. No checks at all is green once two reads in a row agree
+// and ChecksGrace has passed since; checks that cannot be read are waited
+// for, never taken as green; pending or unreadable checks ChecksTimeout
+// after since give "timeout" (with the checks last read, nil if none
+// could be). A stop is returned when the issue or the pull request
+// vanished or closed.
+func (w *worker) waitChecks(ctx context.Context, sha string, since time.Time) (verdict string, checks []Check, st *stop) {
+	q := w.q
+	empty := 0
+	unreadable, graceLogged := false, false
+	for {
+		if is, err := q.gh.Issue(ctx, w.n); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return "", nil, &stop{Dropped, "the issue vanished"}
+			}
+		} else if is.State != "open" {
+			return "", nil, &stop{Dropped, "the issue was closed"}
+		}
+		if p, err := q.gh.PR(ctx, w.pr.Number); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d vanished", w.pr.Number)}
+			}
+		} else {
+			switch {
+			case p.Merged:
+				return "", nil, &stop{Merged, ""}
+			case p.State != "open":
+				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
+			}
+		}
+		cs, err := q.gh.Checks(ctx, sha)
+		waited := q.clock.Now().Sub(since)
+		switch {
+		case ctx.Err() != nil:
+			return "", nil, nil
+		case err != nil:
+			if !unreadable {
+				q.logIssue(w.n, "checks of %s cannot be read (%v); waiting", short(sha), err)
+			}
+			unreadable = true
+			if waited >= q.cfg.ChecksTimeout {
+				return "timeout", checks, nil
+			}
+		case len(cs) == 0:
+			unreadable = false
+			checks = cs
+			if empty++; empty >= 2 && waited >= q.cfg.ChecksGrace {
+				return "green", nil, nil
+			}
+			if !graceLogged {
+				q.logIssue(w.n, "no checks on %s yet; none counts as green after CHECKS_GRACE (%s)", short(sha), q.cfg.ChecksGrace)
+				graceLogged = true
+			}
+		default:
+			unreadable = false
+			empty = 0
+			checks = cs
+			if v, _ := Verdict(cs); v != "pending" {
+				return v, cs, nil
+			}
+			if waited >= q.cfg.ChecksTimeout {
+				return "timeout", cs, nil
+			}
+		}
+		if err := q.clock.Sleep(ctx, q.cfg.CheckPoll); err != nil {
+			return "", nil, nil
+		}
+	}
+}
+
+// pendingNames are the names of the checks still pending.
+func pendingNames(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		if c.State == "pending" {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+package issues
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// Tests of the queue's landing rule: the pull request is ready before its
+// checks count, "no checks" is green only after CHECKS_GRACE, pending
+// checks time out, and only a head that contains the current base is
+// merged.
+
+// fixer is a repair supervisor that makes e.ci() green.
+const fixer = `set -e
+test "$CLAUDOPILOT_FAILURE" = checks
+echo fixed > FIXED
+git add FIXED
+git commit -qm "fix ci/test"
+`
+
+// TestDraftCIIsNotGreen: CI that skips drafts reports no checks on one.
+// The pull request is marked ready first, so the real (red) checks are
+// counted, repaired, and only then merged.
+func TestDraftCIIsNotGreen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetCI(e.ci())
+	e.fake.SetCIRules(ghfake.CIRules{SkipDrafts: true})
+	n := e.fake.NewIssue("alice", "draft CI", "x", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Supervisor = e.script("fix.sh", fixer) })
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 || !e.onMain("FIXED") {
+		t.Fatalf("merged without its CI having passed: summary %+v, FIXED on main %v\n%s\n%s", sum, e.onMain("FIXED"), log, dump(e, n))
+	}
+	var ready, firstChecks time.Time
+	for _, r := range e.fake.Requests() {
+		switch {
+		case r.Path == "/graphql" && strings.Contains(r.Body, "markPullRequestReadyForReview") && ready.IsZero():
+			ready = r.At
+		case strings.HasSuffix(r.Path, "/check-runs") && firstChecks.IsZero():
+			firstChecks = r.At
+		}
+	}
+	if ready.IsZero() || firstChecks.Before(ready) {
+		t.Errorf("checks read at %v, before the pull request was marked ready at %v", firstChecks, ready)
+	}
+}
+
+// TestChecksGrace: checks appear a minute after the push; with the
+// default CHECKS_GRACE of 120 s the red check is seen and repaired, and a
+// repository without CI merges only 120 s after the pull request was
+// ready.
+func TestChecksGrace(t *testing.T) {
+	t.Parallel()
+	t.Run("late checks", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.fake.SetCI(e.ci())
+		e.fake.SetCIRules(ghfake.CIRules{Delay: time.Minute})
+		n := e.fake.NewIssue("alice", "late CI", "x", []string{"agent-ready"}, "")
+		log := &syncBuf{}
+		q := e.queue("w", log, func(c *Config) {
+			c.Supervisor = e.script("fix.sh", fixer)
+			c.ChecksGrace, c.CheckPoll = 0, 10*time.Second
+		})
+		sum := run(t, q, log)
+		if sum.Count(Merged) != 1 || !e.onMain("FIXED") || !strings.Contains(log.String(), "checks red (ci/test)") {
+			t.Fatalf("late red checks not seen: summary %+v\n%s\n%s", sum, log, dump(e, n))
+		}
+	})
+	t.Run("no CI", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		n := e.fake.NewIssue("alice", "no CI", "x", []string{"agent-ready"}, "")
+		log := &syncBuf{}
+		q := e.queue("w", log, func(c *Config) { c.ChecksGrace, c.CheckPoll = 0, 10*time.Second })
+		sum := run(t, q, log)
+		if sum.Count(Merged) != 1 {
+			t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+		}
+		var ready, merged time.Time
+		for _, r := range e.fake.Requests() {
+			switch {
+			case r.Path == "/graphql" && strings.Contains(r.Body, "markPullRequestReadyForReview"):
+				ready = r.At
+			case strings.HasSuffix(r.Path, "/merge"):
+				merged = r.At
+			}
+		}
+		if d := merged.Sub(ready); d < 120*time.Second {
+			t.Errorf("merged %s after the pull request was ready, before CHECKS_GRACE (120s)", d)
+		}
+		if !strings.Contains(log.String(), "none counts as green after CHECKS_GRACE (2m0s)") {
+			t.Errorf("no grace line:\n%s", log)
+		}
+	})
+}
+
+// TestPendingChecksTimeOut: checks still pending CHECKS_TIMEOUT after the
+// push block the issue, with that reason.
+func TestPendingChecksTimeOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/slow", Status: "in_progress"}}, nil
+	})
+	n := e.fake.NewIssue("alice", "slow CI", "x", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.ChecksTimeout, c.CheckPoll = 10*time.Minute, time.Minute })
+	sum := run(t, q, log)
+	is := e.issue(n)
+	if sum.Count(Blocked) != 1 || !hasLabel(is, "agent-blocked") || commentsWith(is, "still pending after CHECKS_TIMEOUT (10m0s): ci/slow") != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if p := e.fake.Pulls(); len(p) != 1 || p[0].Merged || p[0].State != "open" {
+		t.Errorf("pull request %+v", p)
+	}
+}
+
+// baseMover is a CI that passes every commit and, the first time it is
+// asked, pushes a commit to main that writes path (the base moves while
+// the checks run). It records the commits it was asked about.
+type baseMover struct {
+	e     *env
+	path  string
+	mu    sync.Mutex
+	moved bool
+	asked []string
+}
+
+func (b *baseMover) ci(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, sha)
+	if !b.moved {
+		b.moved = true
+		dir := filepath.Join(b.e.dir, "mover")
+		b.run("clone", "-q", b.e.origin, dir)
+		writeFile(b.e.t, filepath.Join(dir, b.path), "from main\n")
+		b.run("-C", dir, "add", "-A")
+		b.run("-C", dir, "-c", "user.name=M", "-c", "user.email=m@example.com", "commit", "-qm", "main moves")
+		b.run("-C", dir, "push", "-q", "origin", "HEAD:main")
+	}
+	return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+}
+
+func (b *baseMover) run(args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Env = b.e.genv
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.e.t.Errorf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func (b *baseMover) wasAsked(sha string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.asked {
+		if a == sha {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBaseMovedIsUpdatedBeforeMerge: the base moved after the checks ran,
+// so the branch is brought up to date (update-branch with the head's sha
+// expected), its new head's checks are waited for, and that head is what
+// is merged.
+func TestBaseMovedIsUpdatedBeforeMerge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mover := &baseMover{e: e, path: "other.txt"}
+	e.fake.SetCI(mover.ci)
+	n := e.fake.NewIssue("alice", "moving base", "x", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 || !e.onMain("other.txt") || !e.onMain("work/issue-1.txt") {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	var updates int
+	var merged string
+	for _, r := range e.fake.Requests() {
+		switch {
+		case r.Method == "PUT" && strings.HasSuffix(r.Path, "/update-branch"):
+			updates++
+			if !strings.Contains(r.Body, `"expected_head_sha"`) {
+				t.Errorf("update-branch without expected_head_sha: %s", r.Body)
+			}
+		case r.Method == "PUT" && strings.HasSuffix(r.Path, "/merge"):
+			var in struct {
+				SHA string `json:"sha"`
+			}
+			_ = json.Unmarshal([]byte(r.Body), &in)
+			merged = in.SHA
+		}
+	}
+	if updates != 1 {
+		t.Errorf("%d update-branch requests, want 1\n%s", updates, log)
+	}
+	if merged == "" || !mover.wasAsked(merged) {
+		t.Errorf("merged %q, whose checks were never read", merged)
+	}
+	if err := exec.Command("git", "-C", e.origin, "cat-file", "-e", merged+":other.txt").Run(); err != nil {
+		t.Errorf("the merged head %s does not contain the base's new commit", merged)
+	}
+}
+
+// TestBaseMovedWithAConflictBlocks: the base moved and no longer merges
+// cleanly: update-branch answers 422 and the issue is blocked (conflict),
+// not merged.
+func TestBaseMovedWithAConflictBlocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mover := &baseMover{e: e, path: "work/issue-1.txt"}
+	e.fake.SetCI(mover.ci)
+	n := e.fake.NewIssue("alice", "conflict", "x", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	sum := run(t, q, log)
+	is := e.issue(n)
+	if sum.Count(Blocked) != 1 || commentsWith(is, "**conflict**") != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	if p := e.fake.Pulls(); len(p) != 1 || p[0].Merged {
+		t.Errorf("pull request %+v", p)
+	}
+}
