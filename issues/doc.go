@@ -9,11 +9,17 @@
 //
 //   - GitHub (github.go): the only door to the API, go-github wrapped in one
 //     fault policy: primary rate limits wait for their reset, secondary ones
-//     for Retry-After, 5xx and timeouts back off and retry, 404 is
-//     ErrNotFound. Creates that time out are looked for before a retry, so
-//     nothing is posted twice; every posted text is scrubbed. Label names are
-//     path-escaped (go-github's RemoveLabelForIssue does not). IssuesDone is
-//     what a roadmap phase depending on "#N" asks.
+//     for Retry-After (any 403/429 carrying one), 5xx and timeouts back off
+//     and retry, 404 is ErrNotFound. Writes whose answer was lost are
+//     checked before a retry (a comment by its nonce, a pull request by its
+//     branch, a merge by the pull request's merged flag, ready and
+//     update-branch by the pull request), so nothing is done twice and a
+//     merged pull request is never reported as failed; 405 "Base branch was
+//     modified" and 422 head invalid (a push GitHub has not processed) are
+//     waited out. An app installation token's login comes from GraphQL's
+//     viewer or the author of our own first comment. Every posted text is
+//     scrubbed. Label names are path-escaped (go-github's RemoveLabelForIssue
+//     does not). IssuesDone is what a roadmap phase depending on "#N" asks.
 //   - ParseDeps (deps.go): the deps in an issue body, read with goldmark.
 //   - graphProblems (graph.go): self-deps, unknown issues and phases, and
 //     cycles through issues and manifest phases, found by the roadmap
@@ -26,9 +32,11 @@
 //     releases stale claims, blocks issues with invalid deps, and starts
 //     workers; workers report their Result over a channel.
 //   - the worker (worker.go): claim, worktree from <remote>/<base>, agent
-//     with the same contract as a roadmap phase, done check, gate, push,
-//     pull request, checks, repairs, merge or review, or one blocking
-//     comment with the scrubbed log tail.
+//     with the same contract as a roadmap phase, done check, gate; then the
+//     landing (land.go): push, pull request marked ready before its checks
+//     count, checks (CHECKS_GRACE, CHECKS_TIMEOUT), repairs, the branch
+//     brought up to date when the base moved, merge or review; or one
+//     blocking comment with the scrubbed log tail.
 //   - Scrubber (scrub.go): the token's value and common secret shapes out of
 //     everything posted or shown; AgentEnv keeps the token out of agents.
 //
