@@ -111,6 +111,13 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.OK, out.Commit = true, base
 		return out, false
 	}
+	if j.ReviewBase != "" && (base != j.ReviewBase || tip != j.ReviewHead) {
+		// The review holds for exactly the head and base it read: a
+		// moved base or branch is a tree nobody reviewed.
+		out.Stale = true
+		out.Detail = fmt.Sprintf("reviewed head %.12s and base %.12s, now %.12s and %.12s", j.ReviewHead, j.ReviewBase, tip, base)
+		return out, false
+	}
 	// Both checks fail closed: a check that cannot run stops the landing.
 	if paths, err := o.markers(ctx, base, tip); err != nil {
 		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
