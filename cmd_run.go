@@ -90,6 +90,7 @@ type runConfig struct {
 	poll, stuck, agentTimeout, rateSleep        time.Duration
 	baseExplicit                                bool
 	lanes                                       laneSetup
+	review                                      reviewSetup
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
@@ -182,7 +183,11 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		}
 		scfg.ExternalDone, scfg.ExternalWait = qrun.done, qrun.working
 	}
+	scfg.Review = cfg.review.cfg
 	sched := scheduler.New(scfg, rm, live, runner, merger, jn, events)
+	if cfg.review.cfg.On {
+		sched.SetReviewer(cfg.review.reviewer(git, layout, env, runner))
+	}
 
 	merger.CleanupMerged(ctx, rm)
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -289,6 +294,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 		}
 	}
 	if err != nil {
+		return c, err
+	}
+	if c.review, err = resolveReview(s); err != nil {
 		return c, err
 	}
 	c.base = s.str("BASE_BRANCH")

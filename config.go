@@ -51,6 +51,11 @@ func runKnobs() []knob {
 		{"BOOTSTRAP_CMD", "bootstrap", "", "command run once in the repository when the run starts (install, …); a failure is a warning", "string"},
 		{"BUILD_CMD", "build", "", "command run once after BOOTSTRAP_CMD when the run starts; a failure is a warning", "string"},
 		{"MAX_ITER", "max-iter", "0", "accepted for Claudopilot's files; not needed: a run ends when nothing can progress", "int"},
+		{"REVIEW_CMD", "review", "", "reviewer command: turns on the review gate before landing (docs/review.md)", "string"},
+		{"REVIEW_LENSES", "review-lenses", "correctness,security,scope,tests", "the reviewers' lenses, comma-separated", "string"},
+		{"REVIEW_SKEPTICS", "review-skeptics", "1", "reviewers per review round", "int"},
+		{"REVIEW_SLOTS", "review-slots", "1", "reviewers at once, reserved for them (never lent to workers)", "int"},
+		{"REVIEW_MAX_ROUNDS", "review-max-rounds", "3", "review rounds before a still-blocked phase halts the run or is parked", "int"},
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"text/template"
 )
 
-//go:embed worker.md supervisor.md issue-worker.md issue-supervisor.md
+//go:embed worker.md supervisor.md issue-worker.md issue-supervisor.md reviewer.md
 var builtin embed.FS
 
 // Data is what a prompt template can use.
@@ -31,6 +31,7 @@ type Data struct {
 	Failure    string // supervisor: the failure reason
 	FailureLog string // supervisor: a file with the failing log's tail
 	Detail     string // supervisor: e.g. conflicting paths
+	Findings   string // worker sent back by the review gate: a file with the findings
 }
 
 // Set renders prompts, looking for overrides in the given folders first

@@ -149,6 +149,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if failLog != "" {
 		env = append(env, "CLAUDOPILOT_FAILURE_LOG="+failLog)
 	}
+	if len(j.Findings) > 0 {
+		env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+FindingsPath(r.Layout, j.ID, j.Attempt))
+	}
 	if err := r.recordAttemptStart(ctx, wt); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
@@ -472,6 +475,13 @@ func (r *Runner) prompt(j scheduler.Job, wt, branch, docRel, doneRel string) ([]
 			return nil, "", err
 		}
 		d.FailureLog = failLog
+	}
+	if len(j.Findings) > 0 {
+		f, err := writeFindings(r.Layout, j)
+		if err != nil {
+			return nil, "", err
+		}
+		d.Findings = f
 	}
 	p, err := r.Prompts.Render(string(j.Role), d)
 	return p, failLog, err

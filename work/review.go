@@ -1,0 +1,333 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/prompts"
+	"github.com/claudopilot/claudopilot/review"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Reviewer implements scheduler.Reviewer: it runs REVIEW_CMD in a
+// read-only, detached checkout of the gated tip and accepts a verdict only
+// from that process's own output, bound to the live fingerprint.
+type Reviewer struct {
+	Git     *worktree.Client
+	Layout  scheduler.Layout
+	Cmd     string   // REVIEW_CMD
+	Env     []string // the driver's environment; the contract's variables are added
+	Prompts prompts.Set
+
+	StuckTimeout time.Duration
+	Timeout      time.Duration
+	LogCap       int64
+	KillGrace    time.Duration
+}
+
+var _ scheduler.Reviewer = (*Reviewer)(nil)
+
+// ReviewDir holds the reviewers' checkouts.
+func ReviewDir(l scheduler.Layout) string { return filepath.Join(l.Dir(), "review") }
+
+// inputs are what a fingerprint is computed from.
+type inputs struct {
+	head, base string
+	doc        []byte
+	docRel     string // the doc's path at head (DONE_ once renamed)
+	line       string // the phase's manifest line, without newline
+}
+
+func (in inputs) fingerprint() string { return review.Fingerprint(in.head, in.base, in.doc, in.line) }
+
+// read takes the fingerprint's inputs from the live refs and the live
+// manifest: the branch tip, the base tip, the doc as committed at that tip,
+// the phase's line as the manifest says it now.
+func (r *Reviewer) read(ctx context.Context, j scheduler.ReviewJob) (inputs, error) {
+	var in inputs
+	var err error
+	if in.head, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Branch(j.ID)); err != nil {
+		return in, fmt.Errorf("review %s: branch: %w", j.ID, err)
+	}
+	if in.base, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base); err != nil {
+		return in, fmt.Errorf("review %s: base: %w", j.ID, err)
+	}
+	for _, name := range []string{roadmap.DonePrefix + j.Doc, j.Doc} {
+		rel := r.Layout.DocRel(name)
+		b, has, err := r.Git.ReadFile(ctx, in.head, rel)
+		if err != nil {
+			return in, fmt.Errorf("review %s: doc: %w", j.ID, err)
+		}
+		if has {
+			in.doc, in.docRel = b, rel
+			break
+		}
+	}
+	if in.docRel == "" {
+		return in, fmt.Errorf("review %s: the head %s has no phase doc %s", j.ID, in.head, j.Doc)
+	}
+	src, err := os.ReadFile(filepath.Join(r.Layout.Top, filepath.FromSlash(r.Layout.ManifestRel())))
+	if err != nil {
+		return in, fmt.Errorf("review %s: manifest: %w", j.ID, err)
+	}
+	m, _ := manifest.Parse(src)
+	var p *manifest.Phase
+	if m != nil {
+		p = m.Phase(j.ID)
+	}
+	lines := strings.Split(string(src), "\n")
+	if p == nil || p.Line < 1 || p.Line > len(lines) {
+		return in, fmt.Errorf("review %s: the manifest has no line for it now", j.ID)
+	}
+	in.line = strings.TrimSuffix(lines[p.Line-1], "\r")
+	return in, nil
+}
+
+// Review runs one reviewer and judges its output.
+func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.ReviewOutcome {
+	o := scheduler.ReviewOutcome{ID: j.ID, Index: j.Index}
+	none := func(why string) scheduler.ReviewOutcome {
+		o.Verdict = review.Verdict{Kind: review.None, Why: why}
+		noteInLog(o.LogPath, "claudopilot: no verdict: "+why)
+		return o
+	}
+	in, err := r.read(ctx, j)
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	fp := in.fingerprint()
+	dir := r.Layout.LogDir(j.ID)
+	n, promptFile, err := reserve(dir)
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	o.Run = n
+	o.LogPath = r.Layout.LogPath(j.ID, string(scheduler.ReviewerRole), n)
+	stem := filepath.Join(dir, fmt.Sprintf("reviewer-%d", n))
+	lineFile, diffFile := stem+".manifest-line", stem+".diff"
+	if err := os.WriteFile(lineFile, []byte(in.line), 0o644); err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	diff, err := r.Git.Git(ctx, "diff", in.base+"..."+in.head)
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	if err := os.WriteFile(diffFile, []byte(diff+"\n"), 0o644); err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", scheduler.SafeName(j.ID), n))
+	if err := r.Git.AddDetached(ctx, checkout, in.head); err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	defer r.removeCheckout(context.WithoutCancel(ctx), checkout)
+	if err := readOnly(checkout); err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+
+	lens := strings.Join(j.Lenses, ",")
+	gateLog := ""
+	if k := supervisor.NextLog(dir, "gate") - 1; k > 0 {
+		gateLog = r.Layout.LogPath(j.ID, "gate", k)
+	}
+	gate := j.Gate
+	if gate == "" {
+		gate = "true"
+	}
+	example := review.Marker{Fingerprint: fp, Phase: j.ID, Head: in.head, Base: in.base, Verdict: review.Pass, Findings: []string{}}
+	prompt, err := r.Prompts.Render("reviewer", prompts.ReviewData{
+		ID: j.ID, Title: j.Title, Round: j.Round, Lens: lens, Doc: in.docRel, Checkout: checkout,
+		Head: in.head, Base: in.base, BaseBranch: r.Layout.Base, Diff: diffFile, Gate: gate, GateLog: gateLog,
+		Fingerprint: fp, ManifestLine: lineFile, Marker: example.Line(),
+	})
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	env := make([]string, 0, len(r.Env)+16)
+	for _, kv := range r.Env {
+		if !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
+		"CLAUDOPILOT_PHASE="+j.ID,
+		"CLAUDOPILOT_PHASE_DOC="+in.docRel,
+		"CLAUDOPILOT_BASE="+r.Layout.Base,
+		"CLAUDOPILOT_GATE="+gate,
+		"CLAUDOPILOT_PROMPT_FILE="+promptFile,
+		"CLAUDOPILOT_REVIEW_FINGERPRINT="+fp,
+		"CLAUDOPILOT_REVIEW_HEAD="+in.head,
+		"CLAUDOPILOT_REVIEW_BASE="+in.base,
+		"CLAUDOPILOT_MANIFEST_LINE_FILE="+lineFile,
+		"CLAUDOPILOT_REVIEW_LENS="+lens,
+		"CLAUDOPILOT_REVIEW_ROUND="+strconv.Itoa(j.Round),
+		"CLAUDOPILOT_REVIEW_DIFF="+diffFile,
+	)
+	res := supervisor.Run(ctx, supervisor.Spec{
+		Command: r.Cmd, Dir: checkout, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
+		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
+	})
+	if ctx.Err() != nil {
+		return none("interrupted")
+	}
+	// The marker counts only from the output of the process started
+	// here, for this round: its own, fresh log. Never from a file on the
+	// branch, never from an earlier run's log.
+	out, err := os.ReadFile(o.LogPath)
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	// Recompute the fingerprint now, from the live refs and files: a
+	// verdict on a tree that has since moved is no verdict on this one.
+	live, err := r.read(ctx, j)
+	if err != nil {
+		o.Err = err
+		return none(err.Error())
+	}
+	o.Head, o.Base, o.Fingerprint = live.head, live.base, live.fingerprint()
+	v := review.Accept(review.Parse(out), review.Want{Phase: j.ID, Fingerprint: o.Fingerprint, Head: live.head, Base: live.base})
+	if v.Kind == review.None && o.Fingerprint != fp {
+		v.Why = "stale: " + staleWhat(in, live) + " changed while the reviewer ran"
+	}
+	ended := ""
+	switch {
+	case res.Reason != "":
+		ended = fmt.Sprintf("the reviewer ended by %s", res.Reason)
+		if res.Reason == supervisor.ReasonTimeout {
+			ended = "the reviewer ran longer than " + r.Timeout.String()
+		} else if res.Reason == supervisor.ReasonStuck {
+			ended = "the reviewer gave no output for " + r.StuckTimeout.String()
+		}
+	case res.ExitCode != 0:
+		ended = fmt.Sprintf("the reviewer exited %d", res.ExitCode)
+	}
+	if ended != "" && v.Kind == review.PassKind {
+		// Only a reviewer that finished may pass a phase; a BLOCKING
+		// verdict stands however it ended.
+		v = review.Verdict{Kind: review.None, Why: ended}
+	} else if ended != "" && v.Kind == review.None {
+		v.Why = ended + "; " + v.Why
+	}
+	o.Verdict = v
+	note := "claudopilot: verdict " + v.Kind.String()
+	if v.Why != "" {
+		note += ": " + v.Why
+	}
+	noteInLog(o.LogPath, note+" (fingerprint "+o.Fingerprint+")")
+	return o
+}
+
+func staleWhat(a, b inputs) string {
+	var what []string
+	if a.head != b.head {
+		what = append(what, "the branch")
+	}
+	if a.base != b.base {
+		what = append(what, "the base")
+	}
+	if string(a.doc) != string(b.doc) {
+		what = append(what, "the phase doc")
+	}
+	if a.line != b.line {
+		what = append(what, "the manifest line")
+	}
+	return strings.Join(what, " and ")
+}
+
+// reserve takes the next free reviewer run number in dir by creating its
+// prompt file exclusively, so reviewers of one phase running at once never
+// share a log.
+func reserve(dir string) (int, string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, "", err
+	}
+	for n := supervisor.NextLog(dir, "reviewer"); ; n++ {
+		p := filepath.Join(dir, fmt.Sprintf("reviewer-%d.prompt.md", n))
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return 0, "", err
+		}
+		f.Close()
+		// A log of that number (a run whose prompt file went) is not
+		// this run's output.
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("reviewer-%d.log", n))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, "", err
+		}
+		return n, p, nil
+	}
+}
+
+// readOnly takes write permission off everything in a checkout but its
+// .git link, so a reviewer cannot change the tree it judges by accident.
+func readOnly(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == filepath.Join(dir, ".git") || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		// A directory without write permission can still be read, so
+		// the walk goes on below it.
+		return os.Chmod(p, info.Mode().Perm()&^0o222)
+	})
+}
+
+// removeCheckout gives write permission back and removes the checkout.
+func (r *Reviewer) removeCheckout(ctx context.Context, dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = r.Git.RemoveWorktree(ctx, dir)
+}
+
+// FindingsPath is the file that carries the reviewers' findings to a worker
+// attempt (CLAUDOPILOT_REVIEW_FINDINGS).
+func FindingsPath(l scheduler.Layout, id string, attempt int) string {
+	return filepath.Join(l.LogDir(id), fmt.Sprintf("worker-%d.findings.md", attempt))
+}
+
+// writeFindings writes a worker's findings file, one finding per line
+// item.
+func writeFindings(l scheduler.Layout, j scheduler.Job) (string, error) {
+	p := FindingsPath(l, j.ID, j.Attempt)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("# Review findings for " + j.ID + "\n\n")
+	for _, f := range j.Findings {
+		b.WriteString("- " + strings.ReplaceAll(f, "\n", "\n  ") + "\n")
+	}
+	return p, os.WriteFile(p, []byte(b.String()), 0o644)
+}
