@@ -1,0 +1,92 @@
+#!/bin/sh
+# review.sh: a reviewer (REVIEW_CMD) that does what its phase doc says. The
+# doc's fenced block tagged "reviewer",
+#
+#	```reviewer
+#	if once blocked; then block "off by one in x"; else pass; fi
+#	```
+#
+# is run with eval under `set -eu`, in the reviewer's read-only checkout.
+# Without a block it passes. Before that it checks the reviewer's contract,
+# and recomputes the fingerprint from the documented recipe. State that
+# must outlive the checkout goes under $WORK (set by testscript).
+. "$(dirname "$0")/lib.sh"
+
+[ "${CLAUDOPILOT_ROLE:-}" = reviewer ] || die "CLAUDOPILOT_ROLE is '${CLAUDOPILOT_ROLE:-}'"
+for v in CLAUDOPILOT_REVIEW_FINGERPRINT CLAUDOPILOT_REVIEW_HEAD CLAUDOPILOT_REVIEW_BASE \
+	CLAUDOPILOT_MANIFEST_LINE_FILE CLAUDOPILOT_REVIEW_LENS CLAUDOPILOT_REVIEW_ROUND CLAUDOPILOT_PROMPT_FILE; do
+	eval "val=\${$v:-}"
+	[ -n "$val" ] || die "$v is empty"
+done
+[ ${#CLAUDOPILOT_REVIEW_HEAD} -eq 40 ] || die "CLAUDOPILOT_REVIEW_HEAD is not a full SHA"
+[ ${#CLAUDOPILOT_REVIEW_BASE} -eq 40 ] || die "CLAUDOPILOT_REVIEW_BASE is not a full SHA"
+# A read-only, detached checkout of exactly the head under review.
+case "$(pwd -P)" in
+*/.claudopilot/review/*) ;;
+*) die "started in $(pwd -P), not in a review checkout" ;;
+esac
+if git symbolic-ref -q HEAD >/dev/null; then die "HEAD is on a branch"; fi
+[ "$(git rev-parse HEAD)" = "$CLAUDOPILOT_REVIEW_HEAD" ] || die "HEAD is not CLAUDOPILOT_REVIEW_HEAD"
+[ -f "$doc" ] || die "the phase doc $doc is not in the checkout"
+[ -z "$(find . -path ./.git -prune -o -type f -perm -u+w -print | head -1)" ] || die "the checkout is writable"
+prompt=$(cat)
+printf '%s' "$prompt" | grep -q "$CLAUDOPILOT_REVIEW_FINGERPRINT" || die "the prompt lacks the fingerprint"
+printf '%s' "$prompt" | grep -q "Your lens: $CLAUDOPILOT_REVIEW_LENS" || die "the prompt lacks the lens"
+# The manifest line file holds the line without its newline.
+[ "$(tail -c 1 "$CLAUDOPILOT_MANIFEST_LINE_FILE" | od -An -c | tr -d ' ')" != '\n' ] || die "the manifest line ends in a newline"
+grep -q "\*\*$phase\*\*" "$CLAUDOPILOT_MANIFEST_LINE_FILE" || die "the manifest line does not name $phase"
+# sha256 over head, base, the doc at head and the manifest line, joined by 0x1e.
+fp=$({
+	printf '%s\036%s\036' "$CLAUDOPILOT_REVIEW_HEAD" "$CLAUDOPILOT_REVIEW_BASE"
+	git show "HEAD:$doc"
+	printf '\036'
+	cat "$CLAUDOPILOT_MANIFEST_LINE_FILE"
+} | sha256sum | cut -d' ' -f1)
+[ "$fp" = "$CLAUDOPILOT_REVIEW_FINGERPRINT" ] || die "fingerprint $CLAUDOPILOT_REVIEW_FINGERPRINT, recomputed $fp"
+echo "$me: $phase: round $CLAUDOPILOT_REVIEW_ROUND, lens $CLAUDOPILOT_REVIEW_LENS: reading"
+
+# --- helpers the blocks use ---
+
+# marker VERDICT PHASE FINGERPRINT [FINDING...]: print a marker line.
+marker() {
+	v=$1 p=$2 f=$3
+	shift 3
+	fs=""
+	for x in "$@"; do fs="$fs${fs:+,}\"$x\""; done
+	printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s","base":"%s","verdict":"%s","findings":[%s]} -->\n' \
+		"$f" "$p" "$CLAUDOPILOT_REVIEW_HEAD" "$CLAUDOPILOT_REVIEW_BASE" "$v" "$fs"
+}
+
+pass() { marker PASS "$phase" "$CLAUDOPILOT_REVIEW_FINGERPRINT"; }
+
+# block FINDING...: a BLOCKING verdict with these findings.
+block() { marker BLOCKING "$phase" "$CLAUDOPILOT_REVIEW_FINGERPRINT" "$@"; }
+
+# once NAME: true the first time it is asked for this phase, false after.
+once() {
+	mkdir -p "$WORK/.review"
+	[ ! -e "$WORK/.review/$phase.$1" ] || return 1
+	: >"$WORK/.review/$phase.$1"
+}
+
+# record: $RECORD/<phase>.reviewer-<n>.env gets the CLAUDOPILOT_* variables.
+record() {
+	: "${RECORD:?RECORD is not set}"
+	mkdir -p "$RECORD"
+	n=1
+	while [ -e "$RECORD/$phase.reviewer-$n.env" ]; do n=$((n + 1)); done
+	env | grep '^CLAUDOPILOT_' | sort >"$RECORD/$phase.reviewer-$n.env"
+}
+
+# late_commit: a commit on the phase's branch after the review read it.
+late_commit() {
+	wt="$(dirname "$(git rev-parse --path-format=absolute --git-common-dir)")/.claudopilot/worktrees/$phase"
+	git -C "$wt" commit -q --allow-empty -m "$phase: a commit after the review"
+}
+
+fence='```'
+block=$(awk -v open="${fence}reviewer" '$0 == open { on = 1; next } on && /^```/ { exit } on { print }' "$doc")
+if [ -z "$block" ]; then
+	block='pass'
+fi
+eval "$block"
