@@ -38,7 +38,7 @@ var exitTable = []struct {
 	{exitCheckpoint, "stopped at a LOOP-CHECKPOINT marker"},
 	{exitInvalid, "invalid or missing manifest, an unreadable settings file, or nothing can progress"},
 	{exitDepError, "a worker reported a dependency error"},
-	{exitExhausted, "halted: a phase exhausted its supervisor attempts"},
+	{exitExhausted, "halted: a phase exhausted its supervisor attempts or review rounds"},
 	{exitNoDone, "halted: a phase never produced its DONE_ doc"},
 	{exitIterLimit, "iteration limit reached"},
 	{exitParked, "keep-going finished with parked ([blocked]) phases"},
