@@ -299,6 +299,11 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if c.review, err = resolveReview(s); err != nil {
 		return c, err
 	}
+	if c.review.cfg.On {
+		if err := checkReviewCommand(a, s, c.review.cmd, git.Dir); err != nil {
+			return c, err
+		}
+	}
 	c.base = s.str("BASE_BRANCH")
 	c.baseExplicit = c.base != "" || o.explicitBase
 	if c.base == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -47,4 +48,18 @@ func (r reviewSetup) reviewer(git *worktree.Client, l scheduler.Layout, env []st
 		Git: git, Layout: l, Cmd: r.cmd, Env: env, Prompts: w.Prompts,
 		StuckTimeout: w.StuckTimeout, Timeout: w.AgentTimeout, LogCap: w.LogCap, KillGrace: w.KillGrace,
 	}
+}
+
+// checkReviewCommand fails the run at its start when REVIEW_CMD names a
+// program that is not there: every review would otherwise end with no
+// verdict, round after round.
+func checkReviewCommand(a *app, s settings, cmd, top string) error {
+	prog, ok := commandWord(cmd)
+	if !ok || shellBuiltin(prog) {
+		return nil
+	}
+	if _, found := lookPathIn(prog, a.getenv("PATH"), top); !found {
+		return fmt.Errorf("reviewer: %s (from %s): %s not found; fix: install it, or set REVIEW_CMD (--review) to a command on PATH, or unset it to run without the review gate", clipCmd(cmd), s.source["REVIEW_CMD"], prog)
+	}
+	return nil
 }
