@@ -68,13 +68,18 @@ git has none configured.`,
 	sub.env["MAX_PARALLEL"] = *par
 	sub.env["BASE_BRANCH"] = "main"
 	err := runRoadmap(ctx, &sub, runOptions{dir: filepath.Join(repo, "roadmap"), knobs: runKnobs(), json: *jsonOut, explicitBase: true})
-	fmt.Fprintf(a.s.Out, "\nThe demo repository is %s\n  git -C %s log --graph --oneline\n", repo, repo)
+	// With --json, stdout holds JSON lines only.
+	out := a.s.Out
+	if *jsonOut {
+		out = a.s.Err
+	}
+	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --graph --oneline\n", repo, repo)
 	return err
 }
 
 func isKnob(k string) bool {
 	for _, kn := range runKnobs() {
-		if kn.env == k {
+		if kn.env == k || knobAliases[kn.env] == k {
 			return true
 		}
 	}

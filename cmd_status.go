@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/land"
@@ -32,6 +33,7 @@ type snapshot struct {
 	lock    scheduler.LockInfo
 	lockSet bool
 	now     time.Time
+	cwd     string // paths are shown relative to where the user stands
 }
 
 func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
@@ -43,7 +45,7 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{rm: rm, now: time.Now()}
+	s := &snapshot{rm: rm, now: time.Now(), cwd: a.cwd}
 	git, err := worktree.Open(ctx, dir, gitEnv(a))
 	if err != nil {
 		return nil, err
@@ -240,26 +242,47 @@ pid. It changes nothing and is safe to run during a run.`,
 		fmt.Fprintln(w, "No run is going on.")
 	}
 	fmt.Fprintln(w)
-	for _, p := range st.Phases {
-		line := fmt.Sprintf("  %-14s %s", p.ID, colorState(a.s.Color, p.State))
+	// Columns: id, state, attempts, time, why, log; each as wide as its
+	// widest cell, so every column starts at the same place on each row.
+	cells := make([][]string, len(st.Phases))
+	for i, p := range st.Phases {
+		att, why := "", ""
 		if p.Attempts > 0 {
-			line += fmt.Sprintf(" attempts %d", p.Attempts)
-		}
-		if p.Spent != "" {
-			line += "  " + p.Spent
+			att = fmt.Sprintf("attempts %d", p.Attempts)
 		}
 		if p.Reason != "" {
-			line += "  reason " + p.Reason
+			why = "reason " + p.Reason
 		}
 		if p.WaitsOn != "" {
-			line += "  waits on " + p.WaitsOn
+			why = strings.TrimSpace(why + "  waits on " + p.WaitsOn)
 		}
-		if p.Log != "" {
-			line += "  " + p.Log
+		cells[i] = []string{p.ID, p.State, att, p.Spent, why, p.Log}
+	}
+	width := make([]int, 6)
+	for _, c := range cells {
+		for j, v := range c {
+			width[j] = max(width[j], utf8.RuneCountInString(v))
 		}
-		fmt.Fprintln(w, line)
+	}
+	for i, p := range st.Phases {
+		var b strings.Builder
+		for j, v := range cells[i] {
+			if width[j] == 0 {
+				continue
+			}
+			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(v))
+			if j == 1 {
+				v = colorOnly(a.s.Color, v)
+			}
+			if j == 3 {
+				b.WriteString("  " + pad + v) // times line up on the right
+			} else {
+				b.WriteString("  " + v + pad)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 		if p.Waiting != "" {
-			fmt.Fprintf(w, "  %-14s %s\n", "", p.Waiting)
+			fmt.Fprintf(w, "  %-*s %s\n", width[0], "", p.Waiting)
 		}
 	}
 	fmt.Fprintln(w)
@@ -301,8 +324,5 @@ func (s *snapshot) rel(p string) string {
 	if p == "" {
 		return ""
 	}
-	if r, err := filepath.Rel(s.layout.Top, p); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return p
+	return relTo(s.cwd, p)
 }

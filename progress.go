@@ -214,15 +214,16 @@ func clip(s string, n int) string {
 }
 
 func colorState(on bool, s string) string {
-	pad := fmt.Sprintf("%-8s", s)
-	if !on {
-		return pad
+	return colorOnly(on, fmt.Sprintf("%-8s", s))
+}
+
+// colorOnly colours a state's text (which may carry padding) when on.
+func colorOnly(on bool, text string) string {
+	code := map[string]string{"merged": "32", "running": "36", "failed": "31", "blocked": "33", "stopped": "33"}[strings.TrimSpace(text)]
+	if !on || code == "" {
+		return text
 	}
-	code := map[string]string{"merged": "32", "running": "36", "failed": "31", "blocked": "33"}[s]
-	if code == "" {
-		return pad
-	}
-	return "\x1b[" + code + "m" + pad + "\x1b[0m"
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
 }
 
 func countsText(c map[string]int) string {
