@@ -210,7 +210,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	if o.json {
 		view.jsonSummary(sum)
 	} else {
-		printSummary(a.s.Out, sum, layout.Top)
+		printSummary(a.s.Out, sum, a.cwd)
 	}
 	if qrun != nil {
 		// The roadmap is done; the queue goes on until it is (--once)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -243,30 +242,43 @@ func (p *progress) jsonSummary(sum scheduler.Summary) {
 	}{"summary", sum})
 }
 
-// printSummary prints the end-of-run account on stdout.
-func printSummary(w io.Writer, sum scheduler.Summary, top string) {
+// printSummary prints the end-of-run account on stdout: one row per
+// phase, its columns aligned, with this run's attempts and time (a resumed
+// run says how many there were in all), and for a failed or parked phase
+// the log to read, on a line of its own so rows fit 80 columns. Paths are
+// relative to cwd.
+func printSummary(w io.Writer, sum scheduler.Summary, cwd string) {
 	fmt.Fprintf(w, "\n%d merged, %d blocked", sum.Counts["merged"], sum.Counts["blocked"])
-	for _, s := range []string{"failed", "running", "pending"} {
+	for _, s := range []string{"failed", "stopped", "running", "pending"} {
 		if sum.Counts[s] > 0 {
 			fmt.Fprintf(w, ", %d %s", sum.Counts[s], s)
 		}
 	}
 	fmt.Fprintf(w, " in %s\n", sum.Wall.Round(100*time.Millisecond))
-	for _, ph := range sum.Phases {
-		fmt.Fprintf(w, "  %-14s %-8s attempts %d  %8s", ph.ID, ph.State, ph.Attempts, ph.Spent.Round(100*time.Millisecond))
+	rows := make([][4]string, len(sum.Phases))
+	var width [4]int
+	for i, ph := range sum.Phases {
+		att := fmt.Sprintf("attempts %d", ph.Attempts)
+		if ph.AttemptsInAll > ph.Attempts {
+			att += fmt.Sprintf(" (%d in all)", ph.AttemptsInAll)
+		}
+		rows[i] = [4]string{ph.ID, ph.State, att, ph.Spent.Round(100 * time.Millisecond).String()}
+		for j, c := range rows[i] {
+			width[j] = max(width[j], len(c))
+		}
+	}
+	for i, ph := range sum.Phases {
+		r := rows[i]
+		line := fmt.Sprintf("  %-*s  %-*s  %-*s  %*s", width[0], r[0], width[1], r[1], width[2], r[2], width[3], r[3])
 		if ph.Reason != "" {
-			fmt.Fprintf(w, "  reason %s", ph.Reason)
+			line += "  reason " + string(ph.Reason)
 		}
 		if ph.WaitsOn != "" {
-			fmt.Fprintf(w, "  waits on %s", ph.WaitsOn)
+			line += "  waits on " + ph.WaitsOn
 		}
-		if ph.LogPath != "" {
-			if rel, err := filepath.Rel(top, ph.LogPath); err == nil {
-				fmt.Fprintf(w, "  %s", rel)
-			} else {
-				fmt.Fprintf(w, "  %s", ph.LogPath)
-			}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		if ph.LogPath != "" && ph.Reason != "" {
+			fmt.Fprintf(w, "  %-*s  log %s\n", width[0], "", relTo(cwd, ph.LogPath))
 		}
-		fmt.Fprintln(w)
 	}
 }

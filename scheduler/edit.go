@@ -119,6 +119,7 @@ func (s *Scheduler) onEdit(reported []byte) {
 func (s *Scheduler) retry(p *phase) {
 	p.state = manifest.Pending
 	p.workerRuns, p.superRuns, p.superSpent, p.transient = 0, 0, 0, 0
+	p.runsBefore = 0
 	p.reason, p.detail, p.waitsOn = "", "", ""
 	p.next = nil
 	p.retry = true

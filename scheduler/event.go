@@ -42,13 +42,15 @@ const (
 
 // PhaseSummary is one phase's line in the end-of-run summary.
 type PhaseSummary struct {
-	ID       string        `json:"id"`
-	State    string        `json:"state"`
-	Attempts int           `json:"attempts"`
-	Spent    time.Duration `json:"spent_ns"`
-	Reason   Reason        `json:"reason,omitempty"`
-	WaitsOn  string        `json:"waits_on,omitempty"`
-	LogPath  string        `json:"log,omitempty"`
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"` // in this run
+	// AttemptsInAll counts earlier runs' attempts too (a resumed run).
+	AttemptsInAll int           `json:"attempts_in_all"`
+	Spent         time.Duration `json:"spent_ns"` // in this run
+	Reason        Reason        `json:"reason,omitempty"`
+	WaitsOn       string        `json:"waits_on,omitempty"`
+	LogPath       string        `json:"log,omitempty"`
 }
 
 // Summary is how the run ended.

@@ -151,6 +151,8 @@ type step struct {
 	// CancelOK: when ctx ends the wait, report success anyway (an agent
 	// that finished just as the driver was interrupted).
 	CancelOK bool
+	// Found: the branch was found done, no agent ran (a resumed phase).
+	Found bool
 }
 
 var okStep = step{OK: true}
@@ -250,7 +252,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 	case cancelled && !st.CancelOK:
 		o.Reason, o.Detail, o.ExitCode = ReasonExit, "interrupted", -1
 	case st.OK || cancelled:
-		o.OK = true
+		o.OK, o.Found = true, st.Found
 		o.Tip = st.Tip
 		if o.Tip == "" {
 			o.Tip = fmt.Sprintf("tip-%s-%s-%d", j.ID, j.Role, n)

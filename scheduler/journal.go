@@ -171,6 +171,15 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 			if r.Event == "done" {
 				h.Tip = r.Tip
 			}
+			if r.Event == "done" && r.Detail == foundDone {
+				// No agent ran: not an attempt.
+				if r.Role == Supervisor {
+					h.SuperRuns--
+					h.SuperSpent--
+				} else {
+					h.WorkerRuns--
+				}
+			}
 			if r.Event == "fail" {
 				h.Reason, h.Detail, h.LastFailBy = r.Reason, r.Detail, r.Role
 				if r.Log != "" {

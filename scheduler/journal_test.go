@@ -320,10 +320,55 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	if s := jobs[1]; s.Role != Supervisor || s.Attempt != 2 || s.Mode != "best-effort" || s.Failure != ReasonGate {
 		t.Errorf("supervisor job after restart %+v, want attempt 2, best-effort", s)
 	}
-	if p := phaseSummary(t, sum, "a"); p.Attempts != 5 || p.State != "merged" {
-		t.Errorf("summary %+v, want 5 attempts over both runs", p)
+	// The summary counts this run's attempts, and all of them apart.
+	if p := phaseSummary(t, sum, "a"); p.Attempts != 2 || p.AttemptsInAll != 5 || p.State != "merged" {
+		t.Errorf("summary %+v, want 2 attempts in this run, 5 over both runs", p)
 	}
 	h2.store.wantStates(t, allMerged("a"))
+}
+
+// A resumed phase whose branch is found already done runs no agent: that
+// is not an attempt, in this run's summary, in all, or in the journal a
+// later driver reads. The summary counts this run's attempts and time.
+func TestResumeFoundDoneIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	text := manifestOf("[pending] **a** — a (deps: none)", "[pending] **b** — b (deps: none)")
+	cfg := Config{MaxParallel: 2, MaxSupervisorAttempts: 2}
+	h1 := newHarness(t, text, cfg)
+	h1.jn = openJournal(t)
+	h1.runner.on("a", Worker, step{Wait: true})
+	h1.runner.on("b", Worker, step{Wait: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h1.start(ctx)
+	h1.ev.wait(t, "a's worker", isLaunch("a", Worker, 1))
+	h1.ev.wait(t, "b's worker", isLaunch("b", Worker, 1))
+	cancel()
+	_, err, _ := h1.await(ch)
+	wantErrIs(t, err, ErrInterrupted)
+
+	h2 := newHarness(t, h1.store.text(), cfg)
+	h2.jn = reopen(t, h1.jn)
+	h2.runner.on("a", Worker, step{OK: true, Found: true})
+	h2.runner.on("b", Worker, step{OK: true, Found: true})
+	sum, err, _ := h2.run(context.Background())
+	if err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	for id, all := range map[string]int{"a": 1, "b": 1} {
+		p := phaseSummary(t, sum, id)
+		if p.Attempts != 0 || p.AttemptsInAll != all || p.State != "merged" {
+			t.Errorf("summary %+v, want 0 attempts in this run, %d in all", p, all)
+		}
+	}
+	recs, err := ReadJournal(h2.jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := History(recs)
+	if h := hist["a"]; h.WorkerRuns != 1 {
+		t.Errorf("the journal says a had %d worker runs, want 1", h.WorkerRuns)
+	}
 }
 
 // 13b. A driver that died between a failure and the supervisor's launch

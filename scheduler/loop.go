@@ -118,6 +118,10 @@ type phase struct {
 	started time.Time
 	spent   time.Duration
 	lane    *laneSlot // the lane of the attempt in flight, or of the last one
+	// runsBefore and spentBefore are what earlier runs did (from the
+	// journal): the summary counts this run's attempts and time only.
+	runsBefore  int
+	spentBefore time.Duration
 }
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
@@ -592,7 +596,13 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.logPath = o.LogPath
 		p.tip = o.Tip
 		p.transient = 0
-		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip})
+		detail := ""
+		if o.Found {
+			// Found done, no agent ran: the launch gives its attempt back.
+			p.unlaunch(o.Role)
+			detail = foundDone
+		}
+		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
 		s.landOrReview(p)
 		return
 	case o.Cooldown > 0:
@@ -903,9 +913,10 @@ func (s *Scheduler) summary() Summary {
 	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started)}
 	for _, p := range s.phases {
 		sum.Counts[string(p.state)]++
+		all := p.workerRuns + p.superRuns
 		sum.Phases = append(sum.Phases, PhaseSummary{
-			ID: p.n.ID, State: string(p.state), Attempts: p.workerRuns + p.superRuns,
-			Spent: p.spent, Reason: p.reason, WaitsOn: p.waitsOn, LogPath: p.logPath,
+			ID: p.n.ID, State: string(p.state), Attempts: all - p.runsBefore, AttemptsInAll: all,
+			Spent: p.spent - p.spentBefore, Reason: p.reason, WaitsOn: p.waitsOn, LogPath: p.logPath,
 		})
 	}
 	return sum
@@ -917,5 +928,19 @@ func (s *Scheduler) release(p *phase) {
 	p.busy = false
 	if p.lane != nil {
 		p.lane.running--
+	}
+}
+
+// foundDone marks a "done" record whose attempt found the branch already
+// done, without running an agent: it is not counted as an attempt.
+const foundDone = "found done"
+
+// unlaunch gives back the attempt a launch of role took.
+func (p *phase) unlaunch(role Role) {
+	if role == Supervisor {
+		p.superRuns--
+		p.superSpent--
+	} else {
+		p.workerRuns--
 	}
 }

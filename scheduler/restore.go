@@ -55,6 +55,7 @@ func (s *Scheduler) restore() error {
 		}
 		p.workerRuns, p.superRuns, p.superSpent = h.WorkerRuns, h.SuperRuns, h.SuperSpent
 		p.reason, p.detail, p.waitsOn, p.spent = h.Reason, h.Detail, h.WaitsOn, h.Spent
+		p.runsBefore, p.spentBefore = p.workerRuns+p.superRuns, p.spent
 		p.logPath = h.Log
 		if p.state == manifest.Running && h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
 			p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}

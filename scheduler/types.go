@@ -84,6 +84,9 @@ type Outcome struct {
 	Transient bool
 	Started   time.Time
 	Ended     time.Time
+	// Found means no agent ran: a resumed phase's branch was found
+	// already done (or landed). It is not an attempt.
+	Found bool
 }
 
 // Runner carries out one attempt: worktree, prepare, agent, done check,

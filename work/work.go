@@ -71,7 +71,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 			tip, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
 		}
 		if err == nil {
-			o.OK, o.Tip, o.Ended = true, tip, r.now()
+			o.OK, o.Tip, o.Ended, o.Found = true, tip, r.now(), true
 			return o
 		}
 	}
@@ -120,6 +120,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// The driver died during this phase. If the branch is done, go
 		// straight to the gate.
 		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
+			o.Found = true
 			return r.gate(ctx, j, wt, tip, o)
 		}
 	}
