@@ -1,6 +1,7 @@
 package issues
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,8 +15,33 @@ import (
 
 // Deps are the dependencies an issue body declares.
 type Deps struct {
-	Issues []int    // "#12" references, in the order written, without repeats
-	Phases []string // manifest phase ids ("phase-03"), in the order written, without repeats
+	Issues   []int    // "#12" references, in the order written, without repeats
+	Phases   []string // manifest phase ids ("phase-03"), in the order written, without repeats
+	External []Ref    // "owner/repo#12" and issue or pull request URLs, in the order written, without repeats
+}
+
+// Ref is an issue (or pull request) of a named repository.
+type Ref struct {
+	Owner, Repo string
+	N           int
+}
+
+// String is "owner/repo#N".
+func (r Ref) String() string { return fmt.Sprintf("%s/%s#%d", r.Owner, r.Repo, r.N) }
+
+// Local moves the external refs that name repository owner/repo itself
+// (compared case-insensitively, as GitHub does) into Issues.
+func (d Deps) Local(owner, repo string) Deps {
+	var ext []Ref
+	for _, r := range d.External {
+		if strings.EqualFold(r.Owner, owner) && strings.EqualFold(r.Repo, repo) {
+			d.addIssue(r.N)
+			continue
+		}
+		ext = append(ext, r)
+	}
+	d.External = ext
+	return d
 }
 
 // IDs returns the deps as graph ids: "#12" for issues, the phase id as is.
@@ -34,6 +60,15 @@ func (d *Deps) addIssue(n int) {
 		}
 	}
 	d.Issues = append(d.Issues, n)
+}
+
+func (d *Deps) addExternal(r Ref) {
+	for _, m := range d.External {
+		if strings.EqualFold(m.String(), r.String()) {
+			return
+		}
+	}
+	d.External = append(d.External, r)
 }
 
 func (d *Deps) addPhase(id string) {
@@ -71,15 +106,37 @@ var (
 	// phase id: letters and a digit ("phase-03", "p1"); plain words never are.
 	phaseLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]*[0-9][A-Za-z0-9._-]*$`)
 	idChars   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	// repoRef is "owner/repo#12".
+	repoRef = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#([1-9][0-9]{0,8})$`)
+	// issueURL is an issue's or pull request's page on any GitHub host,
+	// with or without a fragment (a comment's link).
+	issueURL = regexp.MustCompile(`^https?://[^/\s]+/([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)/(?:issues|pull)/([1-9][0-9]{0,8})(?:[/?#][^\s]*)?$`)
 )
+
+// parseRef reads "owner/repo#N" or an issue URL.
+func parseRef(w string) (Ref, bool) {
+	m := repoRef.FindStringSubmatch(w)
+	if m == nil {
+		m = issueURL.FindStringSubmatch(w)
+	}
+	if m == nil {
+		return Ref{}, false
+	}
+	n, err := strconv.Atoi(m[3])
+	if err != nil {
+		return Ref{}, false
+	}
+	return Ref{Owner: m[1], Repo: m[2], N: n}, true
+}
 
 // ParseDeps reads the dependencies from an issue body (GitHub-flavoured
 // markdown, parsed with goldmark, so code blocks, code fences, HTML and
 // block quotes never count):
 //
 //   - a line "Depends on #12" or "Blocked by #12, #14" (also "depends on:",
-//     "and", several refs; "Depends on phase-03" names a manifest phase),
-//     anywhere in a paragraph or list item;
+//     "and", several refs; "Depends on phase-03" names a manifest phase;
+//     "owner/repo#12" and an issue or pull request URL name an issue of
+//     any repository), anywhere in a paragraph or list item;
 //   - every list item (task items "- [ ] #12" included) under a heading
 //     "Dependencies" (or "Depends on", "Blocked by"), up to the next heading
 //     of the same or a higher level, or in the list right after a paragraph
@@ -165,6 +222,13 @@ func (p *depParser) lines(n ast.Node) []string {
 				b.Write(c.Value)
 			case *ast.AutoLink:
 				b.Write(c.Label(p.src))
+			case *ast.Link:
+				// [#5](https://github.com/o/r/issues/5) names its target.
+				if _, ok := parseRef(string(c.Destination)); ok {
+					b.Write(c.Destination)
+				} else {
+					walk(c)
+				}
 			case *ast.RawHTML, *east.TaskCheckBox:
 			default:
 				walk(c)
@@ -192,6 +256,10 @@ func (p *depParser) refs(s string) {
 		}
 		if n, ok := ParseIssueID(w); ok {
 			p.deps.addIssue(n)
+			continue
+		}
+		if r, ok := parseRef(w); ok {
+			p.deps.addExternal(r)
 			continue
 		}
 		if strings.HasPrefix(w, "#") {

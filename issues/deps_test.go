@@ -85,3 +85,34 @@ func TestGraphProblems(t *testing.T) {
 		t.Errorf("no roadmap: %v", got)
 	}
 }
+
+func TestParseExternalDeps(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		body     string
+		issues   []int
+		external []string
+	}{
+		{"owner/repo#N", "Depends on acme/lib#5 and #2", []int{2}, []string{"acme/lib#5"}},
+		{"issue URL", "Blocked by https://github.com/acme/lib/issues/6.", nil, []string{"acme/lib#6"}},
+		{"pull URL with fragment", "Depends on https://ghe.example/acme/lib/pull/7#issuecomment-12", nil, []string{"acme/lib#7"}},
+		{"autolink", "Depends on <https://github.com/acme/lib/issues/8>", nil, []string{"acme/lib#8"}},
+		{"link names its target", "Depends on [#9](https://github.com/acme/lib/issues/9)", nil, []string{"acme/lib#9"}},
+		{"list under heading", "## Dependencies\n\n- [ ] acme/lib#10\n- [ ] https://github.com/acme/lib/issues/11 the API\n", nil, []string{"acme/lib#10", "acme/lib#11"}},
+		{"repeats once", "Depends on acme/lib#5, ACME/lib#5", nil, []string{"acme/lib#5"}},
+		{"not a ref", "Depends on acme/lib#x and https://github.com/acme/lib/wiki/5", nil, nil},
+		{"code is not a dep", "```\nDepends on acme/lib#5\n```\n", nil, nil},
+		{"own repository is local", "Depends on acme/widgets#3 and https://github.com/Acme/Widgets/issues/4", []int{3, 4}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := ParseDeps(tc.body, nil).Local("acme", "widgets")
+			var ext []string
+			for _, r := range d.External {
+				ext = append(ext, r.String())
+			}
+			if !reflect.DeepEqual(d.Issues, tc.issues) || !reflect.DeepEqual(ext, tc.external) {
+				t.Errorf("ParseDeps(%q) = %v %v, want %v %v", tc.body, d.Issues, ext, tc.issues, tc.external)
+			}
+		})
+	}
+}

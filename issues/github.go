@@ -1266,6 +1266,33 @@ func (g *GitHub) issueState(ctx context.Context, n int) (IssueState, error) {
 	return st, nil
 }
 
+// RefState reports whether issue (or pull request) r of another
+// repository exists and is done: an issue closed as completed (or closed
+// without a reason), a pull request merged. A repository the token cannot
+// read answers 404 as a missing one does: it does not exist.
+func (g *GitHub) RefState(ctx context.Context, r Ref) (IssueState, error) {
+	var gi *github.Issue
+	err := g.do(ctx, "read "+r.String(), func(ctx context.Context) (resp *github.Response, err error) {
+		gi, resp, err = g.c.Issues.Get(ctx, r.Owner, r.Repo, r.N)
+		return resp, err
+	}, nil)
+	if errors.Is(err, ErrNotFound) {
+		return IssueState{Why: "no such issue"}, nil
+	}
+	if err != nil {
+		return IssueState{}, err
+	}
+	is := toIssue(gi)
+	st := IssueState{Exists: true, Why: is.State}
+	switch {
+	case is.IsPR && gi.PullRequestLinks.MergedAt != nil:
+		st.Done, st.Why = true, "merged"
+	case !is.IsPR && is.State == "closed" && (is.StateReason == "completed" || is.StateReason == ""):
+		st.Done, st.Why = true, "closed as completed"
+	}
+	return st, nil
+}
+
 // Branch is issue n's branch: claudopilot/issue-<n>.
 func Branch(n int) string { return fmt.Sprintf("claudopilot/issue-%d", n) }
 

@@ -235,3 +235,49 @@ func TestBaseMovedWithAConflictBlocks(t *testing.T) {
 		t.Errorf("pull request %+v", p)
 	}
 }
+
+// TestCrossRepoDependencies: "owner/repo#N" and issue URLs are deps on
+// issues of other repositories, read through the API: closed as completed
+// is done; open or not planned waits; unknown (or unreadable) blocks. A
+// ref to the queue's own repository is a plain "#N".
+func TestCrossRepoDependencies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetForeign("other/lib", 5, "open", "")
+	e.fake.SetForeign("other/lib", 6, "closed", "completed")
+	e.fake.SetForeign("other/lib", 8, "closed", "not_planned")
+	waits := e.fake.NewIssue("alice", "waits", "Depends on other/lib#5", []string{"agent-ready"}, "")
+	done := e.fake.NewIssue("alice", "dep done", "Blocked by https://github.com/other/lib/issues/6", []string{"agent-ready"}, "")
+	unknown := e.fake.NewIssue("alice", "unknown", "Depends on other/lib#7", []string{"agent-ready"}, "")
+	notPlanned := e.fake.NewIssue("alice", "not planned", "Depends on other/lib#8", []string{"agent-ready"}, "")
+	own := e.fake.NewIssue("alice", "own repo", "Depends on acme/widgets#2", []string{"agent-ready"}, "")
+	record := filepath.Join(e.dir, "record")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Env = append(c.Env, "RECORD="+record) })
+	sum := run(t, q, log)
+	for _, n := range []int{done, own} {
+		if is := e.issue(n); is.State != "closed" {
+			t.Errorf("#%d not merged\n%s", n, dump(e, n))
+		}
+	}
+	for n, want := range map[int]string{waits: "waits on other/lib#5 (open)", notPlanned: "waits on other/lib#8 (closed)"} {
+		if is := e.issue(n); is.State != "open" || !hasLabel(is, "agent-ready") || len(is.Comments) != 0 {
+			t.Errorf("#%d was touched\n%s", n, dump(e, n))
+		}
+		if !strings.Contains(log.String(), IssueID(n)+": "+want) {
+			t.Errorf("no line %q:\n%s", want, log)
+		}
+	}
+	if is := e.issue(unknown); !hasLabel(is, "agent-blocked") || commentsWith(is, `depends on unknown issue "other/lib#7"`) != 1 {
+		t.Errorf("unknown dep not blocked:\n%s", dump(e, unknown))
+	}
+	if sum.Count(Merged) != 2 || sum.Count(Blocked) != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+	// The other repository's issue is done: the waiting one goes.
+	e.fake.SetForeign("other/lib", 5, "closed", "completed")
+	run(t, q, log)
+	if is := e.issue(waits); is.State != "closed" {
+		t.Errorf("#%d not worked after its dep closed\n%s\n%s", waits, dump(e, waits), log)
+	}
+}

@@ -438,7 +438,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 			continue
 		}
 		delete(st.skipLogged, is.Number)
-		nodes = append(nodes, graphNode{N: is.Number, Deps: ParseDeps(is.Body, isPhase)})
+		nodes = append(nodes, graphNode{N: is.Number, Deps: ParseDeps(is.Body, isPhase).Local(q.gh.owner, q.gh.repo)})
 		byNum[is.Number] = is
 	}
 	// Issues the deps name outside the queue: do they exist, are they done?
@@ -459,11 +459,34 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 			ext[d] = s
 		}
 	}
+	// Issues of other repositories: read through the API, they are leaves
+	// of the graph (their own deps are not ours to follow).
+	other := map[string]IssueState{}
+	for _, nd := range nodes {
+		for _, r := range nd.Deps.External {
+			if _, done := other[r.String()]; done {
+				continue
+			}
+			s, err := q.gh.RefState(ctx, r)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("#%d: dependency %s: %w", nd.N, r, err))
+				s = IssueState{Exists: true, Why: "unreadable"}
+			}
+			other[r.String()] = s
+		}
+	}
 	exists := map[int]bool{}
 	for n, s := range ext {
 		exists[n] = s.Exists
 	}
 	probs := graphProblems(nodes, phases, exists)
+	for _, nd := range nodes {
+		for _, r := range nd.Deps.External {
+			if !other[r.String()].Exists {
+				probs[nd.N] = append(probs[nd.N], fmt.Sprintf("issue %s depends on unknown issue %q (not found, or not readable with this token)", IssueID(nd.N), r.String()))
+			}
+		}
+	}
 	merged := map[string]bool{}
 	for _, p := range phases {
 		merged[p.ID] = p.Merged
@@ -491,6 +514,11 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 		for _, p := range nd.Deps.Phases {
 			if !merged[p] {
 				waits = append(waits, p+" (not merged)")
+			}
+		}
+		for _, r := range nd.Deps.External {
+			if s := other[r.String()]; !s.Done {
+				waits = append(waits, r.String()+" ("+s.Why+")")
 			}
 		}
 		if len(waits) > 0 {

@@ -36,5 +36,6 @@
 // labels, events, comments); collaborator permission; pulls (list with
 // head/state, create, get, merge, update-branch); compare; check runs and
 // statuses of a commit; POST /graphql viewer and
-// markPullRequestReadyForReview. Anything else is 404.
+// markPullRequestReadyForReview; GET of an issue of another repository
+// set with SetForeign. Anything else is 404.
 package ghfake

@@ -175,6 +175,9 @@ type Server struct {
 	onMerge func(pr int)
 	// noViewer: GraphQL viewer answers an error (as some tokens' might).
 	noViewer bool
+	// foreign holds issues of other repositories ("owner/repo" lowercased
+	// → number → issue), readable with GET /repos/{o}/{r}/issues/{n} only.
+	foreign map[string]map[int]*Issue
 }
 
 // CIRules make the CI callback's answers appear as real CI's do.
@@ -246,6 +249,41 @@ func (s *Server) AddAppToken(token, app string) string {
 	s.token[token] = login
 	s.bots[login] = true
 	return login
+}
+
+// SetForeign makes issue n of repository fullName ("owner/repo", another
+// than the fake's own) readable, in state (open, closed) with reason
+// (completed, not_planned, "").
+func (s *Server) SetForeign(fullName string, n int, state, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.foreign == nil {
+		s.foreign = map[string]map[int]*Issue{}
+	}
+	key := strings.ToLower(fullName)
+	if s.foreign[key] == nil {
+		s.foreign[key] = map[int]*Issue{}
+	}
+	s.foreign[key][n] = &Issue{Number: n, Title: fmt.Sprintf("%s#%d", fullName, n), Author: "someone", State: state, StateReason: reason, CreatedAt: s.now()}
+}
+
+var foreignIssue = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
+
+// serveForeign answers a GET of another repository's issue; s.mu is held.
+func (s *Server) serveForeign(c *call) bool {
+	m := foreignIssue.FindStringSubmatch(c.r.URL.EscapedPath())
+	if m == nil || c.r.Method != http.MethodGet {
+		return false
+	}
+	n, _ := strconv.Atoi(m[3])
+	is := s.foreign[strings.ToLower(c.args[0]+"/"+c.args[1])][n]
+	if is == nil {
+		return false
+	}
+	gi := s.issueJSON(is)
+	gi.HTMLURL = github.Ptr(fmt.Sprintf("https://github.example/%s/%s/issues/%d", c.args[0], c.args[1], n))
+	c.json(http.StatusOK, gi)
+	return true
 }
 
 // RefuseViewer makes GraphQL's viewer query answer an error, so a
@@ -650,7 +688,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, login string) {
 			c.args = append(c.args, u)
 		}
 		if len(c.args) >= 2 && (c.args[0] != s.opt.Owner || c.args[1] != s.opt.Repo) {
-			c.fail(http.StatusNotFound, "Not Found")
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if !s.serveForeign(c) {
+				c.fail(http.StatusNotFound, "Not Found")
+			}
 			return
 		}
 		if len(c.args) >= 3 {
