@@ -56,17 +56,33 @@ reason and the log to read. It changes nothing.`,
 		return nil
 	case manifest.Failed, manifest.Blocked:
 		fmt.Fprintf(w, "%s is [%s]", id, n.State)
-		if h.WaitsOn != "" {
-			fmt.Fprintf(w, ": it waits on %s, which is [%s].\n", h.WaitsOn, stateOf(s.rm, h.WaitsOn))
+		// The phase to retry is the one whose own failure parked this
+		// one; retrying it brings its parked dependents back too.
+		culprit := scheduler.Culprit(s.hist, id)
+		with := ""
+		if culprit != id {
+			log, with = s.rel(s.latestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
+			ch := s.hist[culprit]
+			if ch == nil {
+				ch = &scheduler.PhaseHistory{}
+			}
+			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, stateOf(s.rm, h.WaitsOn))
+			if culprit != h.WaitsOn {
+				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, stateOf(s.rm, culprit))
+			}
+			if ch.Reason != "" {
+				fmt.Fprintf(w, ": reason %s%s", ch.Reason, detailSuffix(ch.Detail))
+			}
+			fmt.Fprintln(w, ".")
 		} else if h.Reason != "" {
 			fmt.Fprintf(w, ": reason %s%s.\n", h.Reason, detailSuffix(h.Detail))
 		} else {
 			fmt.Fprintln(w, ".")
 		}
 		if log != "" {
-			fmt.Fprintf(w, "Read %s, then `claudopilot retry %s`.\n", log, id)
+			fmt.Fprintf(w, "Read %s, then `claudopilot retry %s`%s.\n", log, culprit, with)
 		} else {
-			fmt.Fprintf(w, "Fix the cause, then `claudopilot retry %s`.\n", id)
+			fmt.Fprintf(w, "Fix the cause, then `claudopilot retry %s`%s.\n", culprit, with)
 		}
 		return nil
 	}
@@ -74,7 +90,11 @@ reason and the log to read. It changes nothing.`,
 	var why []string
 	for _, d := range s.rm.Deps(n) {
 		if d.State != manifest.Merged {
-			why = append(why, fmt.Sprintf("its dep %s is [%s]", d.ID, d.State))
+			y := fmt.Sprintf("its dep %s is [%s]", d.ID, d.State)
+			if d.State == manifest.Blocked || d.State == manifest.Failed {
+				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", scheduler.Culprit(s.hist, d.ID))
+			}
+			why = append(why, y)
 		}
 	}
 	running := 0

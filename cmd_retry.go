@@ -38,10 +38,18 @@ Only the state tokens change; every other byte of the manifest stays.`,
 		return err
 	}
 	var want []*roadmap.Node
+	already := 0
 	for _, id := range fs.Args() {
 		n := rm.Node(id)
 		if n == nil {
 			return fmt.Errorf("retry: no phase %q in %s", id, rm.ManifestPath)
+		}
+		if n.State == manifest.Pending {
+			// Flipped by hand already, as the docs invite: what retry
+			// would do is done.
+			fmt.Fprintf(a.s.Out, "%s is already [pending]: the next run starts it (a kept branch is brought up to date first)\n", id)
+			already++
+			continue
 		}
 		if n.State != manifest.Blocked && n.State != manifest.Failed {
 			return fmt.Errorf("retry: phase %s is [%s]; only [blocked] or [failed] phases can be retried", id, n.State)
@@ -85,7 +93,9 @@ Only the state tokens change; every other byte of the manifest stays.`,
 		done = append(done, n.ID)
 	}
 	if len(done) == 0 {
-		fmt.Fprintln(a.s.Out, "nothing to retry: no phase is [blocked]")
+		if already == 0 {
+			fmt.Fprintln(a.s.Out, "nothing to retry: no phase is [blocked]")
+		}
 		return nil
 	}
 	rel, _ := filepath.Rel(a.cwd, rm.ManifestPath)

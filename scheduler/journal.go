@@ -216,3 +216,20 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 	}
 	return hs, cool
 }
+
+// Culprit is the phase whose own failure holds id back: a phase parked
+// because a dep failed records "waits on <that phase>", which may itself
+// wait on another. It is the phase to retry (its dependents come back with
+// it); id itself when it failed on its own account.
+func Culprit(hist map[string]*PhaseHistory, id string) string {
+	seen := map[string]bool{}
+	for !seen[id] {
+		seen[id] = true
+		h := hist[id]
+		if h == nil || h.WaitsOn == "" {
+			return id
+		}
+		id = h.WaitsOn
+	}
+	return id
+}
