@@ -9,14 +9,14 @@ import (
 )
 
 func cmdLogs(ctx context.Context, a *app, args []string) error {
-	fs := newFlags(a, "logs", "logs ID [--role worker|supervisor|gate|prepare] [--attempt N] [-f] [--roadmap DIR]", `
+	fs := newFlags(a, "logs", "logs ID [--role worker|supervisor|reviewer|gate|prepare] [--attempt N] [-f] [--roadmap DIR]", `
 Print a phase's log: the newest one, or the newest of one role, or one
 attempt. With -f, keep printing what is appended until Ctrl-C, moving on to
 a newer log of the phase (the next attempt) when one appears.
 
 Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
 		"  claudopilot logs phase-03\n  claudopilot logs phase-03 --role gate\n  claudopilot logs phase-03 --role worker --attempt 2\n  claudopilot logs phase-03 -f")
-	role := fs.String("role", "", "only logs of this role: worker, supervisor, gate or prepare")
+	role := fs.String("role", "", "only logs of this role: worker, supervisor, reviewer, gate or prepare")
 	attempt := fs.Int("attempt", 0, "this attempt of the role (default: the newest)")
 	follow := fs.BoolP("follow", "f", false, "keep printing as the log grows")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
@@ -27,9 +27,9 @@ Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
 		return usageErrorf("logs takes one phase ID")
 	}
 	switch *role {
-	case "", "worker", "supervisor", "gate", "prepare", "lockfile":
+	case "", "worker", "supervisor", "reviewer", "gate", "prepare", "lockfile":
 	default:
-		return usageErrorf("logs: unknown --role %q (want worker, supervisor, gate or prepare)", *role)
+		return usageErrorf("logs: unknown --role %q (want worker, supervisor, reviewer, gate or prepare)", *role)
 	}
 	if *attempt != 0 && *role == "" {
 		return usageErrorf("logs: --attempt needs --role")

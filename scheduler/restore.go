@@ -61,5 +61,6 @@ func (s *Scheduler) restore() error {
 			p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 		}
 	}
+	s.restoreReviews(recs)
 	return nil
 }

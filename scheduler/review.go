@@ -197,6 +197,7 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("BLOCKING in round %d: %s", rp.round, strings.Join(d.Findings, "; "))})
 		rp.round++
 		rp.reran = false
+		s.record(Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
 		p.reason, p.detail = ReasonReview, strings.Join(d.Findings, "; ")
 		p.next = &Job{Role: Worker, Findings: d.Findings}
 	case review.Exhausted:
@@ -281,4 +282,24 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// restoreReviews brings back the review round of a phase the driver died
+// during, so REVIEW_MAX_ROUNDS holds across restarts. A phase that landed,
+// failed, was parked or was flipped back by a human starts over.
+func (s *Scheduler) restoreReviews(recs []Record) {
+	rounds := map[string]int{}
+	for _, r := range recs {
+		switch r.Event {
+		case "review-round":
+			rounds[r.Phase] = r.Attempt
+		case "merged", "failed", "blocked", "retry":
+			delete(rounds, r.Phase)
+		}
+	}
+	for id, n := range rounds {
+		if p := s.byID[id]; p != nil && p.state == manifest.Running && n > 1 {
+			s.revPhase(p).round = n
+		}
+	}
 }

@@ -291,3 +291,26 @@ func TestReviewSlotNeverBorrowed(t *testing.T) {
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged})
 }
+
+// A driver killed during a phase's second review round resumes in that
+// round: REVIEW_MAX_ROUNDS holds across restarts.
+func TestReviewRoundSurvivesRestart(t *testing.T) {
+	h := newHarness(t, manifestOf("[running] **a** — A (deps: none)"), reviewCfg(2))
+	h.jn = openJournal(t)
+	appendAll(t, h.jn,
+		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1, Tip: "t1"},
+		Record{Phase: "a", Event: "review", Role: ReviewerRole, Attempt: 1, Detail: "BLOCKING"},
+		Record{Phase: "a", Event: "review-round", Role: ReviewerRole, Attempt: 2},
+		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
+	)
+	rv := newReviewer().on("a", blockStep, passStep)
+	h.build().SetReviewer(rv)
+	_, err, evs := h.run(t.Context())
+	if he := wantHalt(t, err); he.Reason != ReasonReview {
+		t.Fatalf("halt %+v\n%s", he, fmtEvents(evs))
+	}
+	if rs := rv.jobsOf("a"); len(rs) != 1 || rs[0].Round != 2 {
+		t.Fatalf("reviewer jobs %+v, want one, in round 2", rs)
+	}
+}
