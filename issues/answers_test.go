@@ -283,3 +283,33 @@ func TestRetryAfterIsARateLimit(t *testing.T) {
 		t.Errorf("a plain 403: %v", err)
 	}
 }
+
+// TestMergeGivenUpButMerged: GitHub merged, then every answer failed until
+// the client gave up; the pull request is read once more, and merged is
+// done.
+func TestMergeGivenUpButMerged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(func(c *GitHubConfig) { c.MaxRetries = 2 })
+	ctx := context.Background()
+	clone := e.clone("c")
+	e.git(clone, "checkout", "-qb", "feature")
+	writeFile(t, filepath.Join(clone, "f.txt"), "f\n")
+	e.git(clone, "add", "-A")
+	e.git(clone, "commit", "-qm", "f")
+	e.git(clone, "push", "-q", "origin", "feature")
+	p, err := g.CreatePR(ctx, "feature", "main", "f", "body", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Lost: true, Status: 502})
+	// The reads before the retries fail too, so the client gives up.
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/pulls/1$", Times: 6, Status: 502})
+	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Times: -1, Status: 502})
+	if err := g.Merge(ctx, p.Number, p.HeadSHA, "merge", "t"); err != nil {
+		t.Fatalf("Merge of a pull request GitHub merged: %v", err)
+	}
+	if !e.onMain("f.txt") {
+		t.Error("not merged")
+	}
+}

@@ -944,15 +944,14 @@ func (g *GitHub) Merge(ctx context.Context, n int, sha, method, title string) er
 		if err == nil || errors.Is(err, ErrHeadMoved) || ctx.Err() != nil {
 			return err
 		}
-		code := statusOf(err)
-		if code == http.StatusMethodNotAllowed || code == http.StatusConflict {
-			// A refusal may follow a try that went through unseen.
-			if done, cerr := check(ctx); done {
-				return nil
-			} else if cerr != nil {
-				return cerr
-			}
+		// A refusal may follow a try that went through unseen, and a
+		// GitHub that kept failing may have merged all the same.
+		if done, cerr := check(ctx); done {
+			return nil
+		} else if cerr != nil {
+			return cerr
 		}
+		code := statusOf(err)
 		switch {
 		case code == http.StatusConflict:
 			return fmt.Errorf("%w: %w", ErrHeadMoved, err)
