@@ -3,27 +3,17 @@ package issues
 import (
 	"encoding/base64"
 	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/secret"
 )
 
 // Redacted replaces every secret the Scrubber finds.
 const Redacted = "[REDACTED]"
 
-// secretShapes are the common secret formats removed from everything posted
-// to GitHub or shown from a log, whatever token claudopilot itself uses.
-var secretShapes = []*regexp.Regexp{
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{16,}`),                // GitHub tokens: ghp_, gho_, ghu_, ghs_, ghr_
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{16,}`),              // fine-grained personal access tokens
-	regexp.MustCompile(`\bsk-[A-Za-z0-9][A-Za-z0-9_-]{15,}`),          // OpenAI/Anthropic-style keys (sk-..., sk-proj-..., sk-ant-...)
-	regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),               // AWS access key ids
-	regexp.MustCompile(`(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}`),       // Authorization: Bearer …
-	regexp.MustCompile(`(?i)\b(?:token|basic)\s+[A-Za-z0-9+/=]{20,}`), // Authorization: token …/Basic …
-}
-
 // Scrubber removes secrets from text: the values it was given (the GitHub
 // token, in its raw, URL-escaped and base64 forms) and the common secret
-// shapes (secretShapes). It is safe for concurrent use.
+// shapes (secret.Shapes). It is safe for concurrent use.
 type Scrubber struct {
 	values []string
 }
@@ -57,8 +47,8 @@ func (s *Scrubber) Scrub(text string) string {
 			text = strings.ReplaceAll(text, v, Redacted)
 		}
 	}
-	for _, re := range secretShapes {
-		text = re.ReplaceAllStringFunc(text, func(m string) string {
+	for _, shape := range secret.Shapes {
+		text = shape.Re.ReplaceAllStringFunc(text, func(m string) string {
 			// Keep the scheme word of an Authorization value readable.
 			if i := strings.IndexAny(m, " \t"); i > 0 && (strings.EqualFold(m[:i], "bearer") || strings.EqualFold(m[:i], "token") || strings.EqualFold(m[:i], "basic")) {
 				return m[:i] + " " + Redacted

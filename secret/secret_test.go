@@ -1,0 +1,111 @@
+package secret
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+func TestLine(t *testing.T) {
+	for _, tc := range []struct{ line, kind string }{
+		{"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCY1234567890", "secret assignment (AWS_SECRET_ACCESS_KEY)"},
+		{"export API_TOKEN='a8f3k29dk3l0qpz7'", "secret assignment (API_TOKEN)"},
+		{"  db_password: Hx7$kq", ""}, // short and a $: a reference
+		{"password: s3cr3tPassw0rd!x", "secret assignment (password)"},
+		{"aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AWS access key id"},
+		{"token := ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GitHub token"},
+		{"-----BEGIN OPENSSH PRIVATE KEY-----", "private key"},
+		{"-----BEGIN RSA PRIVATE KEY-----", "private key"},
+		{"key: sk-ant-api03-abcdefghijklmnopqrstu", "API key"},
+		// Not secrets.
+		{"API_TOKEN=${API_TOKEN}", ""},
+		{"TOKEN_URL=https://auth.example.com/oauth2/token1", ""},
+		{"PASSWORD_MIN_LENGTH=12", ""},
+		{"SECRET_KEY=changeme-changeme-1", ""},
+		{"apiKey := os.Getenv(\"API_KEY\")", ""},
+		{"tokens are counted in task-list order", ""},
+		{"-----BEGIN PUBLIC KEY-----", ""},
+	} {
+		if got := Line(tc.line); got != tc.kind {
+			t.Errorf("Line(%q) = %q, want %q", tc.line, got, tc.kind)
+		}
+	}
+}
+
+func newRepo(t *testing.T) (*worktree.Client, func(msg string, files map[string]string) string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@example.com")
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	g, err := worktree.Open(context.Background(), dir, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg string, files map[string]string) string {
+		t.Helper()
+		for p, c := range files {
+			full := filepath.Join(dir, p)
+			if c == "" {
+				os.Remove(full)
+				continue
+			}
+			os.MkdirAll(filepath.Dir(full), 0o755)
+			if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", msg}} {
+			if _, err := g.Git(context.Background(), args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, _ := g.Git(context.Background(), "rev-parse", "HEAD")
+		return h
+	}
+	return g, commit
+}
+
+// Landing names each added secret by file and line, never its value; a
+// secret that a later commit removed is still found in the history; a
+// secret already on the base is not the landing's.
+func TestLanding(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	base := commit("base", map[string]string{"README.md": "hi\n", "old.env": "API_TOKEN=a8f3k29dk3l0qpz7\n"})
+	commit("add", map[string]string{".env": "A=1\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCY1234567890\n", "sp ace/k.pem": "x\n-----BEGIN RSA PRIVATE KEY-----\n"})
+	commit("rm", map[string]string{"gone.txt": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"})
+	tip := commit("rm2", map[string]string{"gone.txt": ""})
+	found, err := Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range found {
+		got = append(got, f.String())
+	}
+	s := strings.Join(got, "\n")
+	for _, want := range []string{".env:2: secret assignment (AWS_SECRET_ACCESS_KEY)", "sp ace/k.pem:2: private key", "gone.txt:1 (added by commit "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("findings lack %q:\n%s", want, s)
+		}
+	}
+	if len(found) != 3 || strings.Contains(s, "wJalr") || strings.Contains(s, "ghp_") || strings.Contains(s, "old.env") {
+		t.Errorf("findings:\n%s", s)
+	}
+	if found, err := Landing(ctx, g, tip, tip); err != nil || len(found) != 0 {
+		t.Errorf("nothing added: %v, %v", found, err)
+	}
+}
