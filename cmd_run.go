@@ -84,6 +84,7 @@ type runOptions struct {
 type runConfig struct {
 	maxParallel, maxSuper, transient, logCapMB  int
 	keepGoing, ignoreCheckpoints                bool
+	secretScan                                  bool
 	base, gate, prepare, agent, super, lockfile string
 	bootstrap, build                            string
 	derived                                     *regexp.Regexp
@@ -166,7 +167,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
 		DefaultCooldown: cfg.rateSleep,
 	}
-	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived}
+	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
 	events := make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
@@ -256,6 +257,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 		return c, err
 	}
 	if c.keepGoing, err = s.bool("KEEP_GOING"); err != nil {
+		return c, err
+	}
+	if c.secretScan, err = s.bool("SECRET_SCAN"); err != nil {
 		return c, err
 	}
 	if c.ignoreCheckpoints, err = s.bool("IGNORE_LOOP_CHECKPOINTS"); err != nil {

@@ -47,6 +47,7 @@ func runKnobs() []knob {
 		{"TRANSIENT_API_MAX_RETRIES", "transient-retries", "10", "retries of passing API errors before they count as a failure", "int"},
 		{"LOG_CAP_MB", "log-cap-mb", "50", "largest log kept per agent run, in MiB (the tail is kept)", "int"},
 		{"LOCKFILE_CMD", "lockfile-cmd", "", "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/bun/cargo by file)", "string"},
+		{"SECRET_SCAN", "secret-scan", "1", "scan what each merge adds for secrets (tokens, keys, .env-style assignments); 0 turns it off", "bool"},
 		{"DERIVED_CONFLICT_FILES", "derived-conflict-files", "", "regular expression: a merge conflicting only on paths it matches is resolved with LOCKFILE_CMD (default: the known lockfiles)", "regexp"},
 		{"BOOTSTRAP_CMD", "bootstrap", "", "command run once in the repository when the run starts (install, …); a failure is a warning", "string"},
 		{"BUILD_CMD", "build", "", "command run once after BOOTSTRAP_CMD when the run starts; a failure is a warning", "string"},

@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -49,6 +50,8 @@ type Owner struct {
 	// base checkout (0: 30 s); past it the merge reports the wait and is
 	// tried again later.
 	LockWait time.Duration
+	// NoSecretScan turns off the scan for secrets (SECRET_SCAN=0).
+	NoSecretScan bool
 }
 
 var _ scheduler.Merger = (*Owner)(nil)
@@ -186,6 +189,10 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 	commit, err := o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title)))
 	if err != nil {
 		out.Err = err
+		return out, false
+	}
+	if found, err := o.secrets(ctx, base, commit); err != nil || len(found) > 0 {
+		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(found)
 		return out, false
 	}
 	// Test exactly what lands, unless the merged tree is the tree that

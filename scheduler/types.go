@@ -29,6 +29,7 @@ const (
 	ReasonWorktree Reason = "worktree" // the worktree vanished or HEAD moved off auto/<id>
 	ReasonConflict Reason = "conflict" // the merge into the base conflicts
 	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
+	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
 )
 
 // Job asks a Runner for one attempt at one phase.
