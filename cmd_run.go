@@ -167,7 +167,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
 		DefaultCooldown: cfg.rateSleep,
 	}
-	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
+	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
 	events := make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -46,15 +47,26 @@ type Owner struct {
 	// against the path from the repository root). Nil: the lockfiles of
 	// lockfileCmds, by file name.
 	Derived *regexp.Regexp
+	// Prepare is WORKTREE_PREPARE_CMD, run in the gate worktree before
+	// every merge gate.
+	Prepare string
 	// LockWait bounds the wait for another process's index.lock in the
 	// base checkout (0: 30 s); past it the merge reports the wait and is
 	// tried again later.
 	LockWait time.Duration
 	// NoSecretScan turns off the scan for secrets (SECRET_SCAN=0).
 	NoSecretScan bool
+
+	ownerState
 }
 
 var _ scheduler.Merger = (*Owner)(nil)
+
+// ownerState is what an Owner learns during a run.
+type ownerState struct {
+	mu    sync.Mutex      // guards green
+	green map[string]bool // merge trees (and gates) that passed the gate
+}
 
 // attempts bounds how often one Merge rebuilds a merge because the base
 // moved under it (a human committing on the base meanwhile) before it
@@ -94,8 +106,10 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
 		return out, false
 	}
-	// The branch may have moved past the gated tip (a lockfile
-	// regeneration below); the merge commit is gated either way.
+	// The branch tip now, which may be past the tip the phase's own gate
+	// passed (a lockfile regeneration below, or a process the agent left
+	// behind that still commits). Whatever is merged is this one commit,
+	// read once, and the merge commit built on it is gated below.
 	tip := j.Tip
 	if cur, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(j.ID)); err == nil {
 		tip = cur
@@ -195,12 +209,17 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(found)
 		return out, false
 	}
-	// Test exactly what lands, unless the merged tree is the tree that
-	// was already gated (apart from the manifest, which the gate cannot
-	// depend on).
-	if o.needsGate(ctx, j, base, commit, tip) {
+	// Test exactly what lands, on a clean checkout of it: the phase's own
+	// gate ran in its worktree, beside ignored and untracked files, and on
+	// a tip the branch may have moved past since. Only a tree that already
+	// passed this gate here (the same merge tried again after a wait) is
+	// not gated twice.
+	if !o.passed(tree, j.Gate) {
 		ok, log, err := o.gate(ctx, j, commit)
 		if err != nil {
+			if log != "" {
+				out.LogPath = log
+			}
 			out.Err = err
 			return out, false
 		}
@@ -209,6 +228,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			out.Detail = "the gate is red on the merge with " + o.Layout.Base + ": see " + log
 			return out, false
 		}
+		o.pass(tree, j.Gate)
 	}
 	dir, checkedOut, err := o.Git.WorktreeOf(ctx, o.Layout.Base)
 	if err != nil {
@@ -361,59 +381,49 @@ func flip(src []byte, j scheduler.MergeJob) ([]byte, error) {
 	return m.SetStatus("complete")
 }
 
-// needsGate is false only when the merge commit's tree equals the gated
-// branch tip's tree, manifest aside.
-func (o *Owner) needsGate(ctx context.Context, j scheduler.MergeJob, base, commit, tip string) bool {
-	changed, err := o.Git.DiffNames(ctx, tip, commit)
-	if err != nil {
-		return true
-	}
-	for _, p := range changed {
-		if p != o.Layout.ManifestRel() {
-			return true
-		}
-	}
-	return false
-}
+// GateDir is the worktree merge gates run in: one for every merge (they
+// are serial), reused so that only the files that differ are written.
+func GateDir(l scheduler.Layout) string { return filepath.Join(l.Dir(), "gate") }
 
-// gate runs the phase's gate on the exact merge commit, detached in the
-// phase's already-prepared worktree, then puts the worktree back on its
-// branch. It returns the gate's log.
+// gate runs the phase's gate on the exact merge commit, in the gate
+// worktree cleaned to hold exactly that commit's tree, after
+// WORKTREE_PREPARE_CMD. It returns the gate's log (or prepare's, when
+// prepare fails).
 func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (bool, string, error) {
-	wt := o.Layout.Worktree(j.ID)
-	branch := o.Layout.Branch(j.ID)
-	if _, err := os.Stat(wt); err != nil {
-		// The worktree is gone (a resumed run that found the branch
-		// only): gate in a temporary detached worktree.
-		tmp := filepath.Join(o.Layout.Dir(), "worktrees", scheduler.SafeName(j.ID)+".merge")
-		_ = o.Git.RemoveWorktree(ctx, tmp)
-		if _, err := o.Git.Git(ctx, "worktree", "add", "--detach", tmp, commit); err != nil {
-			return false, "", err
-		}
-		defer o.Git.RemoveWorktree(context.WithoutCancel(ctx), tmp)
-		return work.RunGate(ctx, o.Layout, j.ID, j.Gate, tmp, o.Env, o.LogCap, o.KillGrace)
-	}
-	// A driver killed while the worktree is detached here leaves a mark,
-	// so the next start puts the worktree back on its branch
-	// (work.Runner) instead of failing the phase for a moved HEAD.
-	mark := work.GatingMark(o.Layout, j.ID)
-	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
-		return false, "", err
-	}
-	if err := os.WriteFile(mark, []byte(commit+"\n"), 0o644); err != nil {
-		return false, "", err
-	}
-	if _, err := o.Git.GitIn(ctx, wt, "checkout", "-q", "-f", "--detach", commit); err != nil {
-		os.Remove(mark)
+	dir := GateDir(o.Layout)
+	if err := o.Git.CleanCheckout(ctx, dir, commit); err != nil {
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 	}
-	ok, log, err := work.RunGate(ctx, o.Layout, j.ID, j.Gate, wt, o.Env, o.LogCap, o.KillGrace)
-	if _, cerr := o.Git.GitIn(context.WithoutCancel(ctx), wt, "checkout", "-q", "-f", branch); cerr != nil && err == nil {
-		err = fmt.Errorf("put %s back on %s: %w", wt, branch, cerr)
-	} else if cerr == nil {
-		os.Remove(mark)
+	if o.Prepare != "" {
+		log := o.Layout.LogPath(j.ID, "merge-prepare", supervisor.NextLog(o.Layout.LogDir(j.ID), "merge-prepare"))
+		res := supervisor.Run(ctx, supervisor.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace})
+		if ctx.Err() != nil {
+			return false, log, ctx.Err()
+		}
+		if res.Reason == "start" || res.ExitCode != 0 {
+			// The merge cannot be tested, so it does not land; the
+			// prepare log says why.
+			return false, log, nil
+		}
 	}
-	return ok, log, err
+	return work.RunGate(ctx, o.Layout, j.ID, j.Gate, dir, o.Env, o.LogCap, o.KillGrace)
+}
+
+// passed reports whether tree already passed gate in the gate worktree
+// during this run.
+func (o *Owner) passed(tree, gate string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.green[tree+"\x00"+gate]
+}
+
+func (o *Owner) pass(tree, gate string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.green == nil {
+		o.green = map[string]bool{}
+	}
+	o.green[tree+"\x00"+gate] = true
 }
 
 // outOfScope lists the files the branch changed outside the phase's

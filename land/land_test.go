@@ -307,9 +307,10 @@ func TestMergeClean(t *testing.T) {
 	if f.branchExists("p1") {
 		t.Errorf("branch auto/p1 not deleted")
 	}
-	// The base had nothing new: the merge tree is the gated tree, no gate.
-	if exists(f.layout.LogPath("p1", "gate", 1)) {
-		t.Errorf("the gate ran on a merge whose tree is the branch's")
+	// The merge commit is gated on a clean checkout, even when the base
+	// had nothing new: the phase's own gate ran beside untracked files.
+	if !exists(f.layout.LogPath("p1", "gate", 1)) {
+		t.Errorf("the merge gate did not run")
 	}
 }
 
@@ -557,7 +558,7 @@ func TestMergeGateRedOnTheMergeCommit(t *testing.T) {
 	}
 }
 
-func TestMergeGateRunsOnlyWhenTheTreeDiffers(t *testing.T) {
+func TestMergeGateRunsOncePerTree(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
 	count := filepath.Join(t.TempDir(), "gate-runs")
@@ -572,26 +573,33 @@ func TestMergeGateRunsOnlyWhenTheTreeDiffers(t *testing.T) {
 	_, tip1 := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
 	_, tip2 := f.branch("p2", "p2-second.md", map[string]string{"api/two.go": "package api\n"})
 
+	// A wait after the gate: the same merge tried again is not gated
+	// again.
+	f.write(f.top, "one.txt", "the user's\n")
 	j1 := job("p1", "first phase", tip1)
 	j1.Gate = gate
-	f.mustMerge(j1)
-	if n := runs(); n != 0 {
-		t.Errorf("gate ran %d times for a merge whose tree is the branch's, want 0", n)
+	if out := f.owner.Merge(f.ctx, j1); len(out.Wait) != 1 {
+		t.Fatalf("outcome = %+v, want a wait", out)
 	}
-	// p2 was cut before p1 landed: its merge holds p1's work, untested.
+	os.Remove(filepath.Join(f.top, "one.txt"))
+	f.mustMerge(j1)
+	if n := runs(); n != 1 {
+		t.Errorf("gate ran %d times for one merge tree, want 1", n)
+	}
+	// p2 was cut before p1 landed: its merge is a new tree.
 	j2 := job("p2", "second phase", tip2)
 	j2.Gate = gate
 	f.mustMerge(j2)
-	if n := runs(); n != 1 {
-		t.Errorf("gate ran %d times on a merge with new base work, want 1", n)
+	if n := runs(); n != 2 {
+		t.Errorf("gate ran %d times after a merge with new base work, want 2", n)
 	}
 	if !exists(filepath.Join(f.top, "one.txt")) || !exists(filepath.Join(f.top, "api/two.go")) {
 		t.Errorf("the checkout lacks the merged files")
 	}
 }
 
-// A gated worktree that vanished (a resumed run that found the branch only)
-// is gated in a temporary detached worktree, which is removed afterwards.
+// A phase worktree that vanished (a resumed run that found the branch
+// only) makes no difference: the merge gate runs in the gate worktree.
 func TestMergeGateWithoutWorktree(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
@@ -602,14 +610,11 @@ func TestMergeGateWithoutWorktree(t *testing.T) {
 	where := filepath.Join(t.TempDir(), "where")
 	j.Gate = "test -f base.txt && test -f branch.txt && pwd > '" + where + "'"
 	out := f.mustMerge(j)
-	if b, err := os.ReadFile(where); err != nil || !strings.Contains(string(b), ".merge") {
-		t.Errorf("the gate did not run in the temporary worktree: %q, %v", b, err)
+	if b, err := os.ReadFile(where); err != nil || strings.TrimSpace(string(b)) != land.GateDir(f.layout) {
+		t.Errorf("the gate did not run in the gate worktree: %q, %v", b, err)
 	}
 	if got := f.gitIn(f.top, "rev-parse", out.Commit+"^1"); got != base {
 		t.Errorf("first parent %s, want %s", got, base)
-	}
-	if list := f.gitIn(f.top, "worktree", "list"); strings.Contains(list, ".merge") {
-		t.Errorf("temporary gate worktree left:\n%s", list)
 	}
 	if f.branchExists("p1") {
 		t.Errorf("branch not deleted")

@@ -1,7 +1,8 @@
 #!/bin/sh
 # i5-gate.sh: a gate (GATE_CMD) that records what it gated and can hold the
 # first gate of a merge commit. Appends "<phase> <subject> | on <first
-# parent's subject>" to $GATES (the phase is the worktree's folder name).
+# parent's subject>" to $GATES (the phase is the worktree's folder name,
+# "gate" for a merge gate).
 # The first time it gates a "Merge " commit it touches $WORK/gating and
 # waits (at most 30s) for $WORK/user2.done, so the test can move the base
 # while the merge owner holds a merge commit built on the old tip.

@@ -1,0 +1,58 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// CleanCheckout makes the worktree at path hold exactly commit's tree,
+// detached, and nothing else: no untracked or ignored file survives. A
+// worktree already there is reused (git checkout -f --detach, git clean
+// -ffdx): only the files that differ are written. One that is missing, or
+// is not its own worktree any more (its .git link gone, so git would
+// resolve to the repository around it), is made afresh. Serialized with
+// the other worktree operations when it adds or removes.
+func (c *Client) CleanCheckout(ctx context.Context, path, commit string) error {
+	path = c.abs(path)
+	if c.ownWorktree(ctx, path) {
+		_, err := c.run(ctx, path, nil, nil, "checkout", "-q", "-f", "--detach", commit)
+		if err == nil {
+			_, err = c.run(ctx, path, nil, nil, "clean", "-q", "-ffdx")
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
+	if missing, _ := pathMissing(path); !missing {
+		_, _ = c.run(ctx, "", nil, nil, "worktree", "remove", "--force", path)
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("clean checkout %s: %w", path, err)
+		}
+	}
+	if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
+		return fmt.Errorf("clean checkout %s: %w", path, err)
+	}
+	if _, err := c.run(ctx, "", nil, nil, "worktree", "add", "--quiet", "--detach", path, commit); err != nil {
+		return fmt.Errorf("clean checkout %s: %w", path, err)
+	}
+	return nil
+}
+
+// ownWorktree reports whether git, run in path, works on the worktree at
+// path itself: its top level is path and its git dir is not the main one.
+func (c *Client) ownWorktree(ctx context.Context, path string) bool {
+	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+		return false
+	}
+	top, err := c.run(ctx, path, nil, nil, "rev-parse", "--show-toplevel")
+	if err != nil || !samePath(trimNL(top), path) {
+		return false
+	}
+	gd, err1 := c.run(ctx, path, nil, nil, "rev-parse", "--absolute-git-dir")
+	common, err2 := c.CommonDir(ctx)
+	return err1 == nil && err2 == nil && !samePath(trimNL(gd), common)
+}
