@@ -258,7 +258,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 			o.Tip = fmt.Sprintf("tip-%s-%s-%d", j.ID, j.Role, n)
 		}
 	default:
-		o.Reason, o.Detail, o.Cooldown, o.Transient = st.Reason, st.Detail, st.Cooldown, st.Transient
+		o.Reason, o.Detail, o.Cooldown, o.Transient, o.Found = st.Reason, st.Detail, st.Cooldown, st.Transient, st.Found
 		if o.Reason == ReasonExit {
 			o.ExitCode = 1
 		}

@@ -31,6 +31,9 @@ type Record struct {
 	Log     string    `json:"log,omitempty"`
 	Lane    string    `json:"lane,omitempty"`
 	Files   []string  `json:"files,omitempty"`
+	// Found marks an outcome no agent ran for (Outcome.Found): not an
+	// attempt.
+	Found bool `json:"found,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -171,7 +174,7 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 			if r.Event == "done" {
 				h.Tip = r.Tip
 			}
-			if r.Event == "done" && r.Detail == foundDone {
+			if r.Event == "done" && r.Detail == foundDone || r.Event == "fail" && r.Found {
 				// No agent ran: not an attempt.
 				if r.Role == Supervisor {
 					h.SuperRuns--

@@ -533,3 +533,38 @@ func TestRestoreJournalReadError(t *testing.T) {
 		t.Errorf("Run started: %v", kinds(evs, ""))
 	}
 }
+
+// A resumed phase found stopped in an unfinished merge of the base (its
+// worktree has MERGE_HEAD and conflicts) goes to the supervisor as a
+// conflict, whoever was relaunched; recovery is no attempt, in this run
+// or for a later driver.
+func TestResumeUnfinishedMergeGoesToSupervisor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
+	h.jn = openJournal(t)
+	appendAll(t, h.jn, Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1})
+	h.runner.on("a", Worker, step{Reason: ReasonConflict, Detail: "conflicts with main: x", Found: true})
+	h.runner.on("a", Supervisor, step{OK: true})
+	sum, err, _ := h.run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	jobs := h.runner.allJobs()
+	if len(jobs) != 2 || jobs[0].Role != Worker || !jobs[0].Resume {
+		t.Fatalf("jobs %+v, want the resumed worker, then the supervisor", jobs)
+	}
+	if j := jobs[1]; j.Role != Supervisor || j.Attempt != 1 || j.Failure != ReasonConflict || j.Detail != "conflicts with main: x" {
+		t.Errorf("supervisor job %+v, want attempt 1 for the conflict", j)
+	}
+	if p := phaseSummary(t, sum, "a"); p.Attempts != 1 || p.AttemptsInAll != 2 || p.State != "merged" {
+		t.Errorf("summary %+v, want 1 attempt in this run (the supervisor), 2 in all", p)
+	}
+	recs, err := ReadJournal(h.jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := History(recs)
+	if hh := hist["a"]; hh.WorkerRuns != 1 || hh.SuperRuns != 1 {
+		t.Errorf("the journal says %d worker and %d supervisor runs, want 1 and 1", hh.WorkerRuns, hh.SuperRuns)
+	}
+}

@@ -629,8 +629,16 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	if o.LogPath != "" {
 		p.logPath = o.LogPath
 	}
-	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath})
-	s.failed(p, o.Role, o.Reason, o.Detail, o.LogPath)
+	by := o.Role
+	if o.Found {
+		// Recovery found the phase stopped mid-way (an unfinished merge
+		// of the base): no agent ran, so it is no attempt, and the
+		// supervisor takes it whoever was launched.
+		p.unlaunch(o.Role)
+		by = ""
+	}
+	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath, Found: o.Found})
+	s.failed(p, by, o.Reason, o.Detail, o.LogPath)
 }
 
 // requeue schedules the same attempt again later without spending it.

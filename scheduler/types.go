@@ -86,7 +86,8 @@ type Outcome struct {
 	Started   time.Time
 	Ended     time.Time
 	// Found means no agent ran: a resumed phase's branch was found
-	// already done (or landed). It is not an attempt.
+	// already done (or landed), or stopped mid-way (an unfinished merge
+	// of the base, a failure). It is not an attempt.
 	Found bool
 }
 

@@ -190,3 +190,36 @@ func TestOwnGitDir(t *testing.T) {
 		t.Error("a worktree without its .git passed")
 	}
 }
+
+// A worktree left in a merge of the base with conflicts (the driver was
+// killed while a supervisor resolved them, or during the merge itself)
+// resumes as a conflict for the supervisor: no agent runs, no gate runs
+// over the markers, and it is no attempt (Found).
+func TestRunResumeOverUnfinishedMerge(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"README.md": "the branch's\n"}, true)
+	f.commitOn(f.top, "main moves", map[string]string{"README.md": "main's\n"})
+	if _, err := f.git.GitIn(f.ctx, f.wt(), "merge", "--no-edit", "main"); err == nil {
+		t.Fatal("the merge did not conflict")
+	}
+	ran := filepath.Join(f.tmp, "ran")
+	f.runner.Agent = f.agent("touch '" + ran + "'\n" + doneBody)
+	j := job()
+	j.Resume = true
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonConflict || !o.Found || !strings.Contains(o.Detail, "README.md") {
+		t.Fatalf("outcome = %+v, want a found conflict naming README.md", o)
+	}
+	if exists(ran) {
+		t.Error("the worker ran over the unfinished merge")
+	}
+	// The supervisor for the conflict gets the merge as it is.
+	f.runner.Super = f.agent(`grep -q '^<<<<<<<' README.md || exit 30
+echo resolved > README.md && git add README.md && git commit -q --no-edit
+` + doneBody)
+	j.Role, j.Failure, j.Detail = scheduler.Supervisor, scheduler.ReasonConflict, o.Detail
+	if o := f.run(j); !o.OK {
+		t.Fatalf("supervisor outcome = %+v, want OK", o)
+	}
+}

@@ -102,6 +102,18 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
+	if j.Resume && (j.Role != scheduler.Supervisor || j.Failure != scheduler.ReasonConflict) {
+		// A killed driver (or agent) left a merge of the base with
+		// conflicts: it is the supervisor's, as a conflict. Neither the
+		// done check nor a gate may run over the markers, and recovery
+		// is no attempt.
+		if paths, err := r.unfinishedMerge(ctx, wt); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		} else if len(paths) > 0 {
+			o.Found = true
+			return fail(scheduler.ReasonConflict, "conflicts with "+r.Layout.Base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
+		}
+	}
 	if j.Retry {
 		// A kept branch starts current: the base is merged in first. A
 		// conflict there is left in place for the supervisor.
@@ -380,6 +392,15 @@ func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
 		return nil, fmt.Errorf("merge %s into the branch: %w", r.Layout.Base, err)
 	}
 	return paths, nil
+}
+
+// unfinishedMerge lists the conflicting paths of a merge in progress in
+// wt (none when no merge is in progress).
+func (r *Runner) unfinishedMerge(ctx context.Context, wt string) ([]string, error) {
+	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err != nil {
+		return nil, nil
+	}
+	return r.unmerged(ctx, wt)
 }
 
 func (r *Runner) unmerged(ctx context.Context, wt string) ([]string, error) {
