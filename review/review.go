@@ -49,6 +49,9 @@ type Marker struct {
 	Base        string   `json:"base"`
 	Verdict     string   `json:"verdict"`
 	Findings    []string `json:"findings"`
+	// PR is the pull request a queue-mode verdict is about; absent
+	// (0) in roadmap mode.
+	PR int `json:"pr,omitempty"`
 }
 
 // Line renders m as the marker line a reviewer prints.
@@ -98,6 +101,9 @@ func parseLine(line string) (Marker, bool) {
 			return Marker{}, false
 		}
 	}
+	if v, has := raw["pr"]; has && (json.Unmarshal(v, &m.PR) != nil || m.PR <= 0) {
+		return Marker{}, false
+	}
 	v, has := raw["findings"]
 	if !has || bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, &m.Findings) != nil {
 		return Marker{}, false
@@ -115,6 +121,7 @@ type Want struct {
 	Phase       string
 	Fingerprint string
 	Head, Base  string
+	PR          int // queue mode: the marker must name this pull request
 }
 
 // Kind is what one reviewer's output amounts to.
@@ -155,7 +162,7 @@ func Accept(ms []Marker, w Want) Verdict {
 	var trusted []Marker
 	ignored := 0
 	for _, m := range ms {
-		if m.Phase != w.Phase || m.Fingerprint != w.Fingerprint || m.Head != w.Head || m.Base != w.Base || w.Fingerprint == "" {
+		if m.Phase != w.Phase || m.Fingerprint != w.Fingerprint || m.Head != w.Head || m.Base != w.Base || m.PR != w.PR || w.Fingerprint == "" {
 			ignored++
 			continue
 		}
@@ -164,7 +171,7 @@ func Accept(ms []Marker, w Want) Verdict {
 	if len(trusted) == 0 {
 		why := "no review marker in the reviewer's output"
 		if ignored > 0 {
-			why = fmt.Sprintf("%d review marker(s) ignored: they name another phase, fingerprint, head or base (forged or stale)", ignored)
+			why = fmt.Sprintf("%d review marker(s) ignored: they name another phase, fingerprint, head, base or pull request (forged or stale)", ignored)
 		}
 		return Verdict{Kind: None, Why: why}
 	}

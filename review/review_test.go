@@ -89,6 +89,9 @@ func TestParse(t *testing.T) {
 		{"no closing", strings.TrimSuffix(good, tail), 0},
 		{"inside other text", "see " + good, 0},
 		{"array not object", Tag + `[1,2]` + tail, 0},
+		{"pr a number", strings.Replace(good, `"findings":[]`, `"findings":[],"pr":7`, 1), 1},
+		{"pr a string", strings.Replace(good, `"findings":[]`, `"findings":[],"pr":"7"`, 1), 0},
+		{"pr zero", strings.Replace(good, `"findings":[]`, `"findings":[],"pr":0`, 1), 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +138,7 @@ func TestAccept(t *testing.T) {
 		{"two verdicts", []Marker{marker(Pass), marker(Blocking, "no")}, BlockingKind, []string{"no"}},
 		{"unknown verdict", []Marker{marker("LGTM")}, BlockingKind, nil},
 		{"lowercase pass is unknown", []Marker{marker("pass")}, BlockingKind, nil},
+		{"a pull request where none is wanted", []Marker{other(func(m *Marker) { m.PR = 7 })}, None, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,6 +153,20 @@ func TestAccept(t *testing.T) {
 				t.Fatal("no reason given for ignoring")
 			}
 		})
+	}
+	// Queue mode: the marker must name the pull request.
+	pr := want
+	pr.PR = 7
+	if v := Accept([]Marker{marker(Pass)}, pr); v.Kind != None {
+		t.Fatalf("a marker without the pull request trusted: %+v", v)
+	}
+	m := marker(Pass)
+	m.PR = 7
+	if v := Accept([]Marker{m}, pr); v.Kind != PassKind {
+		t.Fatalf("a marker naming the pull request not trusted: %+v", v)
+	}
+	if got := Parse([]byte(m.Line())); len(got) != 1 || got[0].PR != 7 {
+		t.Fatalf("round trip of pr: %+v", got)
 	}
 	// No live fingerprint (it could not be computed): nothing is trusted.
 	if v := Accept([]Marker{{Phase: "p1"}}, Want{Phase: "p1"}); v.Kind != None {

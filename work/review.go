@@ -109,7 +109,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	}
 	fp := in.fingerprint()
 	dir := r.Layout.LogDir(j.ID)
-	n, promptFile, err := reserve(dir)
+	n, promptFile, err := ReserveReview(dir)
 	if err != nil {
 		o.Err = err
 		return none(err.Error())
@@ -132,16 +132,6 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		return none(err.Error())
 	}
 	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", scheduler.SafeName(j.ID), n))
-	if err := r.Git.AddDetached(ctx, checkout, in.head); err != nil {
-		o.Err = err
-		return none(err.Error())
-	}
-	defer r.removeCheckout(context.WithoutCancel(ctx), checkout)
-	if err := readOnly(checkout); err != nil {
-		o.Err = err
-		return none(err.Error())
-	}
-
 	lens := strings.Join(j.Lenses, ",")
 	gateLog := ""
 	if k := supervisor.NextLog(dir, "gate") - 1; k > 0 {
@@ -161,38 +151,29 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		o.Err = err
 		return none(err.Error())
 	}
-	env := make([]string, 0, len(r.Env)+16)
-	for _, kv := range r.Env {
-		if !strings.HasPrefix(kv, "CLAUDOPILOT_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
-		"CLAUDOPILOT_PHASE="+j.ID,
-		"CLAUDOPILOT_PHASE_DOC="+in.docRel,
-		"CLAUDOPILOT_BASE="+r.Layout.Base,
-		"CLAUDOPILOT_GATE="+gate,
-		"CLAUDOPILOT_PROMPT_FILE="+promptFile,
-		"CLAUDOPILOT_REVIEW_FINGERPRINT="+fp,
-		"CLAUDOPILOT_REVIEW_HEAD="+in.head,
-		"CLAUDOPILOT_REVIEW_BASE="+in.base,
-		"CLAUDOPILOT_MANIFEST_LINE_FILE="+lineFile,
-		"CLAUDOPILOT_REVIEW_LENS="+lens,
-		"CLAUDOPILOT_REVIEW_ROUND="+strconv.Itoa(j.Round),
-		"CLAUDOPILOT_REVIEW_DIFF="+diffFile,
-	)
-	res := supervisor.Run(ctx, supervisor.Spec{
-		Command: r.Cmd, Dir: checkout, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
+	proc := ReviewProcess{
+		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
-	})
+		Env: ReviewEnv(r.Env,
+			"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
+			"CLAUDOPILOT_PHASE="+j.ID,
+			"CLAUDOPILOT_PHASE_DOC="+in.docRel,
+			"CLAUDOPILOT_BASE="+r.Layout.Base,
+			"CLAUDOPILOT_GATE="+gate,
+			"CLAUDOPILOT_PROMPT_FILE="+promptFile,
+			"CLAUDOPILOT_REVIEW_FINGERPRINT="+fp,
+			"CLAUDOPILOT_REVIEW_HEAD="+in.head,
+			"CLAUDOPILOT_REVIEW_BASE="+in.base,
+			"CLAUDOPILOT_MANIFEST_LINE_FILE="+lineFile,
+			"CLAUDOPILOT_REVIEW_LENS="+lens,
+			"CLAUDOPILOT_REVIEW_ROUND="+strconv.Itoa(j.Round),
+			"CLAUDOPILOT_REVIEW_DIFF="+diffFile,
+		),
+	}
+	out, res, err := proc.Run(ctx)
 	if ctx.Err() != nil {
 		return none("interrupted")
 	}
-	// The marker counts only from the output of the process started
-	// here, for this round: its own, fresh log. Never from a file on the
-	// branch, never from an earlier run's log.
-	out, err := os.ReadFile(o.LogPath)
 	if err != nil {
 		o.Err = err
 		return none(err.Error())
@@ -209,25 +190,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	if v.Kind == review.None && o.Fingerprint != fp {
 		v.Why = "stale: " + staleWhat(in, live) + " changed while the reviewer ran"
 	}
-	ended := ""
-	switch {
-	case res.Reason != "":
-		ended = fmt.Sprintf("the reviewer ended by %s", res.Reason)
-		if res.Reason == supervisor.ReasonTimeout {
-			ended = "the reviewer ran longer than " + r.Timeout.String()
-		} else if res.Reason == supervisor.ReasonStuck {
-			ended = "the reviewer gave no output for " + r.StuckTimeout.String()
-		}
-	case res.ExitCode != 0:
-		ended = fmt.Sprintf("the reviewer exited %d", res.ExitCode)
-	}
-	if ended != "" && v.Kind == review.PassKind {
-		// Only a reviewer that finished may pass a phase; a BLOCKING
-		// verdict stands however it ended.
-		v = review.Verdict{Kind: review.None, Why: ended}
-	} else if ended != "" && v.Kind == review.None {
-		v.Why = ended + "; " + v.Why
-	}
+	v = proc.Judge(v, res)
 	o.Verdict = v
 	note := "claudopilot: verdict " + v.Kind.String()
 	if v.Why != "" {
@@ -254,10 +217,11 @@ func staleWhat(a, b inputs) string {
 	return strings.Join(what, " and ")
 }
 
-// reserve takes the next free reviewer run number in dir by creating its
-// prompt file exclusively, so reviewers of one phase running at once never
-// share a log.
-func reserve(dir string) (int, string, error) {
+// ReserveReview takes the next free reviewer run number in dir by creating
+// its prompt file (reviewer-<n>.prompt.md) exclusively, so reviewers of one
+// phase running at once never share a log, and removes any reviewer-<n>.log
+// left there.
+func ReserveReview(dir string) (int, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}
@@ -300,15 +264,93 @@ func readOnly(dir string) error {
 	})
 }
 
+// ReviewProcess is one reviewer process: run in a read-only, detached
+// checkout of Head made for it at Checkout, output to a log of its own.
+type ReviewProcess struct {
+	Git        *worktree.Client
+	Checkout   string
+	Head       string
+	Cmd        string
+	Env        []string
+	Prompt     []byte
+	PromptFile string
+	LogPath    string // must not exist yet: the output is this run's alone
+
+	LogCap       int64
+	StuckTimeout time.Duration
+	Timeout      time.Duration
+	KillGrace    time.Duration
+}
+
+// Run makes the checkout, runs the reviewer in it, removes it, and returns
+// the reviewer's own output (its log) and how it ended. Markers are read
+// from nowhere else: never from a file on the branch.
+func (p ReviewProcess) Run(ctx context.Context) ([]byte, supervisor.Result, error) {
+	var res supervisor.Result
+	if err := p.Git.AddDetached(ctx, p.Checkout, p.Head); err != nil {
+		return nil, res, err
+	}
+	defer removeCheckout(context.WithoutCancel(ctx), p.Git, p.Checkout)
+	if err := readOnly(p.Checkout); err != nil {
+		return nil, res, err
+	}
+	res = supervisor.Run(ctx, supervisor.Spec{
+		Command: p.Cmd, Dir: p.Checkout, Env: p.Env, Prompt: p.Prompt, PromptFile: p.PromptFile, LogPath: p.LogPath,
+		LogCap: p.LogCap, StuckTimeout: p.StuckTimeout, Timeout: p.Timeout, KillGrace: p.KillGrace,
+	})
+	out, err := os.ReadFile(p.LogPath)
+	return out, res, err
+}
+
+// Judge applies how the reviewer ended to its verdict: only a reviewer
+// that finished (exit 0, in time) may pass; a BLOCKING verdict stands
+// however it ended.
+func (p ReviewProcess) Judge(v review.Verdict, res supervisor.Result) review.Verdict {
+	ended := ""
+	switch {
+	case res.Reason == supervisor.ReasonTimeout:
+		ended = "the reviewer ran longer than " + p.Timeout.String()
+	case res.Reason == supervisor.ReasonStuck:
+		ended = "the reviewer gave no output for " + p.StuckTimeout.String()
+	case res.Reason != "":
+		ended = fmt.Sprintf("the reviewer ended by %s", res.Reason)
+		if res.Err != nil {
+			ended += ": " + res.Err.Error()
+		}
+	case res.ExitCode != 0:
+		ended = fmt.Sprintf("the reviewer exited %d", res.ExitCode)
+	}
+	switch {
+	case ended == "":
+	case v.Kind == review.PassKind:
+		v = review.Verdict{Kind: review.None, Why: ended}
+	case v.Kind == review.None:
+		v.Why = ended + "; " + v.Why
+	}
+	return v
+}
+
+// ReviewEnv is a reviewer's environment: the driver's without any
+// CLAUDOPILOT_ variable of its own, plus the contract's.
+func ReviewEnv(driver []string, contract ...string) []string {
+	env := make([]string, 0, len(driver)+len(contract))
+	for _, kv := range driver {
+		if !strings.HasPrefix(kv, "CLAUDOPILOT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, contract...)
+}
+
 // removeCheckout gives write permission back and removes the checkout.
-func (r *Reviewer) removeCheckout(ctx context.Context, dir string) {
+func removeCheckout(ctx context.Context, git *worktree.Client, dir string) {
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			os.Chmod(p, 0o755)
 		}
 		return nil
 	})
-	_ = r.Git.RemoveWorktree(ctx, dir)
+	_ = git.RemoveWorktree(ctx, dir)
 }
 
 // FindingsPath is the file that carries the reviewers' findings to a worker
