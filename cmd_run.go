@@ -92,6 +92,8 @@ type runConfig struct {
 	baseExplicit                                bool
 	lanes                                       laneSetup
 	review                                      reviewSetup
+	runMaxCost, phaseMaxCost                    float64
+	resumeCmd                                   string
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
@@ -165,7 +167,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,
 		Env: env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
-		DefaultCooldown: cfg.rateSleep,
+		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd,
 	}
 	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
 	events := make(chan scheduler.Event, 64)
@@ -173,6 +175,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
 		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
 		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
+		RunMaxCost: cfg.runMaxCost, PhaseMaxCost: cfg.phaseMaxCost,
 	}
 	if err := wireControls(ctx, a, layout, cfg.lanes, &scfg); err != nil {
 		return err
@@ -272,6 +275,13 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
 	c.super, c.lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
+	c.resumeCmd = s.str("AGENT_RESUME_CMD")
+	if c.runMaxCost, err = s.dollars("RUN_MAX_COST_USD"); err != nil {
+		return c, err
+	}
+	if c.phaseMaxCost, err = s.dollars("PHASE_MAX_COST_USD"); err != nil {
+		return c, err
+	}
 	c.bootstrap, c.build = strings.TrimSpace(s.str("BOOTSTRAP_CMD")), strings.TrimSpace(s.str("BUILD_CMD"))
 	if err := checkKnobs(s, o.knobs, func(k knob) bool { return k.kind == "regexp" || k.kind == "driver" || k.env == "MAX_ITER" }); err != nil {
 		return c, err

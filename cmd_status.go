@@ -15,6 +15,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -132,6 +133,10 @@ type statusPhase struct {
 	// (uncommitted files in the base checkout, a base that keeps moving).
 	Waiting      string   `json:"waiting,omitempty"`
 	WaitingFiles []string `json:"waiting_files,omitempty"`
+	// Usage is what the phase's agents reported spending (unknown
+	// figures are left out, never 0).
+	Usage  *ledger.Usage                   `json:"usage,omitempty"`
+	ByRole map[scheduler.Role]ledger.Usage `json:"usage_by_role,omitempty"`
 }
 
 type statusJSON struct {
@@ -148,9 +153,12 @@ type statusJSON struct {
 	PendingMove *pendingMoveJSON `json:"pending_checkout_move,omitempty"`
 	// Paused: `claudopilot pause` holds new launches; LanesOff are lanes
 	// switched off; Lanes is the pacer's last concurrency per lane.
-	Paused   bool           `json:"paused"`
-	LanesOff []string       `json:"lanes_off,omitempty"`
-	Lanes    map[string]int `json:"lanes,omitempty"`
+	Paused bool `json:"paused"`
+	// Usage adds up every phase's spend from the journal; ByRole splits it.
+	Usage    *ledger.Usage                   `json:"usage,omitempty"`
+	ByRole   map[scheduler.Role]ledger.Usage `json:"usage_by_role,omitempty"`
+	LanesOff []string                        `json:"lanes_off,omitempty"`
+	Lanes    map[string]int                  `json:"lanes,omitempty"`
 }
 
 type pendingMoveJSON struct {
@@ -192,6 +200,11 @@ pid. It changes nothing and is safe to run during a run.`,
 			p.Attempts = h.WorkerRuns + h.SuperRuns
 			if h.Spent > 0 {
 				p.Spent = h.Spent.Round(time.Second).String()
+			}
+			if h.Usage.Known() {
+				u := h.Usage
+				p.Usage, p.ByRole = &u, h.ByRole
+				st.addUsage(h)
 			}
 			if n.State == manifest.Failed || n.State == manifest.Blocked {
 				p.Reason, p.WaitsOn = string(h.Reason), h.WaitsOn
@@ -250,15 +263,19 @@ pid. It changes nothing and is safe to run during a run.`,
 		if p.Attempts > 0 {
 			att = fmt.Sprintf("attempts %d", p.Attempts)
 		}
+		cost := ""
+		if p.Usage != nil {
+			cost = ledger.CostText(*p.Usage)
+		}
 		if p.Reason != "" {
 			why = "reason " + p.Reason
 		}
 		if p.WaitsOn != "" {
 			why = strings.TrimSpace(why + "  waits on " + p.WaitsOn)
 		}
-		cells[i] = []string{p.ID, p.State, att, p.Spent, why, p.Log}
+		cells[i] = []string{p.ID, p.State, att, p.Spent, cost, why, p.Log}
 	}
-	width := make([]int, 6)
+	width := make([]int, 7)
 	for _, c := range cells {
 		for j, v := range c {
 			width[j] = max(width[j], utf8.RuneCountInString(v))
@@ -274,8 +291,8 @@ pid. It changes nothing and is safe to run during a run.`,
 			if j == 1 {
 				v = colorOnly(a.s.Color, v)
 			}
-			if j == 3 {
-				b.WriteString("  " + pad + v) // times line up on the right
+			if j == 3 || j == 4 {
+				b.WriteString("  " + pad + v) // times and costs line up on the right
 			} else {
 				b.WriteString("  " + v + pad)
 			}
@@ -290,6 +307,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
 	if mv := st.PendingMove; mv != nil {
 		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.rel(mv.Dir), short(mv.To))
+	}
+	if st.Usage != nil {
+		fmt.Fprintf(w, "Cost so far: %s%s\n", ledger.CostText(*st.Usage), byRoleText(st.ByRole))
 	}
 	if st.Paused {
 		fmt.Fprintln(w, "Paused: no new launches until `claudopilot resume` (running agents finish).")
@@ -325,4 +345,34 @@ func (s *snapshot) rel(p string) string {
 		return ""
 	}
 	return relTo(s.cwd, p)
+}
+
+// addUsage adds one phase's spend to the totals.
+func (st *statusJSON) addUsage(h *scheduler.PhaseHistory) {
+	var total ledger.Usage
+	if st.Usage != nil {
+		total = *st.Usage
+	}
+	total = ledger.Add(total, h.Usage)
+	st.Usage = &total
+	if st.ByRole == nil {
+		st.ByRole = map[scheduler.Role]ledger.Usage{}
+	}
+	for r, u := range h.ByRole {
+		st.ByRole[r] = ledger.Add(st.ByRole[r], u)
+	}
+}
+
+// byRoleText renders " (worker $1.20, supervisor $0.30)" in role order.
+func byRoleText(m map[scheduler.Role]ledger.Usage) string {
+	var parts []string
+	for _, r := range []scheduler.Role{scheduler.Worker, scheduler.Supervisor, "reviewer"} {
+		if u, ok := m[r]; ok {
+			parts = append(parts, string(r)+" "+ledger.CostText(u))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

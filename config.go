@@ -57,6 +57,9 @@ func runKnobs() []knob {
 		{"REVIEW_SKEPTICS", "review-skeptics", "1", "reviewers per review round", "int"},
 		{"REVIEW_SLOTS", "review-slots", "1", "reviewers at once, reserved for them (never lent to workers)", "int"},
 		{"REVIEW_MAX_ROUNDS", "review-max-rounds", "3", "review rounds before a still-blocked phase halts the run or is parked", "int"},
+		{"RUN_MAX_COST_USD", "run-max-cost", "0", "dollars this run's agents may spend; reached: no new launches, exit 9 (0: no limit)", "dollars"},
+		{"PHASE_MAX_COST_USD", "phase-max-cost", "0", "dollars one phase may spend over all its attempts; reached: parked with reason budget (0: no limit)", "dollars"},
+		{"AGENT_RESUME_CMD", "resume-cmd", "", `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, "string"},
 	}
 }
 
@@ -90,6 +93,16 @@ func (s settings) bool(k string) (bool, error) {
 		return false, nil
 	}
 	return false, usageErrorf("%s=%q from %s: want 1 or 0", k, s.val[k], s.source[k])
+}
+
+// dollars reads a cost limit: a number ≥ 0, "$" allowed.
+func (s settings) dollars(k string) (float64, error) {
+	v := strings.TrimPrefix(strings.TrimSpace(s.val[k]), "$")
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		return 0, usageErrorf("%s=%q from %s: want dollars ≥ 0, e.g. 25 or 2.50", k, s.val[k], s.source[k])
+	}
+	return f, nil
 }
 
 func (s settings) seconds(k string) (time.Duration, error) {
@@ -217,6 +230,8 @@ func checkKnobs(s settings, ks []knob, only func(knob) bool) error {
 			_, err = s.bool(k.env)
 		case "seconds":
 			_, err = s.seconds(k.env)
+		case "dollars":
+			_, err = s.dollars(k.env)
 		case "regexp":
 			if v := s.val[k.env]; v != "" {
 				if _, rerr := regexp.Compile(v); rerr != nil {

@@ -24,6 +24,7 @@ const (
 	exitNoDone     = 6
 	exitIterLimit  = 7
 	exitParked     = 8
+	exitBudget     = 9
 	exitUsage      = 64
 	exitSIGINT     = 130
 	exitSIGTERM    = 143
@@ -42,6 +43,7 @@ var exitTable = []struct {
 	{exitNoDone, "halted: a phase never produced its DONE_ doc"},
 	{exitIterLimit, "iteration limit reached"},
 	{exitParked, "keep-going finished with parked ([blocked]) phases"},
+	{exitBudget, "RUN_MAX_COST_USD reached: running attempts finished, nothing new started"},
 	{exitUsage, "flag or argument misuse"},
 	{exitSIGINT, "interrupted by SIGINT (Ctrl-C)"},
 	{exitSIGTERM, "terminated by SIGTERM"},
@@ -91,6 +93,8 @@ func exitCode(err error, sig os.Signal) int {
 		return exitExhausted
 	case errors.Is(err, scheduler.ErrParked):
 		return exitParked
+	case errors.Is(err, scheduler.ErrBudget):
+		return exitBudget
 	case errors.Is(err, worktree.ErrNotRepo):
 		return exitFatal
 	}

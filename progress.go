@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -254,7 +255,11 @@ func printSummary(w io.Writer, sum scheduler.Summary, cwd string) {
 			fmt.Fprintf(w, ", %d %s", sum.Counts[s], s)
 		}
 	}
-	fmt.Fprintf(w, " in %s\n", sum.Wall.Round(100*time.Millisecond))
+	fmt.Fprintf(w, " in %s", sum.Wall.Round(100*time.Millisecond))
+	if sum.Usage.Known() {
+		fmt.Fprintf(w, ", cost %s", ledger.CostText(sum.Usage))
+	}
+	fmt.Fprintln(w)
 	rows := make([][4]string, len(sum.Phases))
 	var width [4]int
 	for i, ph := range sum.Phases {
@@ -270,6 +275,9 @@ func printSummary(w io.Writer, sum scheduler.Summary, cwd string) {
 	for i, ph := range sum.Phases {
 		r := rows[i]
 		line := fmt.Sprintf("  %-*s  %-*s  %-*s  %*s", width[0], r[0], width[1], r[1], width[2], r[2], width[3], r[3])
+		if ph.Usage.Known() {
+			line += "  " + ledger.CostText(ph.Usage)
+		}
 		if ph.Reason != "" {
 			line += "  reason " + string(ph.Reason)
 		}

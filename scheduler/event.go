@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/claudopilot/claudopilot/ledger"
+)
 
 // Event is one thing that happened in a run, for progress output and
 // --json. The scheduler loop is the only sender.
@@ -17,6 +21,8 @@ type Event struct {
 	Until   time.Time `json:"until,omitzero"`
 	Files   []string  `json:"files,omitempty"`
 	Lane    string    `json:"lane,omitempty"`
+	// Usage is an ended attempt's reported spend (exit events).
+	Usage *ledger.Usage `json:"usage,omitempty"`
 }
 
 // Event kinds.
@@ -38,6 +44,7 @@ const (
 	EvPaused   = "paused"   // no new launches until resumed
 	EvResumed  = "resumed"  // launches go on
 	EvLanes    = "lanes"    // the pacer changed lanes' concurrency
+	EvBudget   = "budget"   // a cost budget was reached
 )
 
 // PhaseSummary is one phase's line in the end-of-run summary.
@@ -51,6 +58,10 @@ type PhaseSummary struct {
 	Reason        Reason        `json:"reason,omitempty"`
 	WaitsOn       string        `json:"waits_on,omitempty"`
 	LogPath       string        `json:"log,omitempty"`
+	// Usage is what the phase's agents reported spending in this run;
+	// ByRole splits it by worker, supervisor and reviewer.
+	Usage  ledger.Usage          `json:"usage"`
+	ByRole map[Role]ledger.Usage `json:"usage_by_role,omitempty"`
 }
 
 // Summary is how the run ended.
@@ -58,4 +69,8 @@ type Summary struct {
 	Counts map[string]int `json:"counts"`
 	Wall   time.Duration  `json:"wall_ns"`
 	Phases []PhaseSummary `json:"phases"`
+	// Usage is this run's spend (this driver's attempts only); Total adds
+	// earlier runs' spend from the journal.
+	Usage ledger.Usage `json:"usage"`
+	Total ledger.Usage `json:"total_usage"`
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 )
@@ -153,6 +154,8 @@ type step struct {
 	CancelOK bool
 	// Found: the branch was found done, no agent ran (a resumed phase).
 	Found bool
+	// Usage is what the agent reports spending.
+	Usage ledger.Usage
 }
 
 var okStep = step{OK: true}
@@ -245,6 +248,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 		}
 	}
 	o.LogPath = st.Log
+	o.Usage = st.Usage
 	if o.LogPath == "" {
 		o.LogPath = fmt.Sprintf("/logs/%s/%s-%d.log", j.ID, j.Role, j.Attempt)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/ledger"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,6 +35,8 @@ type Record struct {
 	// Found marks an outcome no agent ran for (Outcome.Found): not an
 	// attempt.
 	Found bool `json:"found,omitempty"`
+	// Usage is an attempt's spend ("usage" records).
+	Usage *ledger.Usage `json:"usage,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -124,7 +127,12 @@ type PhaseHistory struct {
 	WaitingFiles []string
 	PGIDs        []int // process groups started and not known to have ended
 	Spent        time.Duration
-	launchedAt   time.Time
+	// Usage adds up every attempt's reported spend; ByRole splits it.
+	Usage  ledger.Usage
+	ByRole map[Role]ledger.Usage
+	// Session is the newest agent session per role, for AGENT_RESUME_CMD.
+	Session    map[Role]string
+	launchedAt time.Time
 }
 
 // History folds the journal into per-phase counters, plus the newest
@@ -213,8 +221,13 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 			// (the roadmap run again) starts a new history.
 			h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
 		case "retry":
-			// Counters start over for a retried phase.
-			*h = PhaseHistory{Last: r.Event}
+			// Counters start over for a retried phase; what it spent
+			// stays spent.
+			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session}
+		case "usage":
+			if r.Usage != nil {
+				h.addUsage(r.Role, *r.Usage)
+			}
 		}
 	}
 	return hs, cool
@@ -235,4 +248,19 @@ func Culprit(hist map[string]*PhaseHistory, id string) string {
 		id = h.WaitsOn
 	}
 	return id
+}
+
+// addUsage books one attempt's spend.
+func (h *PhaseHistory) addUsage(r Role, u ledger.Usage) {
+	h.Usage = ledger.Add(h.Usage, u)
+	if h.ByRole == nil {
+		h.ByRole = map[Role]ledger.Usage{}
+	}
+	h.ByRole[r] = ledger.Add(h.ByRole[r], u)
+	if u.SessionID != "" {
+		if h.Session == nil {
+			h.Session = map[Role]string{}
+		}
+		h.Session[r] = u.SessionID
+	}
 }

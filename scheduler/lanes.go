@@ -79,7 +79,7 @@ func (s *Scheduler) usable(l *laneSlot, r Role, now time.Time) bool {
 // phase bound to no lane takes the first lane with a free slot, in LANES
 // order.
 func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
-	if s.paused {
+	if s.paused || s.budgetHit {
 		return nil
 	}
 	home := p.lane
@@ -107,7 +107,7 @@ func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
 
 // freeSlots counts free slots on lanes not cooling down for workers.
 func (s *Scheduler) freeSlots(now time.Time) int {
-	if s.paused {
+	if s.paused || s.budgetHit {
 		return 0
 	}
 	n := 0
@@ -131,6 +131,9 @@ func (s *Scheduler) cooldownEnds(consider func(time.Time)) {
 // to end, a pause to be lifted, or the pacer to give a lane slots. The loop
 // then waits instead of ending the run.
 func (s *Scheduler) heldBack(now time.Time) bool {
+	if s.budgetHit {
+		return false // nothing will start again in this run
+	}
 	cooling := false
 	for _, l := range s.lanes {
 		if s.cooling(l, Worker, now) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 )
@@ -45,6 +46,12 @@ type Config struct {
 	Paused bool
 	// Review is the independent review gate (off unless REVIEW_CMD).
 	Review ReviewConfig
+	// RunMaxCost stops new launches once this run's agents reported
+	// spending this many dollars (RUN_MAX_COST_USD; 0: no limit).
+	RunMaxCost float64
+	// PhaseMaxCost parks a phase that spent this many dollars over all
+	// its attempts (PHASE_MAX_COST_USD; 0: no limit).
+	PhaseMaxCost float64
 	// GateState, when set, hears whether the base's gate is red: true
 	// after a merge gate fails, false after a merge lands. The pacer caps
 	// every lane at 1 while it is red. Called from the loop: it must not
@@ -87,7 +94,9 @@ type Scheduler struct {
 	started   time.Time
 	running   int // agents running now
 	lanes     []*laneSlot
-	paused    bool // no new launches; running agents go on
+	paused    bool         // no new launches; running agents go on
+	spend     ledger.Usage // this run's agents' reported spend
+	budgetHit bool         // RunMaxCost reached: no new launches
 	rev       reviewGate
 }
 
@@ -122,6 +131,9 @@ type phase struct {
 	// journal): the summary counts this run's attempts and time only.
 	runsBefore  int
 	spentBefore time.Duration
+	usage       ledger.Usage          // over every run, for PHASE_MAX_COST_USD
+	run         ledger.Usage          // this run's
+	byRole      map[Role]ledger.Usage // this run's, by role
 }
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
@@ -342,6 +354,9 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		}
 		j := *p.next
 		p.next = nil
+		if p.lane != nil && l != p.lane {
+			j.Session = "" // another lane's CLI cannot resume this session: start fresh
+		}
 		s.launch(ctx, p, j, l)
 	}
 	if s.halt != nil || s.freeSlots(now) == 0 {
@@ -590,7 +605,17 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
-	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath})
+	ev := Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath}
+	if o.Usage.Known() {
+		u := o.Usage
+		ev.Usage = &u
+	}
+	s.emit(ev)
+	overBudget := s.book(p, o)
+	if overBudget && !o.OK {
+		s.overBudget(p, o)
+		return
+	}
 	switch {
 	case o.OK:
 		p.logPath = o.LogPath
@@ -614,6 +639,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		// No notBefore: the lane's cooldown holds the relaunch, and a
 		// lane's FALLBACK may take it at once.
 		s.requeue(p, o, time.Time{})
+		p.next.Session = o.Usage.SessionID // resume it after the wait
 		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until})
 		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
 		return
@@ -876,6 +902,9 @@ func (s *Scheduler) finish() (Summary, error) {
 		}
 		s.emit(Event{Kind: EvEnd, Detail: s.halt.Error()})
 		return sum, s.halt
+	case s.budgetHit && unmerged+blocked > 0:
+		s.emit(Event{Kind: EvEnd, Detail: "run budget reached"})
+		return sum, fmt.Errorf("%w: %s of $%.2f (RUN_MAX_COST_USD); %d phases not merged", ErrBudget, ledger.CostText(s.spend), s.cfg.RunMaxCost, unmerged+blocked)
 	case blocked > 0:
 		s.emit(Event{Kind: EvEnd, Detail: fmt.Sprintf("%d blocked", blocked)})
 		return sum, ErrParked
@@ -918,14 +947,16 @@ func (s *Scheduler) stuckReason() string {
 }
 
 func (s *Scheduler) summary() Summary {
-	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started)}
+	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started), Usage: s.spend}
 	for _, p := range s.phases {
 		sum.Counts[string(p.state)]++
 		all := p.workerRuns + p.superRuns
 		sum.Phases = append(sum.Phases, PhaseSummary{
 			ID: p.n.ID, State: string(p.state), Attempts: all - p.runsBefore, AttemptsInAll: all,
 			Spent: p.spent - p.spentBefore, Reason: p.reason, WaitsOn: p.waitsOn, LogPath: p.logPath,
+			Usage: p.run, ByRole: p.byRole,
 		})
+		sum.Total = ledger.Add(sum.Total, p.usage)
 	}
 	return sum
 }

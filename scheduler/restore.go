@@ -38,6 +38,9 @@ func (s *Scheduler) restore() error {
 	}
 	for _, p := range s.phases {
 		h := hist[p.n.ID]
+		if h != nil {
+			p.usage = h.Usage // spent is spent, whatever happened since
+		}
 		if h == nil || h.Last == "merged" {
 			continue
 		}
@@ -57,6 +60,10 @@ func (s *Scheduler) restore() error {
 		p.reason, p.detail, p.waitsOn, p.spent = h.Reason, h.Detail, h.WaitsOn, h.Spent
 		p.runsBefore, p.spentBefore = p.workerRuns+p.superRuns, p.spent
 		p.logPath = h.Log
+		if p.next != nil && p.next.Resume {
+			// A crash: resume the agent's session where it was.
+			p.next.Session = h.Session[Worker]
+		}
 		if p.state == manifest.Running && h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
 			p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/ledger"
 	"time"
 )
 
@@ -30,6 +31,7 @@ const (
 	ReasonConflict Reason = "conflict" // the merge into the base conflicts
 	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
 	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
+	ReasonBudget   Reason = "budget"   // the phase spent PHASE_MAX_COST_USD
 )
 
 // Job asks a Runner for one attempt at one phase.
@@ -63,6 +65,9 @@ type Job struct {
 	// Findings are the reviewers' findings for a worker sent back by the
 	// review gate (CLAUDOPILOT_REVIEW_FINDINGS).
 	Findings []string
+	// Session is the agent session to resume (AGENT_RESUME_CMD), set for
+	// a relaunch after a rate-limit cooldown or a crash.
+	Session string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all
@@ -83,8 +88,10 @@ type Outcome struct {
 	Cooldown time.Duration
 	// Transient means a passing API error: retry with backoff.
 	Transient bool
-	Started   time.Time
-	Ended     time.Time
+	// Usage is what the agent reported it spent (unknown figures nil).
+	Usage   ledger.Usage
+	Started time.Time
+	Ended   time.Time
 	// Found means no agent ran: a resumed phase's branch was found
 	// already done (or landed), or stopped mid-way (an unfinished merge
 	// of the base, a failure). It is not an attempt.
@@ -152,6 +159,9 @@ var (
 	ErrCheckpoint = errors.New("stopped at a LOOP-CHECKPOINT")
 	// ErrInterrupted: the run was cancelled by a signal.
 	ErrInterrupted = errors.New("interrupted")
+	// ErrBudget: RUN_MAX_COST_USD was reached; running attempts finished
+	// and nothing new started.
+	ErrBudget = errors.New("run budget reached")
 )
 
 // HaltError ends a run that stopped on a failed phase (halt mode).

@@ -46,7 +46,10 @@ type Runner struct {
 	LogCap          int64
 	KillGrace       time.Duration
 	DefaultCooldown time.Duration // DEFAULT_RATE_LIMIT_SLEEP
-	Now             func() time.Time
+	// ResumeCmd (AGENT_RESUME_CMD) relaunches a worker in its earlier
+	// agent session; "{session}" is replaced by the session id.
+	ResumeCmd string
+	Now       func() time.Time
 }
 
 var _ scheduler.Runner = (*Runner)(nil)
@@ -144,6 +147,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if j.Cmd != "" {
 		cmd = j.Cmd // the lane's command
 	}
+	if j.Session != "" && j.Role == scheduler.Worker && r.ResumeCmd != "" {
+		// Carry on in the agent's own session (after a rate limit or a
+		// crash) instead of starting it over.
+		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
+	}
 	docRel := r.Layout.DocRel(j.Doc)
 	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
 	if cmd == ScriptAgent {
@@ -170,11 +178,13 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.
 	defer r.endAttempt(context.WithoutCancel(ctx), wt)
+	logStart := fileSize(log) // a relaunch appends: read only this run's output
 	res := supervisor.Run(ctx, supervisor.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started,
 	})
+	o.Usage = usageOf(log, logStart)
 	if j.Lane != "" {
 		noteInLog(log, fmt.Sprintf("claudopilot: %s attempt %d of %s ran on lane %s", j.Role, j.Attempt, j.ID, j.Lane))
 	}

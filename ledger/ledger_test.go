@@ -1,0 +1,88 @@
+package ledger
+
+import (
+	"strings"
+	"testing"
+)
+
+const claudeLog = `claudopilot note, not JSON
+{"type":"system","subtype":"init","session_id":"sess-1","tools":[]}
+{"type":"assistant","message":{"content":[{"type":"text","text":"working"}]},"session_id":"sess-1"}
+{"type":"result","subtype":"success","is_error":false,"duration_ms":12345,"num_turns":7,"result":"done","session_id":"sess-1","total_cost_usd":0.4211,"usage":{"input_tokens":1200,"cache_creation_input_tokens":300,"cache_read_input_tokens":9000,"output_tokens":800}}
+`
+
+const codexLog = `{"type":"thread.started","thread_id":"th_abc"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"type":"agent_message","text":"hi"}}
+{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":400,"output_tokens":50}}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":500,"cached_input_tokens":100,"output_tokens":25}}
+`
+
+func TestParseClaude(t *testing.T) {
+	u := Parse(strings.NewReader(claudeLog))
+	if c, ok := u.Cost(); !ok || c != 0.4211 {
+		t.Errorf("cost %v %v", c, ok)
+	}
+	if *u.InputTokens != 1200 || *u.OutputTokens != 800 || *u.CacheCreation != 300 || *u.CacheRead != 9000 || *u.Turns != 7 || *u.DurationMS != 12345 || u.SessionID != "sess-1" {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+func TestParseCodex(t *testing.T) {
+	u := Parse(strings.NewReader(codexLog))
+	if _, ok := u.Cost(); ok {
+		t.Errorf("codex reports no cost, got one")
+	}
+	if CostText(u) != "unknown" {
+		t.Errorf("cost text %q", CostText(u))
+	}
+	if *u.InputTokens != 1500 || *u.OutputTokens != 75 || *u.CacheRead != 500 || *u.Turns != 2 || u.SessionID != "th_abc" {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+func TestParseNothingIsUnknown(t *testing.T) {
+	for _, in := range []string{"", "plain text\n", `{"type":"result"}` + "\n", "{not json\n"} {
+		u := Parse(strings.NewReader(in))
+		if _, ok := u.Cost(); ok || u.InputTokens != nil {
+			t.Errorf("%q: %+v, want unknown", in, u)
+		}
+	}
+}
+
+// Results add up to the cent: float sums of many small costs are rounded
+// only when shown.
+func TestAddToTheCent(t *testing.T) {
+	var total Usage
+	one := Usage{}
+	c := 0.01
+	one.CostUSD = &c
+	for range 100 {
+		total = Add(total, one)
+	}
+	if CostText(total) != "$1.00" {
+		t.Errorf("100 × $0.01 = %s", CostText(total))
+	}
+	// Unknown plus known is the known part; unknown plus unknown stays unknown.
+	if _, ok := Add(Usage{}, Usage{}).Cost(); ok {
+		t.Error("unknown + unknown is known")
+	}
+	if got := Add(Usage{}, one); *got.CostUSD != 0.01 {
+		t.Errorf("got %v", *got.CostUSD)
+	}
+	// Add does not alias its inputs.
+	a := Add(one, one)
+	*a.CostUSD = 5
+	if *one.CostUSD != 0.01 {
+		t.Error("Add aliased its input")
+	}
+}
+
+func TestLongLinesAreSkippedNotFatal(t *testing.T) {
+	long := `{"type":"assistant","text":"` + strings.Repeat("x", 1<<20) + `"}` + "\n"
+	u := Parse(strings.NewReader(long + claudeLog))
+	if _, ok := u.Cost(); !ok {
+		t.Error("the result after a 1 MiB line was not read")
+	}
+}

@@ -1,0 +1,50 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/ledger"
+)
+
+func cost(c float64, session string) ledger.Usage {
+	return ledger.Usage{CostUSD: &c, SessionID: session}
+}
+
+// History adds usage records up per phase and role, keeps them across a
+// retry, and remembers the newest session per role.
+func TestHistoryUsage(t *testing.T) {
+	a, b, c := cost(0.1, "s1"), cost(0.2, "s2"), cost(0.05, "")
+	recs := []Record{
+		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
+		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &a},
+		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1},
+		{Phase: "p", Event: "usage", Role: Supervisor, Attempt: 1, Usage: &c},
+		{Phase: "p", Event: "retry"},
+		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &b},
+	}
+	h, _ := History(recs)
+	if got := ledger.CostText(h["p"].Usage); got != "$0.35" {
+		t.Errorf("total %s", got)
+	}
+	if got := ledger.CostText(h["p"].ByRole[Worker]); got != "$0.30" {
+		t.Errorf("worker %s", got)
+	}
+	if h["p"].Session[Worker] != "s2" {
+		t.Errorf("session %q", h["p"].Session[Worker])
+	}
+}
+
+// A rate-limited worker is relaunched with the session its output named.
+func TestCooldownRelaunchCarriesSession(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
+	h.runner.on("a", Worker, step{Cooldown: 1, Usage: cost(0.01, "sess-a")})
+	if _, err, _ := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	js := h.runner.jobsOf("a", Worker)
+	if len(js) != 2 || js[0].Session != "" || js[1].Session != "sess-a" {
+		t.Fatalf("jobs %+v", js)
+	}
+}
