@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/claudopilot/claudopilot/manifest"
 )
 
@@ -138,6 +136,10 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 
 var errChanged = errors.New("changed while writing")
 
+// errNoExchange: the system or file system cannot swap two paths
+// atomically; the write falls back to a rename after the check.
+var errNoExchange = errors.New("no atomic exchange here")
+
 // WriteAtomic replaces path with data: a temp file in the same folder,
 // fsync, the old file's mode, rename, fsync of the folder. A reader sees
 // the old bytes or the new ones, never a mix.
@@ -185,7 +187,7 @@ func writeAtomic(path string, data, expect []byte) (err error) {
 		if cur, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(cur, expect) {
 			return errChanged
 		}
-		switch xerr := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); {
+		switch xerr := exchange(tmp.Name(), path); {
 		case xerr == nil:
 			prev, rerr := os.ReadFile(tmp.Name())
 			if rerr == nil && bytes.Equal(prev, expect) {
@@ -194,11 +196,11 @@ func writeAtomic(path string, data, expect []byte) (err error) {
 				return nil
 			}
 			// Someone saved in between: put their file back.
-			if xerr := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); xerr != nil {
+			if xerr := exchange(tmp.Name(), path); xerr != nil {
 				return fmt.Errorf("restore a concurrent edit of %s: %w", path, xerr)
 			}
 			return errChanged
-		case errors.Is(xerr, unix.ENOSYS) || errors.Is(xerr, unix.EINVAL):
+		case errors.Is(xerr, errNoExchange):
 			// No exchange on this file system: the check above is the
 			// best there is.
 		default:
