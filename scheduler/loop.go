@@ -214,6 +214,11 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			}
 			s.onOutcome(o)
 		case m := <-s.merged:
+			if ctx.Err() != nil {
+				// A merge stopped by the interrupt is no failure.
+				s.mergedAfterInterrupt(m)
+				continue
+			}
 			s.onMerge(m)
 		case ro := <-s.rev.results:
 			if ctx.Err() != nil {
@@ -254,14 +259,21 @@ func (s *Scheduler) drain() {
 		case o := <-s.results:
 			s.interruptedOutcome(o)
 		case m := <-s.merged:
-			s.merging = nil
-			if m.OK {
-				s.byID[m.ID].state = manifest.Merged
-				s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
-			}
+			s.mergedAfterInterrupt(m)
 		}
 	}
 	s.drainReviews()
+}
+
+// mergedAfterInterrupt books a merge that ended after an interrupt: landed,
+// or stopped before anything moved.
+func (s *Scheduler) mergedAfterInterrupt(m MergeOutcome) {
+	s.merging = nil
+	s.byID[m.ID].busy = false
+	if m.OK {
+		s.byID[m.ID].state = manifest.Merged
+		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+	}
 }
 
 // idle is true when nothing is in flight and nothing could start.
@@ -594,9 +606,9 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 	j.ReviewHead, j.ReviewBase = s.reviewed(p)
 	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
 	go func() {
-		// Merges finish even after an interrupt: a half-landed merge is
-		// worse than a late exit, and the merger is short.
-		s.merged <- s.merger.Merge(context.WithoutCancel(ctx), j)
+		// An interrupt cancels ctx: the merger stops its gate, and never
+		// cuts off the ref move or the checkout move it has begun.
+		s.merged <- s.merger.Merge(ctx, j)
 	}()
 }
 

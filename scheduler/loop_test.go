@@ -1062,8 +1062,8 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-// An interrupt during a merge lets the merge finish (merges are not
-// cancelled) and records it.
+// An interrupt during a merge that is past its gate lets the merge finish
+// (a ref move is never cut off) and records it.
 func TestInterruptLetsMergeFinish(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf(
@@ -1086,7 +1086,7 @@ func TestInterruptLetsMergeFinish(t *testing.T) {
 		t.Fatal("merge did not start")
 	}
 	cancel()
-	close(hold) // the merger's check asserts its ctx was not cancelled
+	close(hold)
 	sum, err, _ := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if p := phaseSummary(t, sum, "a"); p.State != "merged" {
@@ -1099,6 +1099,32 @@ func TestInterruptLetsMergeFinish(t *testing.T) {
 		t.Errorf("landed %v, want only a", got)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "x": manifest.Running, "b": manifest.Pending})
+}
+
+// An interrupt during a merge gate stops the gate: the merge ends with the
+// context's error, which is no failure and no fatal error: the run ends
+// interrupted, the phase still [running] for the next run.
+func TestInterruptCancelsTheMergeGate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
+	called := make(chan struct{})
+	never := make(chan struct{})
+	h.merger.on("a", mstep{Called: called, Gate: never})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.start(ctx)
+	select {
+	case <-called:
+	case <-time.After(hangTimeout):
+		t.Fatal("merge did not start")
+	}
+	cancel()
+	_, err, evs := h.await(ch)
+	wantErrIs(t, err, ErrInterrupted)
+	if indexOf(evs, isEv(EvHalt, "")) >= 0 || indexOf(evs, isEv(EvFailed, "")) >= 0 {
+		t.Errorf("a cancelled merge gate was handled as a failure:\n%s", fmtEvents(evs))
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Running})
 }
 
 // The started callback's process group id is journaled.

@@ -144,7 +144,10 @@ type MergeOutcome struct {
 }
 
 // Merger lands done phases on the base branch. The scheduler calls it for
-// one phase at a time, so merges are serial by construction.
+// one phase at a time, so merges are serial by construction. ctx is
+// cancelled by an interrupt: the merger then stops what it can (the gate)
+// and returns, but never cuts off a ref move or a checkout move it has
+// begun.
 type Merger interface {
 	Merge(ctx context.Context, j MergeJob) MergeOutcome
 }
