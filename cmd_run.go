@@ -16,6 +16,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/notify"
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -94,6 +95,7 @@ type runConfig struct {
 	review                                      reviewSetup
 	runMaxCost, phaseMaxCost                    float64
 	resumeCmd                                   string
+	notify                                      string
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
@@ -204,8 +206,15 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 
 	view := newProgress(a.s, o.json, rm, layout)
 	done := make(chan struct{})
+	listeners := []func(scheduler.Event){}
+	if cfg.notify != "" {
+		n := &notify.Notifier{Cmd: cfg.notify, Env: env, Log: a.s.Err}
+		n.Start(ctx)
+		defer n.Close()
+		listeners = append(listeners, n.Send)
+	}
 	go func() {
-		view.consume(events)
+		view.consume(fanOut(events, listeners...))
 		close(done)
 	}()
 	sum, runErr := sched.Run(ctx)
@@ -275,7 +284,7 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
 	c.super, c.lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
-	c.resumeCmd = s.str("AGENT_RESUME_CMD")
+	c.resumeCmd, c.notify = s.str("AGENT_RESUME_CMD"), s.str("NOTIFY_CMD")
 	if c.runMaxCost, err = s.dollars("RUN_MAX_COST_USD"); err != nil {
 		return c, err
 	}
@@ -547,5 +556,22 @@ func boolFlagValues(fs *pflag.FlagSet, args []string) []string {
 		}
 		out = append(out, a)
 	}
+	return out
+}
+
+// fanOut hands each event to every listener (which must not block: the
+// notifier queues, the web hub drops for slow clients) and then to the
+// returned channel, which the view reads in order.
+func fanOut(in <-chan scheduler.Event, listeners ...func(scheduler.Event)) <-chan scheduler.Event {
+	out := make(chan scheduler.Event, cap(in))
+	go func() {
+		defer close(out)
+		for ev := range in {
+			for _, l := range listeners {
+				l(ev)
+			}
+			out <- ev
+		}
+	}()
 	return out
 }

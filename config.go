@@ -59,6 +59,7 @@ func runKnobs() []knob {
 		{"REVIEW_MAX_ROUNDS", "review-max-rounds", "3", "review rounds before a still-blocked phase halts the run or is parked", "int"},
 		{"RUN_MAX_COST_USD", "run-max-cost", "0", "dollars this run's agents may spend; reached: no new launches, exit 9 (0: no limit)", "dollars"},
 		{"PHASE_MAX_COST_USD", "phase-max-cost", "0", "dollars one phase may spend over all its attempts; reached: parked with reason budget (0: no limit)", "dollars"},
+		{"NOTIFY_CMD", "notify", "", "command run (sh -c) when a phase merges, parks or fails, the run ends, a cooldown starts or ends, a budget is reached, or the run is paused or resumed; the message is in $CLAUDOPILOT_NOTIFY_MSG, the event as JSON on stdin", "string"},
 		{"AGENT_RESUME_CMD", "resume-cmd", "", `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, "string"},
 	}
 }
