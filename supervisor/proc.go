@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,10 @@ import (
 	"syscall"
 	"time"
 )
+
+// ErrNoProcs says the system has no /proc (macOS): processes cannot be
+// listed, so WorkingIn and LeftBehind cannot tell what runs where.
+var ErrNoProcs = errors.New("supervisor: no /proc on this system")
 
 // pollEvery is how often we look at processes we cannot wait(2) for:
 // grandchildren are reparented away from us, so polling is the only way to
@@ -151,7 +156,9 @@ func parseStat(b []byte) (procStat, bool) {
 
 func scanProcs() ([]procStat, error) {
 	ents, err := os.ReadDir("/proc")
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoProcs
+	} else if err != nil {
 		return nil, fmt.Errorf("supervisor: list /proc: %w", err)
 	}
 	procs := make([]procStat, 0, len(ents))

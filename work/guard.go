@@ -376,6 +376,11 @@ func (r *Runner) clearStaleLocks(ctx context.Context, wt, gd, branch string) err
 		return nil
 	}
 	pids, err := supervisor.WorkingIn(wt)
+	if errors.Is(err, supervisor.ErrNoProcs) {
+		// Without /proc (macOS) nothing can be listed: the caller's
+		// word that no process of the phase runs is all there is.
+		pids, err = nil, nil
+	}
 	if err != nil {
 		return fmt.Errorf("find processes in %s before clearing %s: %w", wt, strings.Join(found, ", "), err)
 	}

@@ -56,6 +56,11 @@ func Reap(o ReapOptions) error {
 		}
 	}
 	pids, err := supervisor.LeftBehind(o.Layout.Dir())
+	if errors.Is(err, supervisor.ErrNoProcs) {
+		// Without /proc (macOS) processes cannot be found by their
+		// mark; the journal's process groups above are all there is.
+		pids, err = nil, nil
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("find processes an earlier driver left in %s: %w", o.Layout.Dir(), err))
 	} else if len(pids) > 0 {
