@@ -406,6 +406,9 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 			return false, log, nil
 		}
 	}
+	if j.Gating != nil {
+		j.Gating()
+	}
 	return work.RunGate(ctx, o.Layout, j.ID, j.Gate, dir, o.Env, o.LogCap, o.KillGrace)
 }
 

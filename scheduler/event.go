@@ -30,6 +30,7 @@ const (
 	EvStart    = "start"    // the run began
 	EvLaunch   = "launch"   // an agent started (Role, Attempt)
 	EvExit     = "exit"     // an attempt ended (Reason empty when OK)
+	EvGate     = "gate"     // a gate started: the attempt's (Role, Attempt), or the merge commit's (Detail "merge")
 	EvMerging  = "merging"  // the merge owner took the phase
 	EvMerged   = "merged"   // the phase landed on the base
 	EvWait     = "wait"     // a merge waits for uncommitted files to go

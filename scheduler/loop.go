@@ -78,10 +78,13 @@ type Scheduler struct {
 	events chan<- Event
 	now    func() time.Time
 
-	phases   []*phase // by roadmap index
-	byID     map[string]*phase
-	edits    <-chan []byte
-	results  chan Outcome
+	phases  []*phase // by roadmap index
+	byID    map[string]*phase
+	edits   <-chan []byte
+	results chan Outcome
+	// stages carries what attempts and merges say as they go (a gate
+	// starting) from their goroutines into the loop, which emits it.
+	stages   chan Event
 	merged   chan MergeOutcome
 	mergeQ   []*phase // done phases waiting for the merge owner, in order
 	merging  *phase   // the phase the merge owner holds, if any
@@ -160,6 +163,7 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		paused:    cfg.Paused,
 	}
 	s.rev.results = make(chan ReviewOutcome)
+	s.stages = make(chan Event, 64)
 	for _, n := range rm.Nodes {
 		p := &phase{n: n, state: n.State}
 		s.phases = append(s.phases, p)
@@ -220,6 +224,8 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onMerge(m)
+		case e := <-s.stages:
+			s.emit(e)
 		case ro := <-s.rev.results:
 			if ctx.Err() != nil {
 				s.rev.running--
@@ -256,6 +262,8 @@ func (s *Scheduler) interruptedOutcome(o Outcome) {
 func (s *Scheduler) drain() {
 	for s.running > 0 || s.merging != nil {
 		select {
+		case e := <-s.stages:
+			s.emit(e)
 		case o := <-s.results:
 			s.interruptedOutcome(o)
 		case m := <-s.merged:
@@ -552,6 +560,9 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	p.lane = l
 	l.running++
 	j.Gate = s.gateOf(p)
+	j.Gating = func() {
+		s.stages <- Event{Time: s.now(), Kind: EvGate, Phase: j.ID, Role: j.Role, Attempt: j.Attempt, Lane: j.Lane}
+	}
 	if j.Role == Supervisor {
 		p.superRuns++
 		j.Attempt = p.superRuns
@@ -603,6 +614,7 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 		}
 	}
 	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p), Complete: complete}
+	j.Gating = func() { s.stages <- Event{Time: s.now(), Kind: EvGate, Phase: j.ID, Detail: "merge"} }
 	j.ReviewHead, j.ReviewBase = s.reviewed(p)
 	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
 	go func() {

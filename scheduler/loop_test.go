@@ -1187,3 +1187,31 @@ func TestNewDefaults(t *testing.T) {
 		t.Errorf("byID and phases disagree")
 	}
 }
+
+// A gate starting (the attempt's, then the merge commit's) is an event,
+// between the launch and the attempt's exit, and before the merge lands:
+// the progress shows "gate", not an agent that is done.
+func TestGateEvents(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
+	h.runner.onRun = func(j Job) { j.Gating() }
+	h.merger.onMerge = func(j MergeJob) { j.Gating() }
+	_, err, evs := h.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		if e.Phase == "a" {
+			k := e.Kind
+			if e.Kind == EvGate {
+				k += "/" + e.Detail + string(e.Role)
+			}
+			kinds = append(kinds, k)
+		}
+	}
+	want := []string{EvLaunch, EvGate + "/worker", EvExit, EvMerging, EvGate + "/merge", EvMerged}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("events of a: %v, want %v", kinds, want)
+	}
+}

@@ -68,6 +68,9 @@ type Job struct {
 	// Session is the agent session to resume (AGENT_RESUME_CMD), set for
 	// a relaunch after a rate-limit cooldown or a crash.
 	Session string
+	// Gating, when set, is called as the attempt's gate starts, so the
+	// progress shows "gate" rather than a finished agent. Any goroutine.
+	Gating func()
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all
@@ -120,6 +123,8 @@ type MergeJob struct {
 	// review gate passed; the merge lands only while both still hold.
 	// Empty: no review gate.
 	ReviewHead, ReviewBase string
+	// Gating, when set, is called as the merge commit's gate starts.
+	Gating func()
 }
 
 // MergeOutcome is how a merge ended.

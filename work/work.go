@@ -245,6 +245,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 
 // gate runs the phase's gate in its worktree at the branch tip.
 func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o scheduler.Outcome) scheduler.Outcome {
+	if j.Gating != nil {
+		j.Gating()
+	}
 	ok, log, err := RunGate(ctx, r.Layout, j.ID, j.Gate, wt, r.Env, r.LogCap, r.KillGrace)
 	o.Ended = r.now()
 	if err != nil || !ok {
