@@ -25,6 +25,11 @@ func progressEvents() []scheduler.Event {
 
 func renderProgress(t *testing.T, tty, jsonOut bool) (stdout, stderr string) {
 	t.Helper()
+	return renderEvents(t, tty, jsonOut, progressEvents())
+}
+
+func renderEvents(t *testing.T, tty, jsonOut bool, evs []scheduler.Event) (stdout, stderr string) {
+	t.Helper()
 	rm, err := roadmap.Parse("/r/roadmap", []byte("1. [pending] **a** — x\n2. [pending] **b** — y (deps: a)\n"), nil, roadmap.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +40,7 @@ func renderProgress(t *testing.T, tty, jsonOut bool) (stdout, stderr string) {
 	ch := make(chan scheduler.Event)
 	done := make(chan struct{})
 	go func() { p.consume(ch); close(done) }()
-	for _, e := range progressEvents() {
+	for _, e := range evs {
 		ch <- e
 	}
 	close(ch)
@@ -96,5 +101,31 @@ func TestProgressJSON(t *testing.T) {
 	}
 	if e["event"] != "exit" || e["reason"] != "gate" || e["phase"] != "a" {
 		t.Errorf("event = %v", e)
+	}
+}
+
+// A merge waiting on the user's uncommitted file: the wait is told once,
+// naming the file and what to do; the merge's retries add no lines, and
+// the table keeps saying what it waits for.
+func TestProgressWaitingMerge(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
+	detail := scheduler.WaitDetail([]string{"cart/cart.go"}, "")
+	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart}, {Time: t0, Kind: scheduler.EvMerging, Phase: "a"},
+		{Time: t0, Kind: scheduler.EvWait, Phase: "a", Files: []string{"cart/cart.go"}, Detail: detail}}
+	for i := 1; i <= 10; i++ {
+		evs = append(evs, scheduler.Event{Time: t0.Add(time.Duration(i) * 7 * time.Second), Kind: scheduler.EvMerging, Phase: "a"})
+	}
+	_, plain := renderEvents(t, false, false, evs)
+	if n := strings.Count(plain, " merging"); n != 1 {
+		t.Errorf("%d merging lines for a merge that waits, want 1:\n%s", n, plain)
+	}
+	if !strings.Contains(plain, "cart/cart.go") || !strings.Contains(plain, "commit, stash or revert") {
+		t.Errorf("the wait does not name the file and what to do:\n%s", plain)
+	}
+	_, tty := renderEvents(t, true, false, evs)
+	last := tty[strings.LastIndex(tty, "\x1b[J")+len("\x1b[J"):]
+	if !strings.Contains(last, "cart/cart.go") {
+		t.Errorf("the table does not name the file:\n%s", last)
 	}
 }

@@ -341,10 +341,11 @@ func (r *fakeRunner) check(t testing.TB) {
 
 // mstep scripts one Merge call; the zero value is a success.
 type mstep struct {
-	Wait   []string
-	Reason Reason
-	Detail string
-	Err    error
+	Wait    []string
+	Waiting string
+	Reason  Reason
+	Detail  string
+	Err     error
 	// Hold, when set, makes the call wait until it is closed, ignoring
 	// ctx: a merge past its gate, whose ref move is never cut off.
 	Hold <-chan struct{}
@@ -358,7 +359,9 @@ type mstep struct {
 	Stale bool
 }
 
-func (s mstep) ok() bool { return len(s.Wait) == 0 && s.Reason == "" && s.Err == nil && !s.Stale }
+func (s mstep) ok() bool {
+	return len(s.Wait) == 0 && s.Waiting == "" && s.Reason == "" && s.Err == nil && !s.Stale
+}
 
 // fakeMerger lands phases by writing [merged] into the store, as the real
 // merger does, and records whether two merges ever overlapped.
@@ -417,7 +420,7 @@ func (m *fakeMerger) Merge(ctx context.Context, j MergeJob) MergeOutcome {
 			st.Err = ctx.Err()
 		}
 	}
-	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Reason: st.Reason, Detail: st.Detail, Err: st.Err, Stale: st.Stale}
+	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Waiting: st.Waiting, Reason: st.Reason, Detail: st.Detail, Err: st.Err, Stale: st.Stale}
 	if st.ok() {
 		if err := m.store.SetState(j.ID, manifest.Merged); err != nil {
 			out.Err = err

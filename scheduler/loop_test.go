@@ -1127,6 +1127,69 @@ func TestInterruptCancelsTheMergeGate(t *testing.T) {
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Running})
 }
 
+// A merge that waits (a base that keeps moving, a lock, the user's
+// uncommitted files) is never a failure and never fatal: it is tried again
+// until it lands, and its wait is told once, in the events and the journal.
+func TestMergeWaitIsRetriedAndToldOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf(
+		"[pending] **a** — a (deps: none)",
+		"[pending] **b** — b (deps: none)",
+	), Config{MaxParallel: 2, Poll: time.Millisecond})
+	moving := mstep{Waiting: "the base keeps moving"}
+	h.merger.on("a", moving, moving, moving)
+	h.merger.on("b", mstep{Wait: []string{"f.txt"}}, mstep{Wait: []string{"f.txt"}})
+	jn := openJournal(t)
+	h.jn = jn
+	_, err, evs := h.run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged})
+	var waits []Event
+	for _, e := range evs {
+		if e.Kind == EvWait {
+			waits = append(waits, e)
+		}
+	}
+	if len(waits) != 2 {
+		t.Fatalf("%d wait events, want one per phase:\n%s", len(waits), fmtEvents(evs))
+	}
+	for _, e := range waits {
+		switch e.Phase {
+		case "a":
+			if e.Detail != "waiting: the base keeps moving" {
+				t.Errorf("a's wait: %q", e.Detail)
+			}
+		case "b":
+			if !strings.Contains(e.Detail, "f.txt") || !strings.Contains(e.Detail, "commit, stash or revert") {
+				t.Errorf("b's wait: %q", e.Detail)
+			}
+		}
+	}
+	recs, err := ReadJournal(jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if r.Event == "wait" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d wait records in the journal, want 2", n)
+	}
+	// While it waits, the history says so; once merged, it does not.
+	hs, _ := History(recs[:slices.IndexFunc(recs, func(r Record) bool { return r.Event == "wait" && r.Phase == "b" })+1])
+	if h := hs["b"]; h == nil || !slices.Equal(h.WaitingFiles, []string{"f.txt"}) {
+		t.Errorf("history of b while waiting: %+v", h)
+	}
+	if hs, _ := History(recs); hs["b"].Waiting != "" {
+		t.Errorf("history of b after the merge still waiting: %q", hs["b"].Waiting)
+	}
+}
+
 // The started callback's process group id is journaled.
 func TestPGIDJournaled(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,44 @@
+package land_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A human committing on the base during every merge gate: the merge used to
+// give up after 5 rounds with an error that ended the run. Now it hands
+// back a wait ("the base keeps moving"), and lands once the base settles.
+func TestMergeWaitsWhileTheBaseKeepsMoving(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	state := t.TempDir()
+	// The gate plays the human: its first 7 runs each commit on main.
+	j := job("p1", "first phase", tip)
+	j.Gate = "n=$(cat '" + state + "/n' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '" + state + "/n'\n" +
+		"if [ $n -le 7 ]; then\n" +
+		"  echo $n > '" + f.top + "/human.txt'\n" +
+		"  git -C '" + f.top + "' add human.txt && git -C '" + f.top + "' commit -q -m \"human $n\" || exit 9\n" +
+		"fi\n"
+
+	out := f.owner.Merge(f.ctx, j)
+	if out.OK || out.Err != nil || !strings.Contains(out.Waiting, "the base keeps moving") {
+		t.Fatalf("outcome = %+v, want a wait: the base keeps moving", out)
+	}
+	f.refused(out, "p1", f.rev("main"))
+	f.mustMerge(j)
+	if got := f.gitIn(f.top, "log", "-1", "--format=%s", "main^1"); got != "human 7" {
+		t.Errorf("the merge's first parent is %q, want the human's last commit", got)
+	}
+	b, _ := os.ReadFile(filepath.Join(state, "n"))
+	if n := strings.TrimSpace(string(b)); n != "8" {
+		t.Errorf("the gate ran %s times, want 8 (each new base tip gated once)", n)
+	}
+	for _, l := range f.status() {
+		if !strings.HasSuffix(l, manifestRel) {
+			t.Errorf("git status after the merge: %q", l)
+		}
+	}
+}
