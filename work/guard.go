@@ -127,6 +127,15 @@ func (r *Runner) recordEnvironment(ctx context.Context, wt string) error {
 	return writeList(filepath.Join(gd, environmentFile), env)
 }
 
+// environment reads what recordEnvironment noted for worktree wt.
+func (r *Runner) environment(ctx context.Context, wt string) (map[string]bool, error) {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return nil, err
+	}
+	return readList(filepath.Join(gd, environmentFile))
+}
+
 // recordAttemptStart notes the tracked paths missing from the checkout
 // before the agent starts, unless an interrupted attempt's note is there.
 func (r *Runner) recordAttemptStart(ctx context.Context, wt string) error {

@@ -223,3 +223,25 @@ echo resolved > README.md && git add README.md && git commit -q --no-edit
 		t.Fatalf("supervisor outcome = %+v, want OK", o)
 	}
 }
+
+// The built-in script agent's own commit leaves prepare's environment out
+// too.
+func TestScriptAgentLeavesOutEnvironment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.commitOn(f.top, "doc", map[string]string{docRel: "# p1\n\n```sh\necho scripted > out.txt\n```\n"})
+	f.runner.Prepare = "echo API_TOKEN=x > .env && mkdir -p 'sp ace' && echo gen > 'sp ace/g.cfg'"
+	f.runner.Agent = work.ScriptAgent
+	o := f.run(job())
+	if !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	if !f.hasFile(o.Tip, "out.txt") || !f.hasFile(o.Tip, doneRel) {
+		t.Error("the script's work was not committed")
+	}
+	for _, p := range []string{".env", "sp ace/g.cfg"} {
+		if f.hasFile(o.Tip, p) {
+			t.Errorf("the script agent committed %s", p)
+		}
+	}
+}

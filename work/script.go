@@ -1,9 +1,12 @@
 package work
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/yuin/goldmark"
@@ -15,7 +18,7 @@ import (
 // one phase: run the doc's first ```sh block in the worktree; if it exits
 // 0, rename the doc to DONE_ and commit everything. It goes through the
 // same agent contract as any other command (process group, log, env).
-func (r *Runner) scriptCommand(wt, docRel, doneRel, id string) (string, error) {
+func (r *Runner) scriptCommand(ctx context.Context, wt, docRel, doneRel, id string) (string, error) {
 	src, err := os.ReadFile(filepath.Join(wt, filepath.FromSlash(docRel)))
 	if err != nil {
 		return "", fmt.Errorf("script agent: %w", err)
@@ -31,8 +34,26 @@ func (r *Runner) scriptCommand(wt, docRel, doneRel, id string) (string, error) {
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("sh -e %s && git mv -- %s %s && git add -A && git commit -q -m %s",
-		shellQuote(file), shellQuote(docRel), shellQuote(doneRel), shellQuote(id+": done (script agent)")), nil
+	add := "git add -A"
+	env, err := r.environment(ctx, wt)
+	if err != nil {
+		return "", fmt.Errorf("script agent: %w", err)
+	}
+	if len(env) > 0 {
+		// What WORKTREE_PREPARE_CMD made is environment, not work: the
+		// built-in agent's commit leaves it out too.
+		spec := []byte(".\x00")
+		for _, p := range slices.Sorted(maps.Keys(env)) {
+			spec = append(spec, ":(exclude,literal)"+p+"\x00"...)
+		}
+		specFile := filepath.Join(r.Layout.LogDir(id), "script.pathspec")
+		if err := os.WriteFile(specFile, spec, 0o644); err != nil {
+			return "", err
+		}
+		add = "git add -A --pathspec-file-nul --pathspec-from-file=" + shellQuote(specFile)
+	}
+	return fmt.Sprintf("sh -e %s && git mv -- %s %s && %s && git commit -q -m %s",
+		shellQuote(file), shellQuote(docRel), shellQuote(doneRel), add, shellQuote(id+": done (script agent)")), nil
 }
 
 // FirstShellBlock returns the first fenced code block whose info string is

@@ -155,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	docRel := r.Layout.DocRel(j.Doc)
 	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
 	if cmd == ScriptAgent {
-		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
+		if cmd, err = r.scriptCommand(ctx, wt, docRel, doneRel, j.ID); err != nil {
 			return fail(scheduler.ReasonExit, err.Error())
 		}
 	}
