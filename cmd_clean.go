@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -25,6 +26,7 @@ Remove what runs left behind:
     when the base branch contains the branch's tip, so no work is lost; a
     worktree with uncommitted changes is kept;
   - registrations of worktrees whose folder is gone (git worktree prune);
+  - the merge gate's worktree (.claudopilot/gate), when no run goes on;
   - a stale lock: <git common dir>/claudopilot.lock whose driver is dead.
 
 Parked phases ([blocked] or [failed]) keep their branch and worktree, which
@@ -140,6 +142,16 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("clean: %w", err)
 	}
 
+	if gate := land.GateDir(layout); lock != lockLive {
+		if _, err := os.Stat(gate); err == nil {
+			if !c.dry {
+				if err := git.RemoveWorktree(ctx, gate); err != nil {
+					return fmt.Errorf("clean: %w", err)
+				}
+			}
+			c.did("removed", "would remove", "the merge gate's worktree %s (the next merge makes it again)", c.rel(gate))
+		}
+	}
 	if lock == lockStale {
 		if !c.dry {
 			// Remove it only if it is still the same dead holder's.

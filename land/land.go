@@ -245,6 +245,13 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		// there in between would record the merge reversed, and a
 		// concurrent `git status` (an IDE's) would make the move fail
 		// half-way.
+		// A lock of ours is a killed driver's: merges are serial, each
+		// releases its lock before it returns, and the driver lock keeps
+		// any other driver out.
+		if _, err := o.Git.ClearOwnIndexLock(ctx, dir); err != nil {
+			out.Err = err
+			return out, false
+		}
 		lock, err := o.Git.LockIndex(ctx, dir, o.lockWait())
 		if errors.Is(err, worktree.ErrIndexLocked) {
 			out.Waiting = lockedNote(err)

@@ -194,3 +194,20 @@ func TestRecoverWaitsForTheIndexLock(t *testing.T) {
 		}
 	}
 }
+
+// A driver killed while it held the base checkout's index lock, before it
+// recorded any move: the next merge clears the lock (it carries the
+// driver's mark) instead of waiting on it for ever.
+func TestMergeClearsAKilledDriversIndexLock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	f.owner.LockWait = time.Millisecond
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n"})
+	if _, err := f.git.LockIndex(f.ctx, f.top, time.Minute); err != nil { // never released: the driver died
+		t.Fatal(err)
+	}
+	f.mustMerge(job("p1", "first phase", tip))
+	if exists(filepath.Join(f.top, ".git", "index.lock")) {
+		t.Error("index.lock left")
+	}
+}
