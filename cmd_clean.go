@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
