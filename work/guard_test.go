@@ -245,3 +245,25 @@ func TestScriptAgentLeavesOutEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// An agent's daemon (setsid, its parent gone) that keeps committing is
+// stopped before the gate runs: the gate here passes only when it is dead.
+func TestRunStopsAgentDaemonBeforeGate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pid := filepath.Join(f.tmp, "daemon.pid")
+	f.runner.Agent = f.agent(`setsid sh -c 'echo $$ > "` + pid + `.tmp" && mv "` + pid + `.tmp" "` + pid + `"; while :; do date >> daemon.txt; git add daemon.txt; git commit -qm daemon; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+while [ ! -s '` + pid + `' ]; do sleep 0.01; done
+` + doneBody)
+	j := job()
+	// A zombie (killed, waiting for an init that does not reap) is dead.
+	j.Gate = `s=$(cut -d' ' -f3 "/proc/$(cat '` + pid + `')/stat" 2>/dev/null); [ -z "$s" ] || [ "$s" = Z ] || { echo "the daemon still runs"; exit 1; }`
+	o := f.run(j)
+	b, _ := os.ReadFile(pid)
+	if n := strings.TrimSpace(string(b)); n != "" {
+		defer exec.Command("kill", "-9", n).Run()
+	}
+	if !o.OK {
+		t.Fatalf("outcome = %+v, want OK (the gate saw the daemon alive?)", o)
+	}
+}
