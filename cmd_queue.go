@@ -76,7 +76,8 @@ func queueKnobs() []knob {
 		byEnv[k.env] = k
 	}
 	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "SUPERVISOR_CMD",
-		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB"} {
+		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
+		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW"} {
 		k := byEnv[name]
 		switch name {
 		case "POLL_SECONDS":
@@ -295,6 +296,9 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	}
 	if c.Poll <= 0 {
 		return c, g, usageErrorf("POLL_SECONDS must be more than 0 (from %s)", s.source["POLL_SECONDS"])
+	}
+	if c.Sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
+		return c, g, err
 	}
 	c.Gate, c.Prepare, c.Agent, c.Supervisor = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD")
 	if strings.TrimSpace(c.Agent) == "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
@@ -83,6 +84,7 @@ type runOptions struct {
 
 // runConfig is the resolved configuration of one run.
 type runConfig struct {
+	sandbox                                     *sandbox.Config // nil: SANDBOX=off
 	maxParallel, maxSuper, transient, logCapMB  int
 	keepGoing, ignoreCheckpoints                bool
 	secretScan                                  bool
@@ -169,9 +171,9 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,
 		Env: env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
-		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd,
+		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd, Sandbox: cfg.sandbox,
 	}
-	merger := &land.Owner{Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
+	merger := &land.Owner{Sandbox: cfg.sandbox, Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
 	events := make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
 		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
@@ -184,6 +186,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	}
 	var qrun *queueRun
 	if o.queue != nil {
+		o.queue.cfg.Sandbox = cfg.sandbox
 		if qrun, err = startQueue(ctx, a, git, o.queue, rm, layout, cfg.poll); err != nil {
 			return err
 		}
@@ -297,6 +300,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	if v := s.str("DERIVED_CONFLICT_FILES"); v != "" {
 		c.derived = regexp.MustCompile(v) // checked above
+	}
+	if c.sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
+		return c, err
 	}
 	if c.super == "" {
 		c.super = c.agent

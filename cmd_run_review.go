@@ -47,6 +47,7 @@ func (r reviewSetup) reviewer(git *worktree.Client, l scheduler.Layout, env []st
 	return &work.Reviewer{
 		Git: git, Layout: l, Cmd: r.cmd, Env: env, Prompts: w.Prompts,
 		StuckTimeout: w.StuckTimeout, Timeout: w.AgentTimeout, LogCap: w.LogCap, KillGrace: w.KillGrace,
+		Sandbox: w.Sandbox,
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/claudopilot/claudopilot/sandbox"
 )
 
 // DefaultAgent is Claude Code in headless mode.
@@ -61,6 +63,10 @@ func runKnobs() []knob {
 		{"PHASE_MAX_COST_USD", "phase-max-cost", "0", "dollars one phase may spend over all its attempts; reached: parked with reason budget (0: no limit)", "dollars"},
 		{"NOTIFY_CMD", "notify", "", "command run (sh -c) when a phase merges, parks or fails, the run ends, a cooldown starts or ends, a budget is reached, or the run is paused or resumed; the message is in $CLAUDOPILOT_NOTIFY_MSG, the event as JSON on stdin", "string"},
 		{"AGENT_RESUME_CMD", "resume-cmd", "", `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, "string"},
+		{"SANDBOX", "sandbox", "off", "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined", "sandbox"},
+		{"SANDBOX_NET", "sandbox-net", "1", "network inside the sandbox (0: none)", "bool"},
+		{"SANDBOX_GATE", "sandbox-gate", "0", "gates and WORKTREE_PREPARE_CMD run in the sandbox too", "bool"},
+		{"SANDBOX_RW", "sandbox-rw", "", "more writable paths inside the sandbox, ':'-separated, absolute or ~/", "string"},
 	}
 }
 
@@ -122,7 +128,13 @@ func addKnobFlags(fs *pflag.FlagSet, ks []knob) {
 	for _, k := range ks {
 		help := fmt.Sprintf("%s [%s]", k.help, k.env)
 		if k.kind == "bool" {
-			fs.Bool(k.flag, false, help)
+			fs.Bool(k.flag, k.def == "1", help)
+			continue
+		}
+		if k.kind == "sandbox" {
+			// --sandbox alone means bwrap; --sandbox=off turns it off.
+			fs.String(k.flag, k.def, help)
+			fs.Lookup(k.flag).NoOptDefVal = sandbox.Bwrap
 			continue
 		}
 		def := k.def
@@ -238,6 +250,10 @@ func checkKnobs(s settings, ks []knob, only func(knob) bool) error {
 				if _, rerr := regexp.Compile(v); rerr != nil {
 					err = usageErrorf("%s=%q from %s: not a regular expression: %v", k.env, v, s.source[k.env], rerr)
 				}
+			}
+		case "sandbox":
+			if _, perr := sandbox.ParseMode(s.val[k.env]); perr != nil {
+				err = usageErrorf("%v (from %s)", perr, s.source[k.env])
 			}
 		case "driver":
 			if v := strings.TrimSpace(s.val[k.env]); v != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"io"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,9 @@ type Config struct {
 	TrustedAuthors []string      // authors whose issues are trusted whoever labelled them
 	AgentEnvAllow  []string      // variables kept in the agent's environment even if secret
 	Token          string        // stripped from agents' environments and scrubbed
+	// Sandbox confines agents (and with its Gate set, gates and
+	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
+	Sandbox *sandbox.Config
 
 	MaxParallel           int // default 3
 	Gate                  string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/prompts"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
@@ -189,7 +190,14 @@ func (w *worker) run(ctx context.Context) (string, *failure) {
 	}
 	if fresh && q.cfg.Prepare != "" {
 		log := w.logPath("prepare")
-		r := supervisor.Run(ctx, supervisor.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace})
+		jail, err := q.cfg.Sandbox.EnterGate(ctx, q.git, w.wt, q.LogDir(w.n))
+		if err != nil {
+			return "", &failure{reason: "worktree", detail: err.Error()}
+		}
+		r := supervisor.Run(ctx, supervisor.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace, Wrap: jail.Wrap()})
+		if err := w.leave(ctx, jail); err != nil {
+			return "", &failure{reason: "worktree", detail: err.Error(), log: log}
+		}
 		if ctx.Err() != nil {
 			return "", &failure{reason: "interrupted"}
 		}
@@ -283,10 +291,19 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 			return &failure{reason: "exit", detail: err.Error()}
 		}
 		q.logIssue(w.n, "%s %d started", role, attempt)
+		jail, err := q.cfg.Sandbox.Enter(ctx, q.git, w.wt, w.branch, filepath.Join(q.git.Dir, ".claudopilot", "sandbox", fmt.Sprintf("issue-%d", w.n)), q.LogDir(w.n))
+		if err != nil {
+			return &failure{reason: "worktree", detail: err.Error()}
+		}
 		res = supervisor.Run(ctx, supervisor.Spec{
 			Command: cmd, Dir: w.wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 			LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
+			Wrap: jail.Wrap(),
 		})
+		// The branch tip comes back from the sandbox before anything reads it.
+		if err := w.leave(ctx, jail); err != nil {
+			return &failure{reason: "worktree", detail: err.Error(), log: log}
+		}
 		if ctx.Err() != nil {
 			_, _ = q.git.CommitAll(context.WithoutCancel(ctx), w.wt, fmt.Sprintf("claudopilot: commit work left uncommitted by %s %d of %s", role, attempt, w.id))
 			return &failure{reason: "interrupted"}
@@ -327,7 +344,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	if n == 0 {
 		return &failure{reason: "no-commit", detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
 	}
-	ok, glog, err := work.RunGate(ctx, scheduler.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
+	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, scheduler.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
 	if ctx.Err() != nil {
 		return &failure{reason: "interrupted"}
 	}
@@ -342,6 +359,16 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		return &failure{reason: "gate", detail: "the gate is red: " + gate, log: glog}
 	}
 	return nil
+}
+
+// leave ends a sandboxed process's jail (nothing for a nil one) and logs
+// what the sandbox undid or discarded.
+func (w *worker) leave(ctx context.Context, jail *sandbox.Jail) error {
+	notes, err := jail.Leave(context.WithoutCancel(ctx), w.q.git)
+	for _, n := range notes {
+		w.q.logIssue(w.n, "warning: sandbox: %s", n)
+	}
+	return err
 }
 
 // renderPrompt renders issue-<role>.md: an override from PromptDirs, or

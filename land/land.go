@@ -24,6 +24,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/supervisor"
@@ -56,6 +57,10 @@ type Owner struct {
 	LockWait time.Duration
 	// NoSecretScan turns off the scan for secrets (SECRET_SCAN=0).
 	NoSecretScan bool
+
+	// Sandbox runs the merge gate in the sandbox when its Gate is set
+	// (SANDBOX_GATE); nil or off: as it is.
+	Sandbox *sandbox.Config
 
 	ownerState
 }
@@ -403,7 +408,14 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 	}
 	if o.Prepare != "" {
 		log := o.Layout.LogPath(j.ID, "merge-prepare", supervisor.NextLog(o.Layout.LogDir(j.ID), "merge-prepare"))
-		res := supervisor.Run(ctx, supervisor.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace})
+		jail, err := o.Sandbox.EnterGate(ctx, o.Git, dir, o.Layout.LogDir(j.ID))
+		if err != nil {
+			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
+		}
+		res := supervisor.Run(ctx, supervisor.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
+			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
+		}
 		if ctx.Err() != nil {
 			return false, log, ctx.Err()
 		}
@@ -416,7 +428,7 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 	if j.Gating != nil {
 		j.Gating()
 	}
-	return work.RunGate(ctx, o.Layout, j.ID, j.Gate, dir, o.Env, o.LogCap, o.KillGrace)
+	return work.RunGateIn(ctx, o.Sandbox, o.Git, o.Layout, j.ID, j.Gate, dir, o.Env, o.LogCap, o.KillGrace)
 }
 
 // passed reports whether tree already passed gate in the gate worktree

@@ -41,6 +41,15 @@ func (c *Config) EnterGate(ctx context.Context, git *worktree.Client, wt string,
 	return c.enter(ctx, git, wt, "", "", show)
 }
 
+// EnterDetached sets up the sandbox for an agent that may move no ref (a
+// reviewer in its detached checkout wt); nil for a nil Config.
+func (c *Config) EnterDetached(ctx context.Context, git *worktree.Client, wt string, show ...string) (*Jail, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return c.enter(ctx, git, wt, "", "", show)
+}
+
 func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show []string) (*Jail, error) {
 	wt = Real(wt)
 	common, err := git.CommonDir(ctx)

@@ -220,8 +220,9 @@ func findCmdline(prefix string) []int {
 }
 
 // BenchmarkStart measures what the sandbox adds to starting an agent:
-// bwrap with a phase's full set of mounts running "true", against
-// "sh -c true" alone.
+// "sh -c true" alone (bare); under bwrap with a phase's full set of mounts
+// (bwrap); and that plus Enter and Leave, which run per attempt too
+// (attempt: two git calls, the private ref folder, the link check).
 func BenchmarkStart(b *testing.B) {
 	needBwrap(b)
 	ctx := context.Background()
@@ -259,7 +260,17 @@ func BenchmarkStart(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
 		run(b, func() ([]string, func()) { return nil, func() {} })
 	})
+	j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("bwrap", func(b *testing.B) {
+		run(b, func() ([]string, func()) { return j.Wrap(), func() {} })
+	})
+	if _, err := j.Leave(ctx, g); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("attempt", func(b *testing.B) {
 		// Enter and Leave included: they are per attempt too.
 		run(b, func() ([]string, func()) {
 			j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))

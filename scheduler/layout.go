@@ -35,6 +35,12 @@ func (l Layout) LogPath(id, role string, attempt int) string {
 	return filepath.Join(l.LogDir(id), fmt.Sprintf("%s-%d.log", role, attempt))
 }
 
+// SandboxDir is a phase's private branch-ref folder while its agent runs
+// in the sandbox.
+func (l Layout) SandboxDir(id string) string {
+	return filepath.Join(l.Dir(), "sandbox", SafeName(id))
+}
+
 // StateDir holds the journal.
 func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 

@@ -251,11 +251,19 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 
 // interruptedOutcome books an attempt that ended because of an interrupt.
 func (s *Scheduler) interruptedOutcome(o Outcome) {
+	s.warnOutcome(o)
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
 	s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "interrupted", LogPath: o.LogPath})
+}
+
+// warnOutcome emits the attempt's warnings.
+func (s *Scheduler) warnOutcome(o Outcome) {
+	for _, w := range o.Warnings {
+		s.emit(Event{Kind: EvWarn, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: w})
+	}
 }
 
 // drain waits for every in-flight attempt and merge after a cancel.
@@ -626,6 +634,7 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 
 // onOutcome handles the end of one attempt.
 func (s *Scheduler) onOutcome(o Outcome) {
+	s.warnOutcome(o)
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)

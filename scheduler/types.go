@@ -91,6 +91,9 @@ type Outcome struct {
 	Cooldown time.Duration
 	// Transient means a passing API error: retry with backoff.
 	Transient bool
+	// Warnings are emitted as they are (EvWarn): a sandbox that undid a
+	// change, a write outside the worktree.
+	Warnings []string
 	// Usage is what the agent reported it spent (unknown figures nil).
 	Usage   ledger.Usage
 	Started time.Time

@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/review"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -34,6 +35,8 @@ type Reviewer struct {
 	Timeout      time.Duration
 	LogCap       int64
 	KillGrace    time.Duration
+	// Sandbox confines the reviewer (no ref writes); nil: as it is.
+	Sandbox *sandbox.Config
 }
 
 var _ scheduler.Reviewer = (*Reviewer)(nil)
@@ -154,6 +157,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	proc := ReviewProcess{
 		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
+		Sandbox: r.Sandbox, Show: []string{dir},
 		Env: ReviewEnv(r.Env,
 			"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
 			"CLAUDOPILOT_PHASE="+j.ID,
@@ -280,6 +284,11 @@ type ReviewProcess struct {
 	StuckTimeout time.Duration
 	Timeout      time.Duration
 	KillGrace    time.Duration
+
+	// Sandbox confines the reviewer (no ref writes; nil: as it is), with
+	// Show (the folder of its prompt, diff and manifest line) read-only.
+	Sandbox *sandbox.Config
+	Show    []string
 }
 
 // Run makes the checkout, runs the reviewer in it, removes it, and returns
@@ -294,12 +303,21 @@ func (p ReviewProcess) Run(ctx context.Context) ([]byte, supervisor.Result, erro
 	if err := readOnly(p.Checkout); err != nil {
 		return nil, res, err
 	}
+	jail, err := p.Sandbox.EnterDetached(ctx, p.Git, p.Checkout, p.Show...)
+	if err != nil {
+		return nil, res, err
+	}
 	res = supervisor.Run(ctx, supervisor.Spec{
 		Command: p.Cmd, Dir: p.Checkout, Env: p.Env, Prompt: p.Prompt, PromptFile: p.PromptFile, LogPath: p.LogPath,
 		LogCap: p.LogCap, StuckTimeout: p.StuckTimeout, Timeout: p.Timeout, KillGrace: p.KillGrace,
+		Wrap: jail.Wrap(),
 	})
+	notes, lerr := jail.Leave(context.WithoutCancel(ctx), p.Git)
+	for _, n := range notes {
+		noteInLog(p.LogPath, "claudopilot: sandbox: "+n)
+	}
 	out, err := os.ReadFile(p.LogPath)
-	return out, res, err
+	return out, res, errors.Join(err, lerr)
 }
 
 // Judge applies how the reviewer ended to its verdict: only a reviewer

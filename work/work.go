@@ -21,6 +21,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -50,6 +51,10 @@ type Runner struct {
 	// agent session; "{session}" is replaced by the session id.
 	ResumeCmd string
 	Now       func() time.Time
+
+	// Sandbox confines agents (and, with its Gate set, gates and
+	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
+	Sandbox *sandbox.Config
 }
 
 var _ scheduler.Runner = (*Runner)(nil)
@@ -90,8 +95,15 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	if fresh && r.Prepare != "" {
 		log := r.Layout.LogPath(j.ID, "prepare", supervisor.NextLog(r.Layout.LogDir(j.ID), "prepare"))
-		res := supervisor.Run(ctx, supervisor.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace})
+		jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(j.ID))
+		if err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
+		res := supervisor.Run(ctx, supervisor.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
 		o.LogPath = log
+		if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
 		if ctx.Err() != nil {
 			return fail(scheduler.ReasonExit, "interrupted")
 		}
@@ -178,17 +190,25 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.
 	defer r.endAttempt(context.WithoutCancel(ctx), wt)
+	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), r.Layout.LogDir(j.ID))
+	if err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
 	res := supervisor.Run(ctx, supervisor.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
-		OnStart: started,
+		OnStart: started, Wrap: jail.Wrap(),
 	})
 	o.Usage = usageOf(log, logStart)
 	if j.Lane != "" {
 		noteInLog(log, fmt.Sprintf("claudopilot: %s attempt %d of %s ran on lane %s", j.Role, j.Attempt, j.ID, j.Lane))
 	}
 	o.ExitCode = res.ExitCode
+	// The branch tip comes back from the sandbox before anything reads it.
+	if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	}
 	if res.Stray != nil {
 		// Something of the agent's still runs: its worktree is not
 		// finished work, and the gate must not run beside it.
@@ -248,7 +268,7 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 	if j.Gating != nil {
 		j.Gating()
 	}
-	ok, log, err := RunGate(ctx, r.Layout, j.ID, j.Gate, wt, r.Env, r.LogCap, r.KillGrace)
+	ok, log, err := RunGateIn(ctx, r.Sandbox, r.Git, r.Layout, j.ID, j.Gate, wt, r.Env, r.LogCap, r.KillGrace)
 	o.Ended = r.now()
 	if err != nil || !ok {
 		o.Reason, o.LogPath = scheduler.ReasonGate, log
@@ -262,14 +282,30 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 	return o
 }
 
+// RunGateIn is RunGate under sb's sandbox for gates, or as it is when sb
+// is nil or SANDBOX_GATE is off. What the sandbox undid goes to the log.
+func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+	jail, err := sb.EnterGate(ctx, git, dir, l.LogDir(id))
+	if err != nil {
+		return false, "", fmt.Errorf("gate: %w", err)
+	}
+	ok, log, err = RunGate(ctx, l, id, gate, dir, env, logCap, grace, jail.Wrap()...)
+	notes, lerr := jail.Leave(context.WithoutCancel(ctx), git)
+	for _, n := range notes {
+		noteInLog(log, "claudopilot: sandbox: "+n)
+	}
+	return ok, log, errors.Join(err, lerr)
+}
+
 // RunGate runs a gate command in dir, logging to the phase's next
 // gate-<n>.log. ok is false when the gate exits non-zero.
-func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+// wrap, when given, is the sandbox's command prefix (sandbox.Jail.Wrap).
+func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
 	log = l.LogPath(id, "gate", supervisor.NextLog(l.LogDir(id), "gate"))
 	if gate == "" {
 		gate = "true"
 	}
-	res := supervisor.Run(ctx, supervisor.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace})
+	res := supervisor.Run(ctx, supervisor.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace, Wrap: wrap})
 	if res.Reason == "start" {
 		return false, log, fmt.Errorf("gate: %w", res.Err)
 	}
@@ -352,6 +388,17 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch
 		return false, false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
 	}
 	return true, false, r.Git.AddWorktree(ctx, wt, branch, base)
+}
+
+// leaveJail ends a sandboxed process's jail (nothing for a nil one): what
+// it undid or discarded goes to the log and becomes a warning.
+func leaveJail(ctx context.Context, jail *sandbox.Jail, git *worktree.Client, log string, o *scheduler.Outcome) error {
+	notes, err := jail.Leave(context.WithoutCancel(ctx), git)
+	for _, n := range notes {
+		noteInLog(log, "claudopilot: sandbox: "+n)
+		o.Warnings = append(o.Warnings, "sandbox: "+n)
+	}
+	return err
 }
 
 // noteInLog appends one line of the driver's to an attempt's log, so the

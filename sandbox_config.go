@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// sandboxFrom builds the sandbox of a run from its settings; nil when
+// SANDBOX is off. A SANDBOX=bwrap that cannot work here is an error now,
+// before anything changes (exit 1; a malformed value is misuse, 64).
+func sandboxFrom(ctx context.Context, a *app, git *worktree.Client, s settings) (*sandbox.Config, error) {
+	mode, err := sandbox.ParseMode(s.str("SANDBOX"))
+	if err != nil {
+		return nil, usageErrorf("%v (from %s)", err, s.source["SANDBOX"])
+	}
+	net, err := s.bool("SANDBOX_NET")
+	if err != nil {
+		return nil, err
+	}
+	gate, err := s.bool("SANDBOX_GATE")
+	if err != nil {
+		return nil, err
+	}
+	rw, err := sandbox.HomeRW(a.env["HOME"], s.str("SANDBOX_RW"))
+	if err != nil {
+		return nil, usageErrorf("%v (from %s)", err, s.source["SANDBOX_RW"])
+	}
+	if mode == sandbox.Off {
+		return nil, nil
+	}
+	for i, p := range rw {
+		rw[i] = sandbox.Real(p)
+	}
+	// The base checkout holds the phases' worktrees (.claudopilot/
+	// worktrees): hiding it hides them all; each agent gets its own back.
+	c := &sandbox.Config{Net: net, Gate: gate, RW: rw, Hide: []string{sandbox.Real(git.Dir)}}
+	if err := c.Probe(ctx); err != nil {
+		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.source["SANDBOX"], err)
+	}
+	return c, nil
+}
