@@ -208,6 +208,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	}
 
 	view := newProgress(a.s, o.json, rm, layout)
+	view.cwd = a.cwd
 	done := make(chan struct{})
 	listeners := []func(scheduler.Event){}
 	if cfg.notify != "" {

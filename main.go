@@ -22,6 +22,11 @@ type Streams struct {
 	Err      io.Writer
 	ErrIsTTY bool // progress is redrawn in place only on a terminal
 	Color    bool
+	// Width is the terminal's width in columns now (0: unknown), read at
+	// each redraw; Resize signals a change (SIGWINCH). Tests set both to
+	// render the live table at a given width.
+	Width  func() int
+	Resize <-chan os.Signal
 }
 
 func main() {
@@ -29,6 +34,18 @@ func main() {
 	s := &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	s.ErrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
 	s.Color = colorOn(s.ErrIsTTY, envMap(os.Environ()))
+	if s.ErrIsTTY {
+		s.Width = func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+		resize := make(chan os.Signal, 1)
+		signal.Notify(resize, syscall.SIGWINCH)
+		s.Resize = resize
+	}
 	err := run(ctx, os.Args[1:], s, os.Environ())
 	code := exitCode(err, cause())
 	if err != nil && !isSilent(err) {

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 )
 
 // progress renders scheduler events. It is the only writer of progress
@@ -23,7 +24,8 @@ type progress struct {
 	enc   *json.Encoder
 	rows  []*row
 	by    map[string]*row
-	drawn int // lines of the last table, to redraw in place
+	drawn []int // visible widths of the last table's lines, to redraw in place
+	cwd   string // log paths are shown relative to it
 	start time.Time
 	logOf func(id string, role scheduler.Role, attempt int) string
 }
@@ -34,6 +36,9 @@ type row struct {
 	attempt              int
 	since                time.Time
 	until                time.Time
+	gating               bool // a gate runs (the attempt's, or the merge commit's)
+	stopped              bool     // an interrupt ended its agent
+	waitFiles            []string // uncommitted files its merge waits for
 }
 
 func newProgress(s *Streams, jsonOut bool, rm *roadmap.Roadmap, l scheduler.Layout) *progress {
@@ -57,11 +62,17 @@ func (p *progress) consume(events <-chan scheduler.Event) {
 		defer t.Stop()
 		tick = t.C
 	}
+	var resized <-chan os.Signal
+	if p.s.ErrIsTTY && !p.json {
+		resized = p.s.Resize
+	}
 	for {
 		select {
+		case <-resized:
+			p.draw()
 		case e, ok := <-events:
 			if !ok {
-				if p.drawn > 0 {
+				if len(p.drawn) > 0 {
 					p.draw()
 				}
 				return
@@ -76,7 +87,7 @@ func (p *progress) consume(events <-chan scheduler.Event) {
 			case again:
 				// A waiting merge tried again: its wait was told once.
 			default:
-				fmt.Fprintln(p.s.Err, formatEvent(e))
+				fmt.Fprintln(p.s.Err, formatEvent(e, p.cwd))
 			}
 		case <-tick:
 			p.draw()
@@ -105,15 +116,23 @@ func (p *progress) apply(e scheduler.Event) {
 	if e.State != "" {
 		r.state = e.State
 	}
+	if e.Kind != scheduler.EvGate {
+		r.gating = false
+	}
 	switch e.Kind {
+	case scheduler.EvGate:
+		r.gating = true
 	case scheduler.EvLaunch:
 		r.role, r.attempt, r.since, r.note, r.until = e.Role, e.Attempt, e.Time, "", time.Time{}
-		r.log = p.logOf(e.Phase, e.Role, e.Attempt)
+		r.log, r.stopped = p.logOf(e.Phase, e.Role, e.Attempt), false
 	case scheduler.EvExit:
 		if e.Reason != "" {
 			r.note = string(e.Reason)
 		}
 		r.log = e.LogPath
+		if e.Detail == "interrupted" {
+			r.stopped = true
+		}
 	case scheduler.EvCooldown, scheduler.EvRetry:
 		r.until, r.note = e.Until, e.Kind
 	case scheduler.EvMerging:
@@ -121,6 +140,7 @@ func (p *progress) apply(e scheduler.Event) {
 			r.note = "merging"
 		}
 	case scheduler.EvWait:
+		r.waitFiles = e.Files
 		r.note = e.Detail
 		if r.note == "" {
 			r.note = "waits for: " + strings.Join(e.Files, ", ")
@@ -135,7 +155,7 @@ func (p *progress) apply(e scheduler.Event) {
 	}
 }
 
-func formatEvent(e scheduler.Event) string {
+func formatEvent(e scheduler.Event, cwd string) string {
 	var b strings.Builder
 	b.WriteString(e.Time.Format("15:04:05"))
 	if e.Phase != "" {
@@ -158,59 +178,26 @@ func formatEvent(e scheduler.Event) string {
 		fmt.Fprintf(&b, ": %s", e.Detail)
 	}
 	if e.LogPath != "" && e.Reason != "" {
-		fmt.Fprintf(&b, " (log %s)", e.LogPath)
+		fmt.Fprintf(&b, " (log %s)", relTo(cwd, e.LogPath))
 	}
 	return b.String()
 }
 
-// draw redraws the live table in place on the terminal.
+// draw redraws the live table in place on the terminal, at the width it
+// has now.
 func (p *progress) draw() {
-	w := p.s.Err
+	width := p.width()
 	var b strings.Builder
-	if p.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
+	if len(p.drawn) > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", rowsTaken(p.drawn, width))
 	}
-	lines := 0
-	counts := map[string]int{}
-	for _, r := range p.rows {
-		counts[r.state]++
+	lines := p.tableLines(width, time.Now())
+	p.drawn = p.drawn[:0]
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+		p.drawn = append(p.drawn, utf8.RuneCountInString(clean(l)))
 	}
-	now := time.Now()
-	fmt.Fprintf(&b, "claudopilot  %s  %s\n", now.Sub(p.start).Round(time.Second), countsText(counts))
-	lines++
-	for _, r := range p.rows {
-		// A long roadmap shows only what is moving.
-		if len(p.rows) > 15 && (r.state == string(manifest.Merged) || r.state == string(manifest.Pending)) {
-			continue
-		}
-		el, detail := "", r.note
-		if r.state == string(manifest.Running) && !r.since.IsZero() {
-			el = now.Sub(r.since).Round(time.Second).String()
-		}
-		if !r.until.IsZero() && r.until.After(now) {
-			detail = fmt.Sprintf("%s, %s left", r.note, r.until.Sub(now).Round(time.Second))
-		} else if r.state == string(manifest.Running) && r.log != "" {
-			if tail, err := supervisor.TailFile(r.log, 1); err == nil && len(tail) > 0 {
-				detail = strings.TrimSpace(tail[0])
-			}
-		}
-		role := ""
-		if r.attempt > 0 {
-			role = fmt.Sprintf("%s #%d", r.role, r.attempt)
-		}
-		line := fmt.Sprintf("  %-14s %s %-15s %6s  %s", r.id, colorState(p.s.Color, r.state), role, el, detail)
-		b.WriteString(clip(line, 120) + "\n")
-		lines++
-	}
-	p.drawn = lines
-	io.WriteString(w, b.String())
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
+	io.WriteString(p.s.Err, b.String())
 }
 
 func colorState(on bool, s string) string {
