@@ -24,7 +24,7 @@ type progress struct {
 	enc   *json.Encoder
 	rows  []*row
 	by    map[string]*row
-	drawn []int // visible widths of the last table's lines, to redraw in place
+	drawn []int  // visible widths of the last table's lines, to redraw in place
 	cwd   string // log paths are shown relative to it
 	start time.Time
 	logOf func(id string, role scheduler.Role, attempt int) string
@@ -36,7 +36,7 @@ type row struct {
 	attempt              int
 	since                time.Time
 	until                time.Time
-	gating               bool // a gate runs (the attempt's, or the merge commit's)
+	gating               bool     // a gate runs (the attempt's, or the merge commit's)
 	stopped              bool     // an interrupt ended its agent
 	waitFiles            []string // uncommitted files its merge waits for
 }
