@@ -118,6 +118,7 @@ func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	d.checkBase(ctx)
 	d.checkIdentity(ctx)
 	d.checkAgent()
+	d.checkSandbox(ctx)
 	d.checkManifest(ctx)
 	d.checkLeftovers(ctx)
 	d.checkBaseCheckout(ctx)

@@ -42,3 +42,32 @@ func sandboxFrom(ctx context.Context, a *app, git *worktree.Client, s settings) 
 	}
 	return c, nil
 }
+
+// checkSandbox reports the sandbox: FAIL when SANDBOX=bwrap cannot work
+// here; when it is off, whether bubblewrap would work, recommending it
+// either way (agents are then unconfined: docs/sandbox.md).
+func (d *doctorState) checkSandbox(ctx context.Context) {
+	if d.set.val == nil {
+		return
+	}
+	mode, err := sandbox.ParseMode(d.set.str("SANDBOX"))
+	if err != nil {
+		d.add(doctorFail, fmt.Sprintf("sandbox: %v (from %s)", err, d.set.source["SANDBOX"]), "set SANDBOX to bwrap or off")
+		return
+	}
+	probe := (&sandbox.Config{}).Probe(ctx)
+	if mode == sandbox.Bwrap {
+		if probe != nil {
+			d.add(doctorFail, fmt.Sprintf("sandbox: SANDBOX=bwrap (from %s) cannot work here: %v", d.set.source["SANDBOX"], probe),
+				"install bubblewrap (apt-get install bubblewrap) and allow user namespaces, or set SANDBOX=off")
+			return
+		}
+		d.add(doctorOK, "sandbox: bwrap (agents can write only their worktree and branch)", "")
+		return
+	}
+	if probe == nil {
+		d.add(doctorOK, "sandbox: off; bubblewrap works here: SANDBOX=bwrap (--sandbox) keeps agents inside their worktree (docs/sandbox.md)", "")
+		return
+	}
+	d.add(doctorOK, "sandbox: off, and bubblewrap does not work here; to keep agents inside their worktree, install it and set SANDBOX=bwrap (docs/sandbox.md)", "")
+}

@@ -285,3 +285,24 @@ func BenchmarkStart(b *testing.B) {
 		})
 	})
 }
+
+func TestJailNetwork(t *testing.T) {
+	needBwrap(t)
+	for _, net := range []bool{true, false} {
+		c := &Config{Net: net}
+		argv := c.Args(Attempt{}, "/bin/sh", "-c", "grep -c : /proc/net/dev")
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("net=%v: %v\n%s", net, err, out)
+		}
+		// One line per interface holds ':'; the headers hold none.
+		// Without the network only lo is left.
+		n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		if !net && n != 1 {
+			t.Errorf("SANDBOX_NET=0: %d interfaces, want lo alone", n)
+		}
+		if net && n < 2 {
+			t.Logf("the host has %d interfaces; cannot tell shared from private", n)
+		}
+	}
+}
