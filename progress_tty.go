@@ -126,6 +126,8 @@ func (p *progress) detail(r *row, st string, now time.Time) string {
 		return "uncommitted " + strings.Join(r.waitFiles, ", ") + " in the base checkout: commit or stash it"
 	case st == "stopped":
 		return "interrupted; `claudopilot run` resumes it"
+	case st == "merging":
+		return "" // the state says it all
 	case st == "running" && r.log != "":
 		if tail, err := supervisor.TailFile(r.log, 40); err == nil {
 			if d := lastReadable(tail); d != "" {
