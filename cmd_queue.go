@@ -75,7 +75,7 @@ func queueKnobs() []knob {
 	for _, k := range runKnobs() {
 		byEnv[k.env] = k
 	}
-	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "SUPERVISOR_CMD",
+	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "AGENT_DRIVER", "AGENT_MODEL", "SUPERVISOR_CMD",
 		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
 		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW"} {
 		k := byEnv[name]
