@@ -152,28 +152,22 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 			upd = append(upd, p)
 		}
 	}
-	top := c.abs(dir)
-	if len(del) > 0 {
-		if _, err := c.run(ctx, dir, nulList(del), env, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
-			return err
-		}
-		for _, p := range del {
-			full := filepath.Join(top, filepath.FromSlash(p))
-			if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			// Drop folders the deletion emptied, as git would.
-			for d := filepath.Dir(full); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
-				if os.Remove(d) != nil {
-					break
-				}
-			}
-		}
+	// New paths are written before old ones are removed, so a file
+	// renamed in the merge (a phase doc becoming DONE_<doc>) is never
+	// missing from the folder: the driver re-validates the roadmap against
+	// that folder at any moment. Only a deletion that makes room for an
+	// update (a file replaced by a folder, or the reverse) goes first.
+	first, later := splitInTheWay(del, upd)
+	if err := c.removePaths(ctx, dir, first, env); err != nil {
+		return err
 	}
 	if len(upd) > 0 {
 		if _, err := c.run(ctx, dir, nulList(upd), env, "--literal-pathspecs", "checkout", newSHA, "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return err
 		}
+	}
+	if err := c.removePaths(ctx, dir, later, env); err != nil {
+		return err
 	}
 	for _, p := range own {
 		ls, err := c.run(ctx, dir, nil, nil, "--literal-pathspecs", "ls-tree", "-z", newSHA, "--", p)
@@ -195,6 +189,57 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 		}
 		if _, err := c.run(ctx, dir, nil, env, "update-index", "--add", "--cacheinfo", f[0]+","+f[2]+","+p); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// splitInTheWay splits deletions into those an update needs out of its
+// way (one path is a folder holding the other) and the rest.
+func splitInTheWay(del, upd []string) (first, later []string) {
+	dirs := make(map[string]bool)
+	for _, u := range upd {
+		for _, a := range ancestors(u) {
+			dirs[a] = true
+		}
+	}
+	updSet := make(map[string]bool, len(upd))
+	for _, u := range upd {
+		updSet[u] = true
+	}
+	for _, d := range del {
+		inWay := dirs[d]
+		for _, a := range ancestors(d) {
+			inWay = inWay || updSet[a]
+		}
+		if inWay {
+			first = append(first, d)
+		} else {
+			later = append(later, d)
+		}
+	}
+	return first, later
+}
+
+// removePaths removes paths from the index and the disk, and the folders
+// that this empties, as git would.
+func (c *Client) removePaths(ctx context.Context, dir string, del, env []string) error {
+	if len(del) == 0 {
+		return nil
+	}
+	top := c.abs(dir)
+	if _, err := c.run(ctx, dir, nulList(del), env, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		return err
+	}
+	for _, p := range del {
+		full := filepath.Join(top, filepath.FromSlash(p))
+		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for d := filepath.Dir(full); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
 		}
 	}
 	return nil

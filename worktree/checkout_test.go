@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // mergeSetup builds main (checked out in c.Dir) with a.txt, b.txt and
@@ -257,5 +259,72 @@ func TestAdvanceCheckoutLinkedWorktreeAndDeletions(t *testing.T) {
 	}
 	if d, _ := c.Dirty(ctx, wt); len(d) != 0 {
 		t.Errorf("Dirty = %q", d)
+	}
+}
+
+// A phase doc renamed to DONE_ on the branch must never be missing from
+// the base checkout while the checkout advances: the loop re-validates the
+// manifest against the folder at any moment, and a doc missing for an
+// instant made a human's edit saved then "ignored: phase has no doc". The
+// kernel reports the folder's changes in order, so the new name must be
+// created before the old one is removed. A file replaced by a folder (and
+// the reverse) still works: that deletion has to come first.
+func TestAdvanceCheckoutWritesBeforeDeleting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA := commitFiles(t, c, "", "base", map[string]string{
+		"rm/phase-1.md": "# p1\n", "rm/x": "a file\n", "rm/y/z": "in a folder\n",
+		"rm/keep": "keeps the watched folder alive\n",
+	})
+	mustGit(t, c, "", "mv", "rm/phase-1.md", "rm/DONE_phase-1.md")
+	mustGit(t, c, "", "rm", "-q", "rm/x", "rm/y/z")
+	writeFile(t, c.Dir, "rm/x/inside", "x is a folder now\n")
+	writeFile(t, c.Dir, "rm/y", "y is a file now\n")
+	newSHA := commitFiles(t, c, "", "done", nil)
+	mustGit(t, c, "", "reset", "-q", "--hard", oldSHA)
+	moveMain(t, c, oldSHA, newSHA)
+
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Join(c.Dir, "rm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A marker file ends the stream: every event before it is in.
+	writeFile(t, c.Dir, "rm/end", "")
+	var order []string
+	for done := false; !done; {
+		var ev fsnotify.Event
+		select {
+		case ev = <-w.Events:
+		case <-time.After(time.Minute):
+			t.Fatalf("no event for the end marker; so far %q", order)
+		}
+		name := filepath.Base(ev.Name)
+		if done = name == "end"; done {
+			continue
+		}
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) {
+			order = append(order, ev.Op.String()+" "+name)
+		}
+	}
+	created := slices.Index(order, "CREATE DONE_phase-1.md")
+	removed := slices.Index(order, "REMOVE phase-1.md")
+	if created < 0 || removed < 0 || created > removed {
+		t.Errorf("folder events %q: DONE_phase-1.md must be created before phase-1.md is removed", order)
+	}
+	for p, want := range map[string]string{"rm/DONE_phase-1.md": "# p1\n", "rm/x/inside": "x is a folder now\n", "rm/y": "y is a file now\n"} {
+		if got := readFile(t, c.Dir, p); got != want {
+			t.Errorf("%s = %q, want %q", p, got, want)
+		}
+	}
+	if st := mustGit(t, c, "", "status", "--porcelain"); st != "?? rm/end" {
+		t.Errorf("status after advance: %q", st)
 	}
 }
