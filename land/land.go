@@ -69,8 +69,9 @@ var _ scheduler.Merger = (*Owner)(nil)
 
 // ownerState is what an Owner learns during a run.
 type ownerState struct {
-	mu    sync.Mutex      // guards green
-	green map[string]bool // merge trees (and gates) that passed the gate
+	mu        sync.Mutex      // guards green and stopWatch
+	green     map[string]bool // merge trees (and gates) that passed the gate
+	stopWatch chan struct{}   // ends the watch of the last wait
 }
 
 // attempts bounds how often one Merge rebuilds a merge because the base
@@ -81,6 +82,7 @@ const attempts = 5
 // Merge lands one phase.
 func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
 	out := scheduler.MergeOutcome{ID: j.ID}
+	o.stopWatching()
 	if err := o.finishPending(ctx); err != nil {
 		// The checkout lags behind the base: a new move must not start
 		// from it.
@@ -313,6 +315,7 @@ func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.I
 	}
 	if blocking = without(blocking, keep); len(blocking) > 0 {
 		out.Wait = blocking
+		out.Changed = o.watchClean(ctx, dir, o.gitDirOf(ctx, dir), blocking)
 		return out, false, false
 	}
 	baseRef := "refs/heads/" + o.Layout.Base

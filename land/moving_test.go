@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A human committing on the base during every merge gate: the merge used to
@@ -41,4 +42,35 @@ func TestMergeWaitsWhileTheBaseKeepsMoving(t *testing.T) {
 			t.Errorf("git status after the merge: %q", l)
 		}
 	}
+}
+
+// A merge waiting on the user's files hands back a watch of them: it
+// fires once they change (here: reverted, and a blocking untracked file in
+// a folder the merge adds removed with its folder).
+func TestMergeWaitWatchesTheCheckout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a from p1\n", "feature/new.txt": "p1's\n"})
+	for _, tc := range []struct {
+		name  string
+		dirty func()
+		clean func()
+	}{
+		{"modified", func() { f.write(f.top, "a.txt", "the user's\n") }, func() { f.gitIn(f.top, "checkout", "--", "a.txt") }},
+		{"untracked", func() { f.write(f.top, "feature/new.txt", "the user's\n") }, func() { os.RemoveAll(filepath.Join(f.top, "feature")) }},
+		{"staged", func() { f.write(f.top, "a.txt", "staged\n"); f.gitIn(f.top, "add", "a.txt") }, func() { f.gitIn(f.top, "reset", "-q", "--", "a.txt"); f.gitIn(f.top, "checkout", "--", "a.txt") }},
+	} {
+		tc.dirty()
+		out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
+		if len(out.Wait) == 0 || out.Changed == nil {
+			t.Fatalf("%s: outcome = %+v, want a wait with a watch", tc.name, out)
+		}
+		tc.clean()
+		select {
+		case <-out.Changed:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the watch never fired", tc.name)
+		}
+	}
+	f.mustMerge(job("p1", "first phase", tip))
 }

@@ -343,6 +343,7 @@ func (r *fakeRunner) check(t testing.TB) {
 type mstep struct {
 	Wait    []string
 	Waiting string
+	Changed chan struct{} // the watch a waiting merge hands back
 	Reason  Reason
 	Detail  string
 	Err     error
@@ -420,7 +421,7 @@ func (m *fakeMerger) Merge(ctx context.Context, j MergeJob) MergeOutcome {
 			st.Err = ctx.Err()
 		}
 	}
-	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Waiting: st.Waiting, Reason: st.Reason, Detail: st.Detail, Err: st.Err, Stale: st.Stale}
+	out := MergeOutcome{ID: j.ID, Wait: st.Wait, Waiting: st.Waiting, Changed: st.Changed, Reason: st.Reason, Detail: st.Detail, Err: st.Err, Stale: st.Stale}
 	if st.ok() {
 		if err := m.store.SetState(j.ID, manifest.Merged); err != nil {
 			out.Err = err

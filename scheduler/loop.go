@@ -86,8 +86,10 @@ type Scheduler struct {
 	// starting) from their goroutines into the loop, which emits it.
 	stages   chan Event
 	merged   chan MergeOutcome
-	mergeQ   []*phase // done phases waiting for the merge owner, in order
-	merging  *phase   // the phase the merge owner holds, if any
+	woken    chan string   // a waiting merge's watch saw a change (phase id)
+	done     chan struct{} // closed when Run returns
+	mergeQ   []*phase      // done phases waiting for the merge owner, in order
+	merging  *phase        // the phase the merge owner holds, if any
 	cooldown map[string]time.Time
 	// unwritten holds states the manifest could not take because it did
 	// not parse at the time; they are written when it does again.
@@ -157,6 +159,8 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		byID:      make(map[string]*phase, len(rm.Nodes)),
 		results:   make(chan Outcome),
 		merged:    make(chan MergeOutcome),
+		woken:     make(chan string),
+		done:      make(chan struct{}),
 		cooldown:  make(map[string]time.Time),
 		unwritten: make(map[string]manifest.State),
 		lanes:     newLanes(cfg),
@@ -175,6 +179,7 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 // Run drives the roadmap until everything that can be merged is, then
 // returns the summary and an error that says how it ended (nil: all merged).
 func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
+	defer close(s.done)
 	s.started = s.now()
 	if err := s.restore(); err != nil {
 		return s.summary(), err
@@ -239,6 +244,11 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onEdit(src)
+		case id := <-s.woken:
+			// What a waiting merge waits on changed: try it now.
+			if p := s.byID[id]; p.waiting != "" && s.merging != p {
+				p.notBefore = time.Time{}
+			}
 		case c := <-s.cfg.Controls:
 			s.onControl(c)
 		case <-timer.C:
@@ -808,6 +818,18 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		}
 		p.notBefore = s.now().Add(delay)
 		s.mergeQ = append([]*phase{p}, s.mergeQ...)
+		if m.Changed != nil {
+			go func(id string, changed <-chan struct{}, done <-chan struct{}) {
+				select {
+				case <-changed:
+					select {
+					case s.woken <- id:
+					case <-done:
+					}
+				case <-done:
+				}
+			}(m.ID, m.Changed, s.done)
+		}
 		detail := WaitDetail(m.Wait, m.Waiting)
 		if detail != p.waiting {
 			p.waiting = detail

@@ -1190,6 +1190,21 @@ func TestMergeWaitIsRetriedAndToldOnce(t *testing.T) {
 	}
 }
 
+// A waiting merge whose watch sees a change is tried again at once, not at
+// the next poll (an hour here).
+func TestMergeWaitWokenByItsWatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, Poll: time.Hour})
+	changed := make(chan struct{})
+	close(changed) // the user cleaned the file at once
+	h.merger.on("a", mstep{Wait: []string{"f.txt"}, Changed: changed})
+	ch := h.start(context.Background())
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged})
+}
+
 // The started callback's process group id is journaled.
 func TestPGIDJournaled(t *testing.T) {
 	t.Parallel()

@@ -142,6 +142,10 @@ type MergeOutcome struct {
 	// user can do (a lock held in the base checkout, a base that keeps
 	// moving); it is retried later.
 	Waiting string
+	// Changed, when set with Wait, is closed once what the merge waits on
+	// may have changed (a watch on the files and the index): the merge is
+	// then tried again at once instead of at the next poll.
+	Changed <-chan struct{}
 	Reason  Reason // conflict, gate, scope, worktree
 	Detail  string
 	LogPath string // the log to read first (the merge gate's)
