@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// Queue mode under SANDBOX=bwrap (issue 13): issue #1's agent
+// (i13-queue-hostile.sh) looks for GITHUB_TOKEN in every process it can
+// see, the driver's included, and reads the base checkout and issue #2's
+// worktree while #2's agent runs. All of it is hidden; both issues' work
+// still merges. Without the sandbox the same agent finds the token in the
+// driver's /proc/<pid>/environ.
+func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap (bwrap) is not installed: the sandbox tests need it (apt-get install bubblewrap)")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	agent, err := filepath.Abs(filepath.Join("testdata", "agents", "i13-queue-hostile.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, dir, env, "init", "-q", "-b", "main", seed)
+	if err := os.WriteFile(filepath.Join(seed, "README"), []byte("seed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, seed, env, "add", "-A")
+	git(t, seed, env, "commit", "-qm", "seed")
+	git(t, seed, env, "push", "-q", origin, "main")
+
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-sandbox-123", "bot")
+	fake.NewIssue("alice", "Hostile", "Try to escape.", []string{"agent-ready"}, "alice")
+	fake.NewIssue("alice", "Neighbour", "Work beside it.", []string{"agent-ready"}, "alice")
+
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	if err := os.WriteFile(filepath.Join(work, "base-secret.txt"), []byte("the base checkout's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "queue", "--once", "--base", "main", "--agent", agent, "--sandbox",
+		"--max-parallel", "2", "--poll-seconds", "1")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-sandbox-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "CHECKS_GRACE=0.2")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("queue --sandbox: %v\n%s", err, out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("queue --sandbox did not end:\n%s", out.String())
+	}
+	for _, n := range []int{1, 2} {
+		if is, ok := fake.Issue(n); !ok || is.State != "closed" {
+			t.Errorf("issue #%d = %+v, want closed by its merged pull request\n%s", n, is, out.String())
+		}
+	}
+	got := git(t, dir, env, "--git-dir", origin, "show", "main:work/result.txt")
+	if want := "token hidden\nread-base hidden\nread-other hidden\n"; got != want {
+		t.Errorf("the hostile agent recorded:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.Contains(out.String(), "tok-sandbox-123") {
+		t.Errorf("the token appears in the driver's output:\n%s", out.String())
+	}
+}
