@@ -77,7 +77,8 @@ func queueKnobs() []knob {
 	}
 	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "AGENT_DRIVER", "AGENT_MODEL", "SUPERVISOR_CMD",
 		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
-		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW"} {
+		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW",
+		"REVIEW_CMD", "REVIEW_LENSES", "REVIEW_SKEPTICS", "REVIEW_SLOTS", "REVIEW_MAX_ROUNDS"} {
 		k := byEnv[name]
 		switch name {
 		case "POLL_SECONDS":
@@ -306,6 +307,16 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	}
 	if c.Agent == "script" || c.Supervisor == "script" {
 		return c, g, usageErrorf("the built-in script agent works on roadmap phases only; name an agent command for the queue")
+	}
+	rs, err := resolveReview(s)
+	if err != nil {
+		return c, g, err
+	}
+	if rs.cfg.On {
+		if err := checkReviewCommand(a, s, rs.cmd, git.Dir); err != nil {
+			return c, g, err
+		}
+		c.Review = issues.ReviewConfig{Cmd: rs.cmd, Lenses: rs.cfg.Lenses, Skeptics: rs.cfg.Skeptics, MaxRounds: rs.cfg.MaxRounds, Slots: rs.cfg.Slots}
 	}
 	c.Base = s.str("BASE_BRANCH")
 	c.Env = gitEnv(a)

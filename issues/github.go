@@ -713,12 +713,13 @@ type PR struct {
 	HeadSHA string
 	Head    string // branch name
 	URL     string
+	Body    string
 }
 
 func toPR(p *github.PullRequest) *PR {
 	return &PR{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), State: p.GetState(), Draft: p.GetDraft(),
-		Merged: p.GetMerged() || p.MergedAt != nil, HeadSHA: p.GetHead().GetSHA(), Head: p.GetHead().GetRef(), URL: p.GetHTMLURL(),
+		Merged: p.GetMerged() || p.MergedAt != nil, HeadSHA: p.GetHead().GetSHA(), Head: p.GetHead().GetRef(), URL: p.GetHTMLURL(), Body: p.GetBody(),
 	}
 }
 

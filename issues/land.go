@@ -130,6 +130,11 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 		}
 		// Green.
 		if !q.cfg.AutoMerge {
+			if pass, f := w.reviewed(ctx, docRel, &sha, &since); f != nil {
+				return "", f
+			} else if !pass {
+				continue
+			}
 			return Review, nil
 		}
 		// Merge only what CI tested against the current base. A compare
@@ -160,6 +165,11 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 				return "", &failure{reason: "worktree", detail: err.Error()}
 			}
 			since = q.clock.Now()
+			continue
+		}
+		if pass, f := w.reviewed(ctx, docRel, &sha, &since); f != nil {
+			return "", f
+		} else if !pass {
 			continue
 		}
 		err = q.gh.Merge(ctx, w.pr.Number, sha, q.cfg.MergeMethod, fmt.Sprintf("%s (#%d)", w.is.Title, w.pr.Number))

@@ -72,6 +72,8 @@ type Config struct {
 	Instance   string   // default NewInstance()
 	Clock      Clock    // default RealClock (claim ages, check polls and their grace and timeout; GitHub waits use the GitHub's own)
 	Log        io.Writer
+	// Review is the review gate before landing (off unless Review.Cmd).
+	Review ReviewConfig
 	// Phases returns the manifest side of the graph, read at every poll;
 	// nil means no roadmap (a "Depends on phase-03" is then unknown).
 	Phases func() ([]Phase, error)
@@ -89,6 +91,7 @@ type Queue struct {
 	instance string
 	clock    Clock
 	logMu    sync.Mutex
+	revSlots chan struct{} // REVIEW_SLOTS: reviewers running at once
 }
 
 // Outcome kinds a worker reports.
@@ -210,6 +213,7 @@ func New(cfg Config) (*Queue, error) {
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
 	q.git = cfg.Git.WithEnv(q.agentEnv)
 	q.net = cfg.Git
+	q.initReview()
 	return q, nil
 }
 

@@ -36,6 +36,7 @@ type PromptData struct {
 	FailureLog string   // supervisor: a file with the failing log's tail (or the failing checks)
 	Detail     string   // supervisor: more about the failure
 	Checks     []string // supervisor: the failing checks' names
+	Findings   string   // worker sent back by the review gate: a file with the findings
 }
 
 // failure is why an attempt did not succeed.
@@ -66,6 +67,8 @@ type worker struct {
 	pr     *PR
 	pushed bool
 	stopHB func()
+	// findings are the reviewers' findings for the next worker attempt.
+	findings []string
 }
 
 func (q *Queue) logIssue(n int, format string, args ...any) {
@@ -272,6 +275,14 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 			"CLAUDOPILOT_GATE="+d.Gate,
 			"CLAUDOPILOT_PROMPT_FILE="+promptFile,
 		)
+		if role == "worker" && len(w.findings) > 0 {
+			ff := filepath.Join(q.LogDir(w.n), fmt.Sprintf("worker-%d.findings.md", attempt))
+			if err := writeFindings(ff, w.id, w.findings); err != nil {
+				return &failure{reason: "exit", detail: err.Error()}
+			}
+			d.Findings = ff
+			env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+ff)
+		}
 		if sj != nil {
 			d.Mode, d.Failure, d.Detail, d.Checks = sj.mode, sj.f.reason, sj.f.detail, sj.f.checks
 			env = append(env, "CLAUDOPILOT_SUPERVISOR_MODE="+sj.mode, "CLAUDOPILOT_FAILURE="+sj.f.reason)

@@ -15,4 +15,8 @@ type ReviewData struct {
 	Fingerprint  string
 	ManifestLine string // a file holding the phase's manifest line
 	Marker       string // an example marker line with this review's fields
+	// PR is the pull request under review in queue mode (0 for a
+	// roadmap phase): Doc then holds the issue body and ManifestLine the
+	// pull request's body.
+	PR int
 }
