@@ -54,6 +54,11 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	fake.AddUser("bot", "write")
 	fake.AddToken("tok-123", "bot")
 	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
+	// Green CI on every head: with no checks at all the queue would wait
+	// out CHECKS_GRACE (2 minutes) before it merges.
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
