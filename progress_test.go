@@ -111,7 +111,10 @@ func TestProgressWaitingMerge(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
 	detail := scheduler.WaitDetail([]string{"cart/cart.go"}, "")
-	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart}, {Time: t0, Kind: scheduler.EvMerging, Phase: "a"},
+	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvExit, Phase: "a", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvMerging, Phase: "a"},
 		{Time: t0, Kind: scheduler.EvWait, Phase: "a", Files: []string{"cart/cart.go"}, Detail: detail}}
 	for i := 1; i <= 10; i++ {
 		evs = append(evs, scheduler.Event{Time: t0.Add(time.Duration(i) * 7 * time.Second), Kind: scheduler.EvMerging, Phase: "a"})

@@ -347,7 +347,17 @@ func (s *Scheduler) arm(t *time.Timer) {
 		}
 	}
 	for _, p := range s.mergeQ {
-		consider(p.notBefore)
+		if s.merging == nil {
+			// A merge whose moment passed while the loop worked is due
+			// now: nothing else would wake the loop for it.
+			at := now.Add(time.Millisecond)
+			if p.notBefore.After(at) {
+				at = p.notBefore
+			}
+			consider(at)
+		} else {
+			consider(p.notBefore)
+		}
 	}
 	s.cooldownEnds(consider)
 	if s.waitsOutside() {
