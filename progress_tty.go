@@ -122,7 +122,7 @@ func (p *progress) detail(r *row, st string, now time.Time) string {
 		return "checking the merge commit"
 	case st == "gate":
 		return "checking " + string(r.role) + "'s work"
-	case st == "waiting" && len(r.waitFiles) > 0:
+	case len(r.waitFiles) > 0 && (st == "waiting" || strings.HasPrefix(r.note, "wait")):
 		return "uncommitted " + strings.Join(r.waitFiles, ", ") + " in the base checkout: commit or stash it"
 	case st == "stopped":
 		return "interrupted; `claudopilot run` resumes it"
