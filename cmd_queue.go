@@ -15,6 +15,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -300,6 +301,9 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	}
 	if c.Sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
 		return c, g, err
+	}
+	if c.Sandbox == nil {
+		c.Stray = &sandbox.Watch{}
 	}
 	c.Gate, c.Prepare, c.Agent, c.Supervisor = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD")
 	if strings.TrimSpace(c.Agent) == "" {

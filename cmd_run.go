@@ -85,6 +85,7 @@ type runOptions struct {
 // runConfig is the resolved configuration of one run.
 type runConfig struct {
 	sandbox                                     *sandbox.Config // nil: SANDBOX=off
+	stray                                       *sandbox.Watch  // set when sandbox is nil: writes outside a worktree are reported
 	maxParallel, maxSuper, transient, logCapMB  int
 	keepGoing, ignoreCheckpoints                bool
 	secretScan                                  bool
@@ -171,7 +172,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,
 		Env: env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
 		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
-		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd, Sandbox: cfg.sandbox,
+		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd, Sandbox: cfg.sandbox, Stray: cfg.stray,
 	}
 	merger := &land.Owner{Sandbox: cfg.sandbox, Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
 	events := make(chan scheduler.Event, 64)
@@ -186,7 +187,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	}
 	var qrun *queueRun
 	if o.queue != nil {
-		o.queue.cfg.Sandbox = cfg.sandbox
+		o.queue.cfg.Sandbox, o.queue.cfg.Stray = cfg.sandbox, cfg.stray
 		if qrun, err = startQueue(ctx, a, git, o.queue, rm, layout, cfg.poll); err != nil {
 			return err
 		}
@@ -304,6 +305,10 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	if c.sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
 		return c, err
+	}
+	if c.sandbox == nil {
+		// Without the sandbox, writes outside a worktree are reported.
+		c.stray = &sandbox.Watch{}
 	}
 	if c.super == "" {
 		c.super = c.agent

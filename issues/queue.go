@@ -48,6 +48,9 @@ type Config struct {
 	// Sandbox confines agents (and with its Gate set, gates and
 	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
 	Sandbox *sandbox.Config
+	// Stray, when set, finds writes outside an issue's worktree while its
+	// agent runs without the sandbox (shared with run's phases).
+	Stray *sandbox.Watch
 
 	MaxParallel           int // default 3
 	Gate                  string

@@ -306,6 +306,10 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		if err != nil {
 			return &failure{reason: "worktree", detail: err.Error()}
 		}
+		var snap *sandbox.Snapshot
+		if q.cfg.Sandbox == nil && q.cfg.Stray != nil {
+			snap = q.cfg.Stray.Begin(ctx, q.git, q.git.Dir, w.wt)
+		}
 		res = supervisor.Run(ctx, supervisor.Spec{
 			Command: cmd, Dir: w.wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 			LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
@@ -314,6 +318,11 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		// The branch tip comes back from the sandbox before anything reads it.
 		if err := w.leave(ctx, jail); err != nil {
 			return &failure{reason: "worktree", detail: err.Error(), log: log}
+		}
+		if snap != nil {
+			for _, p := range q.cfg.Stray.End(context.WithoutCancel(ctx), q.git, q.git.Dir, snap) {
+				q.logIssue(w.n, "warning: %s", sandbox.StrayWarning(p))
+			}
 		}
 		if ctx.Err() != nil {
 			_, _ = q.git.CommitAll(context.WithoutCancel(ctx), w.wt, fmt.Sprintf("claudopilot: commit work left uncommitted by %s %d of %s", role, attempt, w.id))

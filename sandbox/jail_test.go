@@ -18,6 +18,11 @@ func needBwrap(t testing.TB) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap (bwrap) is not installed: the sandbox tests need it (apt-get install bubblewrap)")
 	}
+	needGit(t)
+}
+
+func needGit(t testing.TB) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -71,6 +76,17 @@ func newRepo(t *testing.T) *repo {
 		t.Fatal(err)
 	}
 	return r
+}
+
+func (r *repo) gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, r.env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
 }
 
 func (r *repo) rev(t *testing.T, ref string) string {

@@ -55,6 +55,9 @@ type Runner struct {
 	// Sandbox confines agents (and, with its Gate set, gates and
 	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
 	Sandbox *sandbox.Config
+	// Stray, when set, finds writes outside the worktree while an agent
+	// runs without the sandbox; share it with the issue queue's workers.
+	Stray *sandbox.Watch
 }
 
 var _ scheduler.Runner = (*Runner)(nil)
@@ -194,6 +197,10 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
+	var snap *sandbox.Snapshot
+	if r.Sandbox == nil && r.Stray != nil {
+		snap = r.Stray.Begin(ctx, r.Git, r.Layout.Top, wt)
+	}
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
 	res := supervisor.Run(ctx, supervisor.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
@@ -208,6 +215,13 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	// The branch tip comes back from the sandbox before anything reads it.
 	if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
+	}
+	if snap != nil {
+		manifest := filepath.Join(r.Layout.Top, filepath.FromSlash(r.Layout.ManifestRel()))
+		for _, p := range r.Stray.End(context.WithoutCancel(ctx), r.Git, r.Layout.Top, snap, manifest) {
+			noteInLog(log, "claudopilot: warning: "+sandbox.StrayWarning(p))
+			o.Warnings = append(o.Warnings, sandbox.StrayWarning(p))
+		}
 	}
 	if res.Stray != nil {
 		// Something of the agent's still runs: its worktree is not

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Sync moves the real branch only from the tip it handed out: when the
+// branch moved meanwhile (by someone else), the attempt's tip is refused,
+// not written over it.
+func TestSyncRefusesABranchThatMovedMeanwhile(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	common := filepath.Join(r.top, ".git")
+	start := r.rev(t, "refs/heads/auto/p1")
+	refs, err := PrepareRefs(common, filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "auto/p1", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's commit, on its private ref.
+	tip := strings.TrimSpace(r.gitOut(t, r.p1, "commit-tree", "-p", start, "-m", "agent", start+"^{tree}"))
+	if err := os.WriteFile(filepath.Join(refs.Dir, "refs", "p1"), []byte(tip+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else moves the real branch meanwhile.
+	other := strings.TrimSpace(r.gitOut(t, r.top, "commit-tree", "-p", start, "-m", "other", start+"^{tree}"))
+	r.gitOut(t, r.top, "update-ref", "refs/heads/auto/p1", other)
+	if _, err := refs.Sync(ctx, r.git); !errors.Is(err, worktree.ErrStale) {
+		t.Fatalf("Sync over a moved branch: %v, want ErrStale", err)
+	}
+	if now := r.rev(t, "refs/heads/auto/p1"); now != other {
+		t.Errorf("auto/p1 is %s, want the other writer's %s kept", now, other)
+	}
+}
+
+// A private ref holding garbage or a symlink is not an object id: the real
+// branch stays, and Sync says so.
+func TestSyncIgnoresGarbage(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	start := r.rev(t, "refs/heads/auto/p1")
+	for name, plant := range map[string]func(p string) error{
+		"garbage": func(p string) error { return os.WriteFile(p, []byte("ref: refs/heads/main\n"), 0o644) },
+		"symlink": func(p string) error { os.Remove(p); return os.Symlink(filepath.Join(r.top, ".git", "refs", "heads", "main"), p) },
+		"deleted": os.Remove,
+	} {
+		refs, err := PrepareRefs(filepath.Join(r.top, ".git"), filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "auto/p1", start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(filepath.Join(refs.Dir, "refs", "p1")); err != nil {
+			t.Fatal(err)
+		}
+		strays, err := refs.Sync(ctx, r.git)
+		if err != nil || len(strays) != 1 || !strings.Contains(strays[0], "refs/heads/auto/p1") {
+			t.Errorf("%s: strays %q, err %v", name, strays, err)
+		}
+		if now := r.rev(t, "refs/heads/auto/p1"); now != start {
+			t.Errorf("%s: auto/p1 moved to %s", name, now)
+		}
+		if _, err := os.Stat(refs.Dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the private folder is still there", name)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Watch finds writes outside a worktree while attempts run without the
+// sandbox: files of the base checkout, and of other phases' worktrees in
+// which nothing else ran meanwhile, that changed while an attempt ran.
+// Nothing can attribute such a change (a human may have saved the file),
+// so it is only reported. One Watch serves all the attempts of a run; the
+// zero value is ready.
+type Watch struct {
+	mu     sync.Mutex
+	active map[string]int       // phase worktree → attempts running in it
+	ended  map[string]time.Time // phase worktree → when its last attempt ended
+}
+
+// stamp tells a file's states apart; a missing file has the zero stamp.
+type stamp struct {
+	size  int64
+	mtime time.Time
+	mode  os.FileMode
+}
+
+// Snapshot is what Begin saw.
+type Snapshot struct {
+	wt    string
+	start time.Time
+	files map[string]stamp // absolute path → stamp, for every file git status listed
+}
+
+// Begin records the dirty and untracked files of the base checkout top and
+// of the phase and issue worktrees beside wt (the worktrees in
+// top/.claudopilot/worktrees on a branch) as an attempt in wt starts.
+func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string) *Snapshot {
+	w.mu.Lock()
+	if w.active == nil {
+		w.active, w.ended = map[string]int{}, map[string]time.Time{}
+	}
+	w.active[wt]++
+	w.mu.Unlock()
+	s := &Snapshot{wt: wt, start: time.Now(), files: map[string]stamp{}}
+	for _, dir := range watched(ctx, git, top, wt) {
+		for _, p := range dirty(ctx, git, dir) {
+			s.files[p] = stampOf(p)
+		}
+	}
+	return s
+}
+
+// End names the files that appeared in git status, or changed, since Begin
+// (skip: paths the driver itself writes, like the manifest). Worktrees in
+// which another attempt ran meanwhile are left out: their own agent
+// changed them.
+func (w *Watch) End(ctx context.Context, git *worktree.Client, top string, s *Snapshot, skip ...string) []string {
+	var changed []string
+	skipped := map[string]bool{}
+	for _, p := range skip {
+		skipped[p] = true
+	}
+	for _, dir := range watched(ctx, git, top, s.wt) {
+		if dir != top && w.busy(dir, s.start) {
+			continue
+		}
+		for _, p := range dirty(ctx, git, dir) {
+			if skipped[p] {
+				continue
+			}
+			if before, ok := s.files[p]; !ok || before != stampOf(p) {
+				changed = append(changed, p)
+			}
+		}
+	}
+	w.mu.Lock()
+	w.active[s.wt]--
+	w.ended[s.wt] = time.Now()
+	w.mu.Unlock()
+	sort.Strings(changed)
+	return changed
+}
+
+// busy reports whether an attempt ran in the worktree dir since start.
+func (w *Watch) busy(dir string, start time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active[dir] > 0 || w.ended[dir].After(start)
+}
+
+// watched lists the base checkout and the phase worktrees other than wt.
+func watched(ctx context.Context, git *worktree.Client, top, wt string) []string {
+	dirs := []string{top}
+	wts, err := git.Worktrees(ctx)
+	if err != nil {
+		return dirs
+	}
+	root := filepath.Join(top, ".claudopilot", "worktrees")
+	for _, t := range wts {
+		// Phase and issue worktrees are on a branch; the driver's own
+		// checkouts there (a merge gate's) are detached.
+		if t.Prunable || filepath.Dir(t.Path) != root || t.Path == wt || t.Branch == "" {
+			continue
+		}
+		dirs = append(dirs, t.Path)
+	}
+	return dirs
+}
+
+// dirty lists the modified and untracked files of the checkout dir as
+// absolute paths (ignored files are not listed). --no-optional-locks: the
+// look must not take the index lock from the user or the driver.
+func dirty(ctx context.Context, git *worktree.Client, dir string) []string {
+	out, err := git.GitIn(ctx, dir, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, e := range strings.Split(out, "\x00") {
+		if len(e) < 4 {
+			continue
+		}
+		paths = append(paths, filepath.Join(dir, filepath.FromSlash(e[3:])))
+	}
+	return paths
+}
+
+func stampOf(p string) stamp {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return stamp{}
+	}
+	return stamp{size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode()}
+}
+
+// StrayWarning is the warning for one file Watch found.
+func StrayWarning(p string) string {
+	return fmt.Sprintf("outside its worktree: %s changed while the attempt ran (no sandbox to tell who; SANDBOX=bwrap prevents it, docs/sandbox.md)", p)
+}
