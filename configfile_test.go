@@ -144,6 +144,11 @@ func TestAgentDriverPresets(t *testing.T) {
 			t.Errorf("%v: AGENT_CMD = %q, want %q", c.env, got, c.want)
 		}
 	}
+	// Claudopilot's LOCKFILE_REGEN_CMD is LOCKFILE_CMD's other name.
+	al := resolveWith(nilFlags{}, runKnobs(), map[string]string{"LOCKFILE_REGEN_CMD": "pnpm i --lockfile-only"}, nil, nil)
+	if got := al.str("LOCKFILE_CMD"); got != "pnpm i --lockfile-only" {
+		t.Errorf("LOCKFILE_CMD from LOCKFILE_REGEN_CMD = %q (from %s)", got, al.source["LOCKFILE_CMD"])
+	}
 	s := resolveWith(nilFlags{}, runKnobs(), map[string]string{"AGENT_DRIVER": "cluade"}, nil, nil)
 	if err := checkKnobs(s, runKnobs(), nil); err == nil || exitCode(err, nil) != exitUsage {
 		t.Errorf("an unknown driver: %v", err)
