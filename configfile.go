@@ -195,6 +195,9 @@ func parseShellConfig(b []byte, top string) []configEntry {
 		}
 		if rest, ok := strings.CutPrefix(t, "export"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
 			t = strings.TrimSpace(rest)
+			if shellName.MatchString(t) {
+				continue // `export NAME`: exports what an earlier line set
+			}
 		}
 		k, v, ok := strings.Cut(t, "=")
 		if !ok || !shellName.MatchString(k) {

@@ -16,7 +16,7 @@ func TestShellConfigAsData(t *testing.T) {
 	top := t.TempDir()
 	marker := filepath.Join(top, "ran")
 	sh := `#!/usr/bin/env bash
-# the gate
+export MAX_ITER
 export GATE_CMD='pnpm -s typecheck && pnpm -s test'   # trailing comment
 export WORKTREE_PREPARE_CMD="pnpm install --prefer-offline"
 MAX_PARALLEL=2
