@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
 )
@@ -54,6 +55,8 @@ type ReviewOutcome struct {
 	LogPath     string
 	Run         int // the reviewer run's number (numbers its log)
 	Err         error
+	// Usage is what the reviewer reported spending (the ledger).
+	Usage ledger.Usage
 }
 
 // Reviewer runs one reviewer and judges its output. It blocks; the
@@ -80,6 +83,9 @@ type reviewPhase struct {
 	reran    bool // this round was run again once already
 	waiting  int  // reviewers of this round queued or running
 	outcomes []ReviewOutcome
+	// overBudget: a reviewer's spend took the phase over
+	// PHASE_MAX_COST_USD.
+	overBudget bool
 	// head and base the landing must still find: the review holds for
 	// exactly those.
 	head, base string
@@ -155,6 +161,11 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 	rp.waiting--
 	rp.outcomes = append(rp.outcomes, o)
 	s.record(Record{Phase: o.ID, Event: "review", Role: ReviewerRole, Attempt: rp.round, Detail: o.Verdict.Kind.String() + " " + o.Verdict.Why, Tip: o.Head, Commit: o.Base, Log: o.LogPath})
+	// Reviewers' spend goes to the ledger and the budgets like any
+	// agent's.
+	if s.book(p, Outcome{ID: o.ID, Role: ReviewerRole, Attempt: o.Run, Usage: o.Usage, LogPath: o.LogPath}) {
+		rp.overBudget = true
+	}
 	if rp.waiting > 0 {
 		return
 	}
@@ -174,6 +185,12 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		}
 	}
 	d := review.Decide(review.Round{N: rp.round, MaxRounds: s.cfg.Review.MaxRounds, Reran: rp.reran}, vs)
+	if rp.overBudget && d.Action != review.Land {
+		// Another round would spend more than PHASE_MAX_COST_USD allows.
+		rp.overBudget = false
+		s.overBudget(p, Outcome{ID: p.n.ID, Role: ReviewerRole, LogPath: o.LogPath})
+		return
+	}
 	if d.Action == review.Land && len(heads) != 1 {
 		// The reviewers passed different trees (the base moved between
 		// them): none of the passes covers what would land.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
 )
@@ -17,6 +18,7 @@ type rstep struct {
 	Why      string
 	Base     string // default "base-1"
 	Hold     <-chan struct{}
+	Usage    ledger.Usage
 }
 
 var (
@@ -72,7 +74,7 @@ func (r *fakeReviewer) Review(ctx context.Context, j ReviewJob) ReviewOutcome {
 	r.mu.Lock()
 	r.cur--
 	r.mu.Unlock()
-	return ReviewOutcome{ID: j.ID, Index: j.Index, Head: j.Tip, Base: base,
+	return ReviewOutcome{ID: j.ID, Index: j.Index, Head: j.Tip, Base: base, Usage: st.Usage,
 		Verdict: review.Verdict{Kind: st.Kind, Findings: st.Findings, Why: st.Why}}
 }
 
@@ -313,4 +315,31 @@ func TestReviewRoundSurvivesRestart(t *testing.T) {
 	if rs := rv.jobsOf("a"); len(rs) != 1 || rs[0].Round != 2 {
 		t.Fatalf("reviewer jobs %+v, want one, in round 2", rs)
 	}
+}
+
+// Reviewers' spend is booked like any agent's: it shows in the summary
+// under role reviewer, and a phase whose reviews take it over
+// PHASE_MAX_COST_USD is parked (reason budget) rather than reviewed again.
+func TestReviewCostsInTheLedger(t *testing.T) {
+	cfg := reviewCfg(5)
+	cfg.PhaseMaxCost = 3
+	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)", "[pending] **b** — B (deps: none)"), cfg)
+	costly := blockStep
+	costly.Usage = cost(2, "r")
+	rv.on("a", costly, costly, costly)
+	rv.on("b", rstep{Kind: review.PassKind, Usage: cost(1, "rb")})
+	sum, err, evs := h.run(t.Context())
+	wantErrIs(t, err, ErrParked)
+	if n := len(rv.jobsOf("a")); n != 2 {
+		t.Fatalf("%d reviewer runs of a, want 2 (the second takes it to $4)\n%s", n, fmtEvents(evs))
+	}
+	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == ReasonBudget })
+	pa := phaseSummary(t, sum, "a")
+	if c, ok := pa.ByRole[ReviewerRole].Cost(); !ok || c != 4 {
+		t.Fatalf("a's reviewer spend %+v", pa.ByRole)
+	}
+	if c, ok := phaseSummary(t, sum, "b").ByRole[ReviewerRole].Cost(); !ok || c != 1 {
+		t.Fatalf("b's reviewer spend %+v", phaseSummary(t, sum, "b").ByRole)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Merged})
 }

@@ -175,6 +175,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		),
 	}
 	out, res, err := proc.Run(ctx)
+	o.Usage = usageOf(o.LogPath, 0) // its own fresh log: this run's spend
 	if ctx.Err() != nil {
 		return none("interrupted")
 	}
