@@ -26,6 +26,7 @@ type Streams struct {
 	// each redraw; Resize signals a change (SIGWINCH). Tests set both to
 	// render the live table at a given width.
 	Width  func() int
+	Height func() int // the terminal's rows now (0: unknown)
 	Resize <-chan os.Signal
 }
 
@@ -41,6 +42,13 @@ func main() {
 				return 0
 			}
 			return w
+		}
+		s.Height = func() int {
+			_, h, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return h
 		}
 		resize := make(chan os.Signal, 1)
 		signal.Notify(resize, syscall.SIGWINCH)

@@ -192,6 +192,14 @@ func (p *progress) draw() {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", rowsTaken(p.drawn, width))
 	}
 	lines := p.tableLines(width, time.Now())
+	// A table taller than the terminal could not be moved up over: keep
+	// what fits and say how much is left out.
+	if p.s.Height != nil {
+		if h := p.s.Height(); h > 3 && len(lines) > h-1 {
+			more := len(lines) - (h - 2)
+			lines = append(lines[:h-2], cut(fmt.Sprintf("  … %d more (claudopilot status lists them all)", more), max(width-1, 10)))
+		}
+	}
 	p.drawn = p.drawn[:0]
 	for _, l := range lines {
 		b.WriteString(l + "\n")

@@ -135,6 +135,16 @@ func TestLiveTableFollowsResize(t *testing.T) {
 		}
 	}
 	_ = t0
+
+	// A terminal of 4 rows: the table keeps to 3 lines.
+	errb.Reset()
+	rm3, _ := roadmap.Parse("/r/roadmap", []byte("1. [pending] **a** — x\n2. [pending] **b** — x\n3. [pending] **c** — x\n4. [pending] **d** — x\n"), nil, roadmap.Options{})
+	s.Height = func() int { return 4 }
+	p = newProgress(s, false, rm3, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	p.draw()
+	if got := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n"); len(got) != 3 || !strings.Contains(got[2], "… 3 more") {
+		t.Errorf("on 4 rows: %q", got)
+	}
 }
 
 func TestStreamJSONLines(t *testing.T) {
