@@ -49,7 +49,10 @@ func TestSyncIgnoresGarbage(t *testing.T) {
 	start := r.rev(t, "refs/heads/auto/p1")
 	for name, plant := range map[string]func(p string) error{
 		"garbage": func(p string) error { return os.WriteFile(p, []byte("ref: refs/heads/main\n"), 0o644) },
-		"symlink": func(p string) error { os.Remove(p); return os.Symlink(filepath.Join(r.top, ".git", "refs", "heads", "main"), p) },
+		"symlink": func(p string) error {
+			os.Remove(p)
+			return os.Symlink(filepath.Join(r.top, ".git", "refs", "heads", "main"), p)
+		},
 		"deleted": os.Remove,
 	} {
 		refs, err := PrepareRefs(filepath.Join(r.top, ".git"), filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "auto/p1", start)
