@@ -394,6 +394,12 @@ func (d *doctorState) checkAgent() {
 	default:
 		d.commandCheck("gate", gate, src, top, doctorWarn, "install it, or have WORKTREE_PREPARE_CMD make it")
 	}
+	if rev := strings.TrimSpace(d.set.str("REVIEW_CMD")); rev != "" {
+		d.commandCheck("reviewer", rev, d.set.source["REVIEW_CMD"], top, doctorFail, "install it, or set REVIEW_CMD (--review) to a command on PATH, or unset it to run without the review gate")
+	}
+	if rev := strings.TrimSpace(d.set.str("REVIEW_CMD")); rev != "" {
+		d.commandCheck("reviewer", rev, d.set.source["REVIEW_CMD"], top, doctorFail, "install it, or set REVIEW_CMD (--review) to a command on PATH, or unset it to run without the review gate")
+	}
 	if prep := strings.TrimSpace(d.set.str("WORKTREE_PREPARE_CMD")); prep == "" {
 		d.add(doctorOK, "prepare: none (worktrees start as plain checkouts)", "")
 	} else {

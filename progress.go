@@ -135,6 +135,10 @@ func (p *progress) apply(e scheduler.Event) {
 		}
 	case scheduler.EvCooldown, scheduler.EvRetry:
 		r.until, r.note = e.Until, e.Kind
+	case scheduler.EvReview:
+		r.note = "review"
+	case scheduler.EvVerdict:
+		r.note = ""
 	case scheduler.EvMerging:
 		if !strings.HasPrefix(r.note, "waiting:") {
 			r.note = "merging"
