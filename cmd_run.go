@@ -228,7 +228,7 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	if o.json {
 		view.jsonSummary(sum)
 	} else {
-		printSummary(a.s.Out, sum, a.cwd)
+		printSummary(a.s.Out, stoppedIf(sum, errors.Is(runErr, scheduler.ErrInterrupted)), a.cwd)
 	}
 	if qrun != nil {
 		// The roadmap is done; the queue goes on until it is (--once)

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -240,6 +242,24 @@ func (p *progress) jsonSummary(sum scheduler.Summary) {
 		Kind string `json:"event"`
 		scheduler.Summary
 	}{"summary", sum})
+}
+
+// stoppedIf shows the phases an interrupt left [running] as "stopped": their
+// agents were ended, and the next run resumes them.
+func stoppedIf(sum scheduler.Summary, interrupted bool) scheduler.Summary {
+	if !interrupted || sum.Counts["running"] == 0 {
+		return sum
+	}
+	out := sum
+	out.Counts = maps.Clone(sum.Counts)
+	out.Counts["stopped"], out.Counts["running"] = sum.Counts["running"], 0
+	out.Phases = slices.Clone(sum.Phases)
+	for i := range out.Phases {
+		if out.Phases[i].State == "running" {
+			out.Phases[i].State = "stopped"
+		}
+	}
+	return out
 }
 
 // printSummary prints the end-of-run account on stdout: one row per
