@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -85,7 +86,7 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("clean: base branch %s does not exist", base)
 	}
-	layout, err := makeLayout(git, dir, base)
+	layout, err := engine.MakeLayout(git, dir, base)
 	if err != nil {
 		return fmt.Errorf("clean: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -150,7 +151,7 @@ func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
 	if err != nil {
 		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "set GH_REPO=owner/name, or give the repository an origin remote on GitHub (docs/queue.md)"}}
 	}
-	gh, err := issues.NewGitHub(qs.gh)
+	gh, err := issues.NewGitHub(qs.GitHub)
 	if err != nil {
 		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "see docs/queue.md"}}
 	}
@@ -612,13 +613,13 @@ func (d *doctorState) checkManifest(ctx context.Context) {
 	if d.git == nil || d.base == "" || !pathWithin(d.git.Dir, d.dir) {
 		return
 	}
-	layout, err := makeLayout(d.git, d.dir, d.base)
+	layout, err := engine.MakeLayout(d.git, d.dir, d.base)
 	if err != nil {
 		d.add(doctorFail, err.Error(), "keep the roadmap inside the repository")
 		return
 	}
 	d.layout = layout
-	if err := checkCommitted(ctx, d.git, rm, layout); err != nil {
+	if err := engine.CheckCommitted(ctx, d.git, rm, layout); err != nil {
 		var lines []string
 		if errors.As(err, &bad) {
 			for _, p := range bad.Problems {

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -52,19 +52,12 @@ func isLaneKey(k string) bool {
 	return false
 }
 
-// laneSetup is the resolved lane configuration of a repository.
-type laneSetup struct {
-	lanes    []pacer.LaneConfig // empty: no LANES
-	settings pacer.Settings
-	pace     time.Duration
-}
-
 // resolveLanes reads LANES and the pacer's settings: the environment, then
 // claudopilot.config, then defaults. agent and super are the run's
 // AGENT_CMD and SUPERVISOR_CMD as set (super "" when not set), the lanes'
 // default commands; a lane's supervisor defaults to its own CMD.
-func resolveLanes(a *app, file map[string]fileValue, agent, super string) (laneSetup, error) {
-	var ls laneSetup
+func resolveLanes(a *app, file map[string]fileValue, agent, super string) (engine.Lanes, error) {
+	var ls engine.Lanes
 	get := func(k string) (string, bool) {
 		switch k {
 		case "AGENT_CMD":
@@ -85,14 +78,14 @@ func resolveLanes(a *app, file map[string]fileValue, agent, super string) (laneS
 		return ls, err
 	}
 	var err error
-	if ls.lanes, err = pacer.Parse(s.str("LANES"), get); err != nil {
+	if ls.Lanes, err = pacer.Parse(s.str("LANES"), get); err != nil {
 		return ls, usageErrorf("%v", err)
 	}
-	if ls.pace, err = s.seconds("PACE_SECONDS"); err != nil {
+	if ls.Pace, err = s.seconds("PACE_SECONDS"); err != nil {
 		return ls, err
 	}
-	if ls.pace <= 0 {
-		ls.pace = 300 * time.Second
+	if ls.Pace <= 0 {
+		ls.Pace = 300 * time.Second
 	}
 	num := func(k string) (float64, error) {
 		x, err := strconv.ParseFloat(strings.TrimSpace(s.str(k)), 64)
@@ -111,97 +104,8 @@ func resolveLanes(a *app, file map[string]fileValue, agent, super string) (laneS
 	if r.MinBudget, err = s.int("RESOURCE_MIN_BUDGET"); err != nil {
 		return ls, err
 	}
-	ls.settings = pacer.Settings{Lanes: ls.lanes, ProbeCmd: s.str("RESOURCE_PROBE_CMD"), Resources: r, Env: agentEnv(a)}
+	ls.Settings = pacer.Settings{Lanes: ls.Lanes, ProbeCmd: s.str("RESOURCE_PROBE_CMD"), Resources: r, Env: agentEnv(a)}
 	return ls, nil
-}
-
-// schedulerLanes are the lanes as the scheduler takes them, with the
-// concurrency of the last pacer pass.
-func (ls laneSetup) schedulerLanes(plan pacer.Plan) []scheduler.Lane {
-	var out []scheduler.Lane
-	for _, l := range ls.lanes {
-		out = append(out, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: plan.Concurrency(l.ID)})
-	}
-	return out
-}
-
-// pass runs one pacer pass over the saved state and records its result
-// as the previous value, as the driver's timer does.
-func (ls laneSetup) pass(ctx context.Context, stateDir string, sw control.Switches, gateRed bool) (pacer.Plan, map[string]pacer.Usage, error) {
-	prev, err := control.LoadLanes(stateDir)
-	if err != nil {
-		return pacer.Plan{}, nil, err
-	}
-	plan, usage := pacer.Pass(ctx, ls.settings, prev, sw.LanesOff, sw.Paused, gateRed)
-	if sw.Paused {
-		return plan, usage, nil
-	}
-	m := map[string]int{}
-	for _, r := range plan.Lanes {
-		m[r.ID] = r.Concurrency
-	}
-	return plan, usage, control.SaveLanes(stateDir, m)
-}
-
-// startControls wires the switches and the pacer to a running loop: the
-// switches' file is watched, and with LANES the pacer runs at start,
-// every PACE_SECONDS and after every switch. Nothing here runs in the
-// loop: it only receives Controls.
-func startControls(ctx context.Context, a *app, stateDir string, ls laneSetup, sw control.Switches) (<-chan scheduler.Control, func(bool), error) {
-	out := make(chan scheduler.Control)
-	// The loop reports the base's gate here; a change is a reason to
-	// pace again at once.
-	var red atomic.Bool
-	redChanged := make(chan struct{}, 1)
-	report := func(r bool) {
-		if red.Swap(r) != r {
-			select {
-			case redChanged <- struct{}{}:
-			default:
-			}
-		}
-	}
-	changes := make(chan control.Switches)
-	if err := control.Watch(ctx, stateDir, changes); err != nil {
-		return nil, nil, err
-	}
-	go func() {
-		tick := time.NewTicker(ls.pace)
-		defer tick.Stop()
-		for {
-			var c scheduler.Control
-			select {
-			case <-ctx.Done():
-				return
-			case s := <-changes:
-				paused := s.Paused
-				c.Pause = &paused
-				sw = s
-			case <-tick.C:
-			case <-redChanged:
-			}
-			if len(ls.lanes) > 0 {
-				plan, _, err := ls.pass(ctx, stateDir, sw, red.Load())
-				if err != nil {
-					fmt.Fprintf(a.s.Err, "claudopilot: warning: pacer: %v\n", err)
-				} else if !sw.Paused {
-					c.Slots = map[string]int{}
-					for _, r := range plan.Lanes {
-						c.Slots[r.ID] = r.Concurrency
-					}
-				}
-			}
-			if c.Pause == nil && c.Slots == nil {
-				continue
-			}
-			select {
-			case out <- c:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, report, nil
 }
 
 // stateDirOf finds the state folder of the repository holding dir.
@@ -250,13 +154,7 @@ paused waits.`, "  claudopilot "+name)
 	if err != nil {
 		return err
 	}
-	if _, err := control.Update(dir, func(s *control.Switches) {
-		s.Paused = paused
-		s.PausedAt = time.Time{}
-		if paused {
-			s.PausedAt = time.Now().UTC()
-		}
-	}); err != nil {
+	if err := engine.SetPaused(dir, paused); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.s.Out, "%s%s\n", map[bool]string{true: "paused", false: "resumed"}[paused], driverNote(ctx, git))
@@ -295,9 +193,9 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(ls.lanes, func(l pacer.LaneConfig) bool { return l.ID == id }) {
+	if !slices.ContainsFunc(ls.Lanes, func(l pacer.LaneConfig) bool { return l.ID == id }) {
 		var ids []string
-		for _, l := range ls.lanes {
+		for _, l := range ls.Lanes {
 			ids = append(ids, l.ID)
 		}
 		if len(ids) == 0 {
@@ -305,16 +203,7 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 		}
 		return usageErrorf("lane: no lane %q in LANES (%s)", id, strings.Join(ids, " "))
 	}
-	if _, err := control.Update(dir, func(s *control.Switches) {
-		if s.LanesOff == nil {
-			s.LanesOff = map[string]bool{}
-		}
-		if on {
-			delete(s.LanesOff, id)
-		} else {
-			s.LanesOff[id] = true
-		}
-	}); err != nil {
+	if err := engine.SetLane(dir, id, on); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.s.Out, "lane %s %s%s\n", id, fs.Arg(0), driverNote(ctx, git))
@@ -322,10 +211,10 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 }
 
 // lanesOf resolves the lane setup of the repository as `run` would.
-func lanesOf(ctx context.Context, a *app, git *worktree.Client) (laneSetup, error) {
+func lanesOf(ctx context.Context, a *app, git *worktree.Client) (engine.Lanes, error) {
 	file, _, err := readConfig(git.Dir, runKnobs())
 	if err != nil {
-		return laneSetup{}, err
+		return engine.Lanes{}, err
 	}
 	s := resolveWith(nilFlags{}, runKnobs(), a.env, file, nil)
 	return resolveLanes(a, file, s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD"))
@@ -359,7 +248,7 @@ its result is saved as the previous value, as a pass of the driver's is.`, "  cl
 	if err != nil {
 		return err
 	}
-	if len(ls.lanes) == 0 {
+	if len(ls.Lanes) == 0 {
 		fmt.Fprintln(a.s.Out, "no LANES set: one lane of AGENT_CMD and MAX_PARALLEL (see docs/lanes.md)")
 		return nil
 	}
@@ -367,12 +256,12 @@ its result is saved as the previous value, as a pass of the driver's is.`, "  cl
 	if err != nil {
 		return err
 	}
-	plan, usage, err := ls.pass(ctx, dir, sw, false)
+	plan, usage, err := ls.Pass(ctx, dir, sw, false)
 	if err != nil {
 		return err
 	}
 	var rows []laneRow
-	for i, l := range ls.lanes {
+	for i, l := range ls.Lanes {
 		r := laneRow{ID: l.ID, Mode: l.Mode, Off: sw.LanesOff[l.ID], Want: plan.Lanes[i].Want, Concurrency: plan.Lanes[i].Concurrency, Why: plan.Lanes[i].Why}
 		if u, ok := usage[l.ID]; ok {
 			r.Usage = &u
@@ -401,23 +290,4 @@ its result is saved as the previous value, as a pass of the driver's is.`, "  cl
 	}
 	fmt.Fprintf(a.s.Out, "budget %d%s\n", plan.Budget, note)
 	return nil
-}
-
-// wireControls gives the loop its lanes, the saved pause switch and the
-// channel that brings later switches and pacer passes.
-func wireControls(ctx context.Context, a *app, l scheduler.Layout, ls laneSetup, cfg *scheduler.Config) error {
-	sw, err := control.Load(l.StateDir())
-	if err != nil {
-		return err
-	}
-	cfg.Paused = sw.Paused
-	if len(ls.lanes) > 0 {
-		plan, _, err := ls.pass(ctx, l.StateDir(), sw, false)
-		if err != nil {
-			return err
-		}
-		cfg.Lanes = ls.schedulerLanes(plan)
-	}
-	cfg.Controls, cfg.GateState, err = startControls(ctx, a, l.StateDir(), ls, sw)
-	return err
 }

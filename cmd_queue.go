@@ -10,13 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -148,54 +147,17 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 	}
 	if withRoadmap {
 		// One process, one lock: the roadmap's run drives the queue too.
-		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: &queueSetup{cfg: cfg, gh: ghc}})
+		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: &engine.QueueSetup{Cfg: cfg, GitHub: ghc}})
 	}
-	cfg.PromptDirs = append(cfg.PromptDirs, filepath.Join(git.Dir, ".claudopilot", "prompts"))
-
-	lock, err := lockRepo(ctx, git)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-
-	q, _, err := (&queueSetup{cfg: cfg, gh: ghc}).build(a, git)
-	if err != nil {
-		return err
-	}
-	sum, err := q.Run(ctx)
+	sum, err := engine.RunQueue(ctx, git, &engine.QueueSetup{Cfg: cfg, GitHub: ghc}, a.s.Err)
 	printQueueSummary(a.s.Out, sum)
-	return queueErr(ctx, err)
-}
-
-// queueSetup is a resolved queue configuration, ready to be built once the
-// repository lock is held.
-type queueSetup struct {
-	cfg issues.Config
-	gh  issues.GitHubConfig
-}
-
-// build makes the GitHub client and the queue.
-func (qs *queueSetup) build(a *app, git *worktree.Client) (*issues.Queue, *issues.GitHub, error) {
-	logw := &lockedWriter{w: a.s.Err}
-	ghc := qs.gh
-	ghc.Log = func(line string) { fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05"), line) }
-	gh, err := issues.NewGitHub(ghc)
-	if err != nil {
-		return nil, nil, usageErrorf("%v", err)
-	}
-	cfg := qs.cfg
-	cfg.GitHub, cfg.Git, cfg.Log = gh, git, logw
-	q, err := issues.New(cfg)
-	if err != nil {
-		return nil, nil, usageErrorf("%v", err)
-	}
-	return q, gh, nil
+	return err
 }
 
 // prepareQueue resolves the queue's settings for `run --issues`, from the
 // environment and claudopilot.config (run's flags that the queue shares,
 // such as --max-parallel, apply too).
-func prepareQueue(ctx context.Context, a *app, git *worktree.Client, fs flagLookup) (*queueSetup, error) {
+func prepareQueue(ctx context.Context, a *app, git *worktree.Client, fs flagLookup) (*engine.QueueSetup, error) {
 	ks := queueKnobs()
 	file, _, err := readConfig(git.Dir, append(runKnobs(), ks...))
 	if err != nil {
@@ -209,15 +171,7 @@ func prepareQueue(ctx context.Context, a *app, git *worktree.Client, fs flagLook
 	if err != nil {
 		return nil, err
 	}
-	return &queueSetup{cfg: cfg, gh: ghc}, nil
-}
-
-// queueErr maps a queue error: an interruption exits 130/143.
-func queueErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("queue stopped: %w", scheduler.ErrInterrupted)
-	}
-	return err
+	return &engine.QueueSetup{Cfg: cfg, GitHub: ghc}, nil
 }
 
 // resolveQueue turns the settings into the queue's configuration (without
@@ -316,11 +270,11 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	if err != nil {
 		return c, g, err
 	}
-	if rs.cfg.On {
-		if err := checkReviewCommand(a, s, rs.cmd, git.Dir); err != nil {
+	if rs.Cfg.On {
+		if err := checkReviewCommand(a, s, rs.Cmd, git.Dir); err != nil {
 			return c, g, err
 		}
-		c.Review = issues.ReviewConfig{Cmd: rs.cmd, Lenses: rs.cfg.Lenses, Skeptics: rs.cfg.Skeptics, MaxRounds: rs.cfg.MaxRounds, Slots: rs.cfg.Slots}
+		c.Review = issues.ReviewConfig{Cmd: rs.Cmd, Lenses: rs.Cfg.Lenses, Skeptics: rs.Cfg.Skeptics, MaxRounds: rs.Cfg.MaxRounds, Slots: rs.Cfg.Slots}
 	}
 	c.Base = s.str("BASE_BRANCH")
 	c.Env = gitEnv(a)
@@ -390,16 +344,4 @@ func printQueueSummary(w io.Writer, sum issues.Summary) {
 		fmt.Fprintf(w, "#%d: stale claim released\n", n)
 	}
 	fmt.Fprintf(w, "queue: %d merged, %d for review, %d blocked\n", sum.Count(issues.Merged), sum.Count(issues.Review), sum.Count(issues.Blocked))
-}
-
-// lockedWriter serializes writes from the queue's goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,11 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/claudopilot/claudopilot/land"
-	"github.com/claudopilot/claudopilot/manifest"
-	"github.com/claudopilot/claudopilot/notify"
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/pacer"
-	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -77,174 +73,58 @@ type runOptions struct {
 	// resolved setup (given by `claudopilot queue`, or made here).
 	issues bool
 	once   bool
-	queue  *queueSetup
+	queue  *engine.QueueSetup
 	// explicitBase marks BASE_BRANCH as chosen by the caller (demo).
 	explicitBase bool
-}
-
-// runConfig is the resolved configuration of one run.
-type runConfig struct {
-	sandbox                                     *sandbox.Config // nil: SANDBOX=off
-	stray                                       *sandbox.Watch  // set when sandbox is nil: writes outside a worktree are reported
-	maxParallel, maxSuper, transient, logCapMB  int
-	keepGoing, ignoreCheckpoints                bool
-	secretScan                                  bool
-	base, gate, prepare, agent, super, lockfile string
-	bootstrap, build                            string
-	derived                                     *regexp.Regexp
-	poll, stuck, agentTimeout, rateSleep        time.Duration
-	baseExplicit                                bool
-	lanes                                       laneSetup
-	review                                      reviewSetup
-	runMaxCost, phaseMaxCost                    float64
-	resumeCmd                                   string
-	notify                                      string
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	if err := checkRoadmapDir(ctx, a, o.dir); err != nil {
 		return err
 	}
-	git, err := worktree.Open(ctx, o.dir, gitEnv(a))
-	if err != nil {
-		if errors.Is(err, worktree.ErrNotRepo) {
-			return notRepo(o.dir)
-		}
-		return err
-	}
-	if err := recoverCheckout(ctx, git); err != nil {
-		return err
-	}
-	if o.issues && o.queue == nil {
-		if o.queue, err = prepareQueue(ctx, a, git, o.flags); err != nil {
-			return err
-		}
-		o.queue.cfg.Once = o.once
-	}
-	lopt := roadmap.Options{RequireDocs: true}
-	if o.queue != nil {
-		lopt.External = roadmap.IsIssueRef
-	}
-	rm, err := roadmap.Load(o.dir, lopt)
+	eng, err := engine.Open(ctx, engine.Options{
+		Dir: o.dir, Env: gitEnv(a), Log: a.s.Err, Rel: func(p string) string { return relTo(a.cwd, p) },
+		Resolve: func(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap) (engine.Settings, error) {
+			return resolveRun(ctx, a, git, rm, o)
+		},
+		Issues: o.issues || o.queue != nil, Queue: o.queue, Once: o.once,
+		ResolveQueue: func(ctx context.Context, git *worktree.Client) (*engine.QueueSetup, error) {
+			return prepareQueue(ctx, a, git, o.flags)
+		},
+	})
 	if err != nil {
 		return err
 	}
-	cfg, err := resolveRun(ctx, a, git, rm, o)
-	if err != nil {
-		return err
-	}
-	layout, err := makeLayout(git, o.dir, cfg.base)
-	if err != nil {
-		return err
-	}
-	if err := checkCommitted(ctx, git, rm, layout); err != nil {
-		return err
-	}
-	lock, err := lockRepo(ctx, git)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
-		return err
-	}
-	jn, err := scheduler.OpenJournal(layout.JournalPath())
-	if err != nil {
-		return err
-	}
-	defer jn.Close()
-
-	// Agents a killed driver left running must stop before any phase
-	// resumes: two agents never work in one worktree.
-	if err := work.Reap(work.ReapOptions{
-		Journal: jn.Path(), Layout: layout, Grace: 10 * time.Second,
-		Say: func(msg string) { fmt.Fprintln(a.s.Err, "claudopilot: "+msg) },
-	}); err != nil {
-		return err
-	}
-	if err := bootstrap(ctx, a, layout, cfg, agentEnv(a)); err != nil {
-		return err
-	}
-	live := roadmap.NewFile(rm.ManifestPath)
-	live.RemoveTemps()
-	env := agentEnv(a)
-	runner := &work.Runner{
-		Git: git, Layout: layout, Agent: cfg.agent, Super: cfg.super, Prepare: cfg.prepare,
-		Env: env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
-		StuckTimeout: cfg.stuck, AgentTimeout: cfg.agentTimeout, LogCap: int64(cfg.logCapMB) << 20,
-		DefaultCooldown: cfg.rateSleep, ResumeCmd: cfg.resumeCmd, Sandbox: cfg.sandbox, Stray: cfg.stray,
-	}
-	merger := &land.Owner{Sandbox: cfg.sandbox, Git: git, Layout: layout, Live: live, Env: env, Prepare: cfg.prepare, LogCap: int64(cfg.logCapMB) << 20, LockfileCmd: cfg.lockfile, Derived: cfg.derived, NoSecretScan: !cfg.secretScan}
-	events := make(chan scheduler.Event, 64)
-	scfg := scheduler.Config{
-		MaxParallel: cfg.maxParallel, KeepGoing: cfg.keepGoing, MaxSupervisorAttempts: cfg.maxSuper,
-		IgnoreCheckpoints: cfg.ignoreCheckpoints, Gate: cfg.gate, AgentCmd: cfg.agent, SupervisorCmd: cfg.super,
-		TransientMaxRetries: cfg.transient, Poll: cfg.poll, Backoff: supervisor.Backoff,
-		RunMaxCost: cfg.runMaxCost, PhaseMaxCost: cfg.phaseMaxCost,
-	}
-	if err := wireControls(ctx, a, layout, cfg.lanes, &scfg); err != nil {
-		return err
-	}
-	var qrun *queueRun
-	if o.queue != nil {
-		o.queue.cfg.Sandbox, o.queue.cfg.Stray = cfg.sandbox, cfg.stray
-		if qrun, err = startQueue(ctx, a, git, o.queue, rm, layout, cfg.poll); err != nil {
-			return err
-		}
-		scfg.ExternalDone, scfg.ExternalWait = qrun.done, qrun.working
-	}
-	scfg.Review = cfg.review.cfg
-	sched := scheduler.New(scfg, rm, live, runner, merger, jn, events)
-	if cfg.review.cfg.On {
-		sched.SetReviewer(cfg.review.reviewer(git, layout, env, runner))
-	}
-
-	merger.CleanupMerged(ctx, rm)
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	if edits, err := roadmap.Watch(watchCtx, rm.ManifestPath, 150*time.Millisecond, cfg.poll); err == nil {
-		sched.SetEdits(edits)
-	} else {
-		fmt.Fprintf(a.s.Err, "claudopilot: warning: cannot watch %s (%v); edits apply at the next run\n", rm.ManifestPath, err)
-	}
-
-	view := newProgress(a.s, o.json, rm, layout)
+	defer eng.Close()
+	view := newProgress(a.s, o.json, eng.Roadmap, eng.Layout)
 	view.cwd = a.cwd
 	done := make(chan struct{})
-	listeners := []func(scheduler.Event){}
-	if cfg.notify != "" {
-		n := &notify.Notifier{Cmd: cfg.notify, Env: env, Log: a.s.Err}
-		n.Start(ctx)
-		defer n.Close()
-		listeners = append(listeners, n.Send)
-	}
 	go func() {
-		view.consume(fanOut(events, listeners...))
+		view.consume(eng.Events())
 		close(done)
 	}()
-	sum, runErr := sched.Run(ctx)
-	close(events)
+	sum, runErr := eng.Run(ctx)
 	<-done
 	if o.json {
 		view.jsonSummary(sum)
 	} else {
 		printSummary(a.s.Out, stoppedIf(sum, errors.Is(runErr, scheduler.ErrInterrupted)), a.cwd)
 	}
-	if qrun != nil {
+	if eng.HasQueue() {
 		// The roadmap is done; the queue goes on until it is (--once)
 		// or until interrupted.
-		qsum, qerr := qrun.wait()
+		qsum, qerr := eng.WaitQueue(ctx)
 		printQueueSummary(a.s.Out, qsum)
 		if runErr == nil {
-			runErr = queueErr(ctx, qerr)
+			runErr = qerr
 		}
 	}
 	return runErr
 }
 
 // resolveRun resolves every knob and checks the base branch.
-func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.Roadmap, o runOptions) (runConfig, error) {
-	var c runConfig
+func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.Roadmap, o runOptions) (engine.Settings, error) {
+	var c engine.Settings
 	file, notes, err := readConfig(git.Dir, o.knobs)
 	if err != nil {
 		return c, err
@@ -258,71 +138,71 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 		fs = o.flags
 	}
 	s := resolveWith(fs, o.knobs, a.env, file, fromManifest)
-	if c.maxParallel, err = s.int("MAX_PARALLEL"); err != nil {
+	if c.MaxParallel, err = s.int("MAX_PARALLEL"); err != nil {
 		return c, err
 	}
-	if c.maxParallel < 1 {
+	if c.MaxParallel < 1 {
 		return c, usageErrorf("MAX_PARALLEL must be at least 1 (from %s)", s.source["MAX_PARALLEL"])
 	}
-	if c.maxSuper, err = s.int("MAX_SUPERVISOR_ATTEMPTS_PER_PHASE"); err != nil {
+	if c.MaxSuper, err = s.int("MAX_SUPERVISOR_ATTEMPTS_PER_PHASE"); err != nil {
 		return c, err
 	}
-	if c.transient, err = s.int("TRANSIENT_API_MAX_RETRIES"); err != nil {
+	if c.Transient, err = s.int("TRANSIENT_API_MAX_RETRIES"); err != nil {
 		return c, err
 	}
-	if c.logCapMB, err = s.int("LOG_CAP_MB"); err != nil {
+	if c.LogCapMB, err = s.int("LOG_CAP_MB"); err != nil {
 		return c, err
 	}
-	if c.keepGoing, err = s.bool("KEEP_GOING"); err != nil {
+	if c.KeepGoing, err = s.bool("KEEP_GOING"); err != nil {
 		return c, err
 	}
-	if c.secretScan, err = s.bool("SECRET_SCAN"); err != nil {
+	if c.SecretScan, err = s.bool("SECRET_SCAN"); err != nil {
 		return c, err
 	}
-	if c.ignoreCheckpoints, err = s.bool("IGNORE_LOOP_CHECKPOINTS"); err != nil {
+	if c.IgnoreCheckpoints, err = s.bool("IGNORE_LOOP_CHECKPOINTS"); err != nil {
 		return c, err
 	}
-	for k, dst := range map[string]*time.Duration{"POLL_SECONDS": &c.poll, "STUCK_TIMEOUT": &c.stuck, "AGENT_TIMEOUT": &c.agentTimeout, "DEFAULT_RATE_LIMIT_SLEEP": &c.rateSleep} {
+	for k, dst := range map[string]*time.Duration{"POLL_SECONDS": &c.Poll, "STUCK_TIMEOUT": &c.Stuck, "AGENT_TIMEOUT": &c.AgentTimeout, "DEFAULT_RATE_LIMIT_SLEEP": &c.RateSleep} {
 		if *dst, err = s.seconds(k); err != nil {
 			return c, err
 		}
 	}
-	c.gate, c.prepare, c.agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
-	c.super, c.lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
-	c.resumeCmd, c.notify = s.str("AGENT_RESUME_CMD"), s.str("NOTIFY_CMD")
-	if c.runMaxCost, err = s.dollars("RUN_MAX_COST_USD"); err != nil {
+	c.Gate, c.Prepare, c.Agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
+	c.Super, c.Lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
+	c.ResumeCmd, c.Notify = s.str("AGENT_RESUME_CMD"), s.str("NOTIFY_CMD")
+	if c.RunMaxCost, err = s.dollars("RUN_MAX_COST_USD"); err != nil {
 		return c, err
 	}
-	if c.phaseMaxCost, err = s.dollars("PHASE_MAX_COST_USD"); err != nil {
+	if c.PhaseMaxCost, err = s.dollars("PHASE_MAX_COST_USD"); err != nil {
 		return c, err
 	}
-	c.bootstrap, c.build = strings.TrimSpace(s.str("BOOTSTRAP_CMD")), strings.TrimSpace(s.str("BUILD_CMD"))
+	c.Bootstrap, c.Build = strings.TrimSpace(s.str("BOOTSTRAP_CMD")), strings.TrimSpace(s.str("BUILD_CMD"))
 	if err := checkKnobs(s, o.knobs, func(k knob) bool { return k.kind == "regexp" || k.kind == "driver" || k.env == "MAX_ITER" }); err != nil {
 		return c, err
 	}
 	if v := s.str("DERIVED_CONFLICT_FILES"); v != "" {
-		c.derived = regexp.MustCompile(v) // checked above
+		c.Derived = regexp.MustCompile(v) // checked above
 	}
-	if c.sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
+	if c.Sandbox, err = sandboxFrom(ctx, a, git, s); err != nil {
 		return c, err
 	}
-	if c.sandbox == nil {
+	if c.Sandbox == nil {
 		// Without the sandbox, writes outside a worktree are reported.
-		c.stray = &sandbox.Watch{}
+		c.Stray = &sandbox.Watch{}
 	}
-	if c.super == "" {
-		c.super = c.agent
+	if c.Super == "" {
+		c.Super = c.Agent
 	}
-	if strings.TrimSpace(c.agent) == "" {
+	if strings.TrimSpace(c.Agent) == "" {
 		return c, usageErrorf("AGENT_CMD is empty (from %s)", s.source["AGENT_CMD"])
 	}
-	if c.lanes, err = resolveLanes(a, file, c.agent, s.str("SUPERVISOR_CMD")); err != nil {
+	if c.Lanes, err = resolveLanes(a, file, c.Agent, s.str("SUPERVISOR_CMD")); err != nil {
 		return c, err
 	}
-	if len(c.lanes.lanes) == 0 {
-		err = checkAgentCommands(a, s, c.agent, c.super, git.Dir)
+	if len(c.Lanes.Lanes) == 0 {
+		err = checkAgentCommands(a, s, c.Agent, c.Super, git.Dir)
 	}
-	for _, l := range c.lanes.lanes {
+	for _, l := range c.Lanes.Lanes {
 		ls := settings{source: map[string]string{"AGENT_CMD": pacer.EnvName(l.ID, "CMD"), "SUPERVISOR_CMD": pacer.EnvName(l.ID, "SUPERVISOR_CMD")}}
 		if err == nil {
 			err = checkAgentCommands(a, ls, l.Cmd, l.SupervisorCmd, git.Dir)
@@ -331,31 +211,31 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if err != nil {
 		return c, err
 	}
-	if c.review, err = resolveReview(s); err != nil {
+	if c.Review, err = resolveReview(s); err != nil {
 		return c, err
 	}
-	if c.review.cfg.On {
-		if err := checkReviewCommand(a, s, c.review.cmd, git.Dir); err != nil {
+	if c.Review.Cfg.On {
+		if err := checkReviewCommand(a, s, c.Review.Cmd, git.Dir); err != nil {
 			return c, err
 		}
 	}
-	c.base = s.str("BASE_BRANCH")
-	c.baseExplicit = c.base != "" || o.explicitBase
-	if c.base == "" {
-		if c.base, err = git.CurrentBranch(ctx); err != nil {
+	c.Base = s.str("BASE_BRANCH")
+	c.BaseExplicit = c.Base != "" || o.explicitBase
+	if c.Base == "" {
+		if c.Base, err = git.CurrentBranch(ctx); err != nil {
 			return c, err
 		}
-		if c.base == "" {
+		if c.Base == "" {
 			return c, errors.New("HEAD is detached: name the branch to merge into with --base or BASE_BRANCH")
 		}
 	}
-	if !c.baseExplicit && (c.base == "main" || c.base == "master") {
-		return c, fmt.Errorf("refusing to merge into %s without being told to: pass --base %s (or BASE_BRANCH=%s), or switch to another branch", c.base, c.base, c.base)
+	if !c.BaseExplicit && (c.Base == "main" || c.Base == "master") {
+		return c, fmt.Errorf("refusing to merge into %s without being told to: pass --base %s (or BASE_BRANCH=%s), or switch to another branch", c.Base, c.Base, c.Base)
 	}
-	if ok, err := git.BranchExists(ctx, c.base); err != nil {
+	if ok, err := git.BranchExists(ctx, c.Base); err != nil {
 		return c, err
 	} else if !ok {
-		return c, fmt.Errorf("base branch %s does not exist", c.base)
+		return c, fmt.Errorf("base branch %s does not exist", c.Base)
 	}
 	return c, nil
 }
@@ -371,47 +251,6 @@ type nilFlags struct{}
 func (nilFlags) Changed(string) bool              { return false }
 func (nilFlags) GetString(string) (string, error) { return "", nil }
 func (nilFlags) GetBool(string) (bool, error)     { return false, nil }
-
-// makeLayout places the run: the roadmap must be inside the repository.
-func makeLayout(git *worktree.Client, dir, base string) (scheduler.Layout, error) {
-	top, _ := filepath.EvalSymlinks(git.Dir)
-	abs, _ := filepath.EvalSymlinks(dir)
-	rel, err := filepath.Rel(top, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return scheduler.Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, git.Dir)
-	}
-	return scheduler.Layout{Top: git.Dir, RoadmapRel: filepath.ToSlash(rel), Base: base}, nil
-}
-
-// checkCommitted makes sure the base holds the manifest and the doc of every
-// phase left to do: worktrees are cut from the base, so an agent could not
-// see (or rename) a doc that exists only in this checkout.
-func checkCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap, l scheduler.Layout) error {
-	bad := &roadmap.InvalidError{Path: rm.ManifestPath}
-	ref := "refs/heads/" + l.Base
-	if _, has, err := git.ReadFile(ctx, ref, l.ManifestRel()); err != nil {
-		return err
-	} else if !has {
-		bad.Problems = append(bad.Problems, roadmap.Problem{Msg: fmt.Sprintf("the manifest is not committed on %s: commit the roadmap first (git add %s && git commit)", l.Base, l.RoadmapRel)})
-		return bad
-	}
-	for _, n := range rm.Nodes {
-		if n.State == manifest.Merged || n.Doc == "" {
-			continue
-		}
-		_, has, err := git.ReadFile(ctx, ref, l.DocRel(n.DocPath()))
-		if err != nil {
-			return err
-		}
-		if !has && !n.Done {
-			bad.Problems = append(bad.Problems, roadmap.Problem{Line: n.Line, Msg: fmt.Sprintf("phase %s: its doc %s is not committed on %s; commit the roadmap first", n.ID, l.DocRel(n.Doc), l.Base)})
-		}
-	}
-	if len(bad.Problems) > 0 {
-		return bad
-	}
-	return nil
-}
 
 // gitEnv is the environment for the driver's own git commands.
 func gitEnv(a *app) []string {
@@ -443,60 +282,6 @@ func parseSettingFlags(ctx context.Context, a *app, fs *pflag.FlagSet, ks []knob
 		return "", err
 	}
 	return findRoadmapDir(ctx, a, fs.Arg(0))
-}
-
-// lockRepo makes sure git can commit here and takes the repository's
-// driver lock, before anything is changed.
-func lockRepo(ctx context.Context, git *worktree.Client) (*scheduler.Lock, error) {
-	if ok, err := git.HasIdentity(ctx); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, errors.New("git has no user identity in this repository, and the driver commits; run:\n" +
-			"  git config user.name \"Your Name\"\n  git config user.email you@example.com")
-	}
-	common, err := git.CommonDir(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
-}
-
-// recoverCheckout finishes a base-checkout move a killed driver left half
-// done, before the roadmap is read (a phase doc may be missing until then).
-// It takes the driver lock for it, so a live run is never disturbed.
-func recoverCheckout(ctx context.Context, git *worktree.Client) error {
-	l := scheduler.Layout{Top: git.Dir}
-	if _, err := os.Stat(filepath.Join(l.StateDir(), "advance.json")); err != nil {
-		return nil
-	}
-	lock, err := lockRepo(ctx, git)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-	return land.Recover(ctx, git, l, 30*time.Second)
-}
-
-// bootstrap runs BOOTSTRAP_CMD, then BUILD_CMD, once in the repository
-// before any phase starts, as Claudopilot did. A failure is a warning, as
-// it was there: the gate of each phase still decides what merges.
-func bootstrap(ctx context.Context, a *app, l scheduler.Layout, cfg runConfig, env []string) error {
-	for _, step := range []struct{ name, cmd string }{{"bootstrap", cfg.bootstrap}, {"build", cfg.build}} {
-		if step.cmd == "" {
-			continue
-		}
-		dir := filepath.Join(l.Dir(), "logs")
-		log := filepath.Join(dir, fmt.Sprintf("%s-%d.log", step.name, supervisor.NextLog(dir, step.name)))
-		fmt.Fprintf(a.s.Err, "claudopilot: %s: %s\n", step.name, step.cmd)
-		res := supervisor.Run(ctx, supervisor.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: log, LogCap: int64(cfg.logCapMB) << 20})
-		if ctx.Err() != nil {
-			return scheduler.ErrInterrupted
-		}
-		if res.ExitCode != 0 {
-			fmt.Fprintf(a.s.Err, "claudopilot: warning: %s failed (exit %d, see %s); the phases' gates will tell\n", step.name, res.ExitCode, relTo(a.cwd, log))
-		}
-	}
-	return nil
 }
 
 // checkAgentCommands finds the programs the agent and supervisor commands
@@ -531,17 +316,13 @@ func checkRoadmapDir(ctx context.Context, a *app, dir string) error {
 		return nil
 	}
 	if _, gerr := gitTopLevel(ctx, a.cwd); errors.Is(gerr, worktree.ErrNotRepo) {
-		return notRepo(a.cwd)
+		return engine.NotRepo(a.cwd)
 	}
 	msg := "roadmap folder not found: pass the folder that holds " + roadmap.ManifestName + ", or make one with claudopilot init"
 	if err == nil {
 		msg = "not a roadmap folder but a file: pass the folder that holds " + roadmap.ManifestName
 	}
 	return &roadmap.InvalidError{Path: relTo(a.cwd, dir), Problems: []roadmap.Problem{{Msg: msg}}}
-}
-
-func notRepo(dir string) error {
-	return fmt.Errorf("%w: %s is not inside one; run claudopilot in your repository (git init makes one)", worktree.ErrNotRepo, dir)
 }
 
 // boolFlagValues reads `--keep-going 1` as `--keep-going=1`: a boolean
@@ -568,22 +349,5 @@ func boolFlagValues(fs *pflag.FlagSet, args []string) []string {
 		}
 		out = append(out, a)
 	}
-	return out
-}
-
-// fanOut hands each event to every listener (which must not block: the
-// notifier queues, the web hub drops for slow clients) and then to the
-// returned channel, which the view reads in order.
-func fanOut(in <-chan scheduler.Event, listeners ...func(scheduler.Event)) <-chan scheduler.Event {
-	out := make(chan scheduler.Event, cap(in))
-	go func() {
-		defer close(out)
-		for ev := range in {
-			for _, l := range listeners {
-				l(ev)
-			}
-			out <- ev
-		}
-	}()
 	return out
 }

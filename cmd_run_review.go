@@ -4,23 +4,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/work"
-	"github.com/claudopilot/claudopilot/worktree"
+	"github.com/claudopilot/claudopilot/engine"
 )
-
-// reviewSetup is the resolved review gate (docs/review.md).
-type reviewSetup struct {
-	cmd string
-	cfg scheduler.ReviewConfig
-}
 
 // resolveReview reads the REVIEW_* settings. The gate is on when
 // REVIEW_CMD is set.
-func resolveReview(s settings) (reviewSetup, error) {
-	r := reviewSetup{cmd: strings.TrimSpace(s.str("REVIEW_CMD"))}
-	r.cfg.On = r.cmd != ""
-	for k, dst := range map[string]*int{"REVIEW_SKEPTICS": &r.cfg.Skeptics, "REVIEW_SLOTS": &r.cfg.Slots, "REVIEW_MAX_ROUNDS": &r.cfg.MaxRounds} {
+func resolveReview(s settings) (engine.Review, error) {
+	r := engine.Review{Cmd: strings.TrimSpace(s.str("REVIEW_CMD"))}
+	r.Cfg.On = r.Cmd != ""
+	for k, dst := range map[string]*int{"REVIEW_SKEPTICS": &r.Cfg.Skeptics, "REVIEW_SLOTS": &r.Cfg.Slots, "REVIEW_MAX_ROUNDS": &r.Cfg.MaxRounds} {
 		n, err := s.int(k)
 		if err != nil {
 			return r, err
@@ -32,23 +24,13 @@ func resolveReview(s settings) (reviewSetup, error) {
 	}
 	for _, l := range strings.Split(s.str("REVIEW_LENSES"), ",") {
 		if l = strings.TrimSpace(l); l != "" {
-			r.cfg.Lenses = append(r.cfg.Lenses, l)
+			r.Cfg.Lenses = append(r.Cfg.Lenses, l)
 		}
 	}
-	if len(r.cfg.Lenses) == 0 {
+	if len(r.Cfg.Lenses) == 0 {
 		return r, usageErrorf("REVIEW_LENSES names no lens (from %s)", s.source["REVIEW_LENSES"])
 	}
 	return r, nil
-}
-
-// reviewer builds the review gate's runner; it shares the worker's
-// prompts, timeouts and log cap.
-func (r reviewSetup) reviewer(git *worktree.Client, l scheduler.Layout, env []string, w *work.Runner) *work.Reviewer {
-	return &work.Reviewer{
-		Git: git, Layout: l, Cmd: r.cmd, Env: env, Prompts: w.Prompts,
-		StuckTimeout: w.StuckTimeout, Timeout: w.AgentTimeout, LogCap: w.LogCap, KillGrace: w.KillGrace,
-		Sandbox: w.Sandbox,
-	}
 }
 
 // checkReviewCommand fails the run at its start when REVIEW_CMD names a

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
@@ -52,7 +53,7 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 		return nil, err
 	}
 	s.layout = scheduler.Layout{Top: git.Dir}
-	if rel, err := makeLayout(git, dir, ""); err == nil {
+	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
 		s.layout = rel
 	}
 	recs, err := scheduler.ReadJournal(s.layout.JournalPath())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -76,7 +77,7 @@ func exitCode(err error, sig os.Signal) int {
 		halt  *scheduler.HaltError
 	)
 	switch {
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.As(err, new(*engine.SettingsError)):
 		return exitUsage
 	case sig == syscall.SIGTERM:
 		return exitSIGTERM

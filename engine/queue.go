@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// QueueSetup is a resolved issue-queue configuration (docs/queue.md),
+// built once the repository lock is held.
+type QueueSetup struct {
+	Cfg    issues.Config
+	GitHub issues.GitHubConfig
+}
+
+// build makes the GitHub client and the queue.
+func (qs *QueueSetup) build(log io.Writer, git *worktree.Client) (*issues.Queue, *issues.GitHub, error) {
+	logw := &lockedWriter{w: log}
+	ghc := qs.GitHub
+	ghc.Log = func(line string) { fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05"), line) }
+	gh, err := issues.NewGitHub(ghc)
+	if err != nil {
+		return nil, nil, &SettingsError{err}
+	}
+	cfg := qs.Cfg
+	cfg.GitHub, cfg.Git, cfg.Log = gh, git, logw
+	q, err := issues.New(cfg)
+	if err != nil {
+		return nil, nil, &SettingsError{err}
+	}
+	return q, gh, nil
+}
+
+// RunQueue works the issue queue alone (no roadmap): it takes the
+// repository lock and runs the queue until it is done (Once) or ctx ends.
+func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.Writer) (issues.Summary, error) {
+	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(git.Dir, ".claudopilot", "prompts"))
+	lock, err := Lock(ctx, git)
+	if err != nil {
+		return issues.Summary{}, err
+	}
+	defer lock.Release()
+	q, _, err := qs.build(log, git)
+	if err != nil {
+		return issues.Summary{}, err
+	}
+	sum, err := q.Run(ctx)
+	return sum, queueErr(ctx, err)
+}
+
+// queueErr maps a queue error: an interruption is ErrInterrupted.
+func queueErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("queue stopped: %w", scheduler.ErrInterrupted)
+	}
+	return err
+}
+
+// queueRun is the issue queue working beside a roadmap run, and what the
+// scheduler needs of it: whether an issue a phase depends on is done.
+type queueRun struct {
+	gh       *issues.GitHub
+	manifest string
+	log      io.Writer
+	// snap is the latest answer from GitHub, replaced whole on each
+	// refresh; the scheduler's loop only reads it.
+	snap     atomic.Pointer[map[string]bool]
+	finished chan struct{}
+	sum      issues.Summary
+	err      error
+}
+
+// startQueue builds the queue, checks the manifest's issue deps exist, and
+// starts the queue and the refresher of issue states.
+func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *QueueSetup, rm *roadmap.Roadmap, l scheduler.Layout, poll time.Duration) (*queueRun, error) {
+	mp := rm.ManifestPath
+	qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
+	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(rm.Dir, "prompts"), filepath.Join(l.Dir(), "prompts"))
+	q, gh, err := qs.build(log, git)
+	if err != nil {
+		return nil, err
+	}
+	r := &queueRun{gh: gh, manifest: mp, log: log, finished: make(chan struct{})}
+	empty := map[string]bool{}
+	r.snap.Store(&empty)
+	if err := r.refresh(ctx); err != nil {
+		if errors.Is(err, issues.ErrNotFound) {
+			return nil, &roadmap.InvalidError{Path: mp, Problems: []roadmap.Problem{{Msg: err.Error()}}}
+		}
+		return nil, err
+	}
+	go func() {
+		defer close(r.finished)
+		r.sum, r.err = q.Run(ctx)
+		// What the queue merged last must be seen before the roadmap
+		// stops waiting on it.
+		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(log, "claudopilot: warning: reading issue states: %v\n", err)
+		}
+	}()
+	go r.loop(ctx, poll)
+	return r, nil
+}
+
+// refresh asks GitHub about every issue the manifest (as it is now, live
+// edits included) depends on.
+func (r *queueRun) refresh(ctx context.Context) error {
+	rm, err := roadmap.Load(filepath.Dir(r.manifest), roadmap.Options{External: roadmap.IsIssueRef})
+	if err != nil {
+		return nil // a half-saved manifest: ask again next time
+	}
+	var ids []string
+	for _, n := range rm.Nodes {
+		ids = append(ids, n.External...)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	done, err := r.gh.IssuesDone(ctx, ids)
+	if err != nil {
+		return err
+	}
+	r.snap.Store(&done)
+	return nil
+}
+
+func (r *queueRun) loop(ctx context.Context, poll time.Duration) {
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(r.log, "claudopilot: warning: reading issue states: %v\n", err)
+			}
+		}
+	}
+}
+
+// done reports whether issue id is done, as of the latest refresh.
+func (r *queueRun) done(id string) bool { return (*r.snap.Load())[id] }
+
+// working is true while the queue runs: waiting on an issue may still pay.
+func (r *queueRun) working() bool {
+	select {
+	case <-r.finished:
+		return false
+	default:
+		return true
+	}
+}
+
+// lockedWriter serializes writes from the queue's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

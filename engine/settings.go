@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+// Settings are the resolved values of one run. The command line resolves
+// them (flags, environment, claudopilot.config, the manifest, defaults);
+// the engine only uses them.
+type Settings struct {
+	Sandbox                                    *sandbox.Config // nil: SANDBOX=off
+	Stray                                      *sandbox.Watch  // set when Sandbox is nil: writes outside a worktree are reported
+	MaxParallel, MaxSuper, Transient, LogCapMB int
+	KeepGoing, IgnoreCheckpoints               bool
+	SecretScan                                 bool
+	Base, Gate, Prepare, Agent, Super          string
+	Lockfile, Bootstrap, Build                 string
+	Derived                                    *regexp.Regexp
+	Poll, Stuck, AgentTimeout, RateSleep       time.Duration
+	BaseExplicit                               bool
+	Lanes                                      Lanes
+	Review                                     Review
+	RunMaxCost, PhaseMaxCost                   float64
+	ResumeCmd                                  string
+	Notify                                     string
+}
+
+// Review is the resolved review gate (docs/review.md): on when Cmd is set.
+type Review struct {
+	Cmd string
+	Cfg scheduler.ReviewConfig
+}
+
+// SettingsError is a setting the engine found wrong only when building on
+// it (the command line reports it as misuse).
+type SettingsError struct{ Err error }
+
+func (e *SettingsError) Error() string { return e.Err.Error() }
+func (e *SettingsError) Unwrap() error { return e.Err }
