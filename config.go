@@ -180,7 +180,7 @@ func resolveWith(fs flagLookup, ks []knob, env map[string]string, file map[strin
 // unattended in its own worktree). %s is the model option, or nothing.
 var agentDrivers = map[string]struct{ cmd, model string }{
 	"claude":   {"claude -p --permission-mode bypassPermissions --output-format stream-json --verbose%s", " --model %s"},
-	"codex":    {"codex exec --dangerously-bypass-approvals-and-sandbox%s -", " --model %s"},
+	"codex":    {"codex exec --json --dangerously-bypass-approvals-and-sandbox%s -", " --model %s"},
 	"opencode": {`opencode run --dangerously-skip-permissions --format json%s "$(cat "$CLAUDOPILOT_PROMPT_FILE")"`, " --model %s"},
 }
 

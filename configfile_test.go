@@ -115,7 +115,7 @@ func TestJSONConfigAndFileOrder(t *testing.T) {
 		t.Errorf("notes = %v", notes)
 	}
 	s := resolveWith(nilFlags{}, runKnobs(), nil, vals, nil)
-	if got := s.str("AGENT_CMD"); got != "codex exec --dangerously-bypass-approvals-and-sandbox -" {
+	if got := s.str("AGENT_CMD"); got != "codex exec --json --dangerously-bypass-approvals-and-sandbox -" {
 		t.Errorf("AGENT_CMD = %q (from %s)", got, s.source["AGENT_CMD"])
 	}
 	write(".claudopilot/config.json", `{"gateCmd": ["a"], "nope": 1}`)
@@ -134,7 +134,7 @@ func TestAgentDriverPresets(t *testing.T) {
 	}{
 		{map[string]string{"AGENT_DRIVER": "claude", "AGENT_MODEL": "opus"}, DefaultAgent + " --model opus"},
 		{map[string]string{"AGENT_MODEL": "sonnet"}, DefaultAgent + " --model sonnet"},
-		{map[string]string{"AGENT_DRIVER": "codex", "AGENT_MODEL": "gpt-5 codex"}, "codex exec --dangerously-bypass-approvals-and-sandbox --model 'gpt-5 codex' -"},
+		{map[string]string{"AGENT_DRIVER": "codex", "AGENT_MODEL": "gpt-5 codex"}, "codex exec --json --dangerously-bypass-approvals-and-sandbox --model 'gpt-5 codex' -"},
 		{map[string]string{"AGENT_DRIVER": "opencode", "AGENT_MODEL": "ollama/qwen2.5-coder"}, `opencode run --dangerously-skip-permissions --format json --model ollama/qwen2.5-coder "$(cat "$CLAUDOPILOT_PROMPT_FILE")"`},
 		{map[string]string{"AGENT_DRIVER": "codex", "AGENT_CMD": "mine"}, "mine"},
 		{map[string]string{}, DefaultAgent},

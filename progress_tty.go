@@ -160,7 +160,8 @@ func lastReadable(lines []string) string {
 	return ""
 }
 
-// streamJSONLine renders one line of `claude --output-format stream-json`.
+// streamJSONLine renders one line of `claude --output-format stream-json`
+// or of `codex exec --json`.
 // ok is false when the line is not such an event; s is "" for events not
 // worth a line (tool results, bookkeeping).
 func streamJSONLine(line string) (s string, ok bool) {
@@ -169,14 +170,32 @@ func streamJSONLine(line string) (s string, ok bool) {
 		Subtype string `json:"subtype"`
 		Model   string `json:"model"`
 		Result  string `json:"result"`
-		Message *struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"message"`
+		// Claude: an object with the content; Codex's error: a string.
+		Message json.RawMessage `json:"message"`
+		// Codex
+		Item  *codexItem `json:"item"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
 	if json.Unmarshal([]byte(line), &ev) != nil || ev.Type == "" {
 		return "", false
 	}
 	switch ev.Type {
+	case "item.started", "item.updated", "item.completed":
+		if ev.Item == nil {
+			return "", true
+		}
+		return ev.Item.text(), true
+	case "turn.failed":
+		if ev.Error != nil {
+			return "failed: " + firstLine(ev.Error.Message), true
+		}
+		return "failed", true
+	case "error":
+		var msg string
+		_ = json.Unmarshal(ev.Message, &msg)
+		return "error: " + firstLine(msg), true
 	case "system":
 		if ev.Subtype == "init" {
 			if ev.Model != "" {
@@ -191,7 +210,10 @@ func streamJSONLine(line string) (s string, ok bool) {
 		}
 		return "result: " + ev.Subtype, true
 	case "assistant":
-		if ev.Message == nil {
+		var msg struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(ev.Message, &msg) != nil {
 			return "", true
 		}
 		var items []struct {
@@ -200,7 +222,7 @@ func streamJSONLine(line string) (s string, ok bool) {
 			Name  string         `json:"name"`
 			Input map[string]any `json:"input"`
 		}
-		if json.Unmarshal(ev.Message.Content, &items) != nil {
+		if json.Unmarshal(msg.Content, &items) != nil {
 			return "", true
 		}
 		for i := len(items) - 1; i >= 0; i-- {
@@ -222,6 +244,48 @@ func streamJSONLine(line string) (s string, ok bool) {
 		return "", true
 	}
 	return "", true
+}
+
+// codexItem is an item of `codex exec --json` (its kind is "type", or
+// "item_type" in early versions).
+type codexItem struct {
+	Type     string `json:"type"`
+	ItemType string `json:"item_type"`
+	Text     string `json:"text"`
+	Command  string `json:"command"`
+	Server   string `json:"server"`
+	Tool     string `json:"tool"`
+	Query    string `json:"query"`
+	Message  string `json:"message"`
+	Changes  []struct {
+		Path string `json:"path"`
+	} `json:"changes"`
+}
+
+func (it *codexItem) text() string {
+	kind := it.Type
+	if kind == "" {
+		kind = it.ItemType
+	}
+	switch kind {
+	case "agent_message", "assistant_message", "reasoning":
+		return strings.Trim(firstLine(it.Text), "*")
+	case "command_execution":
+		return "$ " + firstLine(it.Command)
+	case "file_change":
+		var paths []string
+		for _, c := range it.Changes {
+			paths = append(paths, c.Path)
+		}
+		return "edit: " + strings.Join(paths, ", ")
+	case "mcp_tool_call":
+		return it.Server + "." + it.Tool
+	case "web_search":
+		return "search: " + firstLine(it.Query)
+	case "error":
+		return "error: " + firstLine(it.Message)
+	}
+	return ""
 }
 
 func firstLine(s string) string {

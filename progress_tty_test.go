@@ -150,10 +150,13 @@ func TestLiveTableFollowsResize(t *testing.T) {
 func TestStreamJSONLines(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		`{"type":"assistant","message":{"content":[{"type":"text","text":"\n  Done: all tests pass.\nMore."}]}}`:        "Done: all tests pass.",
-		`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"file_path":"a/b.go"}}]}}`: "Edit: a/b.go",
-		`{"type":"result","subtype":"success","result":"Renamed the doc to DONE_."}`:                                    "result: Renamed the doc to DONE_.",
-		"plain output\r with a \x1b[31mcolour\x1b[0m":                                                                   "plain output with a colour",
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"\n  Done: all tests pass.\nMore."}]}}`:         "Done: all tests pass.",
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Edit","input":{"file_path":"a/b.go"}}]}}`:  "Edit: a/b.go",
+		`{"type":"result","subtype":"success","result":"Renamed the doc to DONE_."}`:                                     "result: Renamed the doc to DONE_.",
+		"plain output\r with a \x1b[31mcolour\x1b[0m":                                                                    "plain output with a colour",
+		`{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Added the cart."}}`:               "Added the cart.",
+		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc 'go test ./...'"}}`: "$ bash -lc 'go test ./...'",
+		`{"type":"item.completed","item":{"id":"item_0","item_type":"reasoning","text":"**Planning the change**"}}`:      "Planning the change",
 	} {
 		if got := lastReadable([]string{in, `{"type":"user","message":{"content":[{"type":"tool_result"}]}}`}); got != want {
 			t.Errorf("%s\n  = %q, want %q", in, got, want)
