@@ -24,6 +24,14 @@ type File struct {
 	// state change costs one copy instead of a parse: 0.4 ms instead of
 	// 70 ms at 10,000 phases.
 	last *manifest.Manifest
+
+	// Test hooks: noLease forces the /proc scan instead of leases;
+	// onBusy runs each time a writer holding the file open makes a write
+	// wait; afterSwap runs right after the exchange, with the name the
+	// old inode has then.
+	noLease   bool
+	onBusy    func()
+	afterSwap func(oldName string)
 }
 
 // NewFile returns the live manifest at path.
@@ -100,6 +108,7 @@ func (f *File) Unlock() { f.mu.Unlock() }
 // UpdateLocked is Update for a caller that holds the lock.
 func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 	var lastErr error
+	var busySince time.Time
 	for try, races := 0, 0; try < 8; try++ {
 		if try > 0 {
 			time.Sleep(25 * time.Millisecond)
@@ -122,8 +131,24 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 		}
 		// If a human saved meanwhile, their bytes win and the token
 		// change is applied to them on the next pass.
-		err = writeAtomic(f.Path, out, src)
-		if errors.Is(err, errChanged) && races < 100 {
+		err = f.replace(out, src)
+		switch {
+		case isBusy(err):
+			// An editor is writing into the file: wait for it to
+			// close, however long a save takes, up to busyWait.
+			if busySince.IsZero() {
+				busySince = time.Now()
+			}
+			if f.onBusy != nil {
+				f.onBusy()
+			}
+			if time.Since(busySince) > busyWait {
+				return fmt.Errorf("update %s: %w", f.Path, err)
+			}
+			lastErr = err
+			try = 0
+			continue
+		case errors.Is(err, errChanged) && races < 100:
 			lastErr = err
 			races++
 			try = 0 // a human is saving: not a failure, go again
@@ -134,9 +159,15 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 	return fmt.Errorf("update %s: %w", f.Path, lastErr)
 }
 
+// busyWait bounds the wait for another process to close the manifest it
+// holds open for writing. An editor's save takes milliseconds; a process
+// that keeps the file open longer gets ErrBusy, and the caller writes
+// later (the scheduler at the next change of the file).
+const busyWait = 3 * time.Second
+
 var errChanged = errors.New("changed while writing")
 
-// errNoExchange: the system or file system cannot swap two paths
+// errNoExchange: the platform or file system cannot swap two files
 // atomically; the write falls back to a rename after the check.
 var errNoExchange = errors.New("no atomic exchange here")
 
@@ -144,74 +175,134 @@ var errNoExchange = errors.New("no atomic exchange here")
 // fsync, the old file's mode, rename, fsync of the folder. A reader sees
 // the old bytes or the new ones, never a mix.
 func WriteAtomic(path string, data []byte) error {
-	return writeAtomic(path, data, nil)
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
 }
 
-// writeAtomic is WriteAtomic that replaces the file only if it still holds
-// expect, the bytes the new ones were computed from (nil: unconditionally).
-// A human saving between our read and our rename must not be overwritten,
-// so the new file is swapped in with renameat2(RENAME_EXCHANGE): the
-// replaced bytes come back to us, and if they are not what we read, the
-// swap is undone and errChanged returned, to re-read and apply again.
-func writeAtomic(path string, data, expect []byte) (err error) {
+// writeTemp writes data to a new temp file beside path, with path's mode,
+// synced, and returns its name.
+func writeTemp(path string, data []byte) (name string, err error) {
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() {
 		if err != nil {
+			tmp.Close()
 			os.Remove(tmp.Name())
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+		return "", err
 	}
 	if err = tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
+		return "", err
 	}
 	if err = tmp.Sync(); err != nil {
-		tmp.Close()
+		return "", err
+	}
+	return tmp.Name(), tmp.Close()
+}
+
+// target is the file the manifest's path names: a symlink is followed, so
+// a write replaces the file it points to and the link stays.
+func (f *File) target() string {
+	if t, err := filepath.EvalSymlinks(f.Path); err == nil {
+		return t
+	}
+	return f.Path
+}
+
+// replace replaces the manifest with data only if it still holds expect,
+// the bytes data was computed from. Nothing a human saves may be lost:
+//
+//   - A human saving between our read and our rename: the new file is
+//     swapped in with renameat2(RENAME_EXCHANGE) (renamex_np on macOS), so the replaced bytes
+//     come back to us; if they are not what we read, the swap is undone
+//     and errChanged returned, to re-read and apply again.
+//   - An editor that writes into the open file (truncate, then write)
+//     rather than renaming: its write would go into the old inode, which
+//     the swap unlinks. A read lease on the old file (see guard) refuses
+//     to be taken while such a writer has it open (*busyError: wait), and
+//     tells us if one opened it during the swap: the swap is undone, the
+//     writer's open goes on once we let go, and its bytes win.
+//   - A writer that opens the path after the swap gets our new file, the
+//     live one; a lease on it too tells us not to undo the swap then.
+func (f *File) replace(data, expect []byte) error {
+	path := f.target()
+	tmp, err := writeTemp(path, data)
+	if err != nil {
 		return err
 	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if expect != nil {
-		if cur, rerr := os.ReadFile(path); rerr != nil || !bytes.Equal(cur, expect) {
-			return errChanged
+	keepTmp := false
+	defer func() {
+		if !keepTmp {
+			os.Remove(tmp)
 		}
-		switch xerr := exchange(tmp.Name(), path); {
-		case xerr == nil:
-			prev, rerr := os.ReadFile(tmp.Name())
-			if rerr == nil && bytes.Equal(prev, expect) {
-				os.Remove(tmp.Name())
-				syncDir(dir)
-				return nil
-			}
-			// Someone saved in between: put their file back.
-			if xerr := exchange(tmp.Name(), path); xerr != nil {
-				return fmt.Errorf("restore a concurrent edit of %s: %w", path, xerr)
-			}
-			return errChanged
-		case errors.Is(xerr, errNoExchange):
-			// No exchange on this file system: the check above is the
-			// best there is.
-		default:
-			return xerr
-		}
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	}()
+	old, err := guardFile(path, f.noLease)
+	if err != nil {
 		return err
 	}
-	syncDir(dir)
-	return nil
+	defer old.release()
+	if cur, err := old.read(); err != nil || !bytes.Equal(cur, expect) {
+		return errChanged
+	}
+	neu, err := guardFile(tmp, f.noLease)
+	if err != nil {
+		return err
+	}
+	defer neu.release()
+	xerr := exchange(tmp, path)
+	switch {
+	case errors.Is(xerr, errNoExchange):
+		// No exchange on this file system: the checks above are the
+		// best there is.
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		syncDir(filepath.Dir(path))
+		return nil
+	case xerr != nil:
+		return xerr
+	}
+	// tmp now names the old inode.
+	if f.afterSwap != nil {
+		f.afterSwap(tmp)
+	}
+	prev, rerr := old.read()
+	if !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
+		syncDir(filepath.Dir(path))
+		return nil
+	}
+	if neu.intruded() {
+		// Writers on both inodes: the one on the live file wins the
+		// name; the other's bytes are kept beside it, never dropped.
+		late := path + ".late-" + time.Now().UTC().Format("20060102T150405.000000000")
+		if err := os.Rename(tmp, late); err != nil {
+			return fmt.Errorf("keep a concurrent edit of %s: %w", path, err)
+		}
+		keepTmp = true
+		return fmt.Errorf("%s: two processes wrote it at once; the other version is kept as %s", path, late)
+	}
+	// Someone saved in between: put their file back.
+	if xerr := exchange(tmp, path); xerr != nil {
+		keepTmp = true
+		return fmt.Errorf("restore a concurrent edit of %s (kept as %s): %w", path, tmp, xerr)
+	}
+	return errChanged
 }
 
 func syncDir(dir string) {
@@ -223,7 +314,8 @@ func syncDir(dir string) {
 
 // RemoveTemps deletes temp files a killed writer left beside the manifest.
 func (f *File) RemoveTemps() {
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".tmp*"))
+	path := f.target()
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp*"))
 	for _, m := range matches {
 		os.Remove(m)
 	}

@@ -25,12 +25,23 @@ func Watch(ctx context.Context, path string, debounce, poll time.Duration) (<-ch
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Add(filepath.Dir(path)); err != nil {
-		w.Close()
-		return nil, err
+	// A symlinked manifest changes where the file it points to lives:
+	// watch that folder too.
+	names := map[string]bool{filepath.Clean(path): true}
+	dirs := []string{filepath.Dir(path)}
+	if t, err := filepath.EvalSymlinks(path); err == nil && t != filepath.Clean(path) {
+		names[t] = true
+		if filepath.Dir(t) != dirs[0] {
+			dirs = append(dirs, filepath.Dir(t))
+		}
+	}
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	out := make(chan []byte)
-	name := filepath.Base(path)
 	go func() {
 		defer w.Close()
 		defer close(out)
@@ -69,7 +80,7 @@ func Watch(ctx context.Context, path string, debounce, poll time.Duration) (<-ch
 				if !ok {
 					return
 				}
-				if filepath.Base(ev.Name) != name {
+				if !names[filepath.Clean(ev.Name)] {
 					continue
 				}
 				if timer == nil {

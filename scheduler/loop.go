@@ -898,11 +898,12 @@ func (s *Scheduler) flushStates() {
 
 // notNow is true for a write the manifest cannot take at the moment: it
 // does not parse, or lacks the phase, as a file half-way through an
-// editor's save does (truncated, then written). The write is kept for
-// later rather than ending the run.
+// editor's save does (truncated, then written), or another process holds
+// it open for writing. The write is kept for later rather than ending the
+// run.
 func notNow(err error) bool {
 	var unparsable manifest.ErrorList
-	return errors.As(err, &unparsable) || errors.Is(err, manifest.ErrUnknownPhase)
+	return errors.As(err, &unparsable) || errors.Is(err, manifest.ErrUnknownPhase) || errors.Is(err, roadmap.ErrBusy)
 }
 
 func (s *Scheduler) emit(e Event) {
