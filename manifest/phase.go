@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // parsePhaseLine matches the phase grammar
@@ -96,36 +95,6 @@ func isWord(w []byte) bool {
 		}
 	}
 	return true
-}
-
-// checkID returns why id cannot be a phase id, or "". Commas and parentheses
-// are refused because a (deps: …) list could never name such a phase.
-func checkID(id string) string {
-	if id == "" {
-		return "is empty"
-	}
-	if !utf8.ValidString(id) {
-		return "is not valid UTF-8"
-	}
-	for i := 0; i < len(id); {
-		c := id[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c <= ' ' || c == 0x7f:
-				return "contains whitespace"
-			case strings.IndexByte("*,()`", c) >= 0:
-				return fmt.Sprintf("contains %q", c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(id[i:])
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return "contains whitespace"
-		}
-		i += n
-	}
-	return ""
 }
 
 // stripDash removes the separator between id and title. A missing dash is

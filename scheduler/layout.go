@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/claudopilot/claudopilot/manifest"
 )
 
 // Layout says where a run keeps things. Everything of the driver's lives
@@ -24,7 +25,7 @@ func (l Layout) Worktree(id string) string {
 }
 
 // Branch is a phase's branch.
-func (l Layout) Branch(id string) string { return "auto/" + id }
+func (l Layout) Branch(id string) string { return manifest.BranchPrefix + id }
 
 // LogDir holds one phase's logs.
 func (l Layout) LogDir(id string) string { return filepath.Join(l.Dir(), "logs", SafeName(id)) }
@@ -53,19 +54,6 @@ func (l Layout) ManifestRel() string { return path.Join(l.RoadmapRel, "EXECUTION
 // DocRel is a phase doc's path in the repository.
 func (l Layout) DocRel(name string) string { return path.Join(l.RoadmapRel, name) }
 
-// SafeName makes an id usable as one path element. Other bytes are
-// %-escaped, so distinct ids stay distinct ("a/b" and "a_b"), and the names
-// "." and ".." cannot come out.
-func SafeName(id string) string {
-	var b strings.Builder
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
+// SafeName makes an id usable as one path element; see manifest.SafeName,
+// whose length the manifest's id check bounds.
+func SafeName(id string) string { return manifest.SafeName(id) }
