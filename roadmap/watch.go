@@ -41,14 +41,16 @@ func Watch(ctx context.Context, path string, debounce, poll time.Duration) (<-ch
 			return nil, err
 		}
 	}
+	// The content as of now, read before Watch returns: a change made
+	// right after must be reported, not taken as the starting point.
+	var last [32]byte
+	if b, err := os.ReadFile(path); err == nil {
+		last = sha256.Sum256(b)
+	}
 	out := make(chan []byte)
 	go func() {
 		defer w.Close()
 		defer close(out)
-		var last [32]byte
-		if b, err := os.ReadFile(path); err == nil {
-			last = sha256.Sum256(b)
-		}
 		var fire <-chan time.Time
 		var timer *time.Timer
 		var tick <-chan time.Time
