@@ -187,6 +187,11 @@ func (w *worker) run(ctx context.Context) (string, *failure) {
 	if err := q.fetch(ctx, q.cfg.Base); err != nil {
 		return "", &failure{reason: "worktree", detail: err.Error()}
 	}
+	if note, err := sandbox.Recover(ctx, q.git, filepath.Join(q.git.Dir, ".claudopilot", "sandbox", fmt.Sprintf("issue-%d", w.n)), w.branch); err != nil {
+		return "", &failure{reason: "worktree", detail: err.Error()}
+	} else if note != "" {
+		q.logIssue(w.n, "warning: sandbox: %s", note)
+	}
 	fresh, err := w.ensureWorktree(ctx)
 	if err != nil {
 		return "", &failure{reason: "worktree", detail: err.Error()}

@@ -203,3 +203,42 @@ func (l Links) Restore() (changed []string, err error) {
 	}
 	return changed, nil
 }
+
+// Recover carries back what a sandboxed attempt of branch left in the
+// private folder dir when the driver was killed before it could: the
+// private tip moves the real branch if it is a commit that descends from
+// the real tip (a fast-forward, with a compare-and-swap); anything else is
+// dropped. The folder is removed either way. note says what was done ("":
+// nothing was left). No process of the attempt can still run: bwrap dies
+// with the driver.
+func Recover(ctx context.Context, git *worktree.Client, dir, branch string) (note string, err error) {
+	if _, err := os.Lstat(dir); err != nil {
+		return "", nil
+	}
+	defer os.RemoveAll(dir)
+	_, rest, ok := strings.Cut(branch, "/")
+	if !ok {
+		return "", nil
+	}
+	tip, ok := readRef(filepath.Join(dir, "refs", filepath.FromSlash(rest)))
+	if !ok {
+		return "dropped the private ref folder a killed sandboxed attempt left (no usable tip)", nil
+	}
+	real, err := git.RevParse(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: recover %s: %w", branch, err)
+	}
+	if tip == real {
+		return "", nil
+	}
+	if _, err := git.RevParse(ctx, tip); err != nil {
+		return "dropped the private ref folder a killed sandboxed attempt left (its tip " + tip + " is not a commit)", nil
+	}
+	if ff, err := git.IsAncestor(ctx, real, tip); err != nil || !ff {
+		return "dropped the private ref folder a killed sandboxed attempt left (its tip " + tip + " does not descend from " + branch + ")", nil
+	}
+	if err := git.UpdateRef(ctx, "refs/heads/"+branch, tip, real); err != nil {
+		return "", fmt.Errorf("sandbox: recover %s: %w", branch, err)
+	}
+	return "moved " + branch + " to " + tip + ", the tip a killed sandboxed attempt left", nil
+}

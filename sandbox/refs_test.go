@@ -74,3 +74,44 @@ func TestSyncIgnoresGarbage(t *testing.T) {
 		}
 	}
 }
+
+// A driver killed while a sandboxed agent ran leaves the agent's tip in
+// the private folder only: Recover carries a fast-forward back, and drops
+// a tip that does not descend from the branch.
+func TestRecover(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	dir := filepath.Join(r.top, ".claudopilot", "sandbox", "p1")
+	start := r.rev(t, "refs/heads/auto/p1")
+	if note, err := Recover(ctx, r.git, dir, "auto/p1"); note != "" || err != nil {
+		t.Fatalf("nothing left: %q, %v", note, err)
+	}
+	refs, err := PrepareRefs(filepath.Join(r.top, ".git"), dir, "auto/p1", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := strings.TrimSpace(r.gitOut(t, r.p1, "commit-tree", "-p", start, "-m", "agent", start+"^{tree}"))
+	os.WriteFile(filepath.Join(refs.Dir, "refs", "p1"), []byte(tip+"\n"), 0o644)
+	note, err := Recover(ctx, r.git, dir, "auto/p1")
+	if err != nil || !strings.Contains(note, "moved auto/p1 to "+tip) {
+		t.Fatalf("Recover: %q, %v", note, err)
+	}
+	if now := r.rev(t, "refs/heads/auto/p1"); now != tip {
+		t.Errorf("auto/p1 is %s, want %s", now, tip)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Error("the private folder is still there")
+	}
+	// A tip off to the side (the base's root, say) is dropped.
+	if _, err := PrepareRefs(filepath.Join(r.top, ".git"), dir, "auto/p1", start); err != nil {
+		t.Fatal(err)
+	}
+	note, err = Recover(ctx, r.git, dir, "auto/p1")
+	if err != nil || !strings.Contains(note, "does not descend") {
+		t.Fatalf("Recover of a non-descendant: %q, %v", note, err)
+	}
+	if now := r.rev(t, "refs/heads/auto/p1"); now != tip {
+		t.Errorf("auto/p1 moved to %s", now)
+	}
+}

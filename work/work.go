@@ -73,6 +73,14 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	wt := r.Layout.Worktree(j.ID)
 	branch := r.Layout.Branch(j.ID)
+	// A driver killed while the agent ran in the sandbox left its tip in
+	// the private ref folder: carry it back before anything reads the
+	// branch (whatever SANDBOX says now).
+	if note, err := sandbox.Recover(ctx, r.Git, r.Layout.SandboxDir(j.ID), branch); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	} else if note != "" {
+		o.Warnings = append(o.Warnings, "sandbox: "+note)
+	}
 	if j.Resume && Landed(ctx, r.Git, r.Layout, j.ID) {
 		// The driver died after this phase's merge landed: only the
 		// bookkeeping is left, which the merger does. No worktree, no
