@@ -78,6 +78,16 @@ record() {
 	env | grep '^CLAUDOPILOT_' | sort >"$RECORD/$phase.reviewer-$n.env"
 }
 
+# waitfor FILE: wait (at most 30s) until FILE exists; exit 9 if it never does.
+waitfor() {
+	i=0
+	until [ -e "$1" ]; do
+		i=$((i + 1))
+		[ $i -le 600 ] || die "waited in vain for $1"
+		sleep 0.05
+	done
+}
+
 # late_commit: a commit on the phase's branch after the review read it.
 late_commit() {
 	wt="$(dirname "$(git rev-parse --path-format=absolute --git-common-dir)")/.claudopilot/worktrees/$phase"
