@@ -614,7 +614,18 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 		}
 		dir := filepath.Join(wt, filepath.Dir(filepath.FromSlash(p)))
 		log := o.Layout.LogPath(j.ID, "lockfile", supervisor.NextLog(o.Layout.LogDir(j.ID), "lockfile"))
-		res := supervisor.Run(ctx, supervisor.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace})
+		// npm and friends run the branch's own scripts: in the sandbox
+		// with SANDBOX_GATE, like a gate.
+		jail, err := o.Sandbox.EnterGate(ctx, o.Git, wt, o.Layout.LogDir(j.ID))
+		if err != nil {
+			abort()
+			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
+		}
+		res := supervisor.Run(ctx, supervisor.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
+			abort()
+			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
+		}
 		if res.ExitCode != 0 {
 			abort()
 			return fmt.Errorf("regenerating %s with %q failed (see %s)", p, cmd, log)

@@ -44,7 +44,7 @@ type Config struct {
 // system. Paths are absolute and free of symlinks (bwrap mounts at the
 // path it is given).
 type Attempt struct {
-	Worktree string // writable, and the working directory
+	Worktree string // writable; the process starts in it (or below)
 	Common   string // the git common directory: read-only except objects/
 	Admin    string // the worktree's admin folder in Common (worktrees/<name>): writable
 	// Refs is the private ref folder from PrepareRefs, mounted over the
@@ -98,8 +98,10 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 	for _, p := range c.RW {
 		args = append(args, "--bind-try", p, p)
 	}
+	// No --chdir: bwrap starts in the caller's working directory (the
+	// worktree, or a folder in it for a lockfile command).
 	if a.Worktree != "" {
-		args = append(args, "--bind", a.Worktree, a.Worktree, "--chdir", a.Worktree)
+		args = append(args, "--bind", a.Worktree, a.Worktree)
 	}
 	// The hiding tmpfs mounts go read-only last, once every mount point
 	// in them is made: a write there fails instead of vanishing.

@@ -50,7 +50,7 @@ func TestArgs(t *testing.T) {
 				[]string{"--bind", "/r/.claudopilot/sandbox/p1/logs", "/r/.git/logs/refs/heads/auto"},
 				[]string{"--ro-bind-try", "/r/.claudopilot/logs/p1", "/r/.claudopilot/logs/p1"},
 				[]string{"--bind-try", "/h/.claude", "/h/.claude"},
-				[]string{"--bind", "/r/.claudopilot/worktrees/p1", "/r/.claudopilot/worktrees/p1", "--chdir", "/r/.claudopilot/worktrees/p1"},
+				[]string{"--bind", "/r/.claudopilot/worktrees/p1", "/r/.claudopilot/worktrees/p1"},
 				[]string{"--remount-ro", "/r", "--remount-ro", "/w"},
 				[]string{"--", "/bin/sh", "-c", "claude"}),
 		},
@@ -61,7 +61,7 @@ func TestArgs(t *testing.T) {
 			want: cat(base, []string{"--unshare-net"}, sys, []string{"--tmpfs", "/r"},
 				[]string{"--ro-bind", "/r/.git", "/r/.git", "--bind", "/r/.git/objects", "/r/.git/objects"},
 				[]string{"--bind", "/r/.git/worktrees/wt", "/r/.git/worktrees/wt"},
-				[]string{"--bind", "/r/wt", "/r/wt", "--chdir", "/r/wt", "--remount-ro", "/r", "--"}),
+				[]string{"--bind", "/r/wt", "/r/wt", "--remount-ro", "/r", "--"}),
 		},
 	}
 	for _, tt := range tests {
