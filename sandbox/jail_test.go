@@ -66,6 +66,7 @@ func newRepo(t *testing.T) *repo {
 	os.WriteFile(filepath.Join(r.top, "f"), []byte("base\n"), 0o644)
 	run(r.top, "add", "f")
 	run(r.top, "commit", "-qm", "init")
+	run(r.top, "branch", "release")
 	r.p1 = filepath.Join(r.top, ".claudopilot", "worktrees", "p1")
 	r.p2 = filepath.Join(r.top, ".claudopilot", "worktrees", "p2")
 	run(r.top, "worktree", "add", "-q", "-b", "auto/p1", r.p1)
@@ -108,6 +109,7 @@ try write-other sh -c 'echo stray > "$P2/stray"'
 try read-other cat "$P2/secret"
 try update-base git update-ref refs/heads/main HEAD
 try push-base git push -q . HEAD:refs/heads/main
+try push-release git push -q . HEAD:refs/heads/release
 try branch-base git branch -f main HEAD
 try read-driver cat /proc/$DRIVER/environ
 try write-git-config git config core.hooksPath /tmp
@@ -152,7 +154,7 @@ func TestJailConfinesAHostileAgent(t *testing.T) {
 	}
 	got := string(b)
 	for _, want := range []string{"write-base=denied", "write-other=denied", "read-other=denied", "update-base=denied",
-		"push-base=denied", "branch-base=denied", "read-driver=denied", "write-git-config=denied", "write-tmp=ok"} {
+		"push-base=denied", "push-release=denied", "branch-base=denied", "read-driver=denied", "write-git-config=denied", "write-tmp=ok"} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("result lacks %s:\n%s", want, got)
 		}
@@ -161,6 +163,9 @@ func TestJailConfinesAHostileAgent(t *testing.T) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s was written", p)
 		}
+	}
+	if now := r.rev(t, "refs/heads/release"); now != base {
+		t.Errorf("release moved from %s to %s", base, now)
 	}
 	if now := r.rev(t, "refs/heads/main"); now != base {
 		t.Errorf("main moved from %s to %s", base, now)

@@ -4,7 +4,9 @@
 # which the sandbox leaves writable), then tries to escape its worktree:
 # writes to the base checkout and to phase-02's worktree, a read of
 # phase-02's worktree, git update-ref of the base and of auto/phase-02,
-# `git push . HEAD:<base>`, git branch -f of the base, and a setsid daemon.
+# `git push . HEAD:<base>` (refused outside the sandbox too, the base being
+# checked out) and `git push . HEAD:release` (a branch checked out nowhere),
+# git branch -f of the base, and a setsid daemon.
 # Each outcome (ok/denied) goes to work/result-<phase>.txt, committed with
 # the phase's own work. Any other phase (phase-02) writes a secret file,
 # says where its worktree is, waits for phase-01 to finish its tries, and
@@ -39,6 +41,7 @@ try read-other cat "$other/secret"
 try update-ref-base git update-ref "refs/heads/$base" HEAD
 try push-base git push -q . "HEAD:refs/heads/$base"
 try branch-f-base git branch -f "$base" HEAD
+try push-release git push -q . HEAD:refs/heads/release
 git update-ref refs/heads/auto/phase-02 HEAD || true
 setsid sh -c 'exec sleep 31417' </dev/null >/dev/null 2>&1 &
 touch "$rv/go"
