@@ -39,6 +39,7 @@ func commands() []command {
 		{name: "retry", summary: "flip [blocked] or [failed] phases back to [pending]", run: cmdRetry},
 		{name: "pause", summary: "stop new launches (running agents finish); holds across restarts", run: cmdPause},
 		{name: "resume", summary: "let a paused run launch again", run: cmdResume},
+		{name: "drain", summary: "ask the running driver to finish what runs, merge it, and stop", run: cmdDrain},
 		{name: "lanes", summary: "show each lane's usage, want and concurrency (one pacer pass)", run: cmdLanes},
 		{name: "lane", summary: "switch a lane on or off", run: cmdLane},
 		{name: "doctor", summary: "check git, settings, agent, manifest and leftovers, with a fix for each problem", run: cmdDoctor},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -124,6 +125,37 @@ func stateDirOf(ctx context.Context, a *app, dir string) (*worktree.Client, stri
 		return nil, "", fmt.Errorf("%s: git lists no worktree", git.Dir)
 	}
 	return git, scheduler.Layout{Top: wts[0].Path}.StateDir(), nil
+}
+
+func cmdDrain(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "drain", "drain", `
+Ask the running driver to finish what runs and stop: no new launches;
+running agents finish, their work is checked and merged, then the run ends
+with exit 0 and its summary. Phases not started stay as they are for the
+next run. Without a running driver there is nothing to drain.`, "  claudopilot drain")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("drain takes no arguments")
+	}
+	git, dir, err := stateDirOf(ctx, a, a.cwd)
+	if err != nil {
+		return err
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	info, ok := scheduler.LockHeld(filepath.Join(common, "claudopilot.lock"))
+	if !ok {
+		return errors.New("drain: no driver is running here")
+	}
+	if err := engine.SetDrain(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.s.Out, "draining: the driver (pid %d) finishes what runs, then stops\n", info.PID)
+	return nil
 }
 
 func cmdPause(ctx context.Context, a *app, args []string) error {

@@ -169,7 +169,10 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	c.Gate, c.Prepare, c.Agent = s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("AGENT_CMD")
 	c.Super, c.Lockfile = s.str("SUPERVISOR_CMD"), s.str("LOCKFILE_CMD")
-	c.ResumeCmd, c.Notify = s.str("AGENT_RESUME_CMD"), s.str("NOTIFY_CMD")
+	c.ResumeCmd, c.Notify, c.Listen = s.str("AGENT_RESUME_CMD"), s.str("NOTIFY_CMD"), s.str("LISTEN")
+	if c.ListenPublic, err = s.bool("LISTEN_PUBLIC"); err != nil {
+		return c, err
+	}
 	if c.RunMaxCost, err = s.dollars("RUN_MAX_COST_USD"); err != nil {
 		return c, err
 	}

@@ -62,6 +62,8 @@ func runKnobs() []knob {
 		{"RUN_MAX_COST_USD", "run-max-cost", "0", "dollars this run's agents may spend; reached: no new launches, exit 9 (0: no limit)", "dollars"},
 		{"PHASE_MAX_COST_USD", "phase-max-cost", "0", "dollars one phase may spend over all its attempts; reached: parked with reason budget (0: no limit)", "dollars"},
 		{"NOTIFY_CMD", "notify", "", "command run (sh -c) when a phase merges, parks or fails, the run ends, a cooldown starts or ends, a budget is reached, or the run is paused or resumed; the message is in $CLAUDOPILOT_NOTIFY_MSG, the event as JSON on stdin", "string"},
+		{"LISTEN", "listen", "", "serve the web page and JSON API on HOST:PORT, e.g. 127.0.0.1:7777 (docs/web.md; default: off)", "string"},
+		{"LISTEN_PUBLIC", "listen-public", "0", "allow --listen on an address that is not loopback (still token-only)", "bool"},
 		{"AGENT_RESUME_CMD", "resume-cmd", "", `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, "string"},
 		{"SANDBOX", "sandbox", "off", "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined", "sandbox"},
 		{"SANDBOX_NET", "sandbox-net", "1", "network inside the sandbox (0: none)", "bool"},

@@ -26,11 +26,14 @@ type Switches struct {
 	Paused   bool            `json:"paused"`
 	PausedAt time.Time       `json:"paused_at,omitzero"`
 	LanesOff map[string]bool `json:"lanes_off,omitempty"`
+	// Drain asks the running driver to finish what runs and stop. It
+	// does not outlive that driver: the next one clears it at start.
+	Drain bool `json:"drain,omitempty"`
 }
 
 // Equal reports whether two switch sets say the same.
 func (s Switches) Equal(o Switches) bool {
-	return s.Paused == o.Paused && maps.Equal(s.offOnly(), o.offOnly())
+	return s.Paused == o.Paused && s.Drain == o.Drain && maps.Equal(s.offOnly(), o.offOnly())
 }
 
 func (s Switches) offOnly() map[string]bool {

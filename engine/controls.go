@@ -61,6 +61,12 @@ func SetPaused(stateDir string, paused bool) error {
 	return err
 }
 
+// SetDrain asks the running driver to finish what runs and stop.
+func SetDrain(stateDir string) error {
+	_, err := control.Update(stateDir, func(s *control.Switches) { s.Drain = true })
+	return err
+}
+
 // SetLane switches lane id on or off, as SetPaused does launches.
 func SetLane(stateDir, id string, on bool) error {
 	_, err := control.Update(stateDir, func(s *control.Switches) {
@@ -109,6 +115,7 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 			case s := <-changes:
 				paused := s.Paused
 				c.Pause = &paused
+				c.Drain = s.Drain
 				sw = s
 			case <-tick.C:
 			case <-redChanged:
@@ -143,6 +150,13 @@ func wireControls(ctx context.Context, log io.Writer, l scheduler.Layout, ls Lan
 	sw, err := control.Load(l.StateDir())
 	if err != nil {
 		return err
+	}
+	if sw.Drain {
+		// A drain was for the driver that took it (or asked of none):
+		// this run starts afresh.
+		if sw, err = control.Update(l.StateDir(), func(s *control.Switches) { s.Drain = false }); err != nil {
+			return err
+		}
 	}
 	cfg.Paused = sw.Paused
 	if len(ls.Lanes) > 0 {

@@ -191,6 +191,11 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.onClose(n.Close)
 		listeners = append(listeners, n.Send)
 	}
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused)
+	if err != nil {
+		return nil, err
+	}
+	listeners = append(listeners, webListeners...)
 	e.events = fanOut(e.raw, listeners...)
 	return e, nil
 }

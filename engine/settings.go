@@ -27,6 +27,10 @@ type Settings struct {
 	RunMaxCost, PhaseMaxCost                   float64
 	ResumeCmd                                  string
 	Notify                                     string
+	// Listen serves the web page and API on this address ("" off);
+	// ListenPublic allows an address that is not loopback.
+	Listen       string
+	ListenPublic bool
 }
 
 // Review is the resolved review gate (docs/review.md): on when Cmd is set.

@@ -48,3 +48,42 @@ func TestCooldownRelaunchCarriesSession(t *testing.T) {
 		t.Fatalf("jobs %+v", js)
 	}
 }
+
+// The run budget stops launches, also a repair that was due: the run ends
+// instead of waiting for it.
+func TestRunBudgetEndsWithRepairDue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, RunMaxCost: 1})
+	h.runner.on("a", Worker, step{Reason: ReasonExit, Usage: cost(1.5, "")})
+	_, err, _ := h.run(context.Background())
+	wantErrIs(t, err, ErrBudget)
+	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+		t.Errorf("%d supervisor runs after the budget was reached", n)
+	}
+}
+
+// Drain: what runs finishes and merges, nothing new starts, and the run
+// ends with success.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	controls := make(chan Control)
+	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, Controls: controls})
+	hold := make(chan struct{})
+	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: hold})
+	h.runner.entered = make(chan Job, 2)
+	ch := h.start(context.Background())
+	<-h.runner.entered
+	controls <- Control{Drain: true}
+	h.ev.wait(t, "drain", isEv(EvDrain, ""))
+	close(hold)
+	_, err, evs := h.await(ch)
+	if err != nil {
+		t.Fatalf("drain ended with %v", err)
+	}
+	if h.runner.callsOf("b") != 0 {
+		t.Error("b launched while draining")
+	}
+	if indexOf(evs, isEv(EvMerged, "a")) < 0 {
+		t.Error("a did not merge")
+	}
+}

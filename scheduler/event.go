@@ -46,6 +46,7 @@ const (
 	EvResumed  = "resumed"  // launches go on
 	EvLanes    = "lanes"    // the pacer changed lanes' concurrency
 	EvBudget   = "budget"   // a cost budget was reached
+	EvDrain    = "drain"    // no new launches; the run ends when what runs is done
 )
 
 // PhaseSummary is one phase's line in the end-of-run summary.

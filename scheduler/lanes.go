@@ -24,6 +24,9 @@ type Lane struct {
 type Control struct {
 	Pause *bool
 	Slots map[string]int
+	// Drain: launch nothing more, finish what runs (and its merges), then
+	// end the run with success.
+	Drain bool
 }
 
 // laneSlot is a lane and what runs on it now.
@@ -79,7 +82,7 @@ func (s *Scheduler) usable(l *laneSlot, r Role, now time.Time) bool {
 // phase bound to no lane takes the first lane with a free slot, in LANES
 // order.
 func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
-	if s.paused || s.budgetHit {
+	if s.paused || s.budgetHit || s.draining {
 		return nil
 	}
 	home := p.lane
@@ -107,7 +110,7 @@ func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
 
 // freeSlots counts free slots on lanes not cooling down for workers.
 func (s *Scheduler) freeSlots(now time.Time) int {
-	if s.paused || s.budgetHit {
+	if s.paused || s.budgetHit || s.draining {
 		return 0
 	}
 	n := 0
@@ -131,7 +134,7 @@ func (s *Scheduler) cooldownEnds(consider func(time.Time)) {
 // to end, a pause to be lifted, or the pacer to give a lane slots. The loop
 // then waits instead of ending the run.
 func (s *Scheduler) heldBack(now time.Time) bool {
-	if s.budgetHit {
+	if s.budgetHit || s.draining {
 		return false // nothing will start again in this run
 	}
 	cooling := false
@@ -163,6 +166,11 @@ func (s *Scheduler) onControl(c Control) {
 		}
 		s.record(Record{Event: kind})
 		s.emit(Event{Kind: kind, Detail: detail})
+	}
+	if c.Drain && !s.draining {
+		s.draining = true
+		s.record(Record{Event: EvDrain})
+		s.emit(Event{Kind: EvDrain, Detail: "draining: no new launches; what runs finishes and merges, then the run stops"})
 	}
 	if len(c.Slots) == 0 {
 		return

@@ -102,6 +102,7 @@ type Scheduler struct {
 	paused    bool         // no new launches; running agents go on
 	spend     ledger.Usage // this run's agents' reported spend
 	budgetHit bool         // RunMaxCost reached: no new launches
+	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
 }
 
@@ -318,7 +319,7 @@ func (s *Scheduler) idle() bool {
 	}
 	now := s.now()
 	for _, p := range s.phases {
-		if p.next != nil {
+		if p.next != nil && !s.draining && !s.budgetHit {
 			return false // waiting out a cooldown or backoff
 		}
 	}
@@ -968,6 +969,9 @@ func (s *Scheduler) finish() (Summary, error) {
 		}
 		s.emit(Event{Kind: EvEnd, Detail: s.halt.Error()})
 		return sum, s.halt
+	case s.draining && s.halt == nil:
+		s.emit(Event{Kind: EvEnd, Detail: fmt.Sprintf("drained: %d merged, %d not merged", len(m.Phases)-unmerged-blocked, unmerged+blocked)})
+		return sum, nil
 	case s.budgetHit && unmerged+blocked > 0:
 		s.emit(Event{Kind: EvEnd, Detail: "run budget reached"})
 		return sum, fmt.Errorf("%w: %s of $%.2f (RUN_MAX_COST_USD); %d phases not merged", ErrBudget, ledger.CostText(s.spend), s.cfg.RunMaxCost, unmerged+blocked)

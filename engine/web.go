@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/web"
+)
+
+// WebTokenFile is the web API's token, in the state folder.
+const WebTokenFile = "web-token"
+
+// startWeb serves the API and page of this run when LISTEN is set, until
+// ctx ends. It returns the listeners the event fan-out feeds.
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l scheduler.Layout, paused bool) ([]func(scheduler.Event), error) {
+	if cfg.Listen == "" {
+		return nil, nil
+	}
+	if err := web.CheckAddr(cfg.Listen, cfg.ListenPublic); err != nil {
+		return nil, &SettingsError{Err: err}
+	}
+	tok, err := web.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(l.StateDir(), 0o755); err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(l.StateDir(), WebTokenFile)
+	os.Remove(tokPath) // a new token per run; 0600 from creation
+	if err := os.WriteFile(tokPath, []byte(tok+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("web token: %w", err)
+	}
+	recs, _ := scheduler.ReadJournal(l.JournalPath())
+	hist, _ := scheduler.History(recs)
+	hub := web.NewHub()
+	srv := &web.Server{
+		Token: tok, Model: web.NewModel(rm, hist, paused), Hub: hub,
+		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir},
+		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
+	}
+	addr, err := srv.Serve(ctx, cfg.Listen, nil)
+	if err != nil {
+		return nil, err
+	}
+	code, err := srv.LoginCode()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "claudopilot: web page: http://%s/login?code=%s (once; the API token is in %s)\n", addr, code, rel(tokPath))
+	go func() {
+		<-ctx.Done()
+		hub.Close()
+	}()
+	return []func(scheduler.Event){srv.Model.Apply, hub.Publish}, nil
+}
+
+// webActions are the page's buttons: the same switch files and manifest
+// flips as the commands.
+type webActions struct {
+	ctx        context.Context
+	state, dir string
+}
+
+func (w webActions) Pause() error  { return SetPaused(w.state, true) }
+func (w webActions) Resume() error { return SetPaused(w.state, false) }
+func (w webActions) Drain() error  { return SetDrain(w.state) }
+
+func (w webActions) Retry(id string) error {
+	done, already, err := Retry(w.ctx, w.dir, []string{id}, false)
+	if err != nil {
+		return err
+	}
+	if len(done) == 0 && len(already) == 0 {
+		return fmt.Errorf("%s: nothing to retry", id)
+	}
+	return nil
+}
+
+// FindLog finds a phase's log: of a role ("" any), an attempt (0 newest).
+func FindLog(l scheduler.Layout, rm *roadmap.Roadmap, id, role string, attempt int) (string, error) {
+	if rm.Node(id) == nil {
+		return "", fmt.Errorf("no phase %q", id)
+	}
+	switch role {
+	case "", "worker", "supervisor", "reviewer", "gate", "prepare":
+	default:
+		return "", fmt.Errorf("role %q: want worker, supervisor, reviewer, gate or prepare", role)
+	}
+	if role != "" && attempt > 0 {
+		return l.LogPath(id, role, attempt), nil
+	}
+	ents, err := os.ReadDir(l.LogDir(id))
+	if err != nil {
+		return "", fmt.Errorf("%s has no logs yet", id)
+	}
+	type cand struct {
+		name string
+		n    int
+		mod  int64
+	}
+	var cs []cand
+	for _, e := range ents {
+		r, num, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".log"), "-")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".log") || (role != "" && r != role) || (attempt > 0 && n != attempt) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		cs = append(cs, cand{e.Name(), n, info.ModTime().UnixNano()})
+	}
+	if len(cs) == 0 {
+		return "", fmt.Errorf("%s has no such log yet", id)
+	}
+	// Newest first; with no role named, an agent's log before a gate's:
+	// the pane is for what the agent says.
+	agentLog := func(c cand) bool {
+		return strings.HasPrefix(c.name, "worker-") || strings.HasPrefix(c.name, "supervisor-") || strings.HasPrefix(c.name, "reviewer-")
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if role == "" && agentLog(cs[i]) != agentLog(cs[j]) {
+			return agentLog(cs[i])
+		}
+		return cs[i].mod > cs[j].mod
+	})
+	return filepath.Join(l.LogDir(id), cs[0].name), nil
+}

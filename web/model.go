@@ -1,0 +1,203 @@
+package web
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+// Phase is one node of the run as the API shows it.
+type Phase struct {
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	State    string   `json:"state"`              // the manifest state
+	Activity string   `json:"activity,omitempty"` // worker, supervisor, reviewer, merging, waiting: …
+	Deps     []string `json:"deps"`
+	Level    int      `json:"level"`    // wave of the whole graph, for drawing
+	Critical bool     `json:"critical"` // on the critical path of the work left at start
+	Attempts int      `json:"attempts"`
+	Reason   string   `json:"reason,omitempty"`
+	Detail   string   `json:"detail,omitempty"`
+	// Started is when its current attempt began; Elapsed adds the time
+	// of its attempts so far, in seconds.
+	Started  time.Time     `json:"started,omitzero"`
+	Elapsed  float64       `json:"elapsed_s"`
+	Usage    ledger.Usage  `json:"usage"`
+	Cost     *float64      `json:"cost_usd,omitempty"`
+	Lane     string        `json:"lane,omitempty"`
+	Log      string        `json:"log,omitempty"`
+	Cooldown time.Time     `json:"cooldown_until,omitzero"`
+	spent    time.Duration // finished attempts' time
+}
+
+// State is GET /api/v1/state.
+type State struct {
+	Version  int            `json:"version"`
+	Started  time.Time      `json:"started,omitzero"`
+	Ended    string         `json:"ended,omitempty"`
+	Paused   bool           `json:"paused"`
+	Draining bool           `json:"draining"`
+	Phases   []Phase        `json:"phases"`
+	Running  []string       `json:"running"`
+	Next     []string       `json:"next"`
+	Counts   map[string]int `json:"counts"`
+	Usage    ledger.Usage   `json:"usage"`
+	Cost     *float64       `json:"cost_usd,omitempty"`
+	Cooldown time.Time      `json:"cooldown_until,omitzero"`
+}
+
+// Model is the run's state, kept from the scheduler's events. Apply is
+// called from the event fan-out; State from HTTP handlers.
+type Model struct {
+	mu     sync.Mutex // guards everything below
+	rm     *roadmap.Roadmap
+	phases []*Phase
+	byID   map[string]*Phase
+	st     State
+	now    func() time.Time
+}
+
+// NewModel starts from the roadmap as loaded (and the journal's history, so
+// attempts and cost of earlier runs show).
+func NewModel(rm *roadmap.Roadmap, hist map[string]*scheduler.PhaseHistory, paused bool) *Model {
+	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now}
+	m.st = State{Version: 1, Paused: paused}
+	all := func(*roadmap.Node) manifest.State { return manifest.Pending }
+	level := map[string]int{}
+	for i, lv := range rm.Levels(all) {
+		for _, n := range lv {
+			level[n.ID] = i
+		}
+	}
+	crit := map[string]bool{}
+	path, _, _ := rm.CriticalPath(roadmap.FileState)
+	for _, n := range path {
+		crit[n.ID] = true
+	}
+	for _, n := range rm.Nodes {
+		p := &Phase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Level: level[n.ID], Critical: crit[n.ID], Deps: []string{}}
+		for _, d := range rm.Deps(n) {
+			p.Deps = append(p.Deps, d.ID)
+		}
+		p.Deps = append(p.Deps, n.External...)
+		if h := hist[n.ID]; h != nil {
+			p.Attempts = h.WorkerRuns + h.SuperRuns
+			p.spent = h.Spent
+			p.Usage = h.Usage
+			p.Log = h.Log
+			if n.State == manifest.Blocked || n.State == manifest.Failed {
+				p.Reason, p.Detail = string(h.Reason), h.Detail
+			}
+		}
+		m.phases = append(m.phases, p)
+		m.byID[n.ID] = p
+	}
+	return m
+}
+
+// Apply folds one event into the state.
+func (m *Model) Apply(ev scheduler.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.byID[ev.Phase]
+	switch ev.Kind {
+	case scheduler.EvStart:
+		m.st.Started = ev.Time
+	case scheduler.EvEnd:
+		m.st.Ended = ev.Detail
+	case scheduler.EvPaused:
+		m.st.Paused = true
+	case scheduler.EvResumed:
+		m.st.Paused = false
+	case scheduler.EvDrain:
+		m.st.Draining = true
+	case scheduler.EvCooldown:
+		if ev.Until.After(m.st.Cooldown) {
+			m.st.Cooldown = ev.Until
+		}
+	}
+	if p == nil {
+		return
+	}
+	if ev.State != "" {
+		p.State = ev.State
+	}
+	switch ev.Kind {
+	case scheduler.EvLaunch:
+		p.Attempts++
+		p.Activity, p.Started, p.Lane = string(ev.Role), ev.Time, ev.Lane
+		p.Reason, p.Detail = "", ""
+	case scheduler.EvExit:
+		if !p.Started.IsZero() {
+			p.spent += ev.Time.Sub(p.Started)
+			p.Started = time.Time{}
+		}
+		p.Activity = ""
+		if ev.Reason != "" {
+			p.Reason, p.Detail = string(ev.Reason), ev.Detail
+		}
+		if ev.LogPath != "" {
+			p.Log = ev.LogPath
+		}
+		if ev.Usage != nil {
+			p.Usage = ledger.Add(p.Usage, *ev.Usage)
+			m.st.Usage = ledger.Add(m.st.Usage, *ev.Usage)
+		}
+	case scheduler.EvMerging:
+		p.Activity = "merging"
+	case scheduler.EvWait:
+		p.Activity = "waiting: " + ev.Detail
+	case scheduler.EvMerged:
+		p.Activity, p.Reason, p.Detail = "", "", ""
+	case scheduler.EvFailed, scheduler.EvBlocked:
+		p.Activity = ""
+		p.Reason, p.Detail = string(ev.Reason), ev.Detail
+	case scheduler.EvCooldown:
+		p.Cooldown = ev.Until
+	}
+}
+
+// State is a copy of the state now.
+func (m *Model) State() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	st := m.st
+	st.Phases = make([]Phase, len(m.phases))
+	st.Running, st.Next = []string{}, []string{}
+	st.Counts = map[string]int{}
+	for _, s := range manifest.States {
+		st.Counts[string(s)] = 0
+	}
+	states := map[string]manifest.State{}
+	for i, p := range m.phases {
+		c := *p
+		c.Elapsed = c.spent.Seconds()
+		if !c.Started.IsZero() {
+			c.Elapsed += now.Sub(c.Started).Seconds()
+			st.Running = append(st.Running, c.ID)
+		}
+		if v, ok := c.Usage.Cost(); ok {
+			c.Cost = &v
+		}
+		c.Deps = slices.Clone(c.Deps)
+		st.Phases[i] = c
+		st.Counts[c.State]++
+		states[c.ID] = manifest.State(c.State)
+	}
+	stateOf := func(d *roadmap.Node) manifest.State { return states[d.ID] }
+	for _, n := range m.rm.Nodes {
+		if states[n.ID] == manifest.Pending && m.rm.Eligible(n, stateOf) {
+			st.Next = append(st.Next, n.ID)
+		}
+	}
+	if v, ok := st.Usage.Cost(); ok {
+		st.Cost = &v
+	}
+	return st
+}

@@ -1,0 +1,395 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
+)
+
+//go:embed page.html
+var page []byte
+
+// CookieName is the cookie the one-time login URL sets.
+const CookieName = "claudopilot_token"
+
+// Actions carry out POST /api/v1/actions. The composition implements them
+// with the same switches and manifest writes as the commands.
+type Actions interface {
+	Pause() error
+	Resume() error
+	Drain() error
+	Retry(id string) error
+}
+
+// LogPath finds a phase's log: role "" means any, attempt 0 the newest.
+type LogPath func(id, role string, attempt int) (string, error)
+
+// Server is the HTTP side of a running driver.
+type Server struct {
+	Token   string
+	Model   *Model
+	Actions Actions
+	Log     LogPath
+	Hub     *Hub
+
+	mu   sync.Mutex      // guards once
+	once map[string]bool // one-time login codes not used yet
+}
+
+// NewToken makes a random token for .claudopilot/state/web-token.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// LoginCode makes a one-time code for the login URL; it works once.
+func (s *Server) LoginCode() (string, error) {
+	c, err := NewToken()
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.once == nil {
+		s.once = map[string]bool{}
+	}
+	s.once[c] = true
+	return c, nil
+}
+
+// CheckAddr refuses an address that is not loopback unless public is set.
+func CheckAddr(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %s: want HOST:PORT, e.g. 127.0.0.1:7777: %w", addr, err)
+	}
+	if public {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %s is not a loopback address: pass --listen-public too to serve other machines (still token-only)", addr)
+}
+
+// Handler routes every request.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", s.login)
+	mux.HandleFunc("GET /{$}", s.auth(s.page))
+	mux.HandleFunc("GET /api/v1/state", s.auth(s.state))
+	mux.HandleFunc("GET /api/v1/events", s.auth(s.events))
+	mux.HandleFunc("GET /api/v1/logs/{id}", s.auth(s.logs))
+	mux.HandleFunc("POST /api/v1/actions", s.auth(s.action))
+	return mux
+}
+
+// auth lets a request through with the token as a bearer header or the
+// login cookie. A POST must not come from another origin; one made with
+// the cookie must say its origin, as browsers do.
+func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		byCookie := false
+		tok := ""
+		if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+			tok = strings.TrimPrefix(h, "Bearer ")
+		} else if c, err := r.Cookie(CookieName); err == nil {
+			tok, byCookie = c.Value, true
+		}
+		if tok == "" {
+			httpError(w, http.StatusUnauthorized, "a token is needed: Authorization: Bearer <.claudopilot/state/web-token>, or open the login URL the driver printed")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+			httpError(w, http.StatusUnauthorized, "wrong token")
+			return
+		}
+		if r.Method == http.MethodPost {
+			origin := r.Header.Get("Origin")
+			if origin != "" && origin != "http://"+r.Host {
+				httpError(w, http.StatusForbidden, "cross-origin request refused")
+				return
+			}
+			if origin == "" && byCookie {
+				httpError(w, http.StatusForbidden, "a request with the cookie must name its origin")
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next(w, r)
+	}
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("code")
+	s.mu.Lock()
+	ok := code != "" && s.once[code]
+	delete(s.once, code)
+	s.mu.Unlock()
+	if !ok {
+		httpError(w, http.StatusForbidden, "this login URL is unknown or was used already: print a new one with the token from .claudopilot/state/web-token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+	w.Write(page)
+}
+
+func (s *Server) state(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Model.State())
+}
+
+// events streams the scheduler's events as server-sent events, the same
+// JSON as --json prints.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	ch, cancel := s.Hub.Subscribe()
+	defer cancel()
+	sseHeaders(w)
+	fmt.Fprint(w, ": claudopilot events\n\n")
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-ch:
+			if !ok {
+				return // the run ended, or this client fell behind
+			}
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, b)
+			fl.Flush()
+		}
+	}
+}
+
+// logs prints a phase's log, scrubbed of secrets; follow=1 streams new
+// lines as server-sent events until the client goes.
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	attempt := 0
+	if a := q.Get("attempt"); a != "" {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 {
+			httpError(w, http.StatusBadRequest, "attempt: want a number ≥ 1")
+			return
+		}
+		attempt = n
+	}
+	path, err := s.Log(r.PathValue("id"), q.Get("role"), attempt)
+	if err != nil {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		httpError(w, http.StatusNotFound, "no log yet")
+		return
+	}
+	defer f.Close()
+	if q.Get("follow") != "1" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			fmt.Fprintln(w, secret.Redact(sc.Text()))
+		}
+		return
+	}
+	s.follow(w, r, f)
+}
+
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, f *os.File) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	sseHeaders(w)
+	rd := bufio.NewReader(f)
+	var part string
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for {
+			line, err := rd.ReadString('\n')
+			part += line
+			if err != nil {
+				break // the rest of a line comes later
+			}
+			b, _ := json.Marshal(secret.Redact(strings.TrimRight(part, "\r\n")))
+			fmt.Fprintf(w, "event: line\ndata: %s\n\n", b)
+			part = ""
+		}
+		fl.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C: // a log is a file: look again for more
+		}
+	}
+}
+
+type actionReq struct {
+	Action string `json:"action"`
+	ID     string `json:"id"`
+}
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	var req actionReq
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		httpError(w, http.StatusBadRequest, "want JSON {\"action\":\"pause\"|\"resume\"|\"drain\"|\"retry\",\"id\":…}")
+		return
+	}
+	var err error
+	switch req.Action {
+	case "pause":
+		err = s.Actions.Pause()
+	case "resume":
+		err = s.Actions.Resume()
+	case "drain":
+		err = s.Actions.Drain()
+	case "retry":
+		if req.ID == "" {
+			httpError(w, http.StatusBadRequest, "retry needs an id")
+			return
+		}
+		err = s.Actions.Retry(req.ID)
+	default:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain or retry", req.Action))
+		return
+	}
+	if err != nil {
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"ok": req.Action})
+}
+
+func sseHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// Serve listens on addr and serves until ctx ends. It returns the address
+// it listens on (the port is chosen for ":0") once it listens.
+func (s *Server) Serve(ctx context.Context, addr string, errs chan<- error) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && errs != nil {
+			errs <- err
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+// Hub fans the run's events out to the event streams. A client that falls
+// behind is dropped (its stream ends) rather than slowing the run.
+type Hub struct {
+	mu   sync.Mutex // guards subs and done
+	subs map[chan scheduler.Event]bool
+	done bool
+}
+
+// NewHub makes an empty hub.
+func NewHub() *Hub { return &Hub{subs: map[chan scheduler.Event]bool{}} }
+
+// Subscribe returns a stream of events and its cancel.
+func (h *Hub) Subscribe() (<-chan scheduler.Event, func()) {
+	ch := make(chan scheduler.Event, 256)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		close(ch)
+		return ch, func() {}
+	}
+	h.subs[ch] = true
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.subs[ch] {
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// Publish hands ev to every stream; it never blocks.
+func (h *Hub) Publish(ev scheduler.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- ev:
+		default:
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// Close ends every stream.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done = true
+	for ch := range h.subs {
+		close(ch)
+	}
+	h.subs = map[chan scheduler.Event]bool{}
+}

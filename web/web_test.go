@@ -1,0 +1,318 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+type fakeActions struct {
+	mu   sync.Mutex
+	done []string
+}
+
+func (f *fakeActions) add(s string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done = append(f.done, s)
+	return nil
+}
+func (f *fakeActions) Pause() error  { return f.add("pause") }
+func (f *fakeActions) Resume() error { return f.add("resume") }
+func (f *fakeActions) Drain() error  { return f.add("drain") }
+func (f *fakeActions) Retry(id string) error {
+	if id == "nope" {
+		return errors.New("retry: no phase \"nope\"")
+	}
+	return f.add("retry " + id)
+}
+
+const testManifest = `# R
+
+1. [merged] **a** — first
+2. [pending] **b** — second (deps: a)
+3. [pending] **c** — third (deps: b)
+`
+
+type fixture struct {
+	srv  *Server
+	ts   *httptest.Server
+	acts *fakeActions
+	log  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	rm, err := roadmap.Parse("/rm", []byte(testManifest), []string{"a.md", "b.md", "c.md"}, roadmap.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "worker-1.log")
+	os.WriteFile(logPath, []byte("hello\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI7K7MDENGbPxRfiCYzq81KEY9\n"), 0o644)
+	f := &fixture{acts: &fakeActions{}, log: logPath}
+	f.srv = &Server{
+		Token: "tok", Model: NewModel(rm, nil, false), Actions: f.acts, Hub: NewHub(),
+		Log: func(id, role string, attempt int) (string, error) {
+			if id != "b" {
+				return "", errors.New("no phase")
+			}
+			return logPath, nil
+		},
+	}
+	f.ts = httptest.NewServer(f.srv.Handler())
+	t.Cleanup(f.ts.Close)
+	return f
+}
+
+func (f *fixture) do(t *testing.T, method, path, token, origin, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, f.ts.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestAuthRules(t *testing.T) {
+	f := newFixture(t)
+	self := f.ts.URL
+	tests := []struct {
+		name, method, path, token, origin, body string
+		want                                    int
+	}{
+		{"no token", "GET", "/api/v1/state", "", "", "", 401},
+		{"wrong token", "GET", "/api/v1/state", "nope", "", "", 401},
+		{"token", "GET", "/api/v1/state", "tok", "", "", 200},
+		{"page without token", "GET", "/", "", "", "", 401},
+		{"cross-origin POST", "POST", "/api/v1/actions", "tok", "http://evil.example", `{"action":"pause"}`, 403},
+		{"same-origin POST", "POST", "/api/v1/actions", "tok", self, `{"action":"pause"}`, 200},
+		{"POST from a script (no Origin)", "POST", "/api/v1/actions", "tok", "", `{"action":"resume"}`, 200},
+		{"no token POST", "POST", "/api/v1/actions", "", self, `{"action":"pause"}`, 401},
+		{"GET on actions", "GET", "/api/v1/actions", "tok", "", "", 405},
+	}
+	for _, tc := range tests {
+		if got := f.do(t, tc.method, tc.path, tc.token, tc.origin, tc.body).StatusCode; got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if !slices.Equal(f.acts.done, []string{"pause", "resume"}) {
+		t.Errorf("actions %v", f.acts.done)
+	}
+}
+
+// The one-time URL sets the cookie once; a cookie-authenticated POST must
+// name its origin.
+func TestLoginCookie(t *testing.T) {
+	f := newFixture(t)
+	code, _ := f.srv.LoginCode()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(f.ts.URL + "/login?code=" + code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	again, _ := http.Get(f.ts.URL + "/login?code=" + code)
+	again.Body.Close()
+	if again.StatusCode != 403 {
+		t.Errorf("second use of the code: %d", again.StatusCode)
+	}
+	post := func(origin string) int {
+		req, _ := http.NewRequest("POST", f.ts.URL+"/api/v1/actions", strings.NewReader(`{"action":"drain"}`))
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		r, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	if got := post(""); got != 403 {
+		t.Errorf("cookie POST without Origin: %d", got)
+	}
+	if got := post("http://evil.example"); got != 403 {
+		t.Errorf("cookie POST cross-origin: %d", got)
+	}
+	if got := post(f.ts.URL); got != 200 {
+		t.Errorf("cookie POST same origin: %d", got)
+	}
+}
+
+func TestActions(t *testing.T) {
+	f := newFixture(t)
+	for body, want := range map[string]int{
+		`{"action":"retry","id":"c"}`:    200,
+		`{"action":"retry"}`:             400,
+		`{"action":"retry","id":"nope"}`: 409,
+		`{"action":"explode"}`:           400,
+		`not json`:                       400,
+	} {
+		if got := f.do(t, "POST", "/api/v1/actions", "tok", "", body).StatusCode; got != want {
+			t.Errorf("%s: %d, want %d", body, got, want)
+		}
+	}
+	if !slices.Equal(f.acts.done, []string{"retry c"}) {
+		t.Errorf("actions %v", f.acts.done)
+	}
+}
+
+// The state follows the events: what runs, what is next, cost, pause.
+func TestStateFollowsEvents(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	cost := 0.25
+	for _, ev := range []scheduler.Event{
+		{Kind: scheduler.EvStart, Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Time: now},
+		{Kind: scheduler.EvPaused, Time: now},
+		{Kind: scheduler.EvExit, Phase: "b", Role: scheduler.Worker, Attempt: 1, Time: now.Add(time.Second), Usage: &ledger.Usage{CostUSD: &cost}},
+		{Kind: scheduler.EvMerging, Phase: "b", Time: now},
+	} {
+		f.srv.Model.Apply(ev)
+	}
+	var st State
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&st)
+	b := st.Phases[1]
+	if b.ID != "b" || b.State != "running" || b.Activity != "merging" || b.Attempts != 1 || b.Cost == nil || *b.Cost != 0.25 || b.Elapsed != 1 {
+		t.Errorf("b: %+v", b)
+	}
+	if !st.Paused || st.Cost == nil || *st.Cost != 0.25 || len(st.Next) != 0 {
+		t.Errorf("state: %+v", st)
+	}
+	if !st.Phases[0].Critical && !st.Phases[1].Critical {
+		t.Errorf("no critical path marked: %+v", st.Phases)
+	}
+	if st.Phases[2].Level != 2 || !slices.Equal(st.Phases[2].Deps, []string{"b"}) {
+		t.Errorf("c: %+v", st.Phases[2])
+	}
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvMerged, Phase: "b", State: "merged", Time: now})
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&st)
+	if !slices.Equal(st.Next, []string{"c"}) {
+		t.Errorf("next %v, want [c]", st.Next)
+	}
+}
+
+// The event stream carries the same JSON as --json.
+func TestEventStream(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if l, _ := rd.ReadString('\n'); !strings.HasPrefix(l, ": claudopilot") {
+		t.Fatalf("first line %q", l)
+	}
+	f.srv.Hub.Publish(scheduler.Event{Kind: scheduler.EvMerged, Phase: "b", State: "merged"})
+	for {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(l, "data: ") {
+			if !strings.Contains(l, `"event":"merged","phase":"b"`) {
+				t.Errorf("data %q", l)
+			}
+			return
+		}
+	}
+}
+
+// Logs come scrubbed of secrets, whole or followed.
+func TestLogs(t *testing.T) {
+	f := newFixture(t)
+	resp := f.do(t, "GET", "/api/v1/logs/b?role=worker", "tok", "", "")
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	if resp.StatusCode != 200 || !strings.Contains(b.String(), "hello") || strings.Contains(b.String(), "wJalrXUtnFEMI7K7") || !strings.Contains(b.String(), "[redacted]") {
+		t.Errorf("log %d: %q", resp.StatusCode, b.String())
+	}
+	if got := f.do(t, "GET", "/api/v1/logs/x", "tok", "", "").StatusCode; got != 404 {
+		t.Errorf("unknown phase: %d", got)
+	}
+	if got := f.do(t, "GET", "/api/v1/logs/b?attempt=zero", "tok", "", "").StatusCode; got != 400 {
+		t.Errorf("bad attempt: %d", got)
+	}
+	// Follow: existing lines, then one appended later.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/api/v1/logs/b?follow=1", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	rd := bufio.NewReader(r.Body)
+	var lines []string
+	appended := false
+	for len(lines) < 3 {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(l, "data: ") {
+			lines = append(lines, strings.TrimSpace(strings.TrimPrefix(l, "data: ")))
+		}
+		if len(lines) == 2 && !appended {
+			fh, _ := os.OpenFile(f.log, os.O_APPEND|os.O_WRONLY, 0)
+			fh.WriteString("later\n")
+			fh.Close()
+			appended = true
+		}
+	}
+	if lines[0] != `"hello"` || !strings.Contains(lines[1], "[redacted]") || lines[2] != `"later"` {
+		t.Errorf("followed %q", lines)
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for addr, public := range map[string]bool{"127.0.0.1:7777": false, "localhost:1": false, "[::1]:80": false, "0.0.0.0:7777": true} {
+		if err := CheckAddr(addr, public); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
+	}
+	if err := CheckAddr("0.0.0.0:7777", false); err == nil || !strings.Contains(err.Error(), "--listen-public") {
+		t.Errorf("public address without --listen-public: %v", err)
+	}
+	if err := CheckAddr("7777", false); err == nil {
+		t.Error("no host accepted")
+	}
+}
