@@ -172,7 +172,13 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 			return fail(err)
 		}
 		if in.head != *sha {
-			return fail(fmt.Errorf("the head of pull request #%d is %s, not the checked %s", w.pr.Number, short(in.head), short(*sha)))
+			// Someone pushed to the pull request: its checks come first.
+			q.logIssue(w.n, "the head moved to %s before the review; checking again", short(in.head))
+			if err := w.follow(ctx, in.head); err != nil {
+				return false, &failure{reason: "worktree", detail: err.Error()}
+			}
+			*sha, *since = in.head, q.clock.Now()
+			return false, nil
 		}
 		if v := accepted(own, in, w.id, w.pr.Number); v.Kind == review.PassKind {
 			// Our PASS for exactly this tree (a restarted driver).
@@ -211,9 +217,6 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 				return fail(errors.New("the pull request or its base kept moving during the review"))
 			}
 			q.logIssue(w.n, "the pull request or its base moved during the review; reviewing again")
-			if live.head != *sha {
-				return false, nil // its checks first
-			}
 			continue
 		}
 		verdict := review.Pass

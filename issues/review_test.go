@@ -201,3 +201,37 @@ func TestReviewBlockOnceThenPassWithoutAutoMerge(t *testing.T) {
 		t.Fatalf("findings file: %q, %v", b, err)
 	}
 }
+
+// A reviewer that blocks every time: round 1 sends the findings to a
+// worker, whose fix is pushed; round 2 (counted from the driver's own
+// BLOCKING comments on the pull request) is the last, and the issue is
+// blocked with the findings posted, not merged.
+func TestReviewRoundsExhaustedBlocksTheIssue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "never right", "make it so", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.Agent = e.script("fix.sh", fixAgent)
+		c.Review = ReviewConfig{Cmd: e.script("block.sh", reviewerHead+"marker BLOCKING '\"off by one in work\"'\n"), MaxRounds: 2}
+	})
+	sum := run(t, q, log)
+	if sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	pr := e.fake.Pulls()[0]
+	if pr.Merged || e.onMain("work/fix.txt") {
+		t.Fatal("merged while blocked")
+	}
+	ms := ownMarkers(e.issue(pr.Number), "bot")
+	if len(ms) != 2 || ms[0].Verdict != review.Blocking || ms[1].Verdict != review.Blocking || ms[0].Head == ms[1].Head {
+		t.Fatalf("verdicts %+v: want two BLOCKING, the second on the fixed head", ms)
+	}
+	is := e.issue(n)
+	if !hasLabel(is, "agent-blocked") || hasLabel(is, DefaultReviewLabel) || commentsWith(is, "still BLOCKING after 2 round(s): off by one in work") != 1 {
+		t.Fatalf("the issue is not blocked with the findings:\n%s", dump(e, n))
+	}
+	if _, err := os.Stat(filepath.Join(q.LogDir(n), "worker-3.log")); err == nil {
+		t.Error("a worker was sent back after the last round")
+	}
+}
