@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/claudopilot/claudopilot/worktree"
@@ -18,7 +19,6 @@ type Jail struct {
 	args  []string
 	refs  *Refs
 	links Links
-	wt    string
 }
 
 // Enter sets up the sandbox for an agent in the worktree wt on branch, with
@@ -62,12 +62,13 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		return nil, fmt.Errorf("sandbox: the admin folder of %s: %w", wt, err)
 	}
 	admin = Real(admin)
-	if admin == common {
-		// The main checkout itself: its admin folder is the whole
-		// common directory, which an agent never gets.
-		return nil, fmt.Errorf("sandbox: %s is the main checkout, not a phase worktree", wt)
+	if filepath.Dir(admin) != filepath.Join(common, "worktrees") {
+		// The main checkout itself (its admin folder is the whole common
+		// directory), or a .git pointing somewhere else: neither is
+		// made writable.
+		return nil, fmt.Errorf("sandbox: %s is not a linked worktree of this repository (its git dir is %s)", wt, admin)
 	}
-	j := &Jail{wt: wt}
+	j := &Jail{}
 	a := Attempt{Worktree: wt, Common: common, Admin: admin}
 	for _, s := range show {
 		a.Show = append(a.Show, Real(s))

@@ -115,3 +115,14 @@ func TestRecover(t *testing.T) {
 		t.Errorf("auto/p1 moved to %s", now)
 	}
 }
+
+// Only a linked worktree of the repository gets a sandbox: the main
+// checkout (whose git dir is the whole common directory) is refused.
+func TestEnterRefusesTheMainCheckout(t *testing.T) {
+	needGit(t)
+	r := newRepo(t)
+	c := &Config{Hide: []string{r.top}}
+	if _, err := c.Enter(context.Background(), r.git, r.top, "main", filepath.Join(t.TempDir(), "refs")); err == nil {
+		t.Fatal("Enter on the main checkout: no error")
+	}
+}
