@@ -138,7 +138,7 @@ func containsPhase(ps []*phase, p *phase) bool {
 // inFlight is true while the driver holds the phase: an attempt, a merge,
 // or a relaunch waiting for its slot.
 func (s *Scheduler) inFlight(p *phase) bool {
-	if p.busy || p.next != nil || s.merging == p {
+	if p.busy || p.next != nil || s.merging == p || s.inReview(p) {
 		return true
 	}
 	for _, q := range s.mergeQ {

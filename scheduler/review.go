@@ -105,6 +105,17 @@ func (s *Scheduler) revPhase(p *phase) *reviewPhase {
 	return rp
 }
 
+// inReview is true while p waits for a review slot (a running reviewer
+// marks the phase busy).
+func (s *Scheduler) inReview(p *phase) bool {
+	for _, j := range s.rev.queue {
+		if j.ID == p.n.ID {
+			return true
+		}
+	}
+	return false
+}
+
 // reviewBusy is true while a reviewer runs or waits for a slot.
 func (s *Scheduler) reviewBusy() bool { return s.rev.running > 0 || len(s.rev.queue) > 0 }
 
