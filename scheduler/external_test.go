@@ -67,3 +67,37 @@ func TestIssueDepNeedsQueueMode(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The issue queue ends right after its last look at GitHub, which found
+// #7 done: ExternalDone turns true no later than ExternalWait turns false.
+// A run that sees the queue ended must also see what it found, and run b,
+// not end with "nothing can progress" (seen in run --issues: the queue
+// merged #1, then the run stopped with p1 pending).
+func TestExternalDepDoneAsTheQueueEnds(t *testing.T) {
+	t.Parallel()
+	text := manifestOf("[pending] **b** — b (deps: #7)")
+	rm, err := roadmap.Parse("/rm", []byte(text), nil, roadmap.Options{External: roadmap.IsIssueRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done, ended atomic.Bool
+	store := newMemStore(text)
+	h := &harness{t: t, rm: rm, store: store, runner: newRunner(1), merger: newMerger(store)}
+	h.cfg = Config{MaxParallel: 1, Poll: time.Hour,
+		ExternalDone: func(string) bool { return done.Load() },
+		// The first time the loop asks whether waiting may pay, the queue
+		// finishes: its last refresh, then its end.
+		ExternalWait: func() bool {
+			if !ended.Load() {
+				done.Store(true)
+				ended.Store(true)
+			}
+			return false
+		},
+	}
+	res := <-h.start(context.Background())
+	if res.err != nil {
+		t.Fatalf("Run: %v", res.err)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"b": manifest.Merged})
+}

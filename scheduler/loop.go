@@ -34,7 +34,9 @@ type Config struct {
 	// phase waits on one. Nil: external deps are never done.
 	ExternalDone func(id string) bool
 	// ExternalWait says whether waiting on external deps may still pay
-	// off (the issue queue is still working). Nil: always.
+	// off (the issue queue is still working). Nil: always. When it turns
+	// false, ExternalDone must already give the final answers: the loop
+	// asks it before each dispatch, so that dispatch sees them.
 	ExternalWait func() bool
 	// Lanes are the agent CLIs to launch on, in LANES order. Empty: one
 	// lane of AgentCmd/SupervisorCmd with MaxParallel slots.
@@ -104,6 +106,11 @@ type Scheduler struct {
 	budgetHit bool         // RunMaxCost reached: no new launches
 	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
+
+	// outsideMayPay is cfg.ExternalWait's answer as of the last dispatch:
+	// asked before it, so a queue that ends between the dispatch and the
+	// idle check is seen only once its last answers were dispatched on.
+	outsideMayPay bool
 }
 
 // phase is the loop's view of one phase.
@@ -207,6 +214,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		if ctx.Err() != nil {
 			return interrupted()
 		}
+		s.outsideMayPay = s.cfg.ExternalWait == nil || s.cfg.ExternalWait()
 		if s.fatal == nil {
 			s.dispatch(runCtx)
 		}
@@ -553,7 +561,7 @@ func (s *Scheduler) depsMerged(p *phase) bool {
 // manifest, which may be done any time: the loop then looks again every
 // Poll instead of ending.
 func (s *Scheduler) waitsOutside() bool {
-	if s.cfg.ExternalDone == nil || s.halt != nil || s.cfg.ExternalWait != nil && !s.cfg.ExternalWait() {
+	if s.cfg.ExternalDone == nil || s.halt != nil || !s.outsideMayPay {
 		return false
 	}
 	for _, p := range s.phases {
