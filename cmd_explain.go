@@ -86,36 +86,41 @@ reason and the log to read. It changes nothing.`,
 		}
 		return nil
 	}
-	// Pending: every reason it is held back, not only the first.
+	// Pending: every reason it is held back, not only the first, as the
+	// scheduler's own rules (scheduler.Holds) decide it.
+	rs := runSettingsOf(a, s)
+	view := scheduler.View{
+		Roadmap: s.rm, State: roadmap.FileState,
+		Held:      func(o *roadmap.Node) bool { return o.State == manifest.Running },
+		KeepGoing: rs.keepGoing, IgnoreCheckpoints: rs.ignoreCheckpoints,
+		Cooldown: func(cmd string) time.Time { return s.cool.For(cmd, scheduler.Worker) },
+		Cmds:     func(o *roadmap.Node) []string { return scheduler.LaneCmds(rs.lanes, o, scheduler.Worker) },
+		Now:      s.now,
+	}
 	var why []string
-	for _, d := range s.rm.Deps(n) {
-		if d.State != manifest.Merged {
+	for _, h := range scheduler.Holds(view, n) {
+		switch h.Kind {
+		case scheduler.HoldDep:
+			d := h.Node
 			y := fmt.Sprintf("its dep %s is [%s]", d.ID, d.State)
 			if d.State == manifest.Blocked || d.State == manifest.Failed {
 				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", scheduler.Culprit(s.hist, d.ID))
 			}
 			why = append(why, y)
-		}
-	}
-	running := 0
-	for _, o := range s.rm.Nodes {
-		if o.State != manifest.Running {
-			continue
-		}
-		running++
-		if len(n.Owns) > 0 && len(o.Owns) > 0 && roadmap.Overlap(n.Owns, o.Owns) {
+		case scheduler.HoldExternal:
+			why = append(why, fmt.Sprintf("its dep %s is an issue: it must be done (closed as completed, or its pull request merged), which only a run with --issues (or queue) reads from GitHub", h.ID))
+		case scheduler.HoldScope:
+			o := h.Node
 			why = append(why, fmt.Sprintf("its scope (owns: %s) overlaps running %s's (owns: %s)", strings.Join(n.Owns, ", "), o.ID, strings.Join(o.Owns, ", ")))
+		case scheduler.HoldCooldown:
+			why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.now).Round(time.Second)))
+		case scheduler.HoldCheckpoint:
+			why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", h.Line))
 		}
 	}
-	if until := s.cool[scheduler.Worker]; until.After(s.now) {
-		why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", until.Local().Format("15:04:05"), until.Sub(s.now).Round(time.Second)))
-	}
-	if cps := s.rm.Manifest.Checkpoints; len(cps) > 0 && n.Line > cps[0].Line {
-		why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", cps[0].Line))
-	}
+	running := s.rm.Counts()[manifest.Running]
 	if len(why) == 0 && s.live {
-		max := maxParallel(a, s)
-		if running >= max {
+		if max := rs.maxParallel; running >= max {
 			why = append(why, fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", running, max))
 		} else {
 			why = append(why, "it is eligible and will start at the next scheduling step")
@@ -132,16 +137,41 @@ reason and the log to read. It changes nothing.`,
 	return nil
 }
 
-// maxParallel resolves MAX_PARALLEL as a run would, without flags.
-func maxParallel(a *app, s *snapshot) int {
+// explainSettings are the run settings explain's answer depends on.
+type explainSettings struct {
+	maxParallel                  int
+	keepGoing, ignoreCheckpoints bool
+	lanes                        []scheduler.Lane
+}
+
+// runSettingsOf reads them from the newest run's journal record, which
+// holds its flags too; before any run, it resolves them as a run would
+// (environment, claudopilot.config, defaults).
+func runSettingsOf(a *app, s *snapshot) explainSettings {
+	if r := s.rules; r != nil && len(r.Lanes) > 0 {
+		return explainSettings{maxParallel: max(r.Slots, 1), keepGoing: r.KeepGoing, ignoreCheckpoints: r.IgnoreCheckpoints, lanes: r.Lanes}
+	}
 	ks := runKnobs()
 	file, _, _ := readConfig(s.layout.Top, ks)
 	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
-	n, err := set.int("MAX_PARALLEL")
-	if err != nil || n < 1 {
-		return 3
+	es := explainSettings{maxParallel: 3}
+	if n, err := set.int("MAX_PARALLEL"); err == nil && n >= 1 {
+		es.maxParallel = n
 	}
-	return n
+	es.keepGoing, _ = set.bool("KEEP_GOING")
+	es.ignoreCheckpoints, _ = set.bool("IGNORE_LOOP_CHECKPOINTS")
+	agent, super := set.str("AGENT_CMD"), set.str("SUPERVISOR_CMD")
+	if super == "" {
+		super = agent
+	}
+	es.lanes = []scheduler.Lane{{Cmd: agent, SupervisorCmd: super}}
+	if ls, err := resolveLanes(a, file, agent, set.str("SUPERVISOR_CMD")); err == nil && len(ls.Lanes) > 0 {
+		es.lanes = nil
+		for _, l := range ls.Lanes {
+			es.lanes = append(es.lanes, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
+		}
+	}
+	return es
 }
 
 func stateOf(rm *roadmap.Roadmap, id string) manifest.State {

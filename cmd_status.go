@@ -30,8 +30,9 @@ type snapshot struct {
 	rm      *roadmap.Roadmap
 	layout  scheduler.Layout
 	hist    map[string]*scheduler.PhaseHistory
-	cool    map[scheduler.Role]time.Time
-	live    bool // a driver holds the lock
+	cool    scheduler.Cooldowns
+	rules   *scheduler.Rules // the newest run's, from the journal
+	live    bool             // a driver holds the lock
 	lock    scheduler.LockInfo
 	lockSet bool
 	now     time.Time
@@ -43,7 +44,7 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	rm, err := roadmap.Load(dir, roadmap.Options{})
+	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +62,7 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 		return nil, fmt.Errorf("read the journal: %w", err)
 	}
 	s.hist, s.cool = scheduler.History(recs)
+	s.rules = scheduler.LastRules(recs)
 	if common, err := git.CommonDir(ctx); err == nil {
 		path := filepath.Join(common, "claudopilot.lock")
 		s.lock, s.lockSet = scheduler.ReadLock(path)
@@ -223,7 +225,7 @@ pid. It changes nothing and is safe to run during a run.`,
 			st.Eligible = append(st.Eligible, n.ID)
 		}
 	}
-	if until := s.cool[scheduler.Worker]; until.After(s.now) {
+	if until := s.cool.Latest(scheduler.Worker); until.After(s.now) {
 		st.Cooldown = until.Format(time.RFC3339)
 	}
 	if mv, err := land.Pending(s.layout); err == nil && mv != nil {
@@ -327,7 +329,7 @@ pid. It changes nothing and is safe to run during a run.`,
 		fmt.Fprintf(w, "Lanes (concurrency from the last pacer pass): %s\n", strings.Join(parts, ", "))
 	}
 	if st.Cooldown != "" {
-		until := s.cool[scheduler.Worker]
+		until := s.cool.Latest(scheduler.Worker)
 		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.now).Round(time.Second))
 	}
 	return nil

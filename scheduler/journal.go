@@ -31,7 +31,13 @@ type Record struct {
 	PID     int       `json:"pid,omitempty"`
 	Log     string    `json:"log,omitempty"`
 	Lane    string    `json:"lane,omitempty"`
-	Files   []string  `json:"files,omitempty"`
+	// Cmd is the agent command a cooldown holds (the loop keys cooldowns
+	// by command).
+	Cmd string `json:"cmd,omitempty"`
+	// Rules are a run's eligibility settings ("run" records, one at each
+	// start).
+	Rules *Rules   `json:"rules,omitempty"`
+	Files []string `json:"files,omitempty"`
 	// Found marks an outcome no agent ran for (Outcome.Found): not an
 	// attempt.
 	Found bool `json:"found,omitempty"`
@@ -135,11 +141,65 @@ type PhaseHistory struct {
 	launchedAt time.Time
 }
 
+// Rules are the settings a run decides eligibility by: its flags and
+// environment as resolved, which `explain` cannot see otherwise.
+type Rules struct {
+	KeepGoing         bool   `json:"keep_going,omitempty"`
+	IgnoreCheckpoints bool   `json:"ignore_checkpoints,omitempty"`
+	Lanes             []Lane `json:"lanes,omitempty"`
+	Slots             int    `json:"slots,omitempty"` // agents at once, over every lane
+}
+
+// LastRules are the rules of the newest run in the journal, or nil.
+func LastRules(recs []Record) *Rules {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Event == "run" && recs[i].Rules != nil {
+			return recs[i].Rules
+		}
+	}
+	return nil
+}
+
+// CoolKey keys a journaled cooldown: the command it holds, and the role
+// that hit it. Records from before commands were journaled have no Cmd:
+// they hold every command of their role.
+type CoolKey struct {
+	Cmd  string
+	Role Role
+}
+
+// Cooldowns are the newest cooldown deadlines the journal holds.
+type Cooldowns map[CoolKey]time.Time
+
+// For is when the cooldown on command cmd, run in role r, ends: the loop
+// keys cooldowns by command, so a worker and a supervisor running one
+// command share it.
+func (c Cooldowns) For(cmd string, r Role) time.Time {
+	var t time.Time
+	for k, until := range c {
+		if (k.Cmd == cmd || k.Cmd == "" && k.Role == r) && until.After(t) {
+			t = until
+		}
+	}
+	return t
+}
+
+// Latest is the newest cooldown deadline hit in role r, on any command.
+func (c Cooldowns) Latest(r Role) time.Time {
+	var t time.Time
+	for k, until := range c {
+		if k.Role == r && until.After(t) {
+			t = until
+		}
+	}
+	return t
+}
+
 // History folds the journal into per-phase counters, plus the newest
-// cooldown deadline per role.
-func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
+// cooldown deadline per command.
+func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 	hs := make(map[string]*PhaseHistory)
-	cool := make(map[Role]time.Time)
+	cool := make(Cooldowns)
 	get := func(id string) *PhaseHistory {
 		h := hs[id]
 		if h == nil {
@@ -197,8 +257,8 @@ func History(recs []Record) (map[string]*PhaseHistory, map[Role]time.Time) {
 					h.Log = r.Log
 				}
 			}
-			if r.Event == "cooldown" && r.Until.After(cool[r.Role]) {
-				cool[r.Role] = r.Until
+			if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(cool[k]) {
+				cool[k] = r.Until
 			}
 			if r.Event == "cooldown" || r.Event == "transient" {
 				// The retry reuses the attempt number.

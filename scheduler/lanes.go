@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
 )
 
 // Lane is one agent CLI (and account) the loop launches on, with its own
 // slots and its own rate limit.
 type Lane struct {
-	ID            string
-	Cmd           string // the worker's command
-	SupervisorCmd string // the supervisor's command
-	Fallback      string // the lane used while this one cools down
-	Slots         int    // agents it may run at once; the pacer changes it
+	ID            string `json:"id,omitempty"`
+	Cmd           string `json:"cmd"`                      // the worker's command
+	SupervisorCmd string `json:"supervisor_cmd,omitempty"` // the supervisor's command
+	Fallback      string `json:"fallback,omitempty"`       // the lane used while this one cools down
+	Slots         int    `json:"slots"`                    // agents it may run at once; the pacer changes it
 }
 
 // Control changes a running loop from outside: the pause switch and the
@@ -216,4 +217,33 @@ func (s *Scheduler) gateState(red bool) {
 	if s.cfg.GateState != nil {
 		s.cfg.GateState(red)
 	}
+}
+
+// LaneCmds are the commands phase n may run on in role r, as laneFor
+// picks them: its lane (the one it names) and that lane's FALLBACK, or
+// every lane when it names none. Without LANES, lanes is the one lane of
+// AGENT_CMD.
+func LaneCmds(lanes []Lane, n *roadmap.Node, r Role) []string {
+	var home *laneSlot
+	slots := make([]*laneSlot, len(lanes))
+	for i, l := range lanes {
+		slots[i] = &laneSlot{Lane: l}
+		if n.Lane != "" && l.ID == n.Lane {
+			home = slots[i]
+		}
+	}
+	var out []string
+	if home == nil {
+		for _, l := range slots {
+			out = append(out, l.cmdOf(r))
+		}
+		return out
+	}
+	out = append(out, home.cmdOf(r))
+	for _, l := range slots {
+		if home.Fallback != "" && l.ID == home.Fallback {
+			out = append(out, l.cmdOf(r))
+		}
+	}
+	return out
 }

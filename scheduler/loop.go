@@ -192,6 +192,14 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	if err := s.restore(); err != nil {
 		return s.summary(), err
 	}
+	// The rules this run decides eligibility by, for `explain`: a run's
+	// flags are seen nowhere else.
+	rules := Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
+	for _, l := range s.lanes {
+		rules.Lanes = append(rules.Lanes, l.Lane)
+		rules.Slots += l.Slots
+	}
+	s.record(Record{Event: "run", Rules: &rules})
 	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, %s", len(s.phases), s.slotsText())})
 	if s.paused {
 		s.record(Record{Event: EvPaused})
@@ -529,32 +537,32 @@ func (s *Scheduler) readiness(p *phase, now time.Time) readiness {
 }
 
 // scopeFree returns a phase the driver holds whose declared scope overlaps
-// p's, or nil. Two phases with overlapping (owns: …) never run together;
-// phases without owns: are not constrained.
+// p's, or nil (ScopeConflict states the rule).
 func (s *Scheduler) scopeFree(p *phase) *phase {
-	if len(p.n.Owns) == 0 {
-		return nil
-	}
-	for _, q := range s.phases {
-		if q != p && len(q.n.Owns) > 0 && (q.busy || q.state == manifest.Running) && roadmap.Overlap(p.n.Owns, q.n.Owns) {
-			return q
-		}
+	if q := ScopeConflict(s.rm, p.n, s.held); q != nil {
+		return s.phases[q.Index]
 	}
 	return nil
 }
 
+// held is true for a phase the driver holds: an agent or a merge runs
+// for it, or it is marked running.
+func (s *Scheduler) held(n *roadmap.Node) bool {
+	q := s.phases[n.Index]
+	return q.busy || q.state == manifest.Running
+}
+
+// view is the loop's state as Holds reads it.
+func (s *Scheduler) view() View {
+	return View{
+		Roadmap: s.rm, State: func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state },
+		Held: s.held, ExternalDone: s.cfg.ExternalDone, KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints,
+	}
+}
+
+// depsMerged is true when no dep, in the manifest or outside it, holds p.
 func (s *Scheduler) depsMerged(p *phase) bool {
-	for _, d := range s.rm.Deps(p.n) {
-		if s.phases[d.Index].state != manifest.Merged {
-			return false
-		}
-	}
-	for _, id := range p.n.External {
-		if s.cfg.ExternalDone == nil || !s.cfg.ExternalDone(id) {
-			return false
-		}
-	}
-	return true
+	return len(DepHolds(s.view(), p.n)) == 0
 }
 
 // waitsOutside is true when a pending phase waits only on deps outside the
@@ -582,12 +590,9 @@ func (s *Scheduler) waitsOutside() bool {
 }
 
 // checkpointLine returns the line of the first LOOP-CHECKPOINT marker that
-// is in force, or 0. Phases below it wait until a human removes it.
+// is in force, or 0 (CheckpointLine states the rule).
 func (s *Scheduler) checkpointLine() int {
-	if s.cfg.KeepGoing || s.cfg.IgnoreCheckpoints || len(s.rm.Manifest.Checkpoints) == 0 {
-		return 0
-	}
-	return s.rm.Manifest.Checkpoints[0].Line
+	return CheckpointLine(s.rm, s.cfg.KeepGoing, s.cfg.IgnoreCheckpoints)
 }
 
 // launch starts one attempt on lane l in its own goroutine.
@@ -702,7 +707,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		// lane's FALLBACK may take it at once.
 		s.requeue(p, o, time.Time{})
 		p.next.Session = o.Usage.SessionID // resume it after the wait
-		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until})
+		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until, Cmd: key})
 		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
 		return
 	case o.Transient && p.transient < s.cfg.TransientMaxRetries:

@@ -26,14 +26,15 @@ func (s *Scheduler) restore() error {
 		return err
 	}
 	hist, cool := History(recs)
-	for role, until := range cool {
-		if !until.After(now) {
-			continue
-		}
-		// The journal keys a cooldown by role: every lane waits it out,
-		// which errs on the side of not hitting a limit twice.
-		for _, l := range s.lanes {
-			s.cooldown[l.cmdOf(role)] = until
+	// The loop keys a cooldown by command; one journaled before commands
+	// were holds every lane of its role, which errs on the side of not
+	// hitting a limit twice.
+	for _, l := range s.lanes {
+		for _, role := range []Role{Worker, Supervisor} {
+			cmd := l.cmdOf(role)
+			if until := cool.For(cmd, role); until.After(now) && until.After(s.cooldown[cmd]) {
+				s.cooldown[cmd] = until
+			}
 		}
 	}
 	for _, p := range s.phases {
