@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -325,5 +327,32 @@ func TestJailNetwork(t *testing.T) {
 		if net && n < 2 {
 			t.Logf("the host has %d interfaces; cannot tell shared from private", n)
 		}
+	}
+}
+
+// An agent stopped by the driver (here its wall-clock timeout) goes with
+// everything it started, a setsid daemon included, and Run returns.
+func TestJailTimeoutStopsEverything(t *testing.T) {
+	needBwrap(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	c := &Config{Hide: []string{r.top}}
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := supervisor.Run(ctx, supervisor.Spec{
+		Command: `setsid sh -c 'exec sleep 31421' </dev/null >/dev/null 2>&1 & exec sleep 31420`,
+		Dir:     r.p1, Env: r.env, Wrap: j.Wrap(), LogPath: filepath.Join(t.TempDir(), "log"),
+		Timeout: time.Second, KillGrace: time.Second,
+	})
+	if res.Reason != supervisor.ReasonTimeout {
+		t.Fatalf("Reason = %q (%v), want timeout", res.Reason, res.Err)
+	}
+	if pids := append(findCmdline("sleep\x0031420"), findCmdline("sleep\x0031421")...); len(pids) > 0 {
+		t.Errorf("processes outlived the stopped sandbox: %v", pids)
+	}
+	if _, err := j.Leave(ctx, r.git); err != nil {
+		t.Fatal(err)
 	}
 }
