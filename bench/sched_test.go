@@ -24,6 +24,7 @@ package bench
 // finished worker only at the next POLL_SECONDS tick, pick in file order).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -176,6 +177,12 @@ func (m *memStore) Read() (*manifest.Manifest, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return manifest.Parse(m.src)
+}
+
+func (m *memStore) Source() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return bytes.Clone(m.src), nil
 }
 
 // sleepRunner sleeps each phase's duration (scaled) and succeeds. It records

@@ -50,6 +50,9 @@ func (f *File) Read() (*manifest.Manifest, error) {
 	return m, nil
 }
 
+// Source is the file's bytes as they are now.
+func (f *File) Source() ([]byte, error) { return os.ReadFile(f.Path) }
+
 // SetState changes one phase's state token.
 func (f *File) SetState(id string, s manifest.State) error {
 	f.mu.Lock()

@@ -24,7 +24,7 @@ func (s *Scheduler) onEdit(reported []byte) {
 	// Read the file now rather than trust the reported bytes: they may
 	// predate a state this loop wrote since, and reading them as a human
 	// edit would undo it (a phase just parked would look flipped back).
-	src, err := os.ReadFile(s.rm.ManifestPath)
+	src, err := s.store.Source()
 	if err != nil || len(src) == 0 {
 		return
 	}

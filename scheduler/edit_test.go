@@ -297,3 +297,29 @@ func TestEditDoesNotUndoDeferredWrites(t *testing.T) {
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
 }
+
+// The loop reads an edit through its Store, never the file behind it: a
+// store with no file on disk still takes edits.
+func TestEditReadsTheStore(t *testing.T) {
+	t.Parallel()
+	h, edits := newEditHarness(t, manifestOf(
+		"[pending] **a** — a (deps: none)",
+	), Config{MaxParallel: 2}, "a", "n")
+	h.store.mu.Lock()
+	h.store.path = ""
+	h.store.mu.Unlock()
+	if err := os.Remove(h.rm.ManifestPath); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: release})
+	ch := h.start(context.Background())
+	h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
+	h.humanEdit(edits, "a (deps: none)\n", "a (deps: none)\n2. [pending] **n** — new (deps: none)\n")
+	h.ev.wait(t, "merge of n", isEv(EvMerged, "n"))
+	close(release)
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h.store.wantStates(t, allMerged("a", "n"))
+}

@@ -7,6 +7,7 @@ package scheduler
 // a hang into a test failure.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,15 @@ func (m *memStore) Read() (*manifest.Manifest, error) {
 		return nil, m.readErr
 	}
 	return manifest.Parse(m.src)
+}
+
+func (m *memStore) Source() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.readErr != nil {
+		return nil, m.readErr
+	}
+	return bytes.Clone(m.src), nil
 }
 
 func (m *memStore) text() string {

@@ -66,6 +66,9 @@ type Config struct {
 type Store interface {
 	SetState(id string, s manifest.State) error
 	Read() (*manifest.Manifest, error)
+	// Source is the manifest's bytes as they are now, for edits made
+	// while the run goes on (a human's, possibly invalid).
+	Source() ([]byte, error)
 }
 
 // Scheduler owns all run state. Only its loop goroutine changes it; workers,
