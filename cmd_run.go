@@ -15,10 +15,10 @@ import (
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -262,8 +262,8 @@ func gitEnv(a *app) []string {
 		env = append(env, k+"="+a.env[k])
 	}
 	// The mark lets a restarted driver find this one's git processes
-	// (work.Reap); processes it starts through supervisor.Run get their own.
-	return append(env, supervisor.Mark("git"))
+	// (work.Reap); processes it starts through proc.Run get their own.
+	return append(env, proc.Mark("git"))
 }
 
 // agentEnv is the environment agents inherit: the driver's.

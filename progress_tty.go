@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/claudopilot/claudopilot/manifest"
-	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/proc"
 )
 
 // The live table on a terminal. Every line is cut to the terminal's width
@@ -129,7 +129,7 @@ func (p *progress) detail(r *row, st string, now time.Time) string {
 	case st == "merging":
 		return "" // the state says it all
 	case st == "running" && r.log != "":
-		if tail, err := supervisor.TailFile(r.log, 40); err == nil {
+		if tail, err := proc.TailFile(r.log, 40); err == nil {
 			if d := lastReadable(tail); d != "" {
 				return d
 			}

@@ -11,10 +11,10 @@ import (
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/notify"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -156,7 +156,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	scfg := scheduler.Config{
 		MaxParallel: cfg.MaxParallel, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
-		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: supervisor.Backoff,
+		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost,
 	}
 	if err := wireControls(ctx, o.Log, layout, cfg.Lanes, &scfg); err != nil {

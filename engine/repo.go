@@ -12,9 +12,9 @@ import (
 
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -105,9 +105,9 @@ func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l sc
 			continue
 		}
 		dir := filepath.Join(l.Dir(), "logs")
-		logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", step.name, supervisor.NextLog(dir, step.name)))
+		logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", step.name, proc.NextLog(dir, step.name)))
 		fmt.Fprintf(log, "claudopilot: %s: %s\n", step.name, step.cmd)
-		res := supervisor.Run(ctx, supervisor.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: logPath, LogCap: int64(cfg.LogCapMB) << 20})
+		res := proc.Run(ctx, proc.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: logPath, LogCap: int64(cfg.LogCapMB) << 20})
 		if ctx.Err() != nil {
 			return scheduler.ErrInterrupted
 		}

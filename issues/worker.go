@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -202,7 +202,7 @@ func (w *worker) run(ctx context.Context) (string, *failure) {
 		if err != nil {
 			return "", &failure{reason: "worktree", detail: err.Error()}
 		}
-		r := supervisor.Run(ctx, supervisor.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace, Wrap: jail.Wrap()})
+		r := proc.Run(ctx, proc.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace, Wrap: jail.Wrap()})
 		if err := w.leave(ctx, jail); err != nil {
 			return "", &failure{reason: "worktree", detail: err.Error(), log: log}
 		}
@@ -257,10 +257,10 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	if role == "supervisor" {
 		cmd = q.cfg.Supervisor
 	}
-	var res supervisor.Result
+	var res proc.Result
 	var log string
 	for waits := 0; ; waits++ {
-		attempt := supervisor.NextLog(q.LogDir(w.n), role)
+		attempt := proc.NextLog(q.LogDir(w.n), role)
 		log = filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.log", role, attempt))
 		promptFile := filepath.Join(q.LogDir(w.n), fmt.Sprintf("%s-%d.prompt.md", role, attempt))
 		d := PromptData{
@@ -315,7 +315,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		if q.cfg.Sandbox == nil && q.cfg.Stray != nil {
 			snap = q.cfg.Stray.Begin(ctx, q.git, q.git.Dir, w.wt)
 		}
-		res = supervisor.Run(ctx, supervisor.Spec{
+		res = proc.Run(ctx, proc.Spec{
 			Command: cmd, Dir: w.wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 			LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
 			Wrap: jail.Wrap(),
@@ -334,8 +334,8 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 			return &failure{reason: "interrupted"}
 		}
 		// A rate-limited agent costs no attempt: wait for the hinted time.
-		if res.Reason == "" && res.ExitCode != 0 && waits < 3 && supervisor.Classify(res.Tail) == supervisor.RateLimit {
-			wait := supervisor.CooldownHint(res.Tail, time.Now(), q.cfg.RateLimitSleep)
+		if res.Reason == "" && res.ExitCode != 0 && waits < 3 && proc.Classify(res.Tail) == proc.RateLimit {
+			wait := proc.CooldownHint(res.Tail, time.Now(), q.cfg.RateLimitSleep)
 			q.logIssue(w.n, "%s %d was rate limited; waiting %s", role, attempt, wait.Round(time.Second))
 			if err := (RealClock{}).Sleep(ctx, wait); err != nil {
 				return &failure{reason: "interrupted"}
@@ -348,11 +348,11 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		return &failure{reason: "worktree", detail: err.Error(), log: log}
 	}
 	switch res.Reason {
-	case supervisor.ReasonStuck:
+	case proc.ReasonStuck:
 		return &failure{reason: "stuck", detail: "no output for " + q.cfg.StuckTimeout.String(), log: log}
-	case supervisor.ReasonTimeout:
+	case proc.ReasonTimeout:
 		return &failure{reason: "timeout", detail: "ran longer than " + q.cfg.AgentTimeout.String(), log: log}
-	case supervisor.ReasonStart:
+	case proc.ReasonStart:
 		return &failure{reason: "exit", detail: fmt.Sprintf("could not start the %s: %v", role, res.Err), log: log}
 	}
 	if res.ExitCode != 0 {
@@ -404,7 +404,7 @@ func (q *Queue) renderPrompt(role string, d PromptData) ([]byte, error) {
 
 // writeTail writes the scrubbed last 200 lines of log to dst.
 func (w *worker) writeTail(log, dst string) error {
-	lines, err := supervisor.TailFile(log, 200)
+	lines, err := proc.TailFile(log, 200)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -435,7 +435,7 @@ func (w *worker) checksLog(checks []Check) string {
 
 // logPath is the next <kind>-<n>.log of the issue.
 func (w *worker) logPath(kind string) string {
-	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, supervisor.NextLog(w.q.LogDir(w.n), kind)))
+	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, proc.NextLog(w.q.LogDir(w.n), kind)))
 }
 
 // fetch updates refs/remotes/<remote>/<branch>. Fetches run one at a time
@@ -575,7 +575,7 @@ func (w *worker) block(ctx context.Context, f *failure) error {
 	}
 	b.WriteString(".\n")
 	if f.log != "" {
-		if lines, err := supervisor.TailFile(f.log, 40); err == nil && len(lines) > 0 {
+		if lines, err := proc.TailFile(f.log, 40); err == nil && len(lines) > 0 {
 			tail := strings.Join(q.scrub.ScrubLines(lines), "\n")
 			fence := "```"
 			for strings.Contains(tail, fence) {

@@ -23,11 +23,11 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -410,12 +410,12 @@ func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 	}
 	if o.Prepare != "" {
-		log := o.Layout.LogPath(j.ID, "merge-prepare", supervisor.NextLog(o.Layout.LogDir(j.ID), "merge-prepare"))
+		log := o.Layout.LogPath(j.ID, "merge-prepare", proc.NextLog(o.Layout.LogDir(j.ID), "merge-prepare"))
 		jail, err := o.Sandbox.EnterGate(ctx, o.Git, dir, o.Layout.LogDir(j.ID))
 		if err != nil {
 			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 		}
-		res := supervisor.Run(ctx, supervisor.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
 		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
 			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 		}
@@ -613,7 +613,7 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			return fmt.Errorf("no command regenerates %s (it matches DERIVED_CONFLICT_FILES): set LOCKFILE_CMD", p)
 		}
 		dir := filepath.Join(wt, filepath.Dir(filepath.FromSlash(p)))
-		log := o.Layout.LogPath(j.ID, "lockfile", supervisor.NextLog(o.Layout.LogDir(j.ID), "lockfile"))
+		log := o.Layout.LogPath(j.ID, "lockfile", proc.NextLog(o.Layout.LogDir(j.ID), "lockfile"))
 		// npm and friends run the branch's own scripts: in the sandbox
 		// with SANDBOX_GATE, like a gate.
 		jail, err := o.Sandbox.EnterGate(ctx, o.Git, wt, o.Layout.LogDir(j.ID))
@@ -621,7 +621,7 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			abort()
 			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
 		}
-		res := supervisor.Run(ctx, supervisor.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
 		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
 			abort()
 			return fmt.Errorf("lockfile conflict on %s: %w", p, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/supervisor"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -341,12 +341,12 @@ func TestJailTimeoutStopsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := supervisor.Run(ctx, supervisor.Spec{
+	res := proc.Run(ctx, proc.Spec{
 		Command: `setsid sh -c 'exec sleep 31421' </dev/null >/dev/null 2>&1 & exec sleep 31420`,
 		Dir:     r.p1, Env: r.env, Wrap: j.Wrap(), LogPath: filepath.Join(t.TempDir(), "log"),
 		Timeout: time.Second, KillGrace: time.Second,
 	})
-	if res.Reason != supervisor.ReasonTimeout {
+	if res.Reason != proc.ReasonTimeout {
 		t.Fatalf("Reason = %q (%v), want timeout", res.Reason, res.Err)
 	}
 	if pids := append(findCmdline("sleep\x0031420"), findCmdline("sleep\x0031421")...); len(pids) > 0 {

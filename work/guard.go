@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -384,8 +384,8 @@ func (r *Runner) clearStaleLocks(ctx context.Context, wt, gd, branch string) err
 	if len(found) == 0 {
 		return nil
 	}
-	pids, err := supervisor.WorkingIn(wt)
-	if errors.Is(err, supervisor.ErrNoProcs) {
+	pids, err := proc.WorkingIn(wt)
+	if errors.Is(err, proc.ErrNoProcs) {
 		// Without /proc (macOS) nothing can be listed: the caller's
 		// word that no process of the phase runs is all there is.
 		pids, err = nil, nil

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 )
 
 // ReapOptions says what Reap stops and how.
@@ -18,7 +18,7 @@ type ReapOptions struct {
 	Grace   time.Duration // SIGTERM→SIGKILL delay
 	// Say reports each stop; nil: silent.
 	Say func(string)
-	// Kill stops one process group; nil: supervisor.KillGroup.
+	// Kill stops one process group; nil: proc.KillGroup.
 	Kill func(pgid int, grace time.Duration) error
 }
 
@@ -32,7 +32,7 @@ type ReapOptions struct {
 func Reap(o ReapOptions) error {
 	kill := o.Kill
 	if kill == nil {
-		kill = supervisor.KillGroup
+		kill = proc.KillGroup
 	}
 	say := o.Say
 	if say == nil {
@@ -46,7 +46,7 @@ func Reap(o ReapOptions) error {
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(hist)) {
 		for _, pgid := range hist[id].PGIDs {
-			if !supervisor.GroupAlive(pgid) || !supervisor.InDir(pgid, o.Layout.Dir()) {
+			if !proc.GroupAlive(pgid) || !proc.InDir(pgid, o.Layout.Dir()) {
 				continue
 			}
 			say(fmt.Sprintf("stopping agent of %s left by an earlier driver (process group %d)", id, pgid))
@@ -55,8 +55,8 @@ func Reap(o ReapOptions) error {
 			}
 		}
 	}
-	pids, err := supervisor.LeftBehind(o.Layout.Dir())
-	if errors.Is(err, supervisor.ErrNoProcs) {
+	pids, err := proc.LeftBehind(o.Layout.Dir())
+	if errors.Is(err, proc.ErrNoProcs) {
 		// Without /proc (macOS) processes cannot be found by their
 		// mark; the journal's process groups above are all there is.
 		pids, err = nil, nil
@@ -65,7 +65,7 @@ func Reap(o ReapOptions) error {
 		errs = append(errs, fmt.Errorf("find processes an earlier driver left in %s: %w", o.Layout.Dir(), err))
 	} else if len(pids) > 0 {
 		say(fmt.Sprintf("stopping %d processes an earlier driver left working in %s (pids %v)", len(pids), o.Layout.Dir(), pids))
-		if err := supervisor.Stop(pids, o.Grace); err != nil {
+		if err := proc.Stop(pids, o.Grace); err != nil {
 			errs = append(errs, fmt.Errorf("stop the processes an earlier driver left in %s: %w", o.Layout.Dir(), err))
 		}
 	}

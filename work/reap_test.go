@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -36,7 +36,7 @@ func sleeper(t *testing.T, dir string, env ...string) *exec.Cmd {
 }
 
 // gone reports whether the process has exited (a zombie counts).
-func gone(pid int) bool { return !supervisor.Alive(pid) }
+func gone(pid int) bool { return !proc.Alive(pid) }
 
 // A killed driver's processes still working inside .claudopilot/ (its
 // git, say, which holds a worktree's index.lock) are stopped at the next
@@ -49,9 +49,9 @@ func TestReapStopsWhatAnEarlierDriverLeft(t *testing.T) {
 	if err := os.MkdirAll(wt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	earlier := sleeper(t, wt, supervisor.MarkVar+"=999999999.git")
+	earlier := sleeper(t, wt, proc.MarkVar+"=999999999.git")
 	user := sleeper(t, wt)
-	outside := sleeper(t, f.tmp, supervisor.MarkVar+"=999999999.git")
+	outside := sleeper(t, f.tmp, proc.MarkVar+"=999999999.git")
 	var said []string
 	err := work.Reap(work.ReapOptions{
 		Journal: filepath.Join(f.tmp, "no-journal.jsonl"), Layout: f.layout, Grace: time.Second,

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/review"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -137,7 +137,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", scheduler.SafeName(j.ID), n))
 	lens := strings.Join(j.Lenses, ",")
 	gateLog := ""
-	if k := supervisor.NextLog(dir, "gate") - 1; k > 0 {
+	if k := proc.NextLog(dir, "gate") - 1; k > 0 {
 		gateLog = r.Layout.LogPath(j.ID, "gate", k)
 	}
 	gate := j.Gate
@@ -154,7 +154,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		o.Err = err
 		return none(err.Error())
 	}
-	proc := ReviewProcess{
+	rp := ReviewProcess{
 		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
 		Sandbox: r.Sandbox, Show: []string{dir},
@@ -174,7 +174,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 			"CLAUDOPILOT_REVIEW_DIFF="+diffFile,
 		),
 	}
-	out, res, err := proc.Run(ctx)
+	out, res, err := rp.Run(ctx)
 	o.Usage = usageOf(o.LogPath, 0) // its own fresh log: this run's spend
 	if ctx.Err() != nil {
 		return none("interrupted")
@@ -195,7 +195,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	if v.Kind == review.None && o.Fingerprint != fp {
 		v.Why = "stale: " + staleWhat(in, live) + " changed while the reviewer ran"
 	}
-	v = proc.Judge(v, res)
+	v = rp.Judge(v, res)
 	o.Verdict = v
 	note := "claudopilot: verdict " + v.Kind.String()
 	if v.Why != "" {
@@ -230,7 +230,7 @@ func ReserveReview(dir string) (int, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}
-	for n := supervisor.NextLog(dir, "reviewer"); ; n++ {
+	for n := proc.NextLog(dir, "reviewer"); ; n++ {
 		p := filepath.Join(dir, fmt.Sprintf("reviewer-%d.prompt.md", n))
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
@@ -295,8 +295,8 @@ type ReviewProcess struct {
 // Run makes the checkout, runs the reviewer in it, removes it, and returns
 // the reviewer's own output (its log) and how it ended. Markers are read
 // from nowhere else: never from a file on the branch.
-func (p ReviewProcess) Run(ctx context.Context) ([]byte, supervisor.Result, error) {
-	var res supervisor.Result
+func (p ReviewProcess) Run(ctx context.Context) ([]byte, proc.Result, error) {
+	var res proc.Result
 	if err := p.Git.AddDetached(ctx, p.Checkout, p.Head); err != nil {
 		return nil, res, err
 	}
@@ -308,7 +308,7 @@ func (p ReviewProcess) Run(ctx context.Context) ([]byte, supervisor.Result, erro
 	if err != nil {
 		return nil, res, err
 	}
-	res = supervisor.Run(ctx, supervisor.Spec{
+	res = proc.Run(ctx, proc.Spec{
 		Command: p.Cmd, Dir: p.Checkout, Env: p.Env, Prompt: p.Prompt, PromptFile: p.PromptFile, LogPath: p.LogPath,
 		LogCap: p.LogCap, StuckTimeout: p.StuckTimeout, Timeout: p.Timeout, KillGrace: p.KillGrace,
 		Wrap: jail.Wrap(),
@@ -324,12 +324,12 @@ func (p ReviewProcess) Run(ctx context.Context) ([]byte, supervisor.Result, erro
 // Judge applies how the reviewer ended to its verdict: only a reviewer
 // that finished (exit 0, in time) may pass; a BLOCKING verdict stands
 // however it ended.
-func (p ReviewProcess) Judge(v review.Verdict, res supervisor.Result) review.Verdict {
+func (p ReviewProcess) Judge(v review.Verdict, res proc.Result) review.Verdict {
 	ended := ""
 	switch {
-	case res.Reason == supervisor.ReasonTimeout:
+	case res.Reason == proc.ReasonTimeout:
 		ended = "the reviewer ran longer than " + p.Timeout.String()
-	case res.Reason == supervisor.ReasonStuck:
+	case res.Reason == proc.ReasonStuck:
 		ended = "the reviewer gave no output for " + p.StuckTimeout.String()
 	case res.Reason != "":
 		ended = fmt.Sprintf("the reviewer ended by %s", res.Reason)

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
-	"github.com/claudopilot/claudopilot/supervisor"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -105,12 +105,12 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		j.Retry = true
 	}
 	if fresh && r.Prepare != "" {
-		log := r.Layout.LogPath(j.ID, "prepare", supervisor.NextLog(r.Layout.LogDir(j.ID), "prepare"))
+		log := r.Layout.LogPath(j.ID, "prepare", proc.NextLog(r.Layout.LogDir(j.ID), "prepare"))
 		jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(j.ID))
 		if err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		}
-		res := supervisor.Run(ctx, supervisor.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
 		o.LogPath = log
 		if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
@@ -210,7 +210,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		snap = r.Stray.Begin(ctx, r.Git, r.Layout.Top, wt)
 	}
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
-	res := supervisor.Run(ctx, supervisor.Spec{
+	res := proc.Run(ctx, proc.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started, Wrap: jail.Wrap(),
@@ -269,11 +269,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if res.ExitCode != 0 || !done {
 		// Only a failed attempt is read for rate limits: an agent that
 		// finished may well have printed "429" along the way.
-		switch supervisor.Classify(res.Tail) {
-		case supervisor.RateLimit:
-			o.Cooldown = supervisor.CooldownHint(res.Tail, r.now(), r.DefaultCooldown)
+		switch proc.Classify(res.Tail) {
+		case proc.RateLimit:
+			o.Cooldown = proc.CooldownHint(res.Tail, r.now(), r.DefaultCooldown)
 			return fail(scheduler.ReasonExit, "rate limited")
-		case supervisor.Transient:
+		case proc.Transient:
 			o.Transient = true
 		}
 		if res.ExitCode != 0 {
@@ -323,11 +323,11 @@ func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l 
 // gate-<n>.log. ok is false when the gate exits non-zero.
 // wrap, when given, is the sandbox's command prefix (sandbox.Jail.Wrap).
 func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
-	log = l.LogPath(id, "gate", supervisor.NextLog(l.LogDir(id), "gate"))
+	log = l.LogPath(id, "gate", proc.NextLog(l.LogDir(id), "gate"))
 	if gate == "" {
 		gate = "true"
 	}
-	res := supervisor.Run(ctx, supervisor.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace, Wrap: wrap})
+	res := proc.Run(ctx, proc.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace, Wrap: wrap})
 	if res.Reason == "start" {
 		return false, log, fmt.Errorf("gate: %w", res.Err)
 	}
@@ -563,7 +563,7 @@ func (r *Runner) prompt(j scheduler.Job, wt, branch, docRel, doneRel string) ([]
 	}
 	var failLog string
 	if j.Role == scheduler.Supervisor && j.FailureLog != "" {
-		lines, err := supervisor.TailFile(j.FailureLog, 200)
+		lines, err := proc.TailFile(j.FailureLog, 200)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, "", err
 		}

@@ -1,4 +1,5 @@
-// Package supervisor runs one agent process for one phase and reports how it
+// Package proc runs every process the driver starts (agents, supervisors,
+// reviewers, gates, prepare, bootstrap) and reports how it
 // ended. It knows nothing about DAGs or git.
 //
 // The agent runs as "sh -c Command" in its own process group, so one signal
@@ -20,4 +21,4 @@
 //
 // KillGroup and Alive let a restarted driver stop agents whose process group
 // ids it journaled before it crashed.
-package supervisor
+package proc
