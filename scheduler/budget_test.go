@@ -87,3 +87,24 @@ func TestDrain(t *testing.T) {
 		t.Error("a did not merge")
 	}
 }
+
+// A repair cut short by the driver's own stop (an interrupt, or a SIGKILL
+// that left no outcome) spends no supervisor attempt: repeated restarts
+// must not exhaust a phase.
+func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
+	recs := []Record{
+		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
+		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonConflict},
+		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 1},
+		{Phase: "p", Event: "interrupted", Role: Supervisor, Attempt: 1},
+		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 2},
+		{Phase: "q", Event: "launch", Role: Supervisor, Attempt: 1}, // the driver died here
+	}
+	h, _ := History(recs)
+	if h["p"].SuperSpent != 1 || h["p"].SuperRuns != 2 {
+		t.Errorf("p: spent %d of %d runs, want 1 of 2", h["p"].SuperSpent, h["p"].SuperRuns)
+	}
+	if h["q"].SuperSpent != 0 || h["q"].SuperRuns != 1 {
+		t.Errorf("q: spent %d of %d runs, want 0 of 1", h["q"].SuperSpent, h["q"].SuperRuns)
+	}
+}

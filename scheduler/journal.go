@@ -139,6 +139,7 @@ type PhaseHistory struct {
 	// Session is the newest agent session per role, for AGENT_RESUME_CMD.
 	Session    map[Role]string
 	launchedAt time.Time
+	inFlight   Role // the role of a launch with no outcome yet
 }
 
 // Rules are the settings a run decides eligibility by: its flags and
@@ -231,10 +232,17 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			}
 			h.Last = r.Event
 			h.launchedAt = r.Time
+			h.inFlight = r.Role
 		case "pgid":
 			h.PGIDs = append(h.PGIDs, r.PGID)
 		case "exit", "done", "fail", "interrupted", "cooldown", "transient":
 			h.PGIDs = nil
+			h.inFlight = ""
+			if r.Event == "interrupted" && r.Role == Supervisor {
+				// The driver was stopped, not the repair: it spent
+				// nothing (the log number stays used).
+				h.SuperSpent--
+			}
 			if !h.launchedAt.IsZero() {
 				h.Spent += r.Time.Sub(h.launchedAt)
 				h.launchedAt = time.Time{}
@@ -289,6 +297,14 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 				h.addUsage(r.Role, *r.Usage)
 			}
 		}
+	}
+	for _, h := range hs {
+		if h.inFlight == Supervisor {
+			// The driver died while a repair ran (SIGKILL): no outcome,
+			// so no attempt spent either.
+			h.SuperSpent--
+		}
+		h.inFlight = ""
 	}
 	return hs, cool
 }

@@ -186,7 +186,7 @@ func TestHistory(t *testing.T) {
 			cool: map[Role]time.Time{Worker: at(100), Supervisor: at(70)},
 		},
 		{
-			name: "supervisor transient reuses its attempt (spent once, when started)",
+			name: "supervisor transient reuses its attempt; a repair the driver died during is not spent",
 			recs: []Record{
 				rec(0, "a", "launch", Worker, 1),
 				with(rec(1, "a", "fail", Worker, 1), func(r *Record) { r.Reason = ReasonGate }),
@@ -195,7 +195,7 @@ func TestHistory(t *testing.T) {
 				rec(4, "a", "launch", Supervisor, 1),
 			},
 			want: map[string]*PhaseHistory{"a": {
-				WorkerRuns: 1, SuperRuns: 1, SuperSpent: 1, Reason: ReasonGate, Last: "launch", LastFailBy: Worker,
+				WorkerRuns: 1, SuperRuns: 1, SuperSpent: 0, Reason: ReasonGate, Last: "launch", LastFailBy: Worker,
 				Spent: 2 * time.Second, launchedAt: at(4),
 			}},
 			cool: map[Role]time.Time{},

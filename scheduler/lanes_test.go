@@ -81,6 +81,7 @@ func TestLanePinnedWaitsForItsLane(t *testing.T) {
 	lanes := twoLanes(1, 1)
 	lanes[0].Fallback = ""
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)", "[pending] **b** — b (lane: codex)"), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
+	h.runner.maxParallel = 2 // one slot on each lane
 	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := h.start(ctx)
