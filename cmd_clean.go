@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -122,13 +120,13 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 		}
 	}
 
-	lefts, err := findLeftovers(ctx, git, layout, rm)
+	lefts, err := land.Leftovers(ctx, git, layout, rm)
 	if err != nil {
 		return fmt.Errorf("clean: %w", err)
 	}
-	var parkedLeft []*leftover
+	var parkedLeft []*land.Leftover
 	for _, l := range lefts {
-		switch l.kind() {
+		switch l.Kind() {
 		case "active":
 			continue
 		case "parked":
@@ -219,68 +217,68 @@ func (c *cleaner) rel(p string) string { return relTo(c.a.cwd, p) }
 
 // landed removes the leftovers of a merged phase, or of one no longer in
 // the manifest, when the base contains its work.
-func (c *cleaner) landed(ctx context.Context, l *leftover, base, baseTip string) error {
-	why := l.describe()
-	in, err := l.onBase(ctx, c.git, baseTip)
+func (c *cleaner) landed(ctx context.Context, l *land.Leftover, base, baseTip string) error {
+	why := l.Describe()
+	in, err := l.OnBase(ctx, c.git, baseTip)
 	if err != nil {
 		return err
 	}
 	if !in {
-		c.kept("%s: %s, but %s does not contain its tip", l.name(c), why, base)
+		c.kept("%s: %s, but %s does not contain its tip", leftoverName(c, l), why, base)
 		return nil
 	}
-	if l.wt != nil && !l.wt.Prunable {
-		dirty, err := c.git.Dirty(ctx, l.wt.Path)
+	if l.Worktree != nil && !l.Worktree.Prunable {
+		dirty, err := c.git.Dirty(ctx, l.Worktree.Path)
 		if err != nil {
 			return err
 		}
 		if len(dirty) > 0 {
 			c.kept("%s: %s, but its worktree has uncommitted changes (%s); remove it yourself with git worktree remove --force %s",
-				l.name(c), why, countNoun(len(dirty), "file"), c.rel(l.wt.Path))
+				leftoverName(c, l), why, countNoun(len(dirty), "file"), c.rel(l.Worktree.Path))
 			return nil
 		}
 		if !c.dry {
-			if err := c.git.RemoveWorktree(ctx, l.wt.Path); err != nil {
+			if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
 				return err
 			}
 		}
-		c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.wt.Path), why)
+		c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
 	}
-	if l.branch != "" {
+	if l.Branch != "" {
 		if !c.dry {
-			if err := c.git.DeleteBranch(ctx, l.branch); err != nil {
+			if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
 				return err
 			}
 		}
-		c.did("deleted", "would delete", "branch %s (%s; %s contains it)", l.branch, why, base)
+		c.did("deleted", "would delete", "branch %s (%s; %s contains it)", l.Branch, why, base)
 	}
 	return nil
 }
 
 // parked removes the branches and worktrees of parked phases, only when
 // asked to and confirmed; otherwise it says what it kept.
-func (c *cleaner) parked(ctx context.Context, ls []*leftover, remove, yes bool, base, baseTip string) error {
+func (c *cleaner) parked(ctx context.Context, ls []*land.Leftover, remove, yes bool, base, baseTip string) error {
 	if len(ls) == 0 {
 		return nil
 	}
 	ahead := make([]string, len(ls))
 	for i, l := range ls {
 		ahead[i] = "unmerged work"
-		if l.branch != "" {
-			if n, err := c.git.CountCommits(ctx, baseTip, l.tip); err == nil {
+		if l.Branch != "" {
+			if n, err := c.git.CountCommits(ctx, baseTip, l.Tip); err == nil {
 				ahead[i] = fmt.Sprintf("%s not on %s", countNoun(n, "commit"), base)
 			}
 		}
 	}
 	if !remove {
 		for i, l := range ls {
-			c.kept("%s: %s (%s); clean --parked removes it", l.name(c), l.describe(), ahead[i])
+			c.kept("%s: %s (%s); clean --parked removes it", leftoverName(c, l), l.Describe(), ahead[i])
 		}
 		return nil
 	}
 	if !c.dry && !yes {
 		for i, l := range ls {
-			fmt.Fprintf(c.a.s.Err, "  %s: %s (%s)\n", l.name(c), l.describe(), ahead[i])
+			fmt.Fprintf(c.a.s.Err, "  %s: %s (%s)\n", leftoverName(c, l), l.Describe(), ahead[i])
 		}
 		noun := "branches with their"
 		if len(ls) == 1 {
@@ -290,31 +288,31 @@ func (c *cleaner) parked(ctx context.Context, ls []*leftover, remove, yes bool, 
 		if !confirmed(c.a) {
 			fmt.Fprintln(c.a.s.Err)
 			for _, l := range ls {
-				c.kept("%s: %s (not confirmed)", l.name(c), l.describe())
+				c.kept("%s: %s (not confirmed)", leftoverName(c, l), l.Describe())
 			}
 			return nil
 		}
 	}
 	for i, l := range ls {
-		if l.wt != nil && !l.wt.Prunable {
-			why := l.describe()
-			if dirty, err := c.git.Dirty(ctx, l.wt.Path); err == nil && len(dirty) > 0 {
+		if l.Worktree != nil && !l.Worktree.Prunable {
+			why := l.Describe()
+			if dirty, err := c.git.Dirty(ctx, l.Worktree.Path); err == nil && len(dirty) > 0 {
 				why += fmt.Sprintf(", with %s of uncommitted changes", countNoun(len(dirty), "file"))
 			}
 			if !c.dry {
-				if err := c.git.RemoveWorktree(ctx, l.wt.Path); err != nil {
+				if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
 					return err
 				}
 			}
-			c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.wt.Path), why)
+			c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
 		}
-		if l.branch != "" {
+		if l.Branch != "" {
 			if !c.dry {
-				if err := c.git.DeleteBranch(ctx, l.branch); err != nil {
+				if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
 					return err
 				}
 			}
-			c.did("deleted", "would delete", "branch %s (%s; %s)", l.branch, l.describe(), ahead[i])
+			c.did("deleted", "would delete", "branch %s (%s; %s)", l.Branch, l.Describe(), ahead[i])
 		}
 	}
 	return nil
@@ -340,149 +338,13 @@ func countNoun(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// leftover is what runs left in the repository for one phase: its branch
-// auto/<id>, its registered worktree under .claudopilot/worktrees, or both.
-type leftover struct {
-	id     string
-	node   *roadmap.Node      // nil: the phase is not in the manifest
-	branch string             // "auto/<id>" when that branch exists
-	tip    string             // the branch's commit
-	wt     *worktree.Worktree // its registered worktree, if any
-}
-
-// kind is "merged", "parked" ([blocked] or [failed]), "active" ([pending]
-// or [running]: a run resumes it) or "unknown" (not in the manifest).
-func (l *leftover) kind() string {
-	if l.node == nil {
-		return "unknown"
+// leftoverName is how reports call a leftover: its branch, else its
+// worktree.
+func leftoverName(c *cleaner, l *land.Leftover) string {
+	if l.Branch != "" {
+		return l.Branch
 	}
-	switch l.node.State {
-	case manifest.Merged:
-		return "merged"
-	case manifest.Blocked, manifest.Failed:
-		return "parked"
-	}
-	return "active"
-}
-
-func (l *leftover) describe() string {
-	switch l.kind() {
-	case "unknown":
-		return fmt.Sprintf("phase %s is not in the manifest", l.id)
-	case "merged":
-		return fmt.Sprintf("%s is merged", l.id)
-	}
-	return fmt.Sprintf("%s is [%s]", l.id, l.node.State)
-}
-
-// name is how reports call the leftover: its branch, else its worktree.
-func (l *leftover) name(c *cleaner) string {
-	if l.branch != "" {
-		return l.branch
-	}
-	return c.rel(l.wt.Path)
-}
-
-// onBase reports whether the base contains the leftover's work: the
-// branch's tip, or for a detached worktree its HEAD.
-func (l *leftover) onBase(ctx context.Context, git *worktree.Client, baseTip string) (bool, error) {
-	commit := l.tip
-	if commit == "" && l.wt != nil {
-		commit = l.wt.Head
-	}
-	if commit == "" {
-		return l.wt != nil && l.wt.Prunable, nil
-	}
-	return git.IsAncestor(ctx, commit, baseTip)
-}
-
-// findLeftovers lists, in manifest order, the phases that have a branch
-// auto/<id> or a worktree registered under .claudopilot/worktrees. A
-// branch auto/<id> counts only when <id> is a phase of the manifest or its
-// worktree is one of ours, so branches of other tools are left alone. rm
-// may be nil (every phase is then unknown).
-func findLeftovers(ctx context.Context, git *worktree.Client, l scheduler.Layout, rm *roadmap.Roadmap) ([]*leftover, error) {
-	node := func(id string) *roadmap.Node {
-		if rm == nil {
-			return nil
-		}
-		return rm.Node(id)
-	}
-	byID := map[string]*leftover{}
-	get := func(id string) *leftover {
-		if byID[id] == nil {
-			byID[id] = &leftover{id: id, node: node(id)}
-		}
-		return byID[id]
-	}
-	wts, err := git.Worktrees(ctx)
-	if err != nil {
-		return nil, err
-	}
-	wtDir := filepath.Join(l.Dir(), "worktrees")
-	for i := range wts {
-		wt := &wts[i]
-		if wt.Bare || !childOf(wtDir, wt.Path) {
-			continue
-		}
-		id := ""
-		if b, ok := strings.CutPrefix(wt.Branch, "auto/"); ok {
-			id = b
-		} else if rm != nil {
-			for _, n := range rm.Nodes {
-				if scheduler.SafeName(n.ID) == filepath.Base(wt.Path) {
-					id = n.ID
-				}
-			}
-		}
-		if id == "" {
-			id = filepath.Base(wt.Path)
-		}
-		get(id).wt = wt
-	}
-	refs, err := git.Git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/auto/")
-	if err != nil {
-		return nil, err
-	}
-	for line := range strings.SplitSeq(refs, "\n") {
-		sha, ref, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		id := strings.TrimPrefix(ref, "refs/heads/auto/")
-		if byID[id] == nil && node(id) == nil {
-			continue
-		}
-		lo := get(id)
-		lo.branch, lo.tip = "auto/"+id, sha
-	}
-	out := make([]*leftover, 0, len(byID))
-	for _, lo := range byID {
-		out = append(out, lo)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if (a.node == nil) != (b.node == nil) {
-			return a.node != nil
-		}
-		if a.node != nil && a.node.Index != b.node.Index {
-			return a.node.Index < b.node.Index
-		}
-		return a.id < b.id
-	})
-	return out, nil
-}
-
-// childOf reports whether p lies directly in dir, symlinks resolved where
-// they can be (a missing worktree's folder cannot be).
-func childOf(dir, p string) bool {
-	parent := filepath.Dir(filepath.Clean(p))
-	if parent == filepath.Clean(dir) {
-		return true
-	}
-	rd, err1 := filepath.EvalSymlinks(dir)
-	rp, err2 := filepath.EvalSymlinks(parent)
-	return err1 == nil && err2 == nil && rd == rp
+	return c.rel(l.Worktree.Path)
 }
 
 // lockHolder describes the live driver holding the lock.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -662,31 +663,31 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 	if layout.Top == "" {
 		layout = scheduler.Layout{Top: d.git.Dir}
 	}
-	lefts, err := findLeftovers(ctx, d.git, layout, d.rm)
+	lefts, err := land.Leftovers(ctx, d.git, layout, d.rm)
 	if err != nil {
 		d.add(doctorWarn, fmt.Sprintf("worktrees: %v", err), "")
 		return
 	}
 	found := 0
 	for _, l := range lefts {
-		k := l.kind()
+		k := l.Kind()
 		var what string
 		switch {
-		case l.wt != nil && l.wt.Prunable:
-			what = fmt.Sprintf("worktree %s is registered but its folder is gone", d.rel(l.wt.Path))
+		case l.Worktree != nil && l.Worktree.Prunable:
+			what = fmt.Sprintf("worktree %s is registered but its folder is gone", d.rel(l.Worktree.Path))
 		case k != "merged" && k != "unknown", d.rm == nil: // an invalid manifest says nothing about phases
 			continue
-		case l.wt != nil:
-			what = fmt.Sprintf("worktree %s is left over: %s", d.rel(l.wt.Path), l.describe())
+		case l.Worktree != nil:
+			what = fmt.Sprintf("worktree %s is left over: %s", d.rel(l.Worktree.Path), l.Describe())
 		default:
-			what = fmt.Sprintf("branch %s is left over: %s", l.branch, l.describe())
+			what = fmt.Sprintf("branch %s is left over: %s", l.Branch, l.Describe())
 		}
 		found++
 		fix := "claudopilot clean"
 		if k == "merged" || k == "unknown" {
 			if d.baseTip == "" {
 				fix = "claudopilot clean (once the base branch is set)"
-			} else if in, err := l.onBase(ctx, d.git, d.baseTip); err == nil && !in {
+			} else if in, err := l.OnBase(ctx, d.git, d.baseTip); err == nil && !in {
 				fix = fmt.Sprintf("its work is not on %s: merge it, or remove it by hand (git worktree remove, git branch -D)", d.base)
 			}
 		}
