@@ -46,15 +46,17 @@ func CheckCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadm
 		bad.Problems = append(bad.Problems, roadmap.Problem{Msg: fmt.Sprintf("the manifest is not committed on %s: commit the roadmap first (git add %s && git commit)", l.Base, l.RoadmapRel)})
 		return bad
 	}
+	// One listing of the roadmap folder, not one git call per phase:
+	// thousands of phases took minutes to reach the first launch.
+	committed, err := git.FilesIn(ctx, ref, l.RoadmapRel)
+	if err != nil {
+		return err
+	}
 	for _, n := range rm.Nodes {
 		if n.State == manifest.Merged || n.Doc == "" {
 			continue
 		}
-		_, has, err := git.ReadFile(ctx, ref, l.DocRel(n.DocPath()))
-		if err != nil {
-			return err
-		}
-		if !has && !n.Done {
+		if !committed[n.DocPath()] && !n.Done {
 			bad.Problems = append(bad.Problems, roadmap.Problem{Line: n.Line, Msg: fmt.Sprintf("phase %s: its doc %s is not committed on %s; commit the roadmap first", n.ID, l.DocRel(n.Doc), l.Base)})
 		}
 	}
