@@ -36,7 +36,9 @@ func sandboxFrom(ctx context.Context, a *app, git *worktree.Client, s settings) 
 	}
 	// The base checkout holds the phases' worktrees (.claudopilot/
 	// worktrees): hiding it hides them all; each agent gets its own back.
-	c := &sandbox.Config{Net: net, Gate: gate, RW: rw, Hide: []string{sandbox.Real(git.Dir)}}
+	c := &sandbox.Config{Net: net, Gate: gate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
+		Keep: sandbox.ToolPaths(a.env["PATH"], s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD"), s.str("REVIEW_CMD"),
+			s.str("GATE_CMD"), s.str("WORKTREE_PREPARE_CMD"), s.str("LOCKFILE_CMD"))}
 	if err := c.Probe(ctx); err != nil {
 		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.source["SANDBOX"], err)
 	}

@@ -38,6 +38,10 @@ type Config struct {
 	Gate  bool     // gates and WORKTREE_PREPARE_CMD run inside too (SANDBOX_GATE)
 	RW    []string // writable besides the worktree: StateDirs under HOME and SANDBOX_RW; missing ones are skipped
 	Hide  []string // hidden under an empty tmpfs: the base checkout and the worktrees' folder
+	// Keep are read-only paths under /tmp shown again over the private
+	// /tmp: the tools the commands need (PATH folders, a command's own
+	// folder) when they live there (ToolPaths).
+	Keep []string
 }
 
 // Attempt is what one process may see and write besides the read-only
@@ -75,6 +79,9 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	for _, k := range c.Keep {
+		args = append(args, "--ro-bind-try", k, k)
+	}
 	// Later mounts cover earlier ones, so the order is: hide, then
 	// re-expose read-only, then open the writable holes.
 	for _, h := range c.Hide {
@@ -155,4 +162,35 @@ func ensureDir(p string) error {
 		return fmt.Errorf("sandbox: mount point %s: %w", p, err)
 	}
 	return nil
+}
+
+// ToolPaths lists what the private /tmp would hide that the commands need
+// to start: the folders on pathEnv under /tmp, and the folder of each
+// command whose first word is an absolute path under /tmp. Without them an
+// agent installed (or a test's fake agent kept) under /tmp is "not found"
+// inside the sandbox.
+func ToolPaths(pathEnv string, cmds ...string) []string {
+	tmp := Real("/tmp")
+	under := func(p string) bool { return p == tmp || strings.HasPrefix(p, tmp+"/") }
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p == "" || !filepath.IsAbs(p) {
+			return
+		}
+		p = Real(p)
+		if under(p) && p != tmp && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		add(d)
+	}
+	for _, c := range cmds {
+		if f := strings.Fields(c); len(f) > 0 && filepath.IsAbs(f[0]) {
+			add(filepath.Dir(f[0]))
+		}
+	}
+	return out
 }

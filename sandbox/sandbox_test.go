@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,5 +111,29 @@ func TestPrepareRefsRefusesBranchOutsideAFolder(t *testing.T) {
 		if _, err := PrepareRefs(t.TempDir(), t.TempDir(), b, strings.Repeat("a", 40)); err == nil {
 			t.Errorf("PrepareRefs(%q): no error", b)
 		}
+	}
+}
+
+// Tools under /tmp stay visible over the private /tmp: the PATH folders
+// there and a command's own folder; nothing else under /tmp is shown.
+func TestToolPaths(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "toolpaths")
+	if err != nil {
+		t.Skip("no /tmp")
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "bin")
+	agent := filepath.Join(dir, "agents")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(agent, 0o755)
+	got := ToolPaths("/usr/bin:"+bin+":/tmp", agent+"/run.sh --flag", "relative.sh", "/usr/local/bin/x")
+	want := []string{Real(bin), Real(agent)}
+	if !slices.Equal(got, want) {
+		t.Errorf("ToolPaths = %v, want %v", got, want)
+	}
+	c := &Config{Keep: got}
+	args := strings.Join(c.Args(Attempt{}, "true"), " ")
+	if !strings.Contains(args, "--tmpfs /tmp --ro-bind-try "+Real(bin)) {
+		t.Errorf("the kept folders are not shown right after the private /tmp: %s", args)
 	}
 }
