@@ -252,9 +252,15 @@ func TestRunStopsAgentDaemonBeforeGate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	pid := filepath.Join(f.tmp, "daemon.pid")
-	f.runner.Agent = f.agent(`setsid sh -c 'echo $$ > "` + pid + `.tmp" && mv "` + pid + `.tmp" "` + pid + `"; while :; do date >> daemon.txt; git add daemon.txt; git commit -qm daemon; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+	// The daemon starts committing once the agent's own last commit is
+	// made (the go file), as a leftover does: the two never race for the
+	// index, and what it commits after the agent exits is what the driver
+	// must stop before the gate.
+	f.runner.Agent = f.agent(`setsid sh -c 'echo $$ > "` + pid + `.tmp" && mv "` + pid + `.tmp" "` + pid + `"; while [ ! -e "` + pid + `.go" ]; do sleep 0.01; done; while :; do date >> daemon.txt; git add daemon.txt; git commit -qm daemon; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
 while [ ! -s '` + pid + `' ]; do sleep 0.01; done
-` + doneBody)
+` + doneBody + `
+touch '` + pid + `.go'
+`)
 	j := job()
 	// A zombie (killed, waiting for an init that does not reap) is dead.
 	j.Gate = `s=$(cut -d' ' -f3 "/proc/$(cat '` + pid + `')/stat" 2>/dev/null); [ -z "$s" ] || [ "$s" = Z ] || { echo "the daemon still runs"; exit 1; }`
