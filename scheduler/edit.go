@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -35,6 +36,13 @@ func (s *Scheduler) onEdit(reported []byte) {
 	}
 	rm, err := roadmap.Parse(s.rm.Dir, src, files, opt)
 	if err != nil {
+		if s.inMerge(rm, err) {
+			// The merge is moving the base checkout: the merged phase's
+			// doc is half-way through its rename to DONE_. Look again
+			// when the merge ends (onMerge).
+			s.editLater = true
+			return
+		}
 		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
 		return
 	}
@@ -147,6 +155,26 @@ func (s *Scheduler) inFlight(p *phase) bool {
 		}
 	}
 	return false
+}
+
+// inMerge is true when every problem of an edit is at the line of the phase
+// being merged: what a doc caught mid-rename looks like ("no doc", or
+// "more than one doc").
+func (s *Scheduler) inMerge(rm *roadmap.Roadmap, err error) bool {
+	var bad *roadmap.InvalidError
+	if s.merging == nil || rm == nil || !errors.As(err, &bad) {
+		return false
+	}
+	n := rm.Node(s.merging.n.ID)
+	if n == nil {
+		return false
+	}
+	for _, p := range bad.Problems {
+		if p.Line != n.Line {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Scheduler) docFiles() []string {

@@ -323,3 +323,50 @@ func TestEditReadsTheStore(t *testing.T) {
 	}
 	h.store.wantStates(t, allMerged("a", "n"))
 }
+
+// A human edit saved while a merge moves the base checkout forward sees the
+// phase's doc in mid-rename (the checkout writes DONE_<doc>, then removes
+// <doc>): that is no error of the human's. It is not reported, and it takes
+// effect when the merge ends, not at the file's next change.
+func TestEditDuringCheckoutAdvanceAppliesAfterMerge(t *testing.T) {
+	t.Parallel()
+	h, edits := newEditHarness(t, manifestOf(
+		"[pending] **b** — b (deps: none)",
+		"[pending] **c** — c (deps: none)",
+	), Config{MaxParallel: 2, KeepGoing: true}, "b", "c")
+	dir := h.rm.Dir
+	releaseC := make(chan struct{})
+	h.runner.on("b", Worker, fail(ReasonGate))
+	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC})
+	h.merger.onMerge = func(j MergeJob) {
+		if j.ID != "c" {
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "DONE_c.md"), []byte("# c\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		h.humanEdit(edits, "[blocked] **b**", "[pending] **b**")
+		// The loop takes a second report only once it has handled the
+		// first: the edit has been seen with both docs in the folder.
+		edits <- []byte(h.store.text())
+		if err := os.Remove(filepath.Join(dir, "c.md")); err != nil {
+			t.Error(err)
+		}
+	}
+	ch := h.start(context.Background())
+	h.ev.wait(t, "b parked", isEv(EvBlocked, "b"))
+	close(releaseC)
+	_, err, evs := h.await(ch)
+	if err != nil {
+		t.Fatalf("Run: %v (b should have been retried)", err)
+	}
+	for _, e := range evs {
+		if e.Kind == EvWarn && strings.Contains(e.Detail, "manifest edit ignored") {
+			t.Errorf("warning during the checkout advance: %s", e.Detail)
+		}
+	}
+	if b := h.runner.jobsOf("b", Worker); len(b) != 2 {
+		t.Errorf("b's jobs %+v, want a retry after the edit", b)
+	}
+	h.store.wantStates(t, allMerged("b", "c"))
+}

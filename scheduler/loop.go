@@ -99,6 +99,10 @@ type Scheduler struct {
 	// unwritten holds states the manifest could not take because it did
 	// not parse at the time; they are written when it does again.
 	unwritten map[string]manifest.State
+	// editLater is set when an edit arrived while a merge moved the base
+	// checkout and caught the merged phase's doc mid-rename; onMerge
+	// applies it.
+	editLater bool
 	halt      *HaltError
 	fatal     error
 	started   time.Time
@@ -820,6 +824,12 @@ func WaitDetail(files []string, waiting string) string {
 func (s *Scheduler) onMerge(m MergeOutcome) {
 	p := s.byID[m.ID]
 	s.merging = nil
+	if s.editLater {
+		// An edit saved while the checkout moved: apply it now that the
+		// folder is whole again, after this outcome is booked.
+		s.editLater = false
+		defer s.onEdit(nil)
+	}
 	p.busy = false
 	switch {
 	case m.OK:
