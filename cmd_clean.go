@@ -13,7 +13,7 @@ import (
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -154,7 +154,7 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 	if lock == lockStale {
 		if !c.dry {
 			// Remove it only if it is still the same dead holder's.
-			if now, _ := scheduler.ReadLock(lockPath); now.PID == holder.PID {
+			if now, _ := state.ReadLock(lockPath); now.PID == holder.PID {
 				if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("clean: %w", err)
 				}
@@ -348,7 +348,7 @@ func leftoverName(c *cleaner, l *land.Leftover) string {
 }
 
 // lockHolder describes the live driver holding the lock.
-func lockHolder(info scheduler.LockInfo) string {
+func lockHolder(info state.LockInfo) string {
 	if info.PID <= 0 {
 		return "a run is starting (its lock is being written)"
 	}
@@ -365,12 +365,12 @@ const (
 
 // lockStatus tells whether the driver lock at path is free, held by a live
 // driver or stale, by the same rules a starting run uses to take it over.
-func lockStatus(path string) (scheduler.LockInfo, lockState) {
+func lockStatus(path string) (state.LockInfo, lockState) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return scheduler.LockInfo{}, lockFree
+		return state.LockInfo{}, lockFree
 	}
-	info, ok := scheduler.ReadLock(path)
+	info, ok := state.ReadLock(path)
 	if !ok {
 		// A lock being written right now is not stale yet.
 		if time.Since(st.ModTime()) > 5*time.Second {
@@ -378,7 +378,7 @@ func lockStatus(path string) (scheduler.LockInfo, lockState) {
 		}
 		return info, lockLive
 	}
-	if _, live := scheduler.LockHeld(path); live {
+	if _, live := state.LockHeld(path); live {
 		return info, lockLive
 	}
 	return info, lockStale

@@ -20,7 +20,7 @@ import (
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -96,7 +96,7 @@ type doctorState struct {
 	set      settings
 	base     string // the base branch, when it exists
 	baseTip  string
-	layout   scheduler.Layout
+	layout   state.Layout
 	checks   []doctorCheck
 }
 
@@ -661,7 +661,7 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 
 	layout := d.layout
 	if layout.Top == "" {
-		layout = scheduler.Layout{Top: d.git.Dir}
+		layout = state.Layout{Top: d.git.Dir}
 	}
 	lefts, err := land.Leftovers(ctx, d.git, layout, d.rm)
 	if err != nil {

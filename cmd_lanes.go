@@ -15,7 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/pacer"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -124,7 +124,7 @@ func stateDirOf(ctx context.Context, a *app, dir string) (*worktree.Client, stri
 	if len(wts) == 0 {
 		return nil, "", fmt.Errorf("%s: git lists no worktree", git.Dir)
 	}
-	return git, scheduler.Layout{Top: wts[0].Path}.StateDir(), nil
+	return git, state.Layout{Top: wts[0].Path}.StateDir(), nil
 }
 
 func cmdDrain(ctx context.Context, a *app, args []string) error {
@@ -147,7 +147,7 @@ next run. Without a running driver there is nothing to drain.`, "  claudopilot d
 	if err != nil {
 		return err
 	}
-	info, ok := scheduler.LockHeld(filepath.Join(common, "claudopilot.lock"))
+	info, ok := state.LockHeld(filepath.Join(common, "claudopilot.lock"))
 	if !ok {
 		return errors.New("drain: no driver is running here")
 	}
@@ -199,7 +199,7 @@ func driverNote(ctx context.Context, git *worktree.Client) string {
 	if err != nil {
 		return ""
 	}
-	if info, ok := scheduler.LockHeld(filepath.Join(common, "claudopilot.lock")); ok {
+	if info, ok := state.LockHeld(filepath.Join(common, "claudopilot.lock")); ok {
 		return fmt.Sprintf(" (the running driver, pid %d, takes it within a second)", info.PID)
 	}
 	return " (no driver is running: the next run starts this way)"

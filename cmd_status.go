@@ -20,6 +20,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -28,12 +29,12 @@ import (
 // goes on.
 type snapshot struct {
 	rm      *roadmap.Roadmap
-	layout  scheduler.Layout
+	layout  state.Layout
 	hist    map[string]*scheduler.PhaseHistory
 	cool    scheduler.Cooldowns
 	rules   *scheduler.Rules // the newest run's, from the journal
 	live    bool             // a driver holds the lock
-	lock    scheduler.LockInfo
+	lock    state.LockInfo
 	lockSet bool
 	now     time.Time
 	cwd     string // paths are shown relative to where the user stands
@@ -53,7 +54,7 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.layout = scheduler.Layout{Top: git.Dir}
+	s.layout = state.Layout{Top: git.Dir}
 	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
 		s.layout = rel
 	}
@@ -65,8 +66,8 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	s.rules = scheduler.LastRules(recs)
 	if common, err := git.CommonDir(ctx); err == nil {
 		path := filepath.Join(common, "claudopilot.lock")
-		s.lock, s.lockSet = scheduler.ReadLock(path)
-		_, s.live = scheduler.LockHeld(path)
+		s.lock, s.lockSet = state.ReadLock(path)
+		_, s.live = state.LockHeld(path)
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -33,7 +34,7 @@ func TestExitCodes(t *testing.T) {
 		{"halt no-done", &scheduler.HaltError{ID: "p", Reason: scheduler.ReasonNoDone}, nil, 6},
 		{"parked", scheduler.ErrParked, nil, 8},
 		{"not a repo", wrap(worktree.ErrNotRepo), nil, 1},
-		{"locked", &scheduler.LockedError{Path: "l"}, nil, 1},
+		{"locked", &state.LockedError{Path: "l"}, nil, 1},
 		{"other", errors.New("disk on fire"), nil, 1},
 		{"sigint", scheduler.ErrInterrupted, os.Interrupt, 130},
 		{"sigterm", scheduler.ErrInterrupted, syscall.SIGTERM, 143},

@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // progress renders scheduler events. It is the only writer of progress
@@ -43,7 +44,7 @@ type row struct {
 	waitFiles            []string // uncommitted files its merge waits for
 }
 
-func newProgress(s *Streams, jsonOut bool, rm *roadmap.Roadmap, l scheduler.Layout) *progress {
+func newProgress(s *Streams, jsonOut bool, rm *roadmap.Roadmap, l state.Layout) *progress {
 	p := &progress{s: s, json: jsonOut, by: map[string]*row{}, start: time.Now()}
 	p.logOf = func(id string, role scheduler.Role, attempt int) string { return l.LogPath(id, string(role), attempt) }
 	if jsonOut {

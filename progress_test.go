@@ -9,6 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 func progressEvents() []scheduler.Event {
@@ -36,7 +37,7 @@ func renderEvents(t *testing.T, tty, jsonOut bool, evs []scheduler.Event) (stdou
 	}
 	var out, errb bytes.Buffer
 	s := &Streams{Out: &out, Err: &errb, ErrIsTTY: tty}
-	p := newProgress(s, jsonOut, rm, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	p := newProgress(s, jsonOut, rm, state.Layout{Top: "/r", RoadmapRel: "roadmap"})
 	ch := make(chan scheduler.Event)
 	done := make(chan struct{})
 	go func() { p.consume(ch); close(done) }()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 var escapes = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
@@ -30,7 +31,7 @@ func ttyRun(t *testing.T, width func() int, resize chan os.Signal, logOf func(st
 	}
 	var errb bytes.Buffer
 	s := &Streams{Out: &bytes.Buffer{}, Err: &errb, ErrIsTTY: true, Color: true, Width: width, Resize: resize}
-	p := newProgress(s, false, rm, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	p := newProgress(s, false, rm, state.Layout{Top: "/r", RoadmapRel: "roadmap"})
 	if logOf != nil {
 		p.logOf = func(id string, _ scheduler.Role, _ int) string { return logOf(id) }
 	}
@@ -122,7 +123,7 @@ func TestLiveTableFollowsResize(t *testing.T) {
 	var errb bytes.Buffer
 	rm, _ := roadmap.Parse("/r/roadmap", []byte("1. [pending] **a** — x\n"), nil, roadmap.Options{})
 	s := &Streams{Out: &bytes.Buffer{}, Err: &errb, ErrIsTTY: true, Width: func() int { return width }, Resize: resize}
-	p := newProgress(s, false, rm, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	p := newProgress(s, false, rm, state.Layout{Top: "/r", RoadmapRel: "roadmap"})
 	p.drawn = []int{95, 95} // two lines drawn at 100 columns
 	width = 40
 	p.draw()
@@ -140,7 +141,7 @@ func TestLiveTableFollowsResize(t *testing.T) {
 	errb.Reset()
 	rm3, _ := roadmap.Parse("/r/roadmap", []byte("1. [pending] **a** — x\n2. [pending] **b** — x\n3. [pending] **c** — x\n4. [pending] **d** — x\n"), nil, roadmap.Options{})
 	s.Height = func() int { return 4 }
-	p = newProgress(s, false, rm3, scheduler.Layout{Top: "/r", RoadmapRel: "roadmap"})
+	p = newProgress(s, false, rm3, state.Layout{Top: "/r", RoadmapRel: "roadmap"})
 	p.draw()
 	if got := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n"); len(got) != 3 || !strings.Contains(got[2], "… 3 more") {
 		t.Errorf("on 4 rows: %q", got)

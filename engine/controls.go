@@ -10,6 +10,7 @@ import (
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // Lanes is the resolved lane configuration of a repository (docs/lanes.md).
@@ -146,7 +147,7 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 
 // wireControls gives the loop its lanes, the saved pause switch and the
 // channel that brings later switches and pacer passes.
-func wireControls(ctx context.Context, log io.Writer, l scheduler.Layout, ls Lanes, cfg *scheduler.Config) error {
+func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, cfg *scheduler.Config) error {
 	sw, err := control.Load(l.StateDir())
 	if err != nil {
 		return err

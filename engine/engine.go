@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -53,7 +54,7 @@ type Options struct {
 type Engine struct {
 	Git      *worktree.Client
 	Roadmap  *roadmap.Roadmap
-	Layout   scheduler.Layout
+	Layout   state.Layout
 	Settings Settings
 
 	sched   *scheduler.Scheduler
@@ -239,7 +240,7 @@ func (e *Engine) onClose(f func()) { e.closers = append(e.closers, f) }
 
 // reviewer builds the review gate's runner; it shares the worker's
 // prompts, timeouts and log cap.
-func (r Review) reviewer(git *worktree.Client, l scheduler.Layout, env []string, w *work.Runner) *work.Reviewer {
+func (r Review) reviewer(git *worktree.Client, l state.Layout, env []string, w *work.Runner) *work.Reviewer {
 	return &work.Reviewer{
 		Git: git, Layout: l, Cmd: r.Cmd, Env: env, Prompts: w.Prompts,
 		StuckTimeout: w.StuckTimeout, Timeout: w.AgentTimeout, LogCap: w.LogCap, KillGrace: w.KillGrace,

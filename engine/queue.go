@@ -13,6 +13,7 @@ import (
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -82,7 +83,7 @@ type queueRun struct {
 
 // startQueue builds the queue, checks the manifest's issue deps exist, and
 // starts the queue and the refresher of issue states.
-func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *QueueSetup, rm *roadmap.Roadmap, l scheduler.Layout, poll time.Duration) (*queueRun, error) {
+func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *QueueSetup, rm *roadmap.Roadmap, l state.Layout, poll time.Duration) (*queueRun, error) {
 	mp := rm.ManifestPath
 	qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
 	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(rm.Dir, "prompts"), filepath.Join(l.Dir(), "prompts"))

@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -24,20 +25,20 @@ func NotRepo(dir string) error {
 }
 
 // MakeLayout places the run: the roadmap must be inside the repository.
-func MakeLayout(git *worktree.Client, dir, base string) (scheduler.Layout, error) {
+func MakeLayout(git *worktree.Client, dir, base string) (state.Layout, error) {
 	top, _ := filepath.EvalSymlinks(git.Dir)
 	abs, _ := filepath.EvalSymlinks(dir)
 	rel, err := filepath.Rel(top, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return scheduler.Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, git.Dir)
+		return state.Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, git.Dir)
 	}
-	return scheduler.Layout{Top: git.Dir, RoadmapRel: filepath.ToSlash(rel), Base: base}, nil
+	return state.Layout{Top: git.Dir, RoadmapRel: filepath.ToSlash(rel), Base: base}, nil
 }
 
 // CheckCommitted makes sure the base holds the manifest and the doc of every
 // phase left to do: worktrees are cut from the base, so an agent could not
 // see (or rename) a doc that exists only in this checkout.
-func CheckCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap, l scheduler.Layout) error {
+func CheckCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap, l state.Layout) error {
 	bad := &roadmap.InvalidError{Path: rm.ManifestPath}
 	ref := "refs/heads/" + l.Base
 	if _, has, err := git.ReadFile(ctx, ref, l.ManifestRel()); err != nil {
@@ -68,7 +69,7 @@ func CheckCommitted(ctx context.Context, git *worktree.Client, rm *roadmap.Roadm
 
 // Lock makes sure git can commit here and takes the repository's driver
 // lock, before anything is changed.
-func Lock(ctx context.Context, git *worktree.Client) (*scheduler.Lock, error) {
+func Lock(ctx context.Context, git *worktree.Client) (*state.Lock, error) {
 	if ok, err := git.HasIdentity(ctx); err != nil {
 		return nil, err
 	} else if !ok {
@@ -79,14 +80,14 @@ func Lock(ctx context.Context, git *worktree.Client) (*scheduler.Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scheduler.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+	return state.AcquireLock(filepath.Join(common, "claudopilot.lock"))
 }
 
 // recoverCheckout finishes a base-checkout move a killed driver left half
 // done, before the roadmap is read (a phase doc may be missing until then).
 // It takes the driver lock for it, so a live run is never disturbed.
 func recoverCheckout(ctx context.Context, git *worktree.Client) error {
-	l := scheduler.Layout{Top: git.Dir}
+	l := state.Layout{Top: git.Dir}
 	if _, err := os.Stat(filepath.Join(l.StateDir(), "advance.json")); err != nil {
 		return nil
 	}
@@ -101,7 +102,7 @@ func recoverCheckout(ctx context.Context, git *worktree.Client) error {
 // bootstrap runs BOOTSTRAP_CMD, then BUILD_CMD, once in the repository
 // before any phase starts, as Claudopilot did. A failure is a warning, as
 // it was there: the gate of each phase still decides what merges.
-func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l scheduler.Layout, cfg Settings, env []string) error {
+func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l state.Layout, cfg Settings, env []string) error {
 	for _, step := range []struct{ name, cmd string }{{"bootstrap", cfg.Bootstrap}, {"build", cfg.Build}} {
 		if step.cmd == "" {
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/web"
 )
 
@@ -20,7 +21,7 @@ const WebTokenFile = "web-token"
 
 // startWeb serves the API and page of this run when LISTEN is set, until
 // ctx ends. It returns the listeners the event fan-out feeds.
-func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l scheduler.Layout, paused bool) ([]func(scheduler.Event), error) {
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool) ([]func(scheduler.Event), error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -86,7 +87,7 @@ func (w webActions) Retry(id string) error {
 }
 
 // FindLog finds a phase's log: of a role ("" any), an attempt (0 newest).
-func FindLog(l scheduler.Layout, rm *roadmap.Roadmap, id, role string, attempt int) (string, error) {
+func FindLog(l state.Layout, rm *roadmap.Roadmap, id, role string, attempt int) (string, error) {
 	if rm.Node(id) == nil {
 		return "", fmt.Errorf("no phase %q", id)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/sandbox"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -369,7 +369,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	if n == 0 {
 		return &failure{reason: "no-commit", detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
 	}
-	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, scheduler.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
+	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, state.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
 	if ctx.Err() != nil {
 		return &failure{reason: "interrupted"}
 	}

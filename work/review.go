@@ -18,6 +18,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -26,7 +27,7 @@ import (
 // from that process's own output, bound to the live fingerprint.
 type Reviewer struct {
 	Git     *worktree.Client
-	Layout  scheduler.Layout
+	Layout  state.Layout
 	Cmd     string   // REVIEW_CMD
 	Env     []string // the driver's environment; the contract's variables are added
 	Prompts prompts.Set
@@ -42,7 +43,7 @@ type Reviewer struct {
 var _ scheduler.Reviewer = (*Reviewer)(nil)
 
 // ReviewDir holds the reviewers' checkouts.
-func ReviewDir(l scheduler.Layout) string { return filepath.Join(l.Dir(), "review") }
+func ReviewDir(l state.Layout) string { return filepath.Join(l.Dir(), "review") }
 
 // inputs are what a fingerprint is computed from.
 type inputs struct {
@@ -134,7 +135,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		o.Err = err
 		return none(err.Error())
 	}
-	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", scheduler.SafeName(j.ID), n))
+	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", state.SafeName(j.ID), n))
 	lens := strings.Join(j.Lenses, ",")
 	gateLog := ""
 	if k := proc.NextLog(dir, "gate") - 1; k > 0 {
@@ -374,13 +375,13 @@ func removeCheckout(ctx context.Context, git *worktree.Client, dir string) {
 
 // FindingsPath is the file that carries the reviewers' findings to a worker
 // attempt (CLAUDOPILOT_REVIEW_FINDINGS).
-func FindingsPath(l scheduler.Layout, id string, attempt int) string {
+func FindingsPath(l state.Layout, id string, attempt int) string {
 	return filepath.Join(l.LogDir(id), fmt.Sprintf("worker-%d.findings.md", attempt))
 }
 
 // writeFindings writes a worker's findings file, one finding per line
 // item.
-func writeFindings(l scheduler.Layout, j scheduler.Job) (string, error) {
+func writeFindings(l state.Layout, j scheduler.Job) (string, error) {
 	p := FindingsPath(l, j.ID, j.Attempt)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", err

@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -35,7 +36,7 @@ const ScriptAgent = "script"
 // Runner implements scheduler.Runner over git worktrees and agent processes.
 type Runner struct {
 	Git     *worktree.Client
-	Layout  scheduler.Layout
+	Layout  state.Layout
 	Agent   string   // AGENT_CMD
 	Super   string   // SUPERVISOR_CMD
 	Prepare string   // WORKTREE_PREPARE_CMD
@@ -306,7 +307,7 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 
 // RunGateIn is RunGate under sb's sandbox for gates, or as it is when sb
 // is nil or SANDBOX_GATE is off. What the sandbox undid goes to the log.
-func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l state.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
 	jail, err := sb.EnterGate(ctx, git, dir, l.LogDir(id))
 	if err != nil {
 		return false, "", fmt.Errorf("gate: %w", err)
@@ -322,7 +323,7 @@ func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l 
 // RunGate runs a gate command in dir, logging to the phase's next
 // gate-<n>.log. ok is false when the gate exits non-zero.
 // wrap, when given, is the sandbox's command prefix (sandbox.Jail.Wrap).
-func RunGate(ctx context.Context, l scheduler.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
+func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
 	log = l.LogPath(id, "gate", proc.NextLog(l.LogDir(id), "gate"))
 	if gate == "" {
 		gate = "true"
@@ -602,7 +603,7 @@ func (r *Runner) now() time.Time {
 // committed manifest marks it [merged], which the merge commit alone does.
 // (A branch being contained in the base proves nothing: a branch with no
 // commits yet is contained too.)
-func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id string) bool {
+func Landed(ctx context.Context, git *worktree.Client, l state.Layout, id string) bool {
 	src, ok, err := git.ReadFile(ctx, "refs/heads/"+l.Base, l.ManifestRel())
 	if err != nil || !ok {
 		return false
@@ -618,8 +619,8 @@ func Landed(ctx context.Context, git *worktree.Client, l scheduler.Layout, id st
 
 // GatingMark is the file the merge owner keeps while a phase's worktree is
 // detached at a merge commit for its gate.
-func GatingMark(l scheduler.Layout, id string) string {
-	return filepath.Join(l.StateDir(), "gating-"+scheduler.SafeName(id))
+func GatingMark(l state.Layout, id string) string {
+	return filepath.Join(l.StateDir(), "gating-"+state.SafeName(id))
 }
 
 // endGating puts a worktree the merge owner left detached (the driver was

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -56,7 +57,7 @@ type fixture struct {
 	ctx    context.Context
 	git    *worktree.Client
 	top    string
-	layout scheduler.Layout
+	layout state.Layout
 	runner *work.Runner
 	tmp    string // a scratch folder outside the repository
 }
@@ -81,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, tmp: t.TempDir()}
-	f.layout = scheduler.Layout{Top: g.Dir, RoadmapRel: "roadmap", Base: "main"}
+	f.layout = state.Layout{Top: g.Dir, RoadmapRel: "roadmap", Base: "main"}
 	f.runner = &work.Runner{
 		Git: g, Layout: f.layout, Agent: "true", Super: "true",
 		// A contract variable of an outer driver must not leak through.
