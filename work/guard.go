@@ -12,21 +12,29 @@ import (
 
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// Files the runner keeps in a phase worktree's own admin folder
-// (<common>/worktrees/<name>/), so they go away with the worktree.
-const (
-	// environmentFile lists (NUL-separated) what was untracked once
-	// WORKTREE_PREPARE_CMD had run: the environment (a copied .env, a
-	// generated config), never the agent's work.
-	environmentFile = "claudopilot-environment"
-	// attemptFile lists the tracked paths missing from the checkout when
-	// the current attempt's agent started. An attempt a killed driver
-	// left keeps its list: the resumed attempt continues that work.
-	attemptFile = "claudopilot-attempt"
-)
+// notePath is where the runner keeps a note about phase id's worktree:
+// in the driver's state folder, which an agent (even a sandboxed one, whose
+// worktree admin folder is writable) cannot rewrite to its liking.
+//
+//   - "environment": what was untracked once WORKTREE_PREPARE_CMD had run
+//     (NUL-separated): the environment (a copied .env, a generated
+//     config), never the agent's work;
+//   - "attempt": the tracked paths missing from the checkout when the
+//     current attempt's agent started. An attempt a killed driver left
+//     keeps its note: the resumed attempt continues that work.
+func (r *Runner) notePath(id, kind string) string {
+	return filepath.Join(r.Layout.StateDir(), kind+"-"+state.SafeName(id))
+}
+
+// forgetNotes drops the notes of a worktree that was made anew.
+func (r *Runner) forgetNotes(id string) {
+	os.Remove(r.notePath(id, "environment"))
+	os.Remove(r.notePath(id, "attempt"))
+}
 
 // OwnGitDir returns the admin folder of the phase worktree wt, and fails
 // unless git, run in wt, works on exactly that folder: <common>/worktrees/
@@ -109,9 +117,8 @@ func (r *Runner) setAside(ctx context.Context, wt string) error {
 
 // recordEnvironment notes what is untracked in a freshly prepared
 // worktree: leftover commits never take it.
-func (r *Runner) recordEnvironment(ctx context.Context, wt string) error {
-	gd, err := OwnGitDir(ctx, r.Git, wt)
-	if err != nil {
+func (r *Runner) recordEnvironment(ctx context.Context, id, wt string) error {
+	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return err
 	}
 	st, err := r.Git.Status(ctx, wt)
@@ -124,26 +131,21 @@ func (r *Runner) recordEnvironment(ctx context.Context, wt string) error {
 			env = append(env, c.Path)
 		}
 	}
-	return writeList(filepath.Join(gd, environmentFile), env)
+	return writeList(r.notePath(id, "environment"), env)
 }
 
-// environment reads what recordEnvironment noted for worktree wt.
-func (r *Runner) environment(ctx context.Context, wt string) (map[string]bool, error) {
-	gd, err := OwnGitDir(ctx, r.Git, wt)
-	if err != nil {
-		return nil, err
-	}
-	return readList(filepath.Join(gd, environmentFile))
+// environment reads what recordEnvironment noted for phase id.
+func (r *Runner) environment(id string) (map[string]bool, error) {
+	return readList(r.notePath(id, "environment"))
 }
 
 // recordAttemptStart notes the tracked paths missing from the checkout
 // before the agent starts, unless an interrupted attempt's note is there.
-func (r *Runner) recordAttemptStart(ctx context.Context, wt string) error {
-	gd, err := OwnGitDir(ctx, r.Git, wt)
-	if err != nil {
+func (r *Runner) recordAttemptStart(ctx context.Context, id, wt string) error {
+	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return err
 	}
-	file := filepath.Join(gd, attemptFile)
+	file := r.notePath(id, "attempt")
 	if _, err := os.Stat(file); err == nil {
 		return nil
 	}
@@ -167,6 +169,9 @@ func writeList(file string, paths []string) error {
 		b.WriteByte(0)
 	}
 	tmp := file + ".tmp"
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
 	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
 		return err
 	}
@@ -223,11 +228,11 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 			return nil
 		}
 	}
-	env, err := readList(filepath.Join(gd, environmentFile))
+	env, err := r.environment(j.ID)
 	if err != nil {
 		return err
 	}
-	missing, err := readList(filepath.Join(gd, attemptFile))
+	missing, err := readList(r.notePath(j.ID, "attempt"))
 	if err != nil {
 		return err
 	}
@@ -279,10 +284,8 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 
 // endAttempt drops the attempt's start note once its leftovers are dealt
 // with.
-func (r *Runner) endAttempt(ctx context.Context, wt string) {
-	if gd, err := OwnGitDir(ctx, r.Git, wt); err == nil {
-		os.Remove(filepath.Join(gd, attemptFile))
-	}
+func (r *Runner) endAttempt(id string) {
+	os.Remove(r.notePath(id, "attempt"))
 }
 
 // stagedChanges maps each staged path to its status letter (A, M, D, T).

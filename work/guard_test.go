@@ -273,3 +273,24 @@ touch '` + pid + `.go'
 		t.Fatalf("outcome = %+v, want OK (the gate saw the daemon alive?)", o)
 	}
 }
+
+// The notes about a worktree live in the driver's state folder, out of an
+// agent's reach, and a worktree made anew starts without old ones: a note
+// a killed driver left for an earlier worktree does not refuse this
+// agent's own deletion.
+func TestNotesStartOverWithAFreshWorktree(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	note := filepath.Join(f.layout.StateDir(), "attempt-p1")
+	f.write(f.layout.StateDir(), "attempt-p1", "README.md\x00")
+	f.runner.Agent = f.agent("rm README.md\nexit 1\n")
+	if o := f.run(job()); o.Reason != scheduler.ReasonExit {
+		t.Fatalf("outcome = %+v, want Reason exit", o)
+	}
+	if f.hasFile("auto/p1", "README.md") {
+		t.Error("the agent's own deletion was not committed")
+	}
+	if exists(note) {
+		t.Error("the attempt's note outlived the attempt")
+	}
+}

@@ -1,7 +1,6 @@
 package work
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -18,7 +17,7 @@ import (
 // one phase: run the doc's first ```sh block in the worktree; if it exits
 // 0, rename the doc to DONE_ and commit everything. It goes through the
 // same agent contract as any other command (process group, log, env).
-func (r *Runner) scriptCommand(ctx context.Context, wt, docRel, doneRel, id string) (string, error) {
+func (r *Runner) scriptCommand(wt, docRel, doneRel, id string) (string, error) {
 	src, err := os.ReadFile(filepath.Join(wt, filepath.FromSlash(docRel)))
 	if err != nil {
 		return "", fmt.Errorf("script agent: %w", err)
@@ -35,7 +34,7 @@ func (r *Runner) scriptCommand(ctx context.Context, wt, docRel, doneRel, id stri
 		return "", err
 	}
 	add := "git add -A"
-	env, err := r.environment(ctx, wt)
+	env, err := r.environment(id)
 	if err != nil {
 		return "", fmt.Errorf("script agent: %w", err)
 	}

@@ -105,6 +105,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// removed): carry on from its commits, brought up to date.
 		j.Retry = true
 	}
+	if fresh {
+		r.forgetNotes(j.ID)
+	}
 	if fresh && r.Prepare != "" {
 		log := r.Layout.LogPath(j.ID, "prepare", proc.NextLog(r.Layout.LogDir(j.ID), "prepare"))
 		jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(j.ID))
@@ -122,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		if res.ExitCode != 0 {
 			return fail(scheduler.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
 		}
-		if err := r.recordEnvironment(ctx, wt); err != nil {
+		if err := r.recordEnvironment(ctx, j.ID, wt); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		}
 	}
@@ -179,7 +182,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	docRel := r.Layout.DocRel(j.Doc)
 	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
 	if cmd == ScriptAgent {
-		if cmd, err = r.scriptCommand(ctx, wt, docRel, doneRel, j.ID); err != nil {
+		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
 			return fail(scheduler.ReasonExit, err.Error())
 		}
 	}
@@ -197,11 +200,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if len(j.Findings) > 0 {
 		env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+FindingsPath(r.Layout, j.ID, j.Attempt))
 	}
-	if err := r.recordAttemptStart(ctx, wt); err != nil {
+	if err := r.recordAttemptStart(ctx, j.ID, wt); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.
-	defer r.endAttempt(context.WithoutCancel(ctx), wt)
+	defer r.endAttempt(j.ID)
 	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), r.Layout.LogDir(j.ID))
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
