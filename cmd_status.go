@@ -155,6 +155,9 @@ type statusJSON struct {
 	// PendingMove is set while the base checkout has not followed a
 	// merge yet (its move is recorded in .claudopilot/state/advance.json).
 	PendingMove *pendingMoveJSON `json:"pending_checkout_move,omitempty"`
+	// BaseMoved is the last move of the base that the driver did not
+	// make (.claudopilot/state/base-moved.json).
+	BaseMoved *land.BaseMove `json:"base_moved_outside,omitempty"`
 	// Paused: `claudopilot pause` holds new launches; LanesOff are lanes
 	// switched off; Lanes is the pacer's last concurrency per lane.
 	Paused bool `json:"paused"`
@@ -231,6 +234,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	}
 	if mv, err := land.Pending(s.layout); err == nil && mv != nil {
 		st.PendingMove = &pendingMoveJSON{Dir: mv.Dir, From: mv.Old, To: mv.New}
+	}
+	if mv, err := land.LastBaseMove(s.layout); err == nil {
+		st.BaseMoved = mv
 	}
 	if sw, err := control.Load(s.layout.StateDir()); err == nil {
 		st.Paused = sw.Paused
@@ -311,6 +317,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
 	if mv := st.PendingMove; mv != nil {
 		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.rel(mv.Dir), short(mv.To))
+	}
+	if mv := st.BaseMoved; mv != nil {
+		fmt.Fprintf(w, "Base moved outside the driver at %s: %s\n", mv.At.Local().Format("15:04:05"), mv)
 	}
 	if st.Usage != nil {
 		fmt.Fprintf(w, "Cost so far: %s%s\n", ledger.CostText(*st.Usage), byRoleText(st.ByRole))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,8 @@ type Engine struct {
 	Settings Settings
 
 	sched   *scheduler.Scheduler
+	merger  *land.Owner
+	poll    time.Duration
 	raw     chan scheduler.Event
 	events  <-chan scheduler.Event
 	queue   *queueRun
@@ -153,6 +156,12 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
 	}
 	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: git, Layout: layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan}
+	// The base's value now: a later move the driver did not make is
+	// reported (watchBase).
+	if _, err := merger.CheckBase(ctx); err != nil {
+		return nil, err
+	}
+	e.merger, e.poll = merger, cfg.Poll
 	e.raw = make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
 		MaxParallel: cfg.MaxParallel, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
@@ -201,6 +210,39 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	return e, nil
 }
 
+// watchBase reports, as warnings, every move of the base branch that the
+// driver did not make: found at each poll, and at each merge. An agent's
+// `git update-ref` of the base otherwise went unnoticed, and the base
+// checkout showed the difference as staged changes. It returns the stop.
+func (e *Engine) watchBase(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(cmp.Or(max(e.poll, 0), 5*time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			moves := e.merger.TakeBaseMoves()
+			if m, _ := e.merger.CheckBase(ctx); m != nil {
+				moves = append(moves, *m)
+			}
+			for _, m := range moves {
+				select {
+				case e.raw <- scheduler.Event{Kind: scheduler.EvWarn, Time: time.Now(), Detail: m.String()}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // Events is the run's event stream, in order; it is closed when Run
 // returns. The caller must read it to the end.
 func (e *Engine) Events() <-chan scheduler.Event { return e.events }
@@ -208,6 +250,7 @@ func (e *Engine) Events() <-chan scheduler.Event { return e.events }
 // Run runs the roadmap until it is done, halts or ctx ends.
 func (e *Engine) Run(ctx context.Context) (scheduler.Summary, error) {
 	defer close(e.raw)
+	defer e.watchBase(ctx)()
 	return e.sched.Run(ctx)
 }
 

@@ -73,6 +73,7 @@ type ownerState struct {
 	mu        sync.Mutex      // guards green and stopWatch
 	green     map[string]bool // merge trees (and gates) that passed the gate
 	stopWatch chan struct{}   // ends the watch of the last wait
+	base      baseTrack       // the base value the driver last wrote
 }
 
 // attempts bounds how often one Merge rebuilds a merge because the base
@@ -84,6 +85,7 @@ const attempts = 5
 func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
 	out := scheduler.MergeOutcome{ID: j.ID}
 	o.stopWatching()
+	o.noteBase(ctx)
 	if err := o.finishPending(ctx); err != nil {
 		// The checkout lags behind the base: a new move must not start
 		// from it.
@@ -281,7 +283,10 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		}
 		out = res
 	} else {
-		if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+		o.base.writing(commit)
+		err := o.Git.UpdateRef(ctx, baseRef, commit, base)
+		o.base.wrote(commit, err == nil)
+		if err != nil {
 			if errors.Is(err, worktree.ErrStale) {
 				return out, true
 			}
@@ -328,7 +333,10 @@ func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.I
 	// From here on nothing is cancelled: a ref moved without its checkout
 	// is the state this whole function exists to avoid.
 	ctx = context.WithoutCancel(ctx)
-	if err := o.Git.UpdateRef(ctx, baseRef, commit, base); err != nil {
+	o.base.writing(commit)
+	err = o.Git.UpdateRef(ctx, baseRef, commit, base)
+	o.base.wrote(commit, err == nil)
+	if err != nil {
 		adv.done(o.Layout)
 		if errors.Is(err, worktree.ErrStale) {
 			return out, true, false

@@ -1,0 +1,162 @@
+package land
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+// baseTrack knows the value the driver last wrote to the base ref, so a
+// move by anyone else (a human's commit, an agent's `git update-ref`) is
+// noticed. pending is the value of a write under way: a reader that sees
+// the ref at it between the write and its record is not misled.
+type baseTrack struct {
+	mu      sync.Mutex
+	last    string // what the driver wrote, or found at start
+	pending string // a write under way
+	notes   []BaseMove
+}
+
+// writing and wrote bracket the driver's own move of the base ref.
+func (b *baseTrack) writing(sha string) {
+	b.mu.Lock()
+	b.pending = sha
+	b.mu.Unlock()
+}
+
+func (b *baseTrack) wrote(sha string, ok bool) {
+	b.mu.Lock()
+	if ok {
+		b.last = sha
+	}
+	b.pending = ""
+	b.mu.Unlock()
+}
+
+// BaseMove is a move of the base branch that the driver did not make.
+type BaseMove struct {
+	Branch string    `json:"branch"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	At     time.Time `json:"at"`
+	// Dir is the base branch's checkout, if any. Stale is true when the
+	// checkout's index did not follow the move (the ref was moved by
+	// `git update-ref`, a fetch or a push, not a commit there): `git
+	// status` there shows the difference as staged changes.
+	Dir   string `json:"dir,omitempty"`
+	Stale bool   `json:"checkout_stale,omitempty"`
+}
+
+func (m BaseMove) String() string {
+	s := fmt.Sprintf("the base %s was moved outside the driver: %.12s -> %.12s", m.Branch, m.From, m.To)
+	if m.Stale {
+		s += fmt.Sprintf("; its checkout %s did not follow (git status there shows the difference as staged changes; `git -C %s read-tree -m -u %.12s %.12s` brings it forward)", m.Dir, m.Dir, m.From, m.To)
+	}
+	return s
+}
+
+// CheckBase compares the base ref with the value the driver last wrote.
+// The first call only records it. A move by anyone else is returned,
+// recorded in .claudopilot/state/base-moved.json for `status`, and taken
+// as the new value, so each move is reported once. Merge calls it first
+// too, and keeps what it finds for TakeBaseMoves.
+func (o *Owner) CheckBase(ctx context.Context) (*BaseMove, error) {
+	now, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
+	if err != nil {
+		return nil, err
+	}
+	b := &o.base
+	b.mu.Lock()
+	from := b.last
+	if from == "" || now == b.last || now == b.pending {
+		if from == "" {
+			b.last = now
+		}
+		b.mu.Unlock()
+		return nil, nil
+	}
+	b.last = now
+	b.mu.Unlock()
+	m := &BaseMove{Branch: o.Layout.Base, From: from, To: now, At: time.Now().UTC()}
+	if dir, checkedOut, err := o.Git.WorktreeOf(ctx, o.Layout.Base); err == nil && checkedOut {
+		m.Dir = dir
+		m.Stale = o.indexAt(ctx, dir, from, now)
+	}
+	if err := saveBaseMove(o.Layout, m); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// indexAt is true when the index in dir still holds from's version of the
+// paths that differ between from and to: the checkout did not follow.
+func (o *Owner) indexAt(ctx context.Context, dir, from, to string) bool {
+	paths, err := o.Git.DiffNames(ctx, from, to)
+	if err != nil || len(paths) == 0 {
+		return false
+	}
+	paths = paths[:min(len(paths), 1000)] // enough to tell; bounded argv
+	args := append([]string{"--literal-pathspecs", "diff-index", "--cached", "--quiet", from, "--"}, paths...)
+	_, err = o.Git.GitIn(ctx, dir, args...)
+	return err == nil
+}
+
+// noteBase is CheckBase at the start of a merge; what it finds waits for
+// TakeBaseMoves.
+func (o *Owner) noteBase(ctx context.Context) {
+	m, _ := o.CheckBase(ctx)
+	if m != nil {
+		o.base.mu.Lock()
+		o.base.notes = append(o.base.notes, *m)
+		o.base.mu.Unlock()
+	}
+}
+
+// TakeBaseMoves returns the moves the merges found since the last call.
+func (o *Owner) TakeBaseMoves() []BaseMove {
+	o.base.mu.Lock()
+	defer o.base.mu.Unlock()
+	n := o.base.notes
+	o.base.notes = nil
+	return n
+}
+
+func baseMovedPath(l scheduler.Layout) string {
+	return filepath.Join(l.StateDir(), "base-moved.json")
+}
+
+func saveBaseMove(l scheduler.Layout, m *BaseMove) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.StateDir(), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(baseMovedPath(l), append(b, '\n'), 0o644)
+}
+
+// LastBaseMove reads the last move of the base that the driver did not
+// make; nil when there was none.
+func LastBaseMove(l scheduler.Layout) (*BaseMove, error) {
+	b, err := os.ReadFile(baseMovedPath(l))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m BaseMove
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", baseMovedPath(l), err)
+	}
+	return &m, nil
+}
