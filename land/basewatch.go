@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // baseTrack knows the value the driver last wrote to the base ref, so a
@@ -129,11 +129,11 @@ func (o *Owner) TakeBaseMoves() []BaseMove {
 	return n
 }
 
-func baseMovedPath(l scheduler.Layout) string {
+func baseMovedPath(l state.Layout) string {
 	return filepath.Join(l.StateDir(), "base-moved.json")
 }
 
-func saveBaseMove(l scheduler.Layout, m *BaseMove) error {
+func saveBaseMove(l state.Layout, m *BaseMove) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func saveBaseMove(l scheduler.Layout, m *BaseMove) error {
 
 // LastBaseMove reads the last move of the base that the driver did not
 // make; nil when there was none.
-func LastBaseMove(l scheduler.Layout) (*BaseMove, error) {
+func LastBaseMove(l state.Layout) (*BaseMove, error) {
 	b, err := os.ReadFile(baseMovedPath(l))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
