@@ -9,6 +9,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 func cmdExplain(ctx context.Context, a *app, args []string) error {
@@ -38,7 +39,7 @@ reason and the log to read. It changes nothing.`,
 	w := a.s.Out
 	h := s.hist[id]
 	if h == nil {
-		h = &scheduler.PhaseHistory{}
+		h = &state.PhaseHistory{}
 	}
 	log := s.rel(s.latestLog(id))
 	switch n.State {
@@ -58,13 +59,13 @@ reason and the log to read. It changes nothing.`,
 		fmt.Fprintf(w, "%s is [%s]", id, n.State)
 		// The phase to retry is the one whose own failure parked this
 		// one; retrying it brings its parked dependents back too.
-		culprit := scheduler.Culprit(s.hist, id)
+		culprit := state.Culprit(s.hist, id)
 		with := ""
 		if culprit != id {
 			log, with = s.rel(s.latestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
 			ch := s.hist[culprit]
 			if ch == nil {
-				ch = &scheduler.PhaseHistory{}
+				ch = &state.PhaseHistory{}
 			}
 			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, stateOf(s.rm, h.WaitsOn))
 			if culprit != h.WaitsOn {
@@ -104,7 +105,7 @@ reason and the log to read. It changes nothing.`,
 			d := h.Node
 			y := fmt.Sprintf("its dep %s is [%s]", d.ID, d.State)
 			if d.State == manifest.Blocked || d.State == manifest.Failed {
-				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", scheduler.Culprit(s.hist, d.ID))
+				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", state.Culprit(s.hist, d.ID))
 			}
 			why = append(why, y)
 		case scheduler.HoldExternal:
@@ -149,7 +150,11 @@ type explainSettings struct {
 // (environment, claudopilot.config, defaults).
 func runSettingsOf(a *app, s *snapshot) explainSettings {
 	if r := s.rules; r != nil && len(r.Lanes) > 0 {
-		return explainSettings{maxParallel: max(r.Slots, 1), keepGoing: r.KeepGoing, ignoreCheckpoints: r.IgnoreCheckpoints, lanes: r.Lanes}
+		es := explainSettings{maxParallel: max(r.Slots, 1), keepGoing: r.KeepGoing, ignoreCheckpoints: r.IgnoreCheckpoints}
+		for _, l := range r.Lanes {
+			es.lanes = append(es.lanes, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
+		}
+		return es
 	}
 	ks := runKnobs()
 	file, _, _ := readConfig(s.layout.Top, ks)

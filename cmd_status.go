@@ -30,10 +30,10 @@ import (
 type snapshot struct {
 	rm      *roadmap.Roadmap
 	layout  state.Layout
-	hist    map[string]*scheduler.PhaseHistory
-	cool    scheduler.Cooldowns
-	rules   *scheduler.Rules // the newest run's, from the journal
-	live    bool             // a driver holds the lock
+	hist    map[string]*state.PhaseHistory
+	cool    state.Cooldowns
+	rules   *state.Rules // the newest run's, from the journal
+	live    bool         // a driver holds the lock
 	lock    state.LockInfo
 	lockSet bool
 	now     time.Time
@@ -58,12 +58,12 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
 		s.layout = rel
 	}
-	recs, err := scheduler.ReadJournal(s.layout.JournalPath())
+	recs, err := state.ReadJournal(s.layout.JournalPath())
 	if err != nil {
 		return nil, fmt.Errorf("read the journal: %w", err)
 	}
-	s.hist, s.cool = scheduler.History(recs)
-	s.rules = scheduler.LastRules(recs)
+	s.hist, s.cool = state.History(recs)
+	s.rules = state.LastRules(recs)
 	if common, err := git.CommonDir(ctx); err == nil {
 		path := filepath.Join(common, "claudopilot.lock")
 		s.lock, s.lockSet = state.ReadLock(path)
@@ -361,7 +361,7 @@ func (s *snapshot) rel(p string) string {
 }
 
 // addUsage adds one phase's spend to the totals.
-func (st *statusJSON) addUsage(h *scheduler.PhaseHistory) {
+func (st *statusJSON) addUsage(h *state.PhaseHistory) {
 	var total ledger.Usage
 	if st.Usage != nil {
 		total = *st.Usage

@@ -130,7 +130,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
 		return nil, err
 	}
-	jn, err := scheduler.OpenJournal(layout.JournalPath())
+	jn, err := state.OpenJournal(layout.JournalPath())
 	if err != nil {
 		return nil, err
 	}

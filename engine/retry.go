@@ -6,7 +6,6 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -46,8 +45,8 @@ func Retry(ctx context.Context, dir string, ids []string, all bool) (done, alrea
 	waits := map[string]string{}
 	if c, err := worktree.Open(ctx, dir, nil); err == nil {
 		top := c.Dir
-		recs, _ := scheduler.ReadJournal(state.Layout{Top: top}.JournalPath())
-		hist, _ := scheduler.History(recs)
+		recs, _ := state.ReadJournal(state.Layout{Top: top}.JournalPath())
+		hist, _ := state.History(recs)
 		for id, h := range hist {
 			if h.Last == "blocked" && h.WaitsOn != "" {
 				waits[id] = h.WaitsOn

@@ -40,8 +40,8 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	if err := os.WriteFile(tokPath, []byte(tok+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("web token: %w", err)
 	}
-	recs, _ := scheduler.ReadJournal(l.JournalPath())
-	hist, _ := scheduler.History(recs)
+	recs, _ := state.ReadJournal(l.JournalPath())
+	hist, _ := state.History(recs)
 	hub := web.NewHub()
 	srv := &web.Server{
 		Token: tok, Model: web.NewModel(rm, hist, paused), Hub: hub,

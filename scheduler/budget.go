@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/ledger"
 )
@@ -14,7 +15,7 @@ func (s *Scheduler) book(p *phase, o Outcome) (phaseOver bool) {
 		return false
 	}
 	u := o.Usage
-	s.record(Record{Phase: o.ID, Event: "usage", Role: o.Role, Attempt: o.Attempt, Usage: &u})
+	s.record(state.Record{Phase: o.ID, Event: "usage", Role: o.Role, Attempt: o.Attempt, Usage: &u})
 	p.usage = ledger.Add(p.usage, u)
 	p.run = ledger.Add(p.run, u)
 	if p.byRole == nil {
@@ -25,7 +26,7 @@ func (s *Scheduler) book(p *phase, o Outcome) (phaseOver bool) {
 	if c, ok := s.spend.Cost(); ok && s.cfg.RunMaxCost > 0 && c >= s.cfg.RunMaxCost && !s.budgetHit {
 		s.budgetHit = true
 		detail := fmt.Sprintf("run budget reached: %s of $%.2f (RUN_MAX_COST_USD); no new launches, running agents finish", ledger.CostText(s.spend), s.cfg.RunMaxCost)
-		s.record(Record{Event: EvBudget, Detail: detail})
+		s.record(state.Record{Event: EvBudget, Detail: detail})
 		s.emit(Event{Kind: EvBudget, Detail: detail})
 	}
 	c, ok := p.usage.Cost()
@@ -41,7 +42,7 @@ func (s *Scheduler) overBudget(p *phase, o Outcome) {
 	p.transient = 0
 	p.reason = ReasonBudget
 	p.detail = fmt.Sprintf("spent %s of $%.2f (PHASE_MAX_COST_USD)", ledger.CostText(p.usage), s.cfg.PhaseMaxCost)
-	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: ReasonBudget, Detail: p.detail, Log: o.LogPath})
+	s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: ReasonBudget, Detail: p.detail, Log: o.LogPath})
 	s.emit(Event{Kind: EvBudget, Phase: o.ID, Reason: ReasonBudget, Detail: p.detail})
 	s.park(p)
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/claudopilot/claudopilot/state"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/ledger"
@@ -15,7 +16,7 @@ func cost(c float64, session string) ledger.Usage {
 // retry, and remembers the newest session per role.
 func TestHistoryUsage(t *testing.T) {
 	a, b, c := cost(0.1, "s1"), cost(0.2, "s2"), cost(0.05, "")
-	recs := []Record{
+	recs := []state.Record{
 		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
 		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &a},
 		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1},
@@ -23,7 +24,7 @@ func TestHistoryUsage(t *testing.T) {
 		{Phase: "p", Event: "retry"},
 		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &b},
 	}
-	h, _ := History(recs)
+	h, _ := state.History(recs)
 	if got := ledger.CostText(h["p"].Usage); got != "$0.35" {
 		t.Errorf("total %s", got)
 	}
@@ -92,7 +93,7 @@ func TestDrain(t *testing.T) {
 // that left no outcome) spends no supervisor attempt: repeated restarts
 // must not exhaust a phase.
 func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
-	recs := []Record{
+	recs := []state.Record{
 		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
 		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonConflict},
 		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 1},
@@ -100,7 +101,7 @@ func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
 		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 2},
 		{Phase: "q", Event: "launch", Role: Supervisor, Attempt: 1}, // the driver died here
 	}
-	h, _ := History(recs)
+	h, _ := state.History(recs)
 	if h["p"].SuperSpent != 1 || h["p"].SuperRuns != 2 {
 		t.Errorf("p: spent %d of %d runs, want 1 of 2", h["p"].SuperSpent, h["p"].SuperRuns)
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"strings"
 
@@ -131,7 +132,7 @@ func (s *Scheduler) retry(p *phase) {
 	p.reason, p.detail, p.waitsOn = "", "", ""
 	p.next = nil
 	p.retry = true
-	s.record(Record{Phase: p.n.ID, Event: "retry"})
+	s.record(state.Record{Phase: p.n.ID, Event: "retry"})
 }
 
 func containsPhase(ps []*phase, p *phase) bool {

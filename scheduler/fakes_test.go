@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"slices"
 	"strings"
@@ -634,7 +635,7 @@ type harness struct {
 	store  *memStore
 	runner *fakeRunner
 	merger *fakeMerger
-	jn     *Journal
+	jn     *state.Journal
 	ev     *eventLog
 	s      *Scheduler
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"sort"
 	"strings"
 	"time"
@@ -13,11 +14,11 @@ import (
 // Lane is one agent CLI (and account) the loop launches on, with its own
 // slots and its own rate limit.
 type Lane struct {
-	ID            string `json:"id,omitempty"`
-	Cmd           string `json:"cmd"`                      // the worker's command
-	SupervisorCmd string `json:"supervisor_cmd,omitempty"` // the supervisor's command
-	Fallback      string `json:"fallback,omitempty"`       // the lane used while this one cools down
-	Slots         int    `json:"slots"`                    // agents it may run at once; the pacer changes it
+	ID            string
+	Cmd           string // the worker's command
+	SupervisorCmd string // the supervisor's command
+	Fallback      string // the lane used while this one cools down
+	Slots         int    // agents it may run at once; the pacer changes it
 }
 
 // Control changes a running loop from outside: the pause switch and the
@@ -165,12 +166,12 @@ func (s *Scheduler) onControl(c Control) {
 		if s.paused {
 			kind, detail = EvPaused, "no new launches; running agents go on"
 		}
-		s.record(Record{Event: kind})
+		s.record(state.Record{Event: kind})
 		s.emit(Event{Kind: kind, Detail: detail})
 	}
 	if c.Drain && !s.draining {
 		s.draining = true
-		s.record(Record{Event: EvDrain})
+		s.record(state.Record{Event: EvDrain})
 		s.emit(Event{Kind: EvDrain, Detail: "draining: no new launches; what runs finishes and merges, then the run stops"})
 	}
 	if len(c.Slots) == 0 {
@@ -188,7 +189,7 @@ func (s *Scheduler) onControl(c Control) {
 	if len(changed) > 0 {
 		sort.Strings(changed)
 		detail := "concurrency " + strings.Join(changed, ", ")
-		s.record(Record{Event: EvLanes, Detail: detail})
+		s.record(state.Record{Event: EvLanes, Detail: detail})
 		s.emit(Event{Kind: EvLanes, Detail: detail})
 	}
 }

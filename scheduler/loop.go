@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"slices"
 	"strings"
 	"time"
@@ -79,7 +80,7 @@ type Scheduler struct {
 	store  Store
 	runner Runner
 	merger Merger
-	jn     *Journal
+	jn     *state.Journal
 	events chan<- Event
 	now    func() time.Time
 
@@ -158,7 +159,7 @@ type phase struct {
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
 // (no crash recovery); events may be nil (no progress output).
-func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Merger, jn *Journal, events chan<- Event) *Scheduler {
+func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Merger, jn *state.Journal, events chan<- Event) *Scheduler {
 	if cfg.MaxParallel < 1 {
 		cfg.MaxParallel = 1
 	}
@@ -201,15 +202,15 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	}
 	// The rules this run decides eligibility by, for `explain`: a run's
 	// flags are seen nowhere else.
-	rules := Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
+	rules := state.Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
 	for _, l := range s.lanes {
-		rules.Lanes = append(rules.Lanes, l.Lane)
+		rules.Lanes = append(rules.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
 		rules.Slots += l.Slots
 	}
-	s.record(Record{Event: "run", Rules: &rules})
+	s.record(state.Record{Event: "run", Rules: &rules})
 	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, %s", len(s.phases), s.slotsText())})
 	if s.paused {
-		s.record(Record{Event: EvPaused})
+		s.record(state.Record{Event: EvPaused})
 		s.emit(Event{Kind: EvPaused, Detail: "started paused: no launches until `claudopilot resume`"})
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -289,7 +290,7 @@ func (s *Scheduler) interruptedOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
-	s.record(Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
+	s.record(state.Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "interrupted", LogPath: o.LogPath})
 }
 
@@ -322,7 +323,7 @@ func (s *Scheduler) mergedAfterInterrupt(m MergeOutcome) {
 	s.byID[m.ID].busy = false
 	if m.OK {
 		s.byID[m.ID].state = manifest.Merged
-		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
 	}
 }
 
@@ -632,13 +633,13 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	p.busy = true
 	p.job = j
 	s.running++
-	s.record(Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
+	s.record(state.Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
 	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
 	go func() {
 		o := s.runner.Run(ctx, j, func(pgid int) {
 			// Written from the worker goroutine: the journal is an
 			// append-only file with its own lock, not loop state.
-			s.record(Record{Phase: j.ID, Event: "pgid", Role: j.Role, Attempt: j.Attempt, PGID: pgid})
+			s.record(state.Record{Phase: j.ID, Event: "pgid", Role: j.Role, Attempt: j.Attempt, PGID: pgid})
 		})
 		o.ID, o.Role, o.Attempt = j.ID, j.Role, j.Attempt
 		s.results <- o
@@ -701,7 +702,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 			p.unlaunch(o.Role)
 			detail = foundDone
 		}
-		s.record(Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
+		s.record(state.Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
 		s.landOrReview(p)
 		return
 	case o.Cooldown > 0:
@@ -714,14 +715,14 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		// lane's FALLBACK may take it at once.
 		s.requeue(p, o, time.Time{})
 		p.next.Session = o.Usage.SessionID // resume it after the wait
-		s.record(Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until, Cmd: key})
+		s.record(state.Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until, Cmd: key})
 		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
 		return
 	case o.Transient && p.transient < s.cfg.TransientMaxRetries:
 		p.transient++
 		until := s.now().Add(s.cfg.Backoff(p.transient))
 		s.requeue(p, o, until)
-		s.record(Record{Phase: o.ID, Event: "transient", Role: o.Role, Attempt: o.Attempt, Until: until})
+		s.record(state.Record{Phase: o.ID, Event: "transient", Role: o.Role, Attempt: o.Attempt, Until: until})
 		s.emit(Event{Kind: EvRetry, Phase: o.ID, Role: o.Role, Until: until, Detail: o.Detail})
 		return
 	}
@@ -737,7 +738,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.unlaunch(o.Role)
 		by = ""
 	}
-	s.record(Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath, Found: o.Found})
+	s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath, Found: o.Found})
 	s.failed(p, by, o.Reason, o.Detail, o.LogPath)
 }
 
@@ -784,7 +785,7 @@ func (s *Scheduler) park(p *phase) {
 		s.fatal = err
 		return
 	}
-	s.record(Record{Phase: p.n.ID, Event: "blocked", Reason: p.reason})
+	s.record(state.Record{Phase: p.n.ID, Event: "blocked", Reason: p.reason})
 	s.emit(Event{Kind: EvBlocked, Phase: p.n.ID, State: string(manifest.Blocked), Reason: p.reason, Detail: p.detail, LogPath: p.logPath})
 	queue := []*roadmap.Node{p.n}
 	for len(queue) > 0 {
@@ -800,7 +801,7 @@ func (s *Scheduler) park(p *phase) {
 				return
 			}
 			q.waitsOn = p.n.ID
-			s.record(Record{Phase: q.n.ID, Event: "blocked", WaitsOn: p.n.ID})
+			s.record(state.Record{Phase: q.n.ID, Event: "blocked", WaitsOn: p.n.ID})
 			s.emit(Event{Kind: EvBlocked, Phase: q.n.ID, State: string(manifest.Blocked), Detail: "waits on " + p.n.ID})
 			queue = append(queue, d)
 		}
@@ -838,7 +839,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.reason, p.detail = "", ""
 		p.waiting, p.waitRounds = "", 0
 		s.gateState(false)
-		s.record(Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 		if m.Detail != "" {
 			s.emit(Event{Kind: EvWarn, Phase: m.ID, Detail: m.Detail})
@@ -870,7 +871,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		detail := WaitDetail(m.Wait, m.Waiting)
 		if detail != p.waiting {
 			p.waiting = detail
-			s.record(Record{Phase: m.ID, Event: "wait", Detail: detail, Files: m.Wait})
+			s.record(state.Record{Phase: m.ID, Event: "wait", Detail: detail, Files: m.Wait})
 			s.emit(Event{Kind: EvWait, Phase: m.ID, Files: m.Wait, Detail: detail})
 		}
 	case m.Err != nil:
@@ -882,7 +883,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		if m.Reason == ReasonGate {
 			s.gateState(true)
 		}
-		s.record(Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
+		s.record(state.Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
 		s.failed(p, "", m.Reason, m.Detail, m.LogPath)
 	}
@@ -943,7 +944,7 @@ func (s *Scheduler) emit(e Event) {
 	s.events <- e
 }
 
-func (s *Scheduler) record(r Record) {
+func (s *Scheduler) record(r state.Record) {
 	if s.jn == nil {
 		return
 	}
@@ -988,7 +989,7 @@ func (s *Scheduler) finish() (Summary, error) {
 			if p.next != nil && p.state == manifest.Running {
 				// Its repair was not started because of the halt.
 				if err := s.setState(p, manifest.Failed); err == nil {
-					s.record(Record{Phase: p.n.ID, Event: "failed", Reason: p.reason})
+					s.record(state.Record{Phase: p.n.ID, Event: "failed", Reason: p.reason})
 				}
 				p.next = nil
 			}
@@ -1068,7 +1069,7 @@ func (s *Scheduler) release(p *phase) {
 
 // foundDone marks a "done" record whose attempt found the branch already
 // done, without running an agent: it is not counted as an attempt.
-const foundDone = "found done"
+const foundDone = state.FoundDone
 
 // unlaunch gives back the attempt a launch of role took.
 func (p *phase) unlaunch(role Role) {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/claudopilot/claudopilot/state"
 	"reflect"
 	"slices"
 	"strconv"
@@ -1167,7 +1168,7 @@ func TestMergeWaitIsRetriedAndToldOnce(t *testing.T) {
 			}
 		}
 	}
-	recs, err := ReadJournal(jn.Path())
+	recs, err := state.ReadJournal(jn.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1181,11 +1182,11 @@ func TestMergeWaitIsRetriedAndToldOnce(t *testing.T) {
 		t.Errorf("%d wait records in the journal, want 2", n)
 	}
 	// While it waits, the history says so; once merged, it does not.
-	hs, _ := History(recs[:slices.IndexFunc(recs, func(r Record) bool { return r.Event == "wait" && r.Phase == "b" })+1])
+	hs, _ := state.History(recs[:slices.IndexFunc(recs, func(r state.Record) bool { return r.Event == "wait" && r.Phase == "b" })+1])
 	if h := hs["b"]; h == nil || !slices.Equal(h.WaitingFiles, []string{"f.txt"}) {
 		t.Errorf("history of b while waiting: %+v", h)
 	}
-	if hs, _ := History(recs); hs["b"].Waiting != "" {
+	if hs, _ := state.History(recs); hs["b"].Waiting != "" {
 		t.Errorf("history of b after the merge still waiting: %q", hs["b"].Waiting)
 	}
 }
@@ -1214,7 +1215,7 @@ func TestPGIDJournaled(t *testing.T) {
 	if _, err, _ := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	recs, err := ReadJournal(jn.Path())
+	recs, err := state.ReadJournal(jn.Path())
 	if err != nil {
 		t.Fatal(err)
 	}

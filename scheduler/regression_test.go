@@ -6,6 +6,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"github.com/claudopilot/claudopilot/state"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -164,8 +165,8 @@ func TestRegressionRestoredCooldownEndsRunWithNoProgress(t *testing.T) {
 	h.jn = openJournal(t)
 	until := time.Now().Add(300 * time.Millisecond)
 	appendAll(t, h.jn,
-		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
 	)
 	_, err, evs := h.run(context.Background())
 	if err != nil {
@@ -337,10 +338,10 @@ func TestRegressionRestoreAfterSupervisorFailureSkipsWorkerHandback(t *testing.T
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 3})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-		Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
-		Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
 	)
 	if _, err, _ := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // restore rebuilds counters from the journal so that attempts, supervisor
@@ -21,11 +22,11 @@ func (s *Scheduler) restore() error {
 	if s.jn == nil {
 		return nil
 	}
-	recs, err := ReadJournal(s.jn.Path())
+	recs, err := state.ReadJournal(s.jn.Path())
 	if err != nil {
 		return err
 	}
-	hist, cool := History(recs)
+	hist, cool := state.History(recs)
 	// The loop keys a cooldown by command; one journaled before commands
 	// were holds every lane of its role, which errs on the side of not
 	// hitting a limit twice.
@@ -53,7 +54,7 @@ func (s *Scheduler) restore() error {
 				// A human flipped it back: counters start over and the
 				// kept branch is brought up to date first.
 				p.retry = true
-				s.record(Record{Phase: p.n.ID, Event: "retry"})
+				s.record(state.Record{Phase: p.n.ID, Event: "retry"})
 				continue
 			}
 		}

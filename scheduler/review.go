@@ -9,13 +9,14 @@ import (
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // ReasonReview: the reviewers still blocked after the last round.
-const ReasonReview Reason = "review"
+const ReasonReview = state.ReasonReview
 
-// Reviewer is the role that reads a green phase before it lands.
-const ReviewerRole Role = "reviewer"
+// ReviewerRole is the role that reads a green phase before it lands.
+const ReviewerRole = state.ReviewerRole
 
 // Event kinds of the review gate.
 const (
@@ -171,7 +172,7 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 	rp := s.revPhase(p)
 	rp.waiting--
 	rp.outcomes = append(rp.outcomes, o)
-	s.record(Record{Phase: o.ID, Event: "review", Role: ReviewerRole, Attempt: rp.round, Detail: o.Verdict.Kind.String() + " " + o.Verdict.Why, Tip: o.Head, Commit: o.Base, Log: o.LogPath})
+	s.record(state.Record{Phase: o.ID, Event: "review", Role: ReviewerRole, Attempt: rp.round, Detail: o.Verdict.Kind.String() + " " + o.Verdict.Why, Tip: o.Head, Commit: o.Base, Log: o.LogPath})
 	// Reviewers' spend goes to the ledger and the budgets like any
 	// agent's.
 	if s.book(p, Outcome{ID: o.ID, Role: ReviewerRole, Attempt: o.Run, Usage: o.Usage, LogPath: o.LogPath}) {
@@ -225,7 +226,7 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("BLOCKING in round %d: %s", rp.round, strings.Join(d.Findings, "; "))})
 		rp.round++
 		rp.reran = false
-		s.record(Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
+		s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
 		p.reason, p.detail = ReasonReview, strings.Join(d.Findings, "; ")
 		p.next = &Job{Role: Worker, Findings: d.Findings}
 	case review.Exhausted:
@@ -234,7 +235,7 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		if o.LogPath != "" {
 			p.logPath = o.LogPath
 		}
-		s.record(Record{Phase: p.n.ID, Event: "fail", Reason: ReasonReview, Detail: detail, Log: p.logPath})
+		s.record(state.Record{Phase: p.n.ID, Event: "fail", Reason: ReasonReview, Detail: detail, Log: p.logPath})
 		s.giveUp(p, ReasonReview, detail)
 	}
 }
@@ -281,7 +282,7 @@ func (s *Scheduler) giveUp(p *phase, r Reason, detail string) {
 	if err := s.setState(p, manifest.Failed); err != nil {
 		s.fatal = err
 	}
-	s.record(Record{Phase: p.n.ID, Event: "failed", Reason: r})
+	s.record(state.Record{Phase: p.n.ID, Event: "failed", Reason: r})
 	s.emit(Event{Kind: EvFailed, Phase: p.n.ID, State: string(manifest.Failed), Reason: r, Detail: detail, LogPath: p.logPath})
 	if s.halt == nil {
 		s.halt = &HaltError{ID: p.n.ID, Reason: r, LogPath: p.logPath}
@@ -315,7 +316,7 @@ func short(sha string) string {
 // restoreReviews brings back the review round of a phase the driver died
 // during, so REVIEW_MAX_ROUNDS holds across restarts. A phase that landed,
 // failed, was parked or was flipped back by a human starts over.
-func (s *Scheduler) restoreReviews(recs []Record) {
+func (s *Scheduler) restoreReviews(recs []state.Record) {
 	rounds := map[string]int{}
 	for _, r := range recs {
 		switch r.Event {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/claudopilot/claudopilot/state"
 	"slices"
 	"sync"
 	"testing"
@@ -300,11 +301,11 @@ func TestReviewRoundSurvivesRestart(t *testing.T) {
 	h := newHarness(t, manifestOf("[running] **a** — A (deps: none)"), reviewCfg(2))
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1, Tip: "t1"},
-		Record{Phase: "a", Event: "review", Role: ReviewerRole, Attempt: 1, Detail: "BLOCKING"},
-		Record{Phase: "a", Event: "review-round", Role: ReviewerRole, Attempt: 2},
-		Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1, Tip: "t1"},
+		state.Record{Phase: "a", Event: "review", Role: ReviewerRole, Attempt: 1, Detail: "BLOCKING"},
+		state.Record{Phase: "a", Event: "review-round", Role: ReviewerRole, Attempt: 2},
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
 	)
 	rv := newReviewer().on("a", blockStep, passStep)
 	h.build().SetReviewer(rv)

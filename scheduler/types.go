@@ -5,33 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/state"
 	"time"
 )
 
-// Role says who runs in a phase's worktree.
-type Role string
-
-const (
-	Worker     Role = "worker"
-	Supervisor Role = "supervisor"
+// Role and Reason are the journal's words (package state), used here
+// under their old names.
+type (
+	Role   = state.Role
+	Reason = state.Reason
 )
 
-// Reason is why an attempt failed. Every failure carries exactly one.
-type Reason string
+const (
+	Worker     = state.Worker
+	Supervisor = state.Supervisor
+)
 
 const (
-	ReasonNone     Reason = ""
-	ReasonNoDone   Reason = "no-done"  // exited 0 without the DONE_ rename
-	ReasonExit     Reason = "exit"     // exited non-zero
-	ReasonGate     Reason = "gate"     // the gate is red
-	ReasonPrepare  Reason = "prepare"  // WORKTREE_PREPARE_CMD failed
-	ReasonStuck    Reason = "stuck"    // no output for STUCK_TIMEOUT
-	ReasonTimeout  Reason = "timeout"  // ran longer than AGENT_TIMEOUT
-	ReasonWorktree Reason = "worktree" // the worktree vanished or HEAD moved off auto/<id>
-	ReasonConflict Reason = "conflict" // the merge into the base conflicts
-	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
-	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
-	ReasonBudget   Reason = "budget"   // the phase spent PHASE_MAX_COST_USD
+	ReasonNone     = state.ReasonNone
+	ReasonNoDone   = state.ReasonNoDone
+	ReasonExit     = state.ReasonExit
+	ReasonGate     = state.ReasonGate
+	ReasonPrepare  = state.ReasonPrepare
+	ReasonStuck    = state.ReasonStuck
+	ReasonTimeout  = state.ReasonTimeout
+	ReasonWorktree = state.ReasonWorktree
+	ReasonConflict = state.ReasonConflict
+	ReasonScope    = state.ReasonScope
+	ReasonSecret   = state.ReasonSecret
+	ReasonBudget   = state.ReasonBudget
 )
 
 // Job asks a Runner for one attempt at one phase.

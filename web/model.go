@@ -9,6 +9,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // Phase is one node of the run as the API shows it.
@@ -64,7 +65,7 @@ type Model struct {
 
 // NewModel starts from the roadmap as loaded (and the journal's history, so
 // attempts and cost of earlier runs show).
-func NewModel(rm *roadmap.Roadmap, hist map[string]*scheduler.PhaseHistory, paused bool) *Model {
+func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, paused bool) *Model {
 	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now}
 	m.st = State{Version: 1, Paused: paused}
 	all := func(*roadmap.Node) manifest.State { return manifest.Pending }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/proc"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -39,11 +38,11 @@ func Reap(o ReapOptions) error {
 	if say == nil {
 		say = func(string) {}
 	}
-	recs, err := scheduler.ReadJournal(o.Journal)
+	recs, err := state.ReadJournal(o.Journal)
 	if err != nil {
 		return fmt.Errorf("read the journal to stop an earlier driver's agents: %w", err)
 	}
-	hist, _ := scheduler.History(recs)
+	hist, _ := state.History(recs)
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(hist)) {
 		for _, pgid := range hist[id].PGIDs {

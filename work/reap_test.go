@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -81,12 +82,12 @@ func TestReapFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := sleeper(t, wt)
-	jn, err := scheduler.OpenJournal(filepath.Join(f.tmp, "journal.jsonl"))
+	jn, err := state.OpenJournal(filepath.Join(f.tmp, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	jn.Append(scheduler.Record{Phase: "p1", Event: "launch", Role: scheduler.Worker, Attempt: 1})
-	jn.Append(scheduler.Record{Phase: "p1", Event: "pgid", Role: scheduler.Worker, Attempt: 1, PGID: agent.Process.Pid})
+	jn.Append(state.Record{Phase: "p1", Event: "launch", Role: scheduler.Worker, Attempt: 1})
+	jn.Append(state.Record{Phase: "p1", Event: "pgid", Role: scheduler.Worker, Attempt: 1, PGID: agent.Process.Pid})
 	jn.Close()
 	err = work.Reap(work.ReapOptions{
 		Journal: jn.Path(), Layout: f.layout, Grace: time.Second,

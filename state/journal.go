@@ -1,4 +1,4 @@
-package scheduler
+package state
 
 import (
 	"bufio"
@@ -145,10 +145,19 @@ type PhaseHistory struct {
 // Rules are the settings a run decides eligibility by: its flags and
 // environment as resolved, which `explain` cannot see otherwise.
 type Rules struct {
-	KeepGoing         bool   `json:"keep_going,omitempty"`
-	IgnoreCheckpoints bool   `json:"ignore_checkpoints,omitempty"`
-	Lanes             []Lane `json:"lanes,omitempty"`
-	Slots             int    `json:"slots,omitempty"` // agents at once, over every lane
+	KeepGoing         bool       `json:"keep_going,omitempty"`
+	IgnoreCheckpoints bool       `json:"ignore_checkpoints,omitempty"`
+	Lanes             []RuleLane `json:"lanes,omitempty"`
+	Slots             int        `json:"slots,omitempty"` // agents at once, over every lane
+}
+
+// RuleLane is one lane as a run's rules record it.
+type RuleLane struct {
+	ID            string `json:"id,omitempty"`
+	Cmd           string `json:"cmd"`
+	SupervisorCmd string `json:"supervisor_cmd,omitempty"`
+	Fallback      string `json:"fallback,omitempty"`
+	Slots         int    `json:"slots"`
 }
 
 // LastRules are the rules of the newest run in the journal, or nil.
@@ -250,7 +259,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			if r.Event == "done" {
 				h.Tip = r.Tip
 			}
-			if r.Event == "done" && r.Detail == foundDone || r.Event == "fail" && r.Found {
+			if r.Event == "done" && r.Detail == FoundDone || r.Event == "fail" && r.Found {
 				// No agent ran: not an attempt.
 				if r.Role == Supervisor {
 					h.SuperRuns--

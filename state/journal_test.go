@@ -1,0 +1,278 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func openJournal(t *testing.T) *Journal {
+	t.Helper()
+	jn, err := OpenJournal(filepath.Join(t.TempDir(), "state", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jn.Close() })
+	return jn
+}
+
+// reopen closes jn and opens the same file again, as a restarted driver.
+func reopen(t *testing.T, jn *Journal) *Journal {
+	t.Helper()
+	if err := jn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	jn2, err := OpenJournal(jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jn2.Close() })
+	return jn2
+}
+
+func appendAll(t *testing.T, jn *Journal, recs ...Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := jn.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
+	jn := openJournal(t)
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	in := []Record{
+		{Time: t0, Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		{Time: t0.Add(time.Second), Phase: "a", Event: "pgid", Role: Worker, Attempt: 1, PGID: 4242},
+		{Time: t0.Add(2 * time.Second), Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: t0.Add(time.Hour)},
+		{Time: t0.Add(3 * time.Second), Phase: "a", Event: "fail", Role: Supervisor, Attempt: 2, Reason: ReasonConflict, Detail: "x.go"},
+		{Time: t0.Add(4 * time.Second), Phase: "a", Event: "merged", Commit: "abc"},
+	}
+	appendAll(t, jn, in...)
+	if err := jn.Append(Record{Phase: "b", Event: "launch"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadJournal(jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in)+1 {
+		t.Fatalf("read %d records, want %d", len(out), len(in)+1)
+	}
+	for i := range in {
+		if !reflect.DeepEqual(out[i], in[i]) {
+			t.Errorf("record %d = %+v, want %+v", i, out[i], in[i])
+		}
+	}
+	if out[len(in)].Time.IsZero() {
+		t.Errorf("Append did not stamp a zero time")
+	}
+}
+
+func TestReadJournalMissingAndTorn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	recs, err := ReadJournal(filepath.Join(dir, "nope.jsonl"))
+	if err != nil || recs != nil {
+		t.Errorf("missing journal: %v, %v", recs, err)
+	}
+	path := filepath.Join(dir, "j.jsonl")
+	data := `{"t":"2025-01-01T00:00:00Z","phase":"a","ev":"launch","role":"worker","attempt":1}
+{"t":"2025-01-01T00:00:01Z","phase":"a","ev":"do`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = ReadJournal(path)
+	if err != nil || len(recs) != 1 || recs[0].Event != "launch" {
+		t.Errorf("torn journal: %+v, %v", recs, err)
+	}
+}
+
+func TestHistory(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rec := func(s int, phase, ev string, role Role, attempt int) Record {
+		return Record{Time: at(s), Phase: phase, Event: ev, Role: role, Attempt: attempt}
+	}
+	with := func(r Record, f func(*Record)) Record { f(&r); return r }
+
+	cases := []struct {
+		name string
+		recs []Record
+		want map[string]*PhaseHistory
+		cool map[Role]time.Time
+	}{
+		{
+			name: "empty",
+			want: map[string]*PhaseHistory{},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "records without a phase are ignored",
+			recs: []Record{{Time: at(0), Event: "start", PID: 7}},
+			want: map[string]*PhaseHistory{},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "worker fails, supervisor fails",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 11 }),
+				with(rec(10, "a", "fail", Worker, 1), func(r *Record) { r.Reason, r.Detail = ReasonGate, "red" }),
+				rec(11, "a", "launch", Supervisor, 1),
+				with(rec(12, "a", "pgid", Supervisor, 1), func(r *Record) { r.PGID = 12 }),
+				with(rec(20, "a", "fail", Supervisor, 1), func(r *Record) { r.Reason, r.Detail = ReasonExit, "boom" }),
+			},
+			want: map[string]*PhaseHistory{"a": {
+				WorkerRuns: 1, SuperRuns: 1, SuperSpent: 1, Reason: ReasonExit, Detail: "boom",
+				Last: "fail", LastFailBy: Supervisor, Spent: 19 * time.Second,
+			}},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "running: process groups kept",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 7 }),
+				with(rec(2, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 8 }),
+			},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", PGIDs: []int{7, 8}, launchedAt: at(0)}},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "cooldown reuses the attempt number",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(5, "a", "cooldown", Worker, 1), func(r *Record) { r.Until = at(100) }),
+				rec(100, "a", "launch", Worker, 1),
+				with(rec(110, "a", "done", Worker, 1), func(r *Record) { r.Tip = "abc" }),
+			},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "done", Tip: "abc", Spent: 15 * time.Second}},
+			cool: map[Role]time.Time{Worker: at(100)},
+		},
+		{
+			name: "cooldown not yet relaunched leaves the count one lower",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(5, "a", "cooldown", Worker, 1), func(r *Record) { r.Until = at(100) }),
+			},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 0, Last: "cooldown", Spent: 5 * time.Second}},
+			cool: map[Role]time.Time{Worker: at(100)},
+		},
+		{
+			name: "newest cooldown deadline per role",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "cooldown", Worker, 1), func(r *Record) { r.Until = at(100) }),
+				rec(0, "b", "launch", Worker, 1),
+				with(rec(1, "b", "cooldown", Worker, 1), func(r *Record) { r.Until = at(50) }),
+				rec(2, "c", "launch", Supervisor, 1),
+				with(rec(3, "c", "cooldown", Supervisor, 1), func(r *Record) { r.Until = at(70) }),
+			},
+			want: map[string]*PhaseHistory{
+				"a": {Last: "cooldown", Spent: time.Second},
+				"b": {Last: "cooldown", Spent: time.Second},
+				"c": {Last: "cooldown", Spent: time.Second},
+			},
+			cool: map[Role]time.Time{Worker: at(100), Supervisor: at(70)},
+		},
+		{
+			name: "supervisor transient reuses its attempt; a repair the driver died during is not spent",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "fail", Worker, 1), func(r *Record) { r.Reason = ReasonGate }),
+				rec(2, "a", "launch", Supervisor, 1),
+				rec(3, "a", "transient", Supervisor, 1),
+				rec(4, "a", "launch", Supervisor, 1),
+			},
+			want: map[string]*PhaseHistory{"a": {
+				WorkerRuns: 1, SuperRuns: 1, SuperSpent: 0, Reason: ReasonGate, Last: "launch", LastFailBy: Worker,
+				Spent: 2 * time.Second, launchedAt: at(4),
+			}},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "interrupted attempt still counts",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 9 }),
+				rec(3, "a", "interrupted", Worker, 1),
+			},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "interrupted", Spent: 3 * time.Second}},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "failed and blocked",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "fail", Worker, 1), func(r *Record) { r.Reason, r.Detail = ReasonStuck, "quiet" }),
+				with(rec(2, "a", "blocked", "", 0), func(r *Record) { r.Reason = ReasonStuck }),
+				with(rec(2, "b", "blocked", "", 0), func(r *Record) { r.WaitsOn = "a" }),
+				with(rec(3, "c", "failed", "", 0), func(r *Record) { r.Reason = ReasonNoDone }),
+			},
+			want: map[string]*PhaseHistory{
+				"a": {WorkerRuns: 1, Reason: ReasonStuck, Detail: "quiet", Last: "blocked", LastFailBy: Worker, Spent: time.Second},
+				"b": {Last: "blocked", WaitsOn: "a"},
+				"c": {Last: "failed", Reason: ReasonNoDone},
+			},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "merged and retry start over",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "fail", Worker, 1), func(r *Record) { r.Reason = ReasonGate }),
+				rec(2, "a", "launch", Supervisor, 1),
+				rec(3, "a", "done", Supervisor, 1),
+				with(rec(4, "a", "merged", "", 0), func(r *Record) { r.Commit = "c1" }),
+				rec(0, "b", "launch", Worker, 1),
+				with(rec(1, "b", "fail", Worker, 1), func(r *Record) { r.Reason = ReasonGate }),
+				with(rec(2, "b", "failed", "", 0), func(r *Record) { r.Reason = ReasonGate }),
+				rec(3, "b", "retry", "", 0),
+			},
+			want: map[string]*PhaseHistory{
+				"a": {WorkerRuns: 1, SuperRuns: 1, SuperSpent: 1, LastFailBy: Worker, Last: "merged", Spent: 2 * time.Second},
+				"b": {Last: "retry"},
+			},
+			cool: map[Role]time.Time{},
+		},
+		{
+			name: "counters after a retry",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 3),
+				rec(1, "a", "retry", "", 0),
+				rec(2, "a", "launch", Worker, 1),
+			},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", launchedAt: at(2)}},
+			cool: map[Role]time.Time{},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, cool := History(c.recs)
+			if !reflect.DeepEqual(got, c.want) {
+				for id, h := range got {
+					t.Errorf("got %s: %+v", id, *h)
+				}
+				for id, h := range c.want {
+					t.Errorf("want %s: %+v", id, *h)
+				}
+			}
+			byRole := map[Role]time.Time{}
+			for k, until := range cool {
+				if until.After(byRole[k.Role]) {
+					byRole[k.Role] = until
+				}
+			}
+			if !reflect.DeepEqual(byRole, c.cool) {
+				t.Errorf("cooldowns %v, want %v", cool, c.cool)
+			}
+		})
+	}
+}

@@ -1,0 +1,34 @@
+package state
+
+// Role says who runs in a phase's worktree.
+type Role string
+
+const (
+	Worker     Role = "worker"
+	Supervisor Role = "supervisor"
+	// ReviewerRole is the role that reads a green phase before it lands.
+	ReviewerRole Role = "reviewer"
+)
+
+// Reason is why an attempt failed. Every failure carries exactly one.
+type Reason string
+
+const (
+	ReasonNone     Reason = ""
+	ReasonNoDone   Reason = "no-done"  // exited 0 without the DONE_ rename
+	ReasonExit     Reason = "exit"     // exited non-zero
+	ReasonGate     Reason = "gate"     // the gate is red
+	ReasonPrepare  Reason = "prepare"  // WORKTREE_PREPARE_CMD failed
+	ReasonStuck    Reason = "stuck"    // no output for STUCK_TIMEOUT
+	ReasonTimeout  Reason = "timeout"  // ran longer than AGENT_TIMEOUT
+	ReasonWorktree Reason = "worktree" // the worktree vanished or HEAD moved off auto/<id>
+	ReasonConflict Reason = "conflict" // the merge into the base conflicts
+	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
+	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
+	ReasonBudget   Reason = "budget"   // the phase spent PHASE_MAX_COST_USD
+	ReasonReview   Reason = "review"   // the reviewers still blocked after the last round
+)
+
+// FoundDone marks a "done" record whose attempt found the branch already
+// done, without running an agent: it is not counted as an attempt.
+const FoundDone = "found done"
