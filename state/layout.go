@@ -14,6 +14,10 @@ type Layout struct {
 	Top        string // the main worktree's top level
 	RoadmapRel string // the roadmap folder relative to Top, slash-separated
 	Base       string // the base branch
+	// Manifest is the manifest's path relative to Top when the roadmap's
+	// EXECUTION-MANIFEST.md is a symlink: the file it points to is the
+	// one committed and flipped. "": the file in the roadmap folder.
+	Manifest string
 }
 
 // Dir is the driver's folder.
@@ -49,7 +53,12 @@ func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 func (l Layout) JournalPath() string { return filepath.Join(l.StateDir(), "journal.jsonl") }
 
 // ManifestRel is the manifest's path in the repository.
-func (l Layout) ManifestRel() string { return path.Join(l.RoadmapRel, "EXECUTION-MANIFEST.md") }
+func (l Layout) ManifestRel() string {
+	if l.Manifest != "" {
+		return l.Manifest
+	}
+	return path.Join(l.RoadmapRel, "EXECUTION-MANIFEST.md")
+}
 
 // DocRel is a phase doc's path in the repository.
 func (l Layout) DocRel(name string) string { return path.Join(l.RoadmapRel, name) }
