@@ -189,7 +189,7 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	}
 	repo := strings.TrimSpace(s.str("GH_REPO"))
 	if repo == "" {
-		u, _ := git.Git(ctx, "remote", "get-url", "origin")
+		u, _ := git.RemoteURL(ctx, "origin")
 		if repo = repoFromRemote(u); repo == "" {
 			return c, g, usageErrorf("cannot tell the GitHub repository from the origin remote (%q): pass --repo owner/name or set GH_REPO", u)
 		}

@@ -320,7 +320,7 @@ func (w *worker) runReviewer(ctx context.Context, in reviewInputs, round int, le
 			return review.Verdict{}, err
 		}
 	}
-	diff, err := q.git.Git(ctx, "diff", in.base+"..."+in.head)
+	diff, err := q.git.DiffSince(ctx, in.base, in.head)
 	if err != nil {
 		return review.Verdict{}, err
 	}

@@ -451,11 +451,11 @@ func (q *Queue) fetch(ctx context.Context, branch string) error {
 
 // remoteHas reports whether the remote has branch.
 func (q *Queue) remoteHas(ctx context.Context, branch string) (bool, error) {
-	out, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", q.cfg.Remote, "refs/heads/"+branch)
+	has, err := q.net.RemoteHasBranch(ctx, q.cfg.Remote, branch)
 	if err != nil {
 		return false, fmt.Errorf("ls-remote %s: %w", q.cfg.Remote, err)
 	}
-	return strings.TrimSpace(out) != "", nil
+	return has, nil
 }
 
 // ensureWorktree makes or finds the issue's worktree on its branch: a
@@ -501,7 +501,7 @@ func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
 		}
 		return true, q.git.AddWorktree(ctx, w.wt, w.branch, base)
 	}
-	head, err := q.git.GitIn(ctx, w.wt, "symbolic-ref", "-q", "HEAD")
+	head, err := q.git.HeadRef(ctx, w.wt)
 	if err != nil || head != "refs/heads/"+w.branch {
 		return false, fmt.Errorf("the worktree %s is not on %s", w.wt, w.branch)
 	}
@@ -510,10 +510,10 @@ func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
 	}
 	if onRemote {
 		// Another machine may have gone further on the branch.
-		_, _ = q.git.GitIn(ctx, w.wt, "merge", "--ff-only", "--quiet", remoteBranch)
+		_ = q.git.FastForward(ctx, w.wt, remoteBranch)
 	}
-	if _, err := q.git.GitIn(ctx, w.wt, "merge", "--no-edit", "--quiet", remoteBase); err != nil {
-		_, _ = q.git.GitIn(ctx, w.wt, "merge", "--abort")
+	if err := q.git.MergeInto(ctx, w.wt, remoteBase); err != nil {
+		_ = q.git.MergeAbort(ctx, w.wt)
 		q.logIssue(w.n, "merging %s into %s conflicts; going on without it", q.cfg.Base, w.branch)
 	}
 	return fresh, nil
@@ -522,7 +522,7 @@ func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
 // push pushes the branch to the remote (a fast-forward; never forced).
 func (w *worker) push(ctx context.Context) *failure {
 	q := w.q
-	_, err := q.net.Git(ctx, "-c", "core.hooksPath=/dev/null", "push", "--quiet", q.cfg.Remote, "refs/heads/"+w.branch+":refs/heads/"+w.branch)
+	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &failure{reason: "interrupted"}
@@ -557,7 +557,7 @@ func (w *worker) follow(ctx context.Context, sha string) error {
 	if err := q.fetch(ctx, w.branch); err != nil {
 		return err
 	}
-	if _, err := q.git.GitIn(ctx, w.wt, "merge", "--ff-only", "--quiet", sha); err != nil {
+	if err := q.git.FastForward(ctx, w.wt, sha); err != nil {
 		return fmt.Errorf("the pull request's branch moved to %s, which is not a fast-forward of ours: %w", short(sha), err)
 	}
 	return nil

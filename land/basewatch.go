@@ -104,9 +104,7 @@ func (o *Owner) indexAt(ctx context.Context, dir, from, to string) bool {
 		return false
 	}
 	paths = paths[:min(len(paths), 1000)] // enough to tell; bounded argv
-	args := append([]string{"--literal-pathspecs", "diff-index", "--cached", "--quiet", from, "--"}, paths...)
-	_, err = o.Git.GitIn(ctx, dir, args...)
-	return err == nil
+	return o.Git.IndexMatches(ctx, dir, from, paths)
 }
 
 // noteBase is CheckBase at the start of a merge; what it finds waits for

@@ -466,7 +466,7 @@ func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip 
 	if len(j.Owns) == 0 {
 		return nil, nil
 	}
-	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
+	mb, err := o.Git.MergeBase(ctx, base, tip)
 	if err != nil {
 		return nil, err
 	}
@@ -604,12 +604,12 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	if _, err := os.Stat(wt); err != nil {
 		return fmt.Errorf("lockfile conflict: the worktree %s is gone", wt)
 	}
-	abort := func() { _, _ = o.Git.GitIn(context.WithoutCancel(ctx), wt, "merge", "--abort") }
-	if _, err := o.Git.GitIn(ctx, wt, "merge", "--no-edit", "refs/heads/"+o.Layout.Base); err == nil {
+	abort := func() { _ = o.Git.MergeAbort(context.WithoutCancel(ctx), wt) }
+	if err := o.Git.MergeInto(ctx, wt, "refs/heads/"+o.Layout.Base); err == nil {
 		return nil // merged cleanly after all
 	}
 	for _, p := range paths {
-		if _, err := o.Git.GitIn(ctx, wt, "checkout", "--theirs", "--", p); err != nil {
+		if err := o.Git.TakeTheirs(ctx, wt, p); err != nil {
 			abort()
 			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
 		}
@@ -639,7 +639,7 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			abort()
 			return fmt.Errorf("regenerating %s with %q failed (see %s)", p, cmd, log)
 		}
-		if _, err := o.Git.GitIn(ctx, wt, "add", "--", p); err != nil {
+		if err := o.Git.Stage(ctx, wt, p); err != nil {
 			abort()
 			return err
 		}
@@ -648,17 +648,17 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	// it on the base): the landed commit replaces it anyway, so take the
 	// base's.
 	mrel := o.Layout.ManifestRel()
-	if u, _ := o.Git.GitIn(ctx, wt, "diff", "--name-only", "--diff-filter=U", "--", mrel); u != "" {
-		if _, err := o.Git.GitIn(ctx, wt, "checkout", "--theirs", "--", mrel); err != nil {
+	if u, _ := o.Git.Unmerged(ctx, wt, mrel); len(u) > 0 {
+		if err := o.Git.TakeTheirs(ctx, wt, mrel); err != nil {
 			abort()
 			return err
 		}
-		if _, err := o.Git.GitIn(ctx, wt, "add", "--", mrel); err != nil {
+		if err := o.Git.Stage(ctx, wt, mrel); err != nil {
 			abort()
 			return err
 		}
 	}
-	if _, err := o.Git.GitIn(ctx, wt, "commit", "--no-edit", "-q"); err != nil {
+	if err := o.Git.ConcludeMerge(ctx, wt); err != nil {
 		abort()
 		return fmt.Errorf("conclude the lockfile merge: %w", err)
 	}
@@ -668,31 +668,16 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 // markers lists files in which the branch added conflict markers: a
 // concluded merge that was never resolved must not land.
 func (o *Owner) markers(ctx context.Context, base, tip string) ([]string, error) {
-	mb, err := o.Git.Git(ctx, "merge-base", base, tip)
+	mb, err := o.Git.MergeBase(ctx, base, tip)
 	if err != nil {
 		return nil, err
 	}
-	// --check also reports whitespace errors; only the markers count. It
-	// exits 2 when it finds anything, so read the output then; any other
-	// failure means the diff was not read.
-	out, err := o.Git.Git(ctx, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--check", mb, tip)
-	if ge := (*worktree.GitError)(nil); errors.As(err, &ge) && ge.ExitCode == 2 {
-		err = nil
-	}
+	cands, err := o.Git.MarkerCandidates(ctx, "", mb, tip)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
-	seen := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if !strings.Contains(line, "leftover conflict marker") {
-			continue
-		}
-		p, _, _ := strings.Cut(line, ":")
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
+	for _, p := range cands {
 		// A line of seven '=' alone is also a markdown heading's
 		// underline: only a file with both a <<<<<<< and a >>>>>>>
 		// line holds a real leftover conflict.

@@ -108,7 +108,7 @@ func (o *Owner) stopWatching() {
 
 // gitDirOf is the absolute git dir of worktree dir, or "".
 func (o *Owner) gitDirOf(ctx context.Context, dir string) string {
-	gd, err := o.Git.GitIn(ctx, dir, "rev-parse", "--absolute-git-dir")
+	gd, err := o.Git.AbsGitDir(ctx, dir)
 	if err != nil {
 		return ""
 	}

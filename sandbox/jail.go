@@ -57,7 +57,7 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	common = Real(common)
-	admin, err := git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
+	admin, err := git.AbsGitDir(ctx, wt)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the admin folder of %s: %w", wt, err)
 	}

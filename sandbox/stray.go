@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,16 +118,13 @@ func watched(ctx context.Context, git *worktree.Client, top, wt string) []string
 // absolute paths (ignored files are not listed). --no-optional-locks: the
 // look must not take the index lock from the user or the driver.
 func dirty(ctx context.Context, git *worktree.Client, dir string) []string {
-	out, err := git.GitIn(ctx, dir, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	rel, err := git.ChangedPaths(ctx, dir)
 	if err != nil {
 		return nil
 	}
 	var paths []string
-	for _, e := range strings.Split(out, "\x00") {
-		if len(e) < 4 {
-			continue
-		}
-		paths = append(paths, filepath.Join(dir, filepath.FromSlash(e[3:])))
+	for _, p := range rel {
+		paths = append(paths, filepath.Join(dir, filepath.FromSlash(p)))
 	}
 	return paths
 }

@@ -71,14 +71,7 @@ func Landing(ctx context.Context, git *worktree.Client, from, to string) ([]Find
 // scanDiff reads `git diff from to` or `git log -p from..to` with no
 // context lines and scans each added line.
 func scanDiff(ctx context.Context, git *worktree.Client, how, from, to string) ([]Finding, error) {
-	args := []string{"-c", "core.quotePath=false"}
-	common := []string{"-p", "-U0", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv"}
-	if how == "diff" {
-		args = append(append(append(args, "diff"), common...), "--end-of-options", from, to)
-	} else {
-		args = append(append(append(args, "log", "--no-merges", "--format=commit %H"), common...), "--end-of-options", from+".."+to)
-	}
-	out, err := git.Git(ctx, args...)
+	out, err := git.AddedLines(ctx, from, to, how != "diff")
 	if err != nil {
 		return nil, fmt.Errorf("scan for secrets: %w", err)
 	}

@@ -48,7 +48,7 @@ func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, er
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("the worktree %s has no .git link file of its own", wt)
 	}
-	gd, err := git.GitIn(ctx, wt, "rev-parse", "--absolute-git-dir")
+	gd, err := git.AbsGitDir(ctx, wt)
 	if err != nil {
 		return "", fmt.Errorf("the worktree %s: %w", wt, err)
 	}
@@ -220,9 +220,9 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	// A merge of the base that still has conflicts must not be concluded:
 	// committing it would put the markers on the branch, and from there on
 	// the base. Abort it; the next supervisor merges again.
-	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+	if r.Git.MergeInProgress(ctx, wt) {
 		if paths, err := r.unmerged(ctx, wt); err == nil && len(paths) > 0 {
-			if _, err := r.Git.GitIn(ctx, wt, "merge", "--abort"); err != nil {
+			if err := r.Git.MergeAbort(ctx, wt); err != nil {
 				return fmt.Errorf("abort the unfinished merge in %s: %w", wt, err)
 			}
 			return nil
@@ -236,7 +236,7 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if err != nil {
 		return err
 	}
-	if _, err := r.Git.GitIn(ctx, wt, "add", "-A"); err != nil {
+	if err := r.Git.StageAll(ctx, wt); err != nil {
 		return fmt.Errorf("stage the leftovers in %s: %w", wt, err)
 	}
 	staged, err := r.stagedChanges(ctx, wt)
@@ -272,11 +272,11 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if len(marked) > 0 {
 		noteInLog(r.Layout.LogPath(j.ID, string(j.Role), j.Attempt), "claudopilot: left uncommitted, conflict markers: "+strings.Join(marked, ", "))
 	}
-	if _, err := r.Git.GitIn(ctx, wt, "diff", "--cached", "--quiet"); err == nil {
+	if !r.Git.HasStaged(ctx, wt) {
 		return nil
 	}
 	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
-	if _, err := r.Git.GitInput(ctx, wt, []byte(msg), "commit", "-q", "-F", "-"); err != nil {
+	if err := r.Git.CommitStaged(ctx, wt, msg); err != nil {
 		return fmt.Errorf("commit the leftovers in %s: %w", wt, err)
 	}
 	return nil
@@ -290,16 +290,9 @@ func (r *Runner) endAttempt(id string) {
 
 // stagedChanges maps each staged path to its status letter (A, M, D, T).
 func (r *Runner) stagedChanges(ctx context.Context, wt string) (map[string]byte, error) {
-	out, err := r.Git.GitIn(ctx, wt, "diff", "--cached", "--name-status", "--no-renames", "-z")
+	m, err := r.Git.StagedStatus(ctx, wt)
 	if err != nil {
 		return nil, fmt.Errorf("list the staged leftovers in %s: %w", wt, err)
-	}
-	f := strings.Split(out, "\x00")
-	m := map[string]byte{}
-	for i := 0; i+1 < len(f); i += 2 {
-		if f[i] != "" {
-			m[f[i+1]] = f[i][0]
-		}
 	}
 	return m, nil
 }
@@ -307,25 +300,13 @@ func (r *Runner) stagedChanges(ctx context.Context, wt string) (map[string]byte,
 // stagedMarkers lists staged files that hold conflict markers (a <<<<<<<
 // and a >>>>>>> line: a line of '=' alone is also a markdown underline).
 func (r *Runner) stagedMarkers(ctx context.Context, wt string) ([]string, error) {
-	// --check also reports whitespace errors; only the markers count. It
-	// exits 2 when it finds anything.
-	out, err := r.Git.GitIn(ctx, wt, "-c", "core.whitespace=-trailing-space,-space-before-tab,-indent-with-non-tab,-tab-in-indent,-blank-at-eof", "diff", "--cached", "--check", "--no-color")
-	var ge *worktree.GitError
-	if err != nil && (!errors.As(err, &ge) || ge.ExitCode != 2) {
+	cands, err := r.Git.MarkerCandidates(ctx, wt, "", "")
+	if err != nil {
 		return nil, fmt.Errorf("check the leftovers in %s for conflict markers: %w", wt, err)
 	}
 	var paths []string
-	seen := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if !strings.Contains(line, "leftover conflict marker") {
-			continue
-		}
-		p, _, _ := strings.Cut(line, ":")
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		b, err := r.Git.GitIn(ctx, wt, "cat-file", "blob", ":"+p)
+	for _, p := range cands {
+		b, err := r.Git.StagedBlob(ctx, wt, p)
 		if err != nil {
 			return nil, fmt.Errorf("read the staged %s: %w", p, err)
 		}
@@ -348,13 +329,7 @@ func hasMarkers(b string) bool {
 // unstage resets the index entries of paths (all of them when paths is
 // nil) to HEAD, leaving the files in the checkout as they are.
 func (r *Runner) unstage(ctx context.Context, wt string, paths []string) error {
-	args := []string{"--literal-pathspecs", "reset", "-q"}
-	var in []byte
-	if paths != nil {
-		args = append(args, "--pathspec-from-file=-", "--pathspec-file-nul")
-		in = []byte(strings.Join(paths, "\x00") + "\x00")
-	}
-	if _, err := r.Git.GitInput(ctx, wt, in, args...); err != nil {
+	if err := r.Git.Unstage(ctx, wt, paths); err != nil {
 		return fmt.Errorf("unstage in %s: %w", wt, err)
 	}
 	return nil

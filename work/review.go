@@ -126,7 +126,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		o.Err = err
 		return none(err.Error())
 	}
-	diff, err := r.Git.Git(ctx, "diff", in.base+"..."+in.head)
+	diff, err := r.Git.DiffSince(ctx, in.base, in.head)
 	if err != nil {
 		o.Err = err
 		return none(err.Error())

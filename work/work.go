@@ -449,7 +449,7 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return err
 	}
-	head, err := r.Git.GitIn(ctx, wt, "symbolic-ref", "-q", "HEAD")
+	head, err := r.Git.HeadRef(ctx, wt)
 	if err != nil || head != "refs/heads/"+branch {
 		if head == "" {
 			head = "a detached HEAD"
@@ -466,10 +466,10 @@ func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return nil, err
 	}
-	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+	if r.Git.MergeInProgress(ctx, wt) {
 		return r.unmerged(ctx, wt)
 	}
-	_, err := r.Git.GitIn(ctx, wt, "merge", "--no-edit", "refs/heads/"+r.Layout.Base)
+	err := r.Git.MergeInto(ctx, wt, "refs/heads/"+r.Layout.Base)
 	if err == nil {
 		return nil, nil
 	}
@@ -483,18 +483,14 @@ func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
 // unfinishedMerge lists the conflicting paths of a merge in progress in
 // wt (none when no merge is in progress).
 func (r *Runner) unfinishedMerge(ctx context.Context, wt string) ([]string, error) {
-	if _, err := r.Git.GitIn(ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err != nil {
+	if !r.Git.MergeInProgress(ctx, wt) {
 		return nil, nil
 	}
 	return r.unmerged(ctx, wt)
 }
 
 func (r *Runner) unmerged(ctx context.Context, wt string) ([]string, error) {
-	out, err := r.Git.GitIn(ctx, wt, "diff", "--name-only", "--diff-filter=U")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
+	return r.Git.Unmerged(ctx, wt)
 }
 
 // doneCheck is the driver's own test of "done": the branch tip has
@@ -637,7 +633,7 @@ func (r *Runner) endGating(ctx context.Context, id, wt, branch string) error {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return err
 	}
-	if _, err := r.Git.GitIn(ctx, wt, "checkout", "-q", "-f", branch); err != nil {
+	if err := r.Git.ForceCheckout(ctx, wt, branch); err != nil {
 		return fmt.Errorf("put %s back on %s after an interrupted merge gate: %w", wt, branch, err)
 	}
 	return os.Remove(mark)
