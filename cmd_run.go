@@ -159,6 +159,25 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if c.SecretScan, err = s.bool("SECRET_SCAN"); err != nil {
 		return c, err
 	}
+	if c.MergeBatch, err = s.int("MERGE_BATCH"); err != nil {
+		return c, err
+	}
+	if c.MergeBatch < 1 {
+		return c, usageErrorf("MERGE_BATCH must be at least 1 (from %s)", s.source["MERGE_BATCH"])
+	}
+	if c.GateRetries, err = s.int("GATE_RETRIES"); err != nil {
+		return c, err
+	}
+	if c.GateRetries < 0 {
+		return c, usageErrorf("GATE_RETRIES must not be negative (from %s)", s.source["GATE_RETRIES"])
+	}
+	switch v := s.str("MERGE_BATCH_GATE"); v {
+	case "top", "":
+	case "each":
+		c.MergeBatchGateEach = true
+	default:
+		return c, usageErrorf("MERGE_BATCH_GATE must be top or each, not %q (from %s)", v, s.source["MERGE_BATCH_GATE"])
+	}
 	if c.IgnoreCheckpoints, err = s.bool("IGNORE_LOOP_CHECKPOINTS"); err != nil {
 		return c, err
 	}

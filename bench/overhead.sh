@@ -7,6 +7,14 @@
 #   bench/overhead.sh                 # FILES=20000 PHASES=10 RUNS=3
 #   PROFILE=1 bench/overhead.sh       # also count and time every git call
 #   FILES=2000 PHASES=5 RUNS=1 bench/overhead.sh   # quick look
+#   PHASES=40 PARALLEL=8 AGENT_SLEEP=0.2 bench/overhead.sh   # landing throughput (#17)
+#   FSYNC=1 bench/overhead.sh         # also count fsyncs (strace -f -c)
+#
+# With AGENT_SLEEP (seconds, default 0) each agent sleeps that long first,
+# and the run has MAX_PARALLEL PARALLEL (default 1). The bare script stays
+# serial; the ratio printed last compares claudopilot's wall time with the
+# bare wall time plus the agents' time at that parallelism
+# (PHASES x AGENT_SLEEP / PARALLEL).
 #
 # Self-contained: builds claudopilot from this checkout, makes its repos
 # under a temp folder and removes them (KEEP=1 keeps them). Prints a table.
@@ -16,6 +24,9 @@ FILES=${FILES:-20000}
 PHASES=${PHASES:-10}
 RUNS=${RUNS:-3}
 PROFILE=${PROFILE:-0}
+PARALLEL=${PARALLEL:-1}
+AGENT_SLEEP=${AGENT_SLEEP:-0}
+FSYNC=${FSYNC:-0}
 KEEP=${KEEP:-0}
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,9 +78,12 @@ mkdir -p "$tpl"
 	git gc -q # packed, as a real repository is
 )
 
-cat >"$T/agent.sh" <<'EOF'
+cat >"$T/agent.sh" <<EOF
 #!/bin/sh
 set -e
+sleep $AGENT_SLEEP
+EOF
+cat >>"$T/agent.sh" <<'EOF'
 doc=$CLAUDOPILOT_PHASE_DOC
 git mv "$doc" "$(dirname "$doc")/DONE_$(basename "$doc")"
 git commit -qm done
@@ -139,7 +153,7 @@ run_bare() {
 
 run_claudopilot() {
 	fresh
-	(cd "$T/repo" && timed "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel 1 --gate true roadmap/)
+	(cd "$T/repo" && timed "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate true roadmap/)
 	check_done claudopilot
 }
 
@@ -172,7 +186,7 @@ row() { # label, values...
 echo
 echo "machine: $(nproc) cores, git $(git --version | cut -d' ' -f3-), $(go version | cut -d' ' -f3), load after $load_after"
 echo "claudopilot built from $(git -C "$src" rev-parse --short HEAD)$(git -C "$src" diff --quiet HEAD -- . ':!bench' ':!BENCHMARKS.md' 2>/dev/null || echo ' + uncommitted changes')"
-echo "repo: $FILES files, $PHASES independent phases, MAX_PARALLEL 1, gate true, $RUNS runs, in ${TMPDIR:-/tmp} (ms)"
+echo "repo: $FILES files, $PHASES independent phases, MAX_PARALLEL $PARALLEL, agent sleep ${AGENT_SLEEP}s, gate true, $RUNS runs, in ${TMPDIR:-/tmp} (ms)"
 printf '%-18s' ""
 for r in $(seq 1 "$RUNS"); do printf ' %8s' "run$r"; done
 printf ' %8s %8s %10s %10s\n' median min "s/ph(med)" "s/ph(min)"
@@ -183,6 +197,25 @@ row "claudopilot cpu" "${cc[@]}"
 printf 'claudopilot/bare: wall median %.2fx, min %.2fx; cpu median %.2fx, min %.2fx (target: 1.5x or less)\n' \
 	"$(bc -l <<<"$(median "${cw[@]}") / $(median "${bw[@]}")")" "$(bc -l <<<"$(minimum "${cw[@]}") / $(minimum "${bw[@]}")")" \
 	"$(bc -l <<<"$(median "${cc[@]}") / $(median "${bc[@]}")")" "$(bc -l <<<"$(minimum "${cc[@]}") / $(minimum "${bc[@]}")")"
+
+agent_ms=$(bc -l <<<"$PHASES * $AGENT_SLEEP / $PARALLEL * 1000")
+printf 'claudopilot / (bare + agent time %.0f ms): wall median %.2fx, min %.2fx (goal #17: 1.5x)\n' "$agent_ms" \
+	"$(bc -l <<<"$(median "${cw[@]}") / ($(median "${bw[@]}") + $agent_ms)")" "$(bc -l <<<"$(minimum "${cw[@]}") / ($(minimum "${bw[@]}") + $agent_ms)")"
+echo "uptime: $(uptime)"
+
+if [ "$FSYNC" = 1 ]; then
+	# fsync-family calls of the whole process tree, one run of each.
+	fsyncs() { # name, then the command
+		local name=$1
+		shift
+		fresh
+		(cd "$T/repo" && strace -f -c -o "$T/strace-$name" -e trace=fsync,fdatasync,sync_file_range,sync,syncfs "$@" >"$T/run.log" 2>&1) || { cat "$T/run.log" >&2; exit 1; }
+		awk '$NF ~ /^(fsync|fdatasync|sync_file_range|sync|syncfs)$/ { n += $4 } END { print n + 0 }' "$T/strace-$name"
+	}
+	fb=$(fsyncs bare "$T/bare.sh" "$PHASES")
+	fc=$(fsyncs claudopilot "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate true roadmap/)
+	printf 'fsyncs (strace -f -c): bare %d (%.1f per phase), claudopilot %d (%.1f per phase)\n' "$fb" "$(bc -l <<<"$fb / $PHASES")" "$fc" "$(bc -l <<<"$fc / $PHASES")"
+fi
 
 [ "$PROFILE" = 1 ] || exit 0
 
@@ -199,7 +232,7 @@ profile() { # name, then the command
 	(cd "$T/repo" && PATH="$T/shim:$PATH" timed "$@") >"$T/wall-$name" || exit 1
 }
 profile bare "$T/bare.sh" "$PHASES"
-profile claudopilot "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel 1 --gate true roadmap/
+profile claudopilot "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate true roadmap/
 
 # Name each call by its subcommand (after -C dir, -c k=v and global flags;
 # worktree's own subcommand too) and sum git's time per name.
@@ -234,6 +267,7 @@ join -t $'\t' -a1 -a2 -e 0 -o 0,1.2,1.3,2.2,2.3 "$T/sum-bare" "$T/sum-claudopilo
 	awk -F'\t' '{ printf "%-26s %12d %12d %14d %14d\n", "total", $2, $3, $4, $5 }'
 read -r bwall bcpu <"$T/wall-bare"
 read -r cwall ccpu <"$T/wall-claudopilot"
+printf '%-26s %12.1f %12s %14.1f\n' "calls per phase" "$(bc -l <<<"$(awk -F'\t' '$1=="TOTAL"{print $2}' "$T/sum-bare") / $PHASES")" "" "$(bc -l <<<"$(awk -F'\t' '$1=="TOTAL"{print $2}' "$T/sum-claudopilot") / $PHASES")"
 printf '%-26s %12s %12d %14s %14d\n' "wall (with shim)" "" "$bwall" "" "$cwall" "cpu (with shim)" "" "$bcpu" "" "$ccpu"
 if [ "$KEEP" = 1 ]; then
 	echo "call logs: $T/git-bare.log $T/git-claudopilot.log"

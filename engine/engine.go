@@ -155,16 +155,19 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20,
 		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
 	}
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: git, Layout: layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan}
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: git, Layout: layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
 	if _, err := merger.CheckBase(ctx); err != nil {
 		return nil, err
 	}
 	e.merger, e.poll = merger, cfg.Poll
+	// Removals of landed worktrees run in the background: done before the
+	// lock is given back.
+	e.onClose(merger.Wait)
 	e.raw = make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
-		MaxParallel: cfg.MaxParallel, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
+		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
 		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost,

@@ -17,16 +17,21 @@ type Settings struct {
 	MaxParallel, MaxSuper, Transient, LogCapMB int
 	KeepGoing, IgnoreCheckpoints               bool
 	SecretScan                                 bool
-	Base, Gate, Prepare, Agent, Super          string
-	Lockfile, Bootstrap, Build                 string
-	Derived                                    *regexp.Regexp
-	Poll, Stuck, AgentTimeout, RateSleep       time.Duration
-	BaseExplicit                               bool
-	Lanes                                      Lanes
-	Review                                     Review
-	RunMaxCost, PhaseMaxCost                   float64
-	ResumeCmd                                  string
-	Notify                                     string
+	// MergeBatch caps a merge train (MERGE_BATCH); MergeBatchGateEach
+	// gates its every prefix (MERGE_BATCH_GATE=each); GateRetries reruns
+	// a red merge gate (GATE_RETRIES).
+	MergeBatch, GateRetries              int
+	MergeBatchGateEach                   bool
+	Base, Gate, Prepare, Agent, Super    string
+	Lockfile, Bootstrap, Build           string
+	Derived                              *regexp.Regexp
+	Poll, Stuck, AgentTimeout, RateSleep time.Duration
+	BaseExplicit                         bool
+	Lanes                                Lanes
+	Review                               Review
+	RunMaxCost, PhaseMaxCost             float64
+	ResumeCmd                            string
+	Notify                               string
 	// Listen serves the web page and API on this address ("" off);
 	// ListenPublic allows an address that is not loopback.
 	Listen       string

@@ -58,6 +58,13 @@ type Owner struct {
 	LockWait time.Duration
 	// NoSecretScan turns off the scan for secrets (SECRET_SCAN=0).
 	NoSecretScan bool
+	// GateEach gates every prefix of a merge train side by side
+	// (MERGE_BATCH_GATE=each); off: only the train's top, and the
+	// middle when it is red.
+	GateEach bool
+	// GateRetries reruns a red merge gate that many times before it
+	// counts as red (GATE_RETRIES); a rerun that is green is a flake.
+	GateRetries int
 
 	// Sandbox runs the merge gate in the sandbox when its Gate is set
 	// (SANDBOX_GATE); nil or off: as it is.
@@ -66,7 +73,7 @@ type Owner struct {
 	ownerState
 }
 
-var _ scheduler.Merger = (*Owner)(nil)
+var _ scheduler.BatchMerger = (*Owner)(nil)
 
 // ownerState is what an Owner learns during a run.
 type ownerState struct {
@@ -74,6 +81,7 @@ type ownerState struct {
 	green     map[string]bool // merge trees (and gates) that passed the gate
 	stopWatch chan struct{}   // ends the watch of the last wait
 	base      baseTrack       // the base value the driver last wrote
+	cleaning  sync.WaitGroup  // cleanups of landed phases under way
 }
 
 // attempts bounds how often one Merge rebuilds a merge because the base
@@ -145,79 +153,9 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Detail = fmt.Sprintf("reviewed head %.12s and base %.12s, now %.12s and %.12s", j.ReviewHead, j.ReviewBase, tip, base)
 		return out, false
 	}
-	// Both checks fail closed: a check that cannot run stops the landing.
-	if paths, err := o.markers(ctx, base, tip); err != nil {
-		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
-		return out, false
-	} else if len(paths) > 0 {
-		out.Reason = scheduler.ReasonConflict
-		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
-		return out, false
-	}
-	if paths, err := o.outOfScope(ctx, j, base, tip); err != nil {
-		out.Err = fmt.Errorf("the scope check of %s could not run: %w", j.ID, err)
-		return out, false
-	} else if len(paths) > 0 {
-		out.Reason = scheduler.ReasonScope
-		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
-		return out, false
-	}
-	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
-	if err != nil {
-		out.Err = err
-		return out, false
-	}
-	// The manifest is the driver's: whatever the branch did to it is
-	// replaced below, so a conflict there is no conflict.
-	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
-	if len(conflicts) > 0 && o.onlyLockfiles(conflicts) {
-		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
-			return out, true
-		} else {
-			out.Detail = err.Error() + "; "
-		}
-	}
-	if len(conflicts) > 0 {
-		out.Reason = scheduler.ReasonConflict
-		out.Detail += "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
-		return out, false
-	}
-	// The manifest in the commit is the base's, with this phase marked
-	// merged: whatever the worker did to the manifest on its branch is
-	// dropped.
-	mrel := o.Layout.ManifestRel()
-	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
-	if err != nil || !has {
-		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
-		return out, false
-	}
-	flipped, err := flip(committed, j)
-	if err != nil {
-		// The phase was added to the live file and never committed:
-		// commit the live manifest with the flip instead.
-		live, rerr := os.ReadFile(o.Live.Path)
-		if rerr != nil {
-			out.Err = rerr
-			return out, false
-		}
-		if flipped, err = flip(live, j); err != nil {
-			out.Err = fmt.Errorf("mark %s merged: %w", j.ID, err)
-			return out, false
-		}
-	}
-	tree, err = o.Git.ReplaceFiles(ctx, tree, map[string][]byte{mrel: flipped}, nil)
-	if err != nil {
-		out.Err = err
-		return out, false
-	}
-	commit, err := o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title)))
-	if err != nil {
-		out.Err = err
-		return out, false
-	}
-	if found, err := o.secrets(ctx, base, commit); err != nil || len(found) > 0 {
-		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(found)
-		return out, false
+	commit, tree, out, stop, again := o.build(ctx, j, base, tip)
+	if stop {
+		return out, again
 	}
 	// Test exactly what lands, on a clean checkout of it: the phase's own
 	// gate ran in its worktree, beside ignored and untracked files, and on
@@ -225,7 +163,9 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 	// passed this gate here (the same merge tried again after a wait) is
 	// not gated twice.
 	if !o.passed(tree, j.Gate) {
-		ok, log, err := o.gate(ctx, j, commit)
+		one := []scheduler.MergeOutcome{{}}
+		ok, log, err := o.gateLink(ctx, link{j: j, tip: tip, tree: tree, commit: commit}, GateDir(o.Layout), one)
+		out.Flaky = one[0].Flaky
 		if err != nil {
 			if log != "" {
 				out.LogPath = log
@@ -238,8 +178,105 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			out.Detail = "the gate is red on the merge with " + o.Layout.Base + ": see " + log
 			return out, false
 		}
-		o.pass(tree, j.Gate)
 	}
+	res, again := o.publish(ctx, []scheduler.MergeJob{j}, []string{tip}, base, commit)
+	res.Flaky = out.Flaky
+	return res, again
+}
+
+// build makes j's merge commit on base (the base tip, or the commit below
+// it in a merge train) with tip, the branch tip read once. stop: out is
+// final (a refusal, an error), or again says the branch moved (a lockfile
+// regeneration) and the build is to be made again.
+func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
+	out.ID = j.ID
+	var err error
+	// Both checks fail closed: a check that cannot run stops the landing.
+	if paths, err := o.markers(ctx, base, tip); err != nil {
+		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
+		return "", "", out, true, false
+	} else if len(paths) > 0 {
+		out.Reason = scheduler.ReasonConflict
+		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
+		return "", "", out, true, false
+	}
+	if paths, err := o.outOfScope(ctx, j, base, tip); err != nil {
+		out.Err = fmt.Errorf("the scope check of %s could not run: %w", j.ID, err)
+		return "", "", out, true, false
+	} else if len(paths) > 0 {
+		out.Reason = scheduler.ReasonScope
+		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
+		return "", "", out, true, false
+	}
+	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
+	if err != nil {
+		out.Err = err
+		return "", "", out, true, false
+	}
+	// The manifest is the driver's: whatever the branch did to it is
+	// replaced below, so a conflict there is no conflict.
+	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
+	if len(conflicts) > 0 && o.onlyLockfiles(conflicts) {
+		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
+			return "", "", out, true, true
+		} else {
+			out.Detail = err.Error() + "; "
+		}
+	}
+	if len(conflicts) > 0 {
+		out.Reason = scheduler.ReasonConflict
+		out.Detail += "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
+		return "", "", out, true, false
+	}
+	// The manifest in the commit is the base's, with this phase marked
+	// merged: whatever the worker did to the manifest on its branch is
+	// dropped.
+	mrel := o.Layout.ManifestRel()
+	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
+	if err != nil || !has {
+		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
+		return "", "", out, true, false
+	}
+	flipped, err := flip(committed, j)
+	if err != nil {
+		// The phase was added to the live file and never committed:
+		// commit the live manifest with the flip instead.
+		live, rerr := os.ReadFile(o.Live.Path)
+		if rerr != nil {
+			out.Err = rerr
+			return "", "", out, true, false
+		}
+		if flipped, err = flip(live, j); err != nil {
+			out.Err = fmt.Errorf("mark %s merged: %w", j.ID, err)
+			return "", "", out, true, false
+		}
+	}
+	tree, err = o.Git.ReplaceFile(ctx, tree, mrel, flipped)
+	if err != nil {
+		out.Err = err
+		return "", "", out, true, false
+	}
+	commit, err = o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title)))
+	if err != nil {
+		out.Err = err
+		return "", "", out, true, false
+	}
+	if found, err := o.secrets(ctx, base, commit); err != nil || len(found) > 0 {
+		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(found)
+		return "", "", out, true, false
+	}
+	return commit, tree, out, false, false
+}
+
+// publish moves the base from base to commit, the merge commit of the
+// last of js (a merge train lands several at once), brings the base
+// checkout along, marks every one merged in the live file and cleans up
+// after them in the background. again: the base moved meanwhile.
+func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []string, base, commit string) (out scheduler.MergeOutcome, again bool) {
+	j := js[len(js)-1]
+	out.ID = j.ID
+	baseRef := "refs/heads/" + o.Layout.Base
+	mrel := o.Layout.ManifestRel()
 	dir, checkedOut, err := o.Git.WorktreeOf(ctx, o.Layout.Base)
 	if err != nil {
 		out.Err = err
@@ -294,12 +331,31 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 			return out, false
 		}
 	}
-	if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
-		// The merge has landed; only the live file could not say so
-		// (the phase was edited out of it meanwhile).
-		out.Detail = joinNote(out.Detail, "the live manifest was not updated: "+err.Error())
+	// One write (and its fsyncs) for the whole train; one by one only
+	// when a phase was edited out of the live file meanwhile.
+	if err := o.Live.Update(func(src []byte) ([]byte, error) {
+		for _, j := range js {
+			var err error
+			if src, err = flip(src, j); err != nil {
+				return nil, err
+			}
+		}
+		return src, nil
+	}); err != nil {
+		for _, j := range js {
+			if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
+				// The merge has landed; only the live file could not
+				// say so (the phase was edited out of it meanwhile).
+				out.Detail = joinNote(out.Detail, "the live manifest was not updated: "+err.Error())
+			}
+		}
 	}
-	o.cleanup(ctx, j.ID, tip, commit)
+	// Off the critical path: the worktree's removal (it writes as many
+	// files as the checkout holds) and the branch's deletion do not hold
+	// up the report, nor the next merge.
+	for i, j := range js {
+		o.cleanupLater(ctx, j.ID, tips[i], commit)
+	}
 	out.OK, out.Commit = true, commit
 	return out, false
 }
@@ -414,7 +470,12 @@ func GateDir(l state.Layout) string { return filepath.Join(l.Dir(), "gate") }
 // WORKTREE_PREPARE_CMD. It returns the gate's log (or prepare's, when
 // prepare fails).
 func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (bool, string, error) {
-	dir := GateDir(o.Layout)
+	return o.gateIn(ctx, j, commit, GateDir(o.Layout))
+}
+
+// gateIn is gate in the worktree dir (MERGE_BATCH_GATE=each gates a
+// train's prefixes side by side, each in a worktree of its own).
+func (o *Owner) gateIn(ctx context.Context, j scheduler.MergeJob, commit, dir string) (bool, string, error) {
 	if err := o.Git.CleanCheckout(ctx, dir, commit); err != nil {
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 	}
@@ -512,6 +573,8 @@ func InScope(path string, owns []string) bool {
 // only when the base contains its tip.
 func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
 	ctx = context.WithoutCancel(ctx)
+	// A folder that is no worktree (a killed add) fails the removal; the
+	// branch goes all the same (branch -D refuses one still checked out).
 	_ = o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
 	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
 		branch := o.Layout.Branch(id)
@@ -520,6 +583,19 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
 		}
 	}
 }
+
+// cleanupLater runs cleanup in the background; Wait waits for it.
+func (o *Owner) cleanupLater(ctx context.Context, id, tip, base string) {
+	o.cleaning.Add(1)
+	go func() {
+		defer o.cleaning.Done()
+		o.cleanup(ctx, id, tip, base)
+	}()
+}
+
+// Wait waits for the removals of landed phases' worktrees and branches
+// that run in the background. The engine calls it before the run ends.
+func (o *Owner) Wait() { o.cleaning.Wait() }
 
 func without(paths, drop []string) []string {
 	var out []string

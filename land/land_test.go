@@ -98,6 +98,9 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 	f.layout = state.Layout{Top: g.Dir, RoadmapRel: rel, Base: "main"}
 	f.live = roadmap.NewFile(filepath.Join(g.Dir, filepath.FromSlash(f.layout.ManifestRel())))
 	f.owner = &land.Owner{Git: g, Layout: f.layout, Live: f.live, Env: env, KillGrace: 2 * time.Second}
+	// Before the temp folder goes: cleanups of landed phases run in the
+	// background.
+	t.Cleanup(func() { f.owner.Wait() })
 	f.write(f.top, "README.md", "readme\n")
 	f.write(f.top, "a.txt", "a\n")
 	f.write(f.top, "b.txt", "b\n")
@@ -226,6 +229,7 @@ func flipped(src, id string) string {
 func (f *fixture) mustMerge(j scheduler.MergeJob) scheduler.MergeOutcome {
 	f.t.Helper()
 	out := f.owner.Merge(f.ctx, j)
+	f.owner.Wait() // the cleanup runs in the background
 	if !out.OK || out.Err != nil || out.Reason != "" || len(out.Wait) > 0 {
 		f.t.Fatalf("Merge(%s) = %+v, want OK", j.ID, out)
 	}

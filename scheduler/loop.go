@@ -49,6 +49,11 @@ type Config struct {
 	Paused bool
 	// Review is the independent review gate (off unless REVIEW_CMD).
 	Review ReviewConfig
+	// MergeBatch caps a merge train (MERGE_BATCH): with more than 1 and
+	// a BatchMerger, the done phases waiting to land (up to this many,
+	// with the same gate) are handed over together. 0 or 1: one at a
+	// time.
+	MergeBatch int
 	// RunMaxCost stops new launches once this run's agents reported
 	// spending this many dollars (RUN_MAX_COST_USD; 0: no limit).
 	RunMaxCost float64
@@ -92,10 +97,12 @@ type Scheduler struct {
 	// starting) from their goroutines into the loop, which emits it.
 	stages   chan Event
 	merged   chan MergeOutcome
-	woken    chan string   // a waiting merge's watch saw a change (phase id)
-	done     chan struct{} // closed when Run returns
-	mergeQ   []*phase      // done phases waiting for the merge owner, in order
-	merging  *phase        // the phase the merge owner holds, if any
+	batched  chan []MergeOutcome // a merge train's outcomes, in its order
+	woken    chan string         // a waiting merge's watch saw a change (phase id)
+	done     chan struct{}       // closed when Run returns
+	mergeQ   []*phase            // done phases waiting for the merge owner, in order
+	merging  *phase              // the phase the merge owner holds, if any (a train's first)
+	train    []*phase            // the merge train the merge owner holds, if any
 	cooldown map[string]time.Time
 	// unwritten holds states the manifest could not take because it did
 	// not parse at the time; they are written when it does again.
@@ -175,6 +182,7 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		byID:      make(map[string]*phase, len(rm.Nodes)),
 		results:   make(chan Outcome),
 		merged:    make(chan MergeOutcome),
+		batched:   make(chan []MergeOutcome),
 		woken:     make(chan string),
 		done:      make(chan struct{}),
 		cooldown:  make(map[string]time.Time),
@@ -254,6 +262,12 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onMerge(m)
+		case ms := <-s.batched:
+			if ctx.Err() != nil {
+				s.batchedAfterInterrupt(ms)
+				continue
+			}
+			s.onBatch(ms)
 		case e := <-s.stages:
 			s.emit(e)
 		case ro := <-s.rev.results:
@@ -311,6 +325,8 @@ func (s *Scheduler) drain() {
 			s.interruptedOutcome(o)
 		case m := <-s.merged:
 			s.mergedAfterInterrupt(m)
+		case ms := <-s.batched:
+			s.batchedAfterInterrupt(ms)
 		}
 	}
 	s.drainReviews()
@@ -410,6 +426,10 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		for i, p := range s.mergeQ {
 			if p.notBefore.After(now) {
 				continue
+			}
+			if t := s.trainFrom(i, now); len(t) > 1 {
+				s.startTrain(ctx, t)
+				break
 			}
 			s.mergeQ = slices.Delete(s.mergeQ, i, i+1)
 			s.startMerge(ctx, p)
@@ -832,6 +852,12 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		defer s.onEdit(nil)
 	}
 	p.busy = false
+	if m.Flaky != "" {
+		// Red, then green on a rerun (GATE_RETRIES): journaled, so a
+		// flaky suite shows.
+		s.record(state.Record{Phase: m.ID, Event: "flaky", Detail: m.Flaky})
+		s.emit(Event{Kind: EvWarn, Phase: m.ID, Detail: m.Flaky})
+	}
 	switch {
 	case m.OK:
 		// The merger wrote [merged] into the commit and the live file.

@@ -155,6 +155,13 @@ type MergeOutcome struct {
 	// Stale: the base or the branch moved since the review passed, so
 	// nothing landed and the phase is reviewed again.
 	Stale bool
+	// Again: a merge train did not get to this phase (a culprit before
+	// it, a branch that moved): nothing happened to it, and it goes back
+	// to the front of the merge queue.
+	Again bool
+	// Flaky says the merge gate was red and then green on a rerun
+	// (GATE_RETRIES); journaled.
+	Flaky string
 }
 
 // Merger lands done phases on the base branch. The scheduler calls it for
@@ -164,6 +171,16 @@ type MergeOutcome struct {
 // begun.
 type Merger interface {
 	Merge(ctx context.Context, j MergeJob) MergeOutcome
+}
+
+// BatchMerger lands several done phases at once, as a merge train (see
+// docs/landing.md): their merge commits are built as one first-parent
+// chain, in the order given, and the chain's top is gated; a red top is
+// bisected. It returns one outcome per job, in order. The scheduler uses
+// it only when MERGE_BATCH > 1.
+type BatchMerger interface {
+	Merger
+	MergeBatch(ctx context.Context, js []MergeJob) []MergeOutcome
 }
 
 // Errors that end a run; package main maps them to exit codes.

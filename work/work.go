@@ -407,13 +407,13 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch
 	}
 	if exists {
 		// A kept (parked) branch: attach it, keeping its commits.
-		return true, !j.Resume, r.Git.AddWorktree(ctx, wt, branch, "")
+		return true, !j.Resume, r.Git.AddWorktreeKnown(ctx, wt, branch, "", &exists)
 	}
 	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
 	if err != nil {
 		return false, false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
 	}
-	return true, false, r.Git.AddWorktree(ctx, wt, branch, base)
+	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, base, &exists)
 }
 
 // leaveJail ends a sandboxed process's jail (nothing for a nil one): what

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CleanCheckout makes the worktree at path hold exactly commit's tree,
@@ -48,11 +49,11 @@ func (c *Client) ownWorktree(ctx context.Context, path string) bool {
 	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
 		return false
 	}
-	top, err := c.run(ctx, path, nil, nil, "rev-parse", "--show-toplevel")
-	if err != nil || !samePath(trimNL(top), path) {
+	// One call for the three answers (top level, git dir, common dir).
+	out, err := c.run(ctx, path, nil, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+	if err != nil {
 		return false
 	}
-	gd, err1 := c.run(ctx, path, nil, nil, "rev-parse", "--absolute-git-dir")
-	common, err2 := c.CommonDir(ctx)
-	return err1 == nil && err2 == nil && !samePath(trimNL(gd), common)
+	f := strings.Split(trimNL(out), "\n")
+	return len(f) == 3 && samePath(f[0], path) && !samePath(f[1], f[2])
 }

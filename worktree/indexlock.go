@@ -40,7 +40,7 @@ type IndexLock struct {
 // it for milliseconds at a time. Past wait the error is ErrIndexLocked,
 // naming the file (a git killed while it held the lock leaves it for good).
 func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) (*IndexLock, error) {
-	gd, err := c.GitIn(ctx, dir, "rev-parse", "--absolute-git-dir")
+	gd, err := c.GitDir(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("lock the index of %s: %w", c.abs(dir), err)
 	}
@@ -111,7 +111,7 @@ func (l *IndexLock) Release() error {
 // left it (a driver killed while it held the lock), and reports whether
 // one was removed. Call it only when no other driver can be running.
 func (c *Client) ClearOwnIndexLock(ctx context.Context, dir string) (bool, error) {
-	gd, err := c.GitIn(ctx, dir, "rev-parse", "--absolute-git-dir")
+	gd, err := c.GitDir(ctx, dir)
 	if err != nil {
 		return false, err
 	}

@@ -1,13 +1,18 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -327,21 +332,170 @@ func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string
 // names something other than a file.
 func (c *Client) ReadFile(ctx context.Context, rev, p string) ([]byte, bool, error) {
 	spec := rev + ":" + p
-	out, err := c.run(ctx, "", nil, nil, "cat-file", "blob", spec)
-	if err == nil {
-		return out, true, nil
-	}
-	if exitCode(err) <= 0 {
+	// One call answers all three questions: does rev name a tree, what is
+	// at the path, and its content (a missing phase doc is a common
+	// answer, and used to take three calls).
+	out, err := c.run(ctx, "", []byte(rev+"^{tree}\n"+spec+"\n"), nil, "cat-file", "--batch")
+	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", spec, err)
 	}
-	// Classify without parsing stderr.
-	if _, rerr := c.resolve(ctx, spec, spec); rerr == nil {
-		return nil, false, fmt.Errorf("read %s: %w", spec, err) // exists but is not a blob
-	} else if !errors.Is(rerr, ErrNoRev) {
-		return nil, false, fmt.Errorf("read %s: %w", spec, rerr)
+	head, rest, _ := bytes.Cut(out, []byte("\n"))
+	if bytes.HasSuffix(head, []byte(" missing")) || bytes.HasSuffix(head, []byte(" ambiguous")) {
+		return nil, false, fmt.Errorf("read %s: rev-parse %q: %w", spec, rev, ErrNoRev)
 	}
-	if _, rerr := c.resolve(ctx, rev+"^{tree}", rev); rerr != nil {
-		return nil, false, fmt.Errorf("read %s: %w", spec, rerr)
+	f := strings.Fields(string(head))
+	if len(f) != 3 {
+		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
 	}
-	return nil, false, nil
+	n, err := strconv.Atoi(f[2])
+	if err != nil || len(rest) < n+1 {
+		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
+	}
+	rest = rest[n+1:] // the tree's content and its newline
+	head, rest, _ = bytes.Cut(rest, []byte("\n"))
+	if bytes.HasSuffix(head, []byte(" missing")) {
+		return nil, false, nil
+	}
+	f = strings.Fields(string(head))
+	if len(f) != 3 {
+		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
+	}
+	if f[1] != "blob" {
+		return nil, false, fmt.Errorf("read %s: a %s, not a file", spec, f[1])
+	}
+	if n, err = strconv.Atoi(f[2]); err != nil || len(rest) < n {
+		return nil, false, fmt.Errorf("read %s: short cat-file output", spec)
+	}
+	return rest[:n:n], true, nil
+}
+
+// ReplaceFile returns tree (any tree-ish) with the file at p, which must
+// already be there, holding content instead; its mode stays. It is
+// ReplaceFiles for the one case a landing needs (the manifest flip written
+// into the merge tree) without a temporary index: one cat-file reads the
+// trees on p's path, one hash-object writes the blob, one mktree --batch
+// writes the changed trees, children first. Anything else (a new file, a
+// path that is not a plain file) goes through ReplaceFiles.
+func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte) (string, error) {
+	if err := checkRelPath(p); err != nil {
+		return "", err
+	}
+	dirs := append([]string{""}, ancestors(p)...)
+	var q strings.Builder
+	for _, d := range dirs {
+		fmt.Fprintf(&q, "%s:%s\n", tree, d)
+	}
+	out, err := c.run(ctx, "", []byte(q.String()), nil, "cat-file", "--batch")
+	if err != nil {
+		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+	}
+	raw := make([][]byte, len(dirs))
+	for i := range dirs {
+		head, rest, _ := bytes.Cut(out, []byte("\n"))
+		f := strings.Fields(string(head))
+		if len(f) != 3 || f[1] != "tree" {
+			return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || len(rest) < n+1 {
+			return "", fmt.Errorf("replace %s in %s: short cat-file output", p, tree)
+		}
+		raw[i], out = rest[:n:n], rest[n+1:]
+	}
+	blob, err := c.run(ctx, "", content, nil, "hash-object", "-w", "--no-filters", "--stdin")
+	if err != nil {
+		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+	}
+	oid := trimNL(blob)
+	// Bottom up: each tree's entry for the next level (or the file) takes
+	// the new id; names and modes stay, so the order stays canonical and
+	// the new tree's id is computed here for its parent.
+	names := append(strings.Split(p, "/"), "")
+	var batch strings.Builder
+	want := make([]string, len(dirs))
+	for i := len(dirs) - 1; i >= 0; i-- {
+		ents, err := parseTree(raw[i], len(oid)/2)
+		if err != nil {
+			return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+		}
+		found := false
+		for k := range ents {
+			if ents[k].name != names[i] {
+				continue
+			}
+			isTree := ents[k].mode == "40000"
+			if isTree != (i < len(dirs)-1) || ents[k].mode == "160000" {
+				return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
+			}
+			ents[k].oid, found = oid, true
+		}
+		if !found {
+			return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
+		}
+		var body bytes.Buffer
+		for _, e := range ents {
+			typ := "blob"
+			switch e.mode {
+			case "40000":
+				typ = "tree"
+			case "160000":
+				typ = "commit"
+			}
+			fmt.Fprintf(&batch, "%s %s %s\t%s\n", e.mode, typ, e.oid, e.name)
+			h, _ := hexDecode(e.oid)
+			body.WriteString(e.mode + " " + e.name + "\x00")
+			body.Write(h)
+		}
+		batch.WriteString("\n")
+		oid = objectID("tree", body.Bytes(), len(oid)/2)
+		want[i] = oid
+	}
+	got, err := c.run(ctx, "", []byte(batch.String()), nil, "mktree", "--batch")
+	if err != nil {
+		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+	}
+	ids := strings.Fields(string(got))
+	// Fail closed: a tree git wrote that is not the one computed here
+	// would leave a parent pointing at a tree that does not exist.
+	for k, i := 0, len(dirs)-1; i >= 0; k, i = k+1, i-1 {
+		if k >= len(ids) || ids[k] != want[i] {
+			return "", fmt.Errorf("replace %s in %s: mktree wrote %v, expected %v", p, tree, ids, want)
+		}
+	}
+	return want[0], nil
+}
+
+type treeEntry struct{ mode, name, oid string }
+
+// parseTree reads a raw tree object (mode SP name NUL id, repeated).
+func parseTree(b []byte, hashLen int) ([]treeEntry, error) {
+	var ents []treeEntry
+	for len(b) > 0 {
+		sp := bytes.IndexByte(b, ' ')
+		nul := bytes.IndexByte(b, 0)
+		if sp < 0 || nul < sp || len(b) < nul+1+hashLen {
+			return nil, errors.New("malformed tree object")
+		}
+		ents = append(ents, treeEntry{mode: string(b[:sp]), name: string(b[sp+1 : nul]), oid: hex.EncodeToString(b[nul+1 : nul+1+hashLen])})
+		b = b[nul+1+hashLen:]
+	}
+	return ents, nil
+}
+
+func hexDecode(s string) ([]byte, error) { return hex.DecodeString(s) }
+
+// objectID is git's id of an object: the hash of "<type> <size>\0<body>",
+// SHA-1 or SHA-256 by the repository's id length.
+func objectID(typ string, body []byte, hashLen int) string {
+	hdr := fmt.Sprintf("%s %d\x00", typ, len(body))
+	if hashLen == sha256.Size {
+		h := sha256.New()
+		h.Write([]byte(hdr))
+		h.Write(body)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	h := sha1.New()
+	h.Write([]byte(hdr))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
 }

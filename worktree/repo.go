@@ -238,3 +238,34 @@ func (c *Client) Exclude(ctx context.Context, pattern string) error {
 	}
 	return nil
 }
+
+// GitDir returns the absolute git dir of the worktree whose top is dir,
+// read from its .git (a folder, or a "gitdir:" link file) without a git
+// process: the merge path asks for it twice per landing. Anything else
+// (a subfolder, a GIT_DIR setup) asks git.
+func (c *Client) GitDir(ctx context.Context, dir string) (string, error) {
+	top := c.abs(dir)
+	dotgit := filepath.Join(top, ".git")
+	if fi, err := os.Lstat(dotgit); err == nil {
+		if fi.IsDir() {
+			return dotgit, nil
+		}
+		if fi.Mode().IsRegular() {
+			if b, err := os.ReadFile(dotgit); err == nil {
+				if p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok && !strings.Contains(p, "\n") {
+					if !filepath.IsAbs(p) {
+						p = filepath.Join(top, p)
+					}
+					if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+						return filepath.Clean(p), nil
+					}
+				}
+			}
+		}
+	}
+	gd, err := c.GitIn(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", err
+	}
+	return gd, nil
+}

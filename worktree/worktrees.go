@@ -26,23 +26,34 @@ type Worktree struct {
 // A relative path is relative to c.Dir. Stale registrations of missing
 // worktrees are pruned first. Serialized with the other worktree operations.
 func (c *Client) AddWorktree(ctx context.Context, path, branch, start string) error {
+	return c.AddWorktreeKnown(ctx, path, branch, start, nil)
+}
+
+// AddWorktreeKnown is AddWorktree for a caller that has just looked the
+// branch up (exists non-nil): the lookup is not made twice.
+func (c *Client) AddWorktreeKnown(ctx context.Context, path, branch, start string, exists *bool) error {
 	path = c.abs(path)
 	branch = strings.TrimPrefix(branch, "refs/heads/")
-	if err := c.addWorktree(ctx, path, branch, start); err != nil {
+	if err := c.addWorktree(ctx, path, branch, start, exists); err != nil {
 		return fmt.Errorf("worktree add %s: %w", path, err)
 	}
 	return nil
 }
 
-func (c *Client) addWorktree(ctx context.Context, path, branch, start string) error {
+func (c *Client) addWorktree(ctx context.Context, path, branch, start string, known *bool) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("invalid branch name %q", branch)
 	}
 	c.locks().wt.Lock()
 	defer c.locks().wt.Unlock()
-	exists, err := c.BranchExists(ctx, branch)
-	if err != nil {
-		return err
+	var exists bool
+	if known != nil {
+		exists = *known
+	} else {
+		var err error
+		if exists, err = c.BranchExists(ctx, branch); err != nil {
+			return err
+		}
 	}
 	missing, err := pathMissing(path)
 	if err != nil {
@@ -60,11 +71,6 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string) er
 		}
 		return fmt.Errorf("branch %s exists and %s already exists", branch, path)
 	}
-	if missing {
-		if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
-			return err
-		}
-	}
 	args := []string{"worktree", "add", "--quiet"}
 	if exists {
 		args = append(args, path, branch)
@@ -75,6 +81,24 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string) er
 		}
 	}
 	_, err = c.run(ctx, "", nil, nil, args...)
+	if err != nil && missing {
+		// A stale registration (of this path, or of the branch at a
+		// folder that is gone) refuses the add: prune, then once more.
+		// Pruning only then keeps it off every add.
+		if _, perr := c.run(ctx, "", nil, nil, "worktree", "prune"); perr != nil {
+			return perr
+		}
+		if !exists {
+			// worktree add -b may have made the branch before it
+			// refused the folder.
+			if now, berr := c.BranchExists(ctx, branch); berr != nil {
+				return berr
+			} else if now {
+				args = []string{"worktree", "add", "--quiet", path, branch}
+			}
+		}
+		_, err = c.run(ctx, "", nil, nil, args...)
+	}
 	return err
 }
 
