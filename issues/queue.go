@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -597,14 +598,24 @@ func (q *Queue) blockDeps(ctx context.Context, is *Issue, problems []string) err
 	return q.gh.RemoveLabel(ctx, is.Number, q.cfg.Labels.Ready)
 }
 
-// Layout of the queue's files under the repository's .claudopilot folder.
+// The queue's files are placed by the one layout (package state) under
+// the issue's graph id "#n", which no phase id escapes to: a phase whose
+// id is issue-n keeps its own worktree, logs and sandbox.
+
+// layout is the repository's layout.
+func (q *Queue) layout() state.Layout { return state.Layout{Top: q.git.Dir} }
 
 // WorktreePath is issue n's worktree.
-func (q *Queue) WorktreePath(n int) string {
-	return filepath.Join(q.git.Dir, ".claudopilot", "worktrees", fmt.Sprintf("issue-%d", n))
-}
+func (q *Queue) WorktreePath(n int) string { return q.layout().Worktree(IssueID(n)) }
 
 // LogDir is where issue n's logs go.
-func (q *Queue) LogDir(n int) string {
-	return filepath.Join(q.git.Dir, ".claudopilot", "logs", fmt.Sprintf("issue-%d", n))
+func (q *Queue) LogDir(n int) string { return q.layout().LogDir(IssueID(n)) }
+
+// SandboxDir is issue n's sandbox state folder.
+func (q *Queue) SandboxDir(n int) string { return q.layout().SandboxDir(IssueID(n)) }
+
+// oldWorktreePath is where versions before the one layout put issue n's
+// worktree; a worktree found there is moved.
+func (q *Queue) oldWorktreePath(n int) string {
+	return filepath.Join(q.git.Dir, ".claudopilot", "worktrees", fmt.Sprintf("issue-%d", n))
 }

@@ -333,7 +333,7 @@ func (w *worker) runReviewer(ctx context.Context, in reviewInputs, round int, le
 	if gate == "" {
 		gate = "true"
 	}
-	checkout := filepath.Join(q.git.Dir, ".claudopilot", "review", fmt.Sprintf("issue-%d-%d", w.n, n))
+	checkout := q.layout().ReviewCheckout(w.id, n)
 	example := review.Marker{Fingerprint: fp, Phase: w.id, Head: in.head, Base: in.base, Verdict: review.Pass, Findings: []string{}, PR: w.pr.Number}
 	prompt, err := prompts.Set{Dirs: q.cfg.PromptDirs}.Render("reviewer", prompts.ReviewData{
 		ID: w.id, Title: w.is.Title, Round: round, Lens: lens, Doc: docFile, Checkout: checkout,

@@ -187,7 +187,7 @@ func (w *worker) run(ctx context.Context) (string, *failure) {
 	if err := q.fetch(ctx, q.cfg.Base); err != nil {
 		return "", &failure{reason: "worktree", detail: err.Error()}
 	}
-	if note, err := sandbox.Recover(ctx, q.git, filepath.Join(q.git.Dir, ".claudopilot", "sandbox", fmt.Sprintf("issue-%d", w.n)), w.branch); err != nil {
+	if note, err := sandbox.Recover(ctx, q.git, q.SandboxDir(w.n), w.branch); err != nil {
 		return "", &failure{reason: "worktree", detail: err.Error()}
 	} else if note != "" {
 		q.logIssue(w.n, "warning: sandbox: %s", note)
@@ -307,7 +307,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 			return &failure{reason: "exit", detail: err.Error()}
 		}
 		q.logIssue(w.n, "%s %d started", role, attempt)
-		jail, err := q.cfg.Sandbox.Enter(ctx, q.git, w.wt, w.branch, filepath.Join(q.git.Dir, ".claudopilot", "sandbox", fmt.Sprintf("issue-%d", w.n)), q.LogDir(w.n))
+		jail, err := q.cfg.Sandbox.Enter(ctx, q.git, w.wt, w.branch, q.SandboxDir(w.n), q.LogDir(w.n))
 		if err != nil {
 			return &failure{reason: "worktree", detail: err.Error()}
 		}
@@ -369,7 +369,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	if n == 0 {
 		return &failure{reason: "no-commit", detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
 	}
-	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, state.Layout{Top: q.git.Dir}, fmt.Sprintf("issue-%d", w.n), q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
+	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, state.Layout{Top: q.git.Dir}, w.id, q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
 	if ctx.Err() != nil {
 		return &failure{reason: "interrupted"}
 	}
@@ -464,6 +464,33 @@ func (q *Queue) remoteHas(ctx context.Context, branch string) (bool, error) {
 // branch that existed gets <remote>/<base> merged in (a conflicting merge
 // is abandoned: the pull request will show the conflict). fresh is true
 // when the worktree was made now.
+// moveOldWorktree moves the issue's worktree from where versions before
+// the one layout put it (.claudopilot/worktrees/issue-N), when it is there
+// on the issue's branch: a phase's worktree (on auto/…) is never touched.
+func (q *Queue) moveOldWorktree(ctx context.Context, w *worker) error {
+	old := q.oldWorktreePath(w.n)
+	if old == w.wt {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(w.wt, ".git")); err == nil {
+		return nil
+	}
+	at, ok, err := q.git.WorktreeOf(ctx, w.branch)
+	if err != nil || !ok {
+		return err
+	}
+	if ra, _ := filepath.EvalSymlinks(at); ra != "" {
+		at = ra
+	}
+	if ro, _ := filepath.EvalSymlinks(old); ro != "" {
+		old = ro
+	}
+	if at != old {
+		return nil
+	}
+	return q.git.MoveWorktree(ctx, old, w.wt)
+}
+
 func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
 	q := w.q
 	remoteBase := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
@@ -479,6 +506,9 @@ func (w *worker) ensureWorktree(ctx context.Context) (fresh bool, err error) {
 	}
 	local, err := q.git.BranchExists(ctx, w.branch)
 	if err != nil {
+		return false, err
+	}
+	if err := q.moveOldWorktree(ctx, w); err != nil {
 		return false, err
 	}
 	_, statErr := os.Stat(filepath.Join(w.wt, ".git"))

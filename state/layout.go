@@ -46,6 +46,12 @@ func (l Layout) SandboxDir(id string) string {
 	return filepath.Join(l.Dir(), "sandbox", SafeName(id))
 }
 
+// ReviewCheckout is the read-only checkout of review n of phase (or
+// issue) id.
+func (l Layout) ReviewCheckout(id string, n int) string {
+	return filepath.Join(l.Dir(), "review", fmt.Sprintf("%s-%d", SafeName(id), n))
+}
+
 // StateDir holds the journal.
 func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 

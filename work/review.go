@@ -135,7 +135,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		o.Err = err
 		return none(err.Error())
 	}
-	checkout := filepath.Join(ReviewDir(r.Layout), fmt.Sprintf("%s-%d", state.SafeName(j.ID), n))
+	checkout := r.Layout.ReviewCheckout(j.ID, n)
 	lens := strings.Join(j.Lenses, ",")
 	gateLog := ""
 	if k := proc.NextLog(dir, "gate") - 1; k > 0 {

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -235,6 +236,22 @@ func (c *Client) UnlockWorktree(ctx context.Context, path string) error {
 				return fmt.Errorf("worktree unlock %s: %w", path, err)
 			}
 		}
+	}
+	return nil
+}
+
+// MoveWorktree moves the worktree at from to to (git worktree move), for
+// a worktree whose place changed. Serialized with the other worktree
+// operations.
+func (c *Client) MoveWorktree(ctx context.Context, from, to string) error {
+	from, to = c.abs(from), c.abs(to)
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return fmt.Errorf("worktree move %s: %w", from, err)
+	}
+	if _, err := c.run(ctx, "", nil, nil, "worktree", "move", from, to); err != nil {
+		return fmt.Errorf("worktree move %s: %w", from, err)
 	}
 	return nil
 }

@@ -1,0 +1,51 @@
+package issues
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// An issue's files come from the one layout under its graph id "#n": a
+// phase whose id is issue-n keeps its own worktree, logs, sandbox and
+// review checkouts.
+func TestIssuePathsDoNotCollideWithPhase(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := e.queue("w", &syncBuf{}, nil)
+	l := state.Layout{Top: q.git.Dir}
+	for _, c := range []struct{ what, issue, phase string }{
+		{"worktree", q.WorktreePath(3), l.Worktree("issue-3")},
+		{"logs", q.LogDir(3), l.LogDir("issue-3")},
+		{"sandbox", q.SandboxDir(3), l.SandboxDir("issue-3")},
+		{"review", q.layout().ReviewCheckout(IssueID(3), 1), l.ReviewCheckout("issue-3", 1)},
+	} {
+		if c.issue == c.phase {
+			t.Errorf("issue #3's %s is phase issue-3's: %s", c.what, c.issue)
+		}
+		if filepath.Dir(c.issue) != filepath.Dir(c.phase) {
+			t.Errorf("issue #3's %s %s is not beside the phases' (%s)", c.what, c.issue, c.phase)
+		}
+	}
+}
+
+// A worktree an older version left at .claudopilot/worktrees/issue-N on
+// the issue's branch is moved to the layout's place and worked on there.
+func TestIssueOldWorktreeMoved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "Add a widget", "Please add a widget.", []string{"agent-ready"}, "")
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	old := q.oldWorktreePath(n)
+	e.git(q.git.Dir, "worktree", "add", "-q", "-b", Branch(n), old, "main")
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\nlog:\n%s\n%s", sum, log, dump(e, n))
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old worktree %s is still there: %v", old, err)
+	}
+}
