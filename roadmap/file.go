@@ -32,6 +32,10 @@ type File struct {
 	noLease   bool
 	onBusy    func()
 	afterSwap func(oldName string)
+	onLate    func(error) // after a late write was merged back (or failed to)
+
+	// lateSlots bounds the late-write watches (watchLate); made under mu.
+	lateSlots chan struct{}
 }
 
 // NewFile returns the live manifest at path.
@@ -288,6 +292,10 @@ func (f *File) replace(data, expect []byte) error {
 	prev, rerr := old.read()
 	if !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
 		syncDir(filepath.Dir(path))
+		// A writer between its path lookup and its open's lease break
+		// as we checked would still write into the old inode: watch it
+		// for a while and merge such a write back.
+		f.watchLate(old.detach(), expect)
 		return nil
 	}
 	if neu.intruded() {

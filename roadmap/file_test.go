@@ -3,6 +3,7 @@ package roadmap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,5 +218,58 @@ func TestWatchFollowsSymlink(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no report of a change to the symlink's target")
+	}
+}
+
+// A writer that got the old inode in the instant of the swap (its path
+// lookup before it, its open after the lease check) writes into a file
+// that is no longer the manifest. That late save is merged back: the live
+// file becomes the human's bytes with the driver's flip applied.
+func TestLateWriteIntoOldInodeMergedBack(t *testing.T) {
+	t.Parallel()
+	f := newLive(t, liveBefore)
+	holder, err := os.Open(f.Path) // resolves the path now: the old inode
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	merged := make(chan error, 1)
+	f.onLate = func(err error) { merged <- err }
+	if err := f.SetState("a", manifest.Merged); err != nil {
+		t.Fatal(err)
+	}
+	late, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", holder.Fd()), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.WriteString(liveHuman); err != nil {
+		t.Fatal(err)
+	}
+	late.Close()
+	select {
+	case err := <-merged:
+		if err != nil {
+			t.Fatalf("merging the late write back: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("the late write into the old inode was never noticed")
+	}
+	if b, _ := os.ReadFile(f.Path); string(b) != liveBoth {
+		t.Errorf("manifest = %q, want the late save with the flip: %q", b, liveBoth)
+	}
+}
+
+func TestMergeLate(t *testing.T) {
+	t.Parallel()
+	base := "**Status:** in-progress\n\n1. [pending] **a** — a\n2. [running] **b** — b\n3. [pending] **c** — c\n"
+	cur := "**Status:** complete\n\n1. [merged] **a** — a\n2. [merged] **b** — b\n3. [pending] **c** — c\n"
+	late := "**Status:** in-progress\n\n1. [pending] **a** — a, edited\n3. [blocked] **c** — c\n4. [pending] **d** — new\n"
+	got, err := mergeLate([]byte(base), []byte(late), []byte(cur))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "**Status:** complete\n\n1. [merged] **a** — a, edited\n3. [blocked] **c** — c\n4. [pending] **d** — new\n"
+	if string(got) != want {
+		t.Errorf("mergeLate =\n%s\nwant\n%s", got, want)
 	}
 }

@@ -85,9 +85,19 @@ func (g *guard) read() ([]byte, error) {
 
 // release lets go of the lease: a writer waiting in open goes on.
 func (g *guard) release() {
-	if g != nil {
+	if g != nil && g.f != nil {
 		g.f.Close()
 	}
+}
+
+// detach lets go of the lease and hands over the open file.
+func (g *guard) detach() *os.File {
+	if g.lease {
+		unix.FcntlInt(g.f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	}
+	f := g.f
+	g.f = nil
+	return f
 }
 
 // writersOf names the processes ("pid 123 (vim)") that hold the inode open

@@ -29,7 +29,13 @@ func (g *guard) read() ([]byte, error) {
 }
 
 func (g *guard) release() {
-	if g != nil {
+	if g != nil && g.f != nil {
 		g.f.Close()
 	}
+}
+
+func (g *guard) detach() *os.File {
+	f := g.f
+	g.f = nil
+	return f
 }
