@@ -69,11 +69,6 @@ if [ ! -f "$f" ]; then
   git commit -qm "agent: $p"
   rec
 fi
-if [ "$p" = k4 ]; then
-  # A daemon that outlives the agent and would commit on the branch after
-  # it: the driver must stop it before the gate.
-  setsid sh -c 'sleep 1; while :; do echo x >> daemon.txt; git add daemon.txt; git commit -qm daemon >/dev/null 2>&1 || true; sleep 0.2; done' </dev/null >/dev/null 2>&1 &
-fi
 sleep 0.2
 if [ -f "$CLAUDOPILOT_PHASE_DOC" ]; then
   d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
@@ -81,10 +76,21 @@ if [ -f "$CLAUDOPILOT_PHASE_DOC" ]; then
   git commit -qm "agent: $p done"
   rec
 fi
+if [ "$p" = k4 ]; then
+  # A daemon that outlives the agent and keeps committing on the branch
+  # (after the agent's own last commit, so the two never race for the
+  # index). The driver must stop it before any gate runs: the gate fails
+  # while it lives. What it committed before that is the agent's work.
+  setsid sh -c 'echo $$ > "$(dirname "$TRACE")/daemon.pid"; while :; do echo x >> daemon.txt; git add daemon.txt; git commit -qm daemon >/dev/null 2>&1 || true; sleep 0.2; done' </dev/null >/dev/null 2>&1 &
+fi
 `
 
 // killGate passes when every work file says what it should, shared.txt
-// holds no conflict marker, and no daemon commit is there.
+// holds no conflict marker, and k4's daemon is dead. (It refused a
+// daemon.txt once, with the daemon started before the agent's last commit
+// and waiting 1 s: on a busy machine the agent took longer, the daemon's
+// commits raced its own, and they were on the branch before any driver
+// could stop anything.)
 const killGate = `#!/bin/sh
 for f in work/*.txt; do
   [ -e "$f" ] || continue
@@ -92,7 +98,12 @@ for f in work/*.txt; do
   grep -qx "work of $p" "$f" || { echo "bad $f"; exit 1; }
 done
 if [ -f shared.txt ] && grep -qE '^(<<<<<<<|=======|>>>>>>>)' shared.txt; then echo "markers in shared.txt"; exit 1; fi
-if [ -e daemon.txt ]; then echo "a daemon's commit is here"; exit 1; fi
+pf="$(dirname "$TRACE")/daemon.pid"
+if [ -s "$pf" ]; then
+  # A zombie (stopped, waiting for an init that does not reap) is dead.
+  s=$(cut -d' ' -f3 "/proc/$(cat "$pf")/stat" 2>/dev/null || true)
+  [ -z "$s" ] || [ "$s" = Z ] || { echo "the agent's daemon still runs"; exit 1; }
+fi
 exit 0
 `
 
@@ -256,7 +267,7 @@ func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, h
 	// Only the project's own files are on the base.
 	for _, f := range strings.Fields(git(t, repo, env, "ls-tree", "-r", "--name-only", "main")) {
 		ok := f == "gate.sh" || f == "README.md" || f == "shared.txt" || strings.HasPrefix(f, "roadmap/") ||
-			strings.HasPrefix(f, "work/k") || strings.HasPrefix(f, "human/")
+			strings.HasPrefix(f, "work/k") || strings.HasPrefix(f, "human/") || f == "daemon.txt"
 		if !ok {
 			t.Errorf("a file from outside the worktrees is on the base: %s", f)
 		}
