@@ -330,7 +330,10 @@ func TestTimeout(t *testing.T) {
 
 func TestStuck(t *testing.T) {
 	s, _ := spec(t, "echo once; sleep 60")
-	s.StuckTimeout = 300 * time.Millisecond
+	// The silence is timed from the start, so the shell must print "once"
+	// within it even on a busy machine: 2 s, not the 300 ms a quiet one
+	// needs.
+	s.StuckTimeout = 2 * time.Second
 	r := run(t, s)
 	if r.Reason != ReasonStuck || r.ExitCode != -1 || r.Err == nil {
 		t.Errorf("got %+v", r)
