@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"strings"
 	"time"
 )
@@ -57,7 +58,7 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 
 	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
 	if err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
 	rounds, moved, updates := 0, 0, 0
 	// headMoved follows a head someone else moved; its checks are read next.
@@ -73,7 +74,7 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 		q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
 		sha = p.HeadSHA
 		if err := w.follow(ctx, sha); err != nil {
-			return &failure{reason: "worktree", detail: err.Error()}
+			return &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 		}
 		since = q.clock.Now()
 		return nil
@@ -113,7 +114,7 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 				if ctx.Err() != nil {
 					return "", &failure{reason: "interrupted"}
 				}
-				if f.reason != "no-commit" {
+				if f.reason != string(state.ReasonNoDone) {
 					return "", f
 				}
 				// No fix: the same commit stays red; the round is spent.
@@ -123,7 +124,7 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 				return "", f
 			}
 			if sha, err = q.git.RevParse(ctx, "refs/heads/"+w.branch); err != nil {
-				return "", &failure{reason: "worktree", detail: err.Error()}
+				return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 			}
 			since = q.clock.Now()
 			continue
@@ -155,14 +156,14 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 				}
 				continue
 			case errors.Is(err, ErrConflict):
-				return "", &failure{reason: "conflict", detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err)}
+				return "", &failure{reason: string(state.ReasonConflict), detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err)}
 			case err != nil:
 				return "", &failure{reason: "merge", detail: err.Error()}
 			}
 			q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
 			sha = head
 			if err := w.follow(ctx, sha); err != nil {
-				return "", &failure{reason: "worktree", detail: err.Error()}
+				return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 			}
 			since = q.clock.Now()
 			continue

@@ -49,3 +49,22 @@ func TestIssueOldWorktreeMoved(t *testing.T) {
 		t.Errorf("the old worktree %s is still there: %v", old, err)
 	}
 }
+
+// An agent that exits 0 without a commit fails the scheduler's done check:
+// the reason is the scheduler's word, no-done, as for a phase.
+func TestIssueNoCommitIsNoDone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "lazy", "do nothing", []string{"agent-ready"}, "")
+	lazy := e.script("lazy.sh", "exit 0\n")
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent = lazy })
+	sum := run(t, q, log)
+	if sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	is := e.issue(n)
+	if commentsWith(is, "could not finish this issue: **no-done**") != 1 {
+		t.Errorf("failure comment:\n%s", dump(e, n))
+	}
+}

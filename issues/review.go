@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,7 +140,7 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 		return true, nil
 	}
 	fail := func(err error) (bool, *failure) {
-		return false, &failure{reason: "review", detail: err.Error()}
+		return false, &failure{reason: string(state.ReasonReview), detail: err.Error()}
 	}
 	labelled := false
 	defer func() {
@@ -175,7 +176,7 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 			// Someone pushed to the pull request: its checks come first.
 			q.logIssue(w.n, "the head moved to %s before the review; checking again", short(in.head))
 			if err := w.follow(ctx, in.head); err != nil {
-				return false, &failure{reason: "worktree", detail: err.Error()}
+				return false, &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 			}
 			*sha, *since = in.head, q.clock.Now()
 			return false, nil
@@ -250,7 +251,7 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 		case v.Kind == review.None:
 			return fail(fmt.Errorf("the posted verdict could not be read back as the driver's own: %s", v.Why))
 		case round >= rc.MaxRounds:
-			return false, &failure{reason: "review", detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", round, strings.Join(findings, "; "))}
+			return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", round, strings.Join(findings, "; "))}
 		}
 		q.logIssue(w.n, "review BLOCKING in round %d: %s", round, strings.Join(findings, "; "))
 		w.findings = findings
@@ -264,7 +265,7 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 		}
 		head, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
 		if err != nil {
-			return false, &failure{reason: "worktree", detail: err.Error()}
+			return false, &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 		}
 		*sha = head
 		*since = q.clock.Now()

@@ -41,7 +41,7 @@ type PromptData struct {
 
 // failure is why an attempt did not succeed.
 type failure struct {
-	reason string // exit, no-commit, gate, prepare, worktree, push, checks, merge, …
+	reason string // the scheduler's reasons (state.Reason: exit, no-done, gate, prepare, worktree, …), then the landing's: push, checks, merge, pull request
 	detail string
 	log    string // the log that shows it
 	checks []string
@@ -185,41 +185,41 @@ func (w *worker) heartbeat(ctx context.Context) func() {
 func (w *worker) run(ctx context.Context) (string, *failure) {
 	q := w.q
 	if err := q.fetch(ctx, q.cfg.Base); err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
 	if note, err := sandbox.Recover(ctx, q.git, q.SandboxDir(w.n), w.branch); err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	} else if note != "" {
 		q.logIssue(w.n, "warning: sandbox: %s", note)
 	}
 	fresh, err := w.ensureWorktree(ctx)
 	if err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
 	if fresh && q.cfg.Prepare != "" {
 		log := w.logPath("prepare")
 		jail, err := q.cfg.Sandbox.EnterGate(ctx, q.git, w.wt, q.LogDir(w.n))
 		if err != nil {
-			return "", &failure{reason: "worktree", detail: err.Error()}
+			return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 		}
 		r := proc.Run(ctx, proc.Spec{Command: q.cfg.Prepare, Dir: w.wt, Env: q.agentEnv, LogPath: log, LogCap: q.cfg.LogCap, KillGrace: q.cfg.KillGrace, Wrap: jail.Wrap()})
 		if err := w.leave(ctx, jail); err != nil {
-			return "", &failure{reason: "worktree", detail: err.Error(), log: log}
+			return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error(), log: log}
 		}
 		if ctx.Err() != nil {
 			return "", &failure{reason: "interrupted"}
 		}
 		if r.ExitCode != 0 {
-			return "", &failure{reason: "prepare", detail: fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", r.ExitCode), log: log}
+			return "", &failure{reason: string(state.ReasonPrepare), detail: fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", r.ExitCode), log: log}
 		}
 	}
 	docRel := filepath.ToSlash(filepath.Join(".claudopilot", fmt.Sprintf("issue-%d.md", w.n)))
 	doc := fmt.Sprintf("# %s: %s\n\n%s\n", w.id, w.is.Title, strings.TrimSpace(w.is.Body))
 	if err := os.MkdirAll(filepath.Join(w.wt, ".claudopilot"), 0o755); err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
 	if err := os.WriteFile(filepath.Join(w.wt, filepath.FromSlash(docRel)), []byte(doc), 0o644); err != nil {
-		return "", &failure{reason: "worktree", detail: err.Error()}
+		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
 
 	// The agent, then local repairs.
@@ -283,7 +283,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		if role == "worker" && len(w.findings) > 0 {
 			ff := filepath.Join(q.LogDir(w.n), fmt.Sprintf("worker-%d.findings.md", attempt))
 			if err := writeFindings(ff, w.id, w.findings); err != nil {
-				return &failure{reason: "exit", detail: err.Error()}
+				return &failure{reason: string(state.ReasonExit), detail: err.Error()}
 			}
 			d.Findings = ff
 			env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+ff)
@@ -304,12 +304,12 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		}
 		prompt, err := q.renderPrompt(role, d)
 		if err != nil {
-			return &failure{reason: "exit", detail: err.Error()}
+			return &failure{reason: string(state.ReasonExit), detail: err.Error()}
 		}
 		q.logIssue(w.n, "%s %d started", role, attempt)
 		jail, err := q.cfg.Sandbox.Enter(ctx, q.git, w.wt, w.branch, q.SandboxDir(w.n), q.LogDir(w.n))
 		if err != nil {
-			return &failure{reason: "worktree", detail: err.Error()}
+			return &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 		}
 		var snap *sandbox.Snapshot
 		if q.cfg.Sandbox == nil && q.cfg.Stray != nil {
@@ -322,7 +322,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		})
 		// The branch tip comes back from the sandbox before anything reads it.
 		if err := w.leave(ctx, jail); err != nil {
-			return &failure{reason: "worktree", detail: err.Error(), log: log}
+			return &failure{reason: string(state.ReasonWorktree), detail: err.Error(), log: log}
 		}
 		if snap != nil {
 			for _, p := range q.cfg.Stray.End(context.WithoutCancel(ctx), q.git, q.git.Dir, snap) {
@@ -345,18 +345,18 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		break
 	}
 	if _, err := q.git.CommitAll(ctx, w.wt, fmt.Sprintf("claudopilot: commit work left uncommitted by the %s of %s", role, w.id)); err != nil {
-		return &failure{reason: "worktree", detail: err.Error(), log: log}
+		return &failure{reason: string(state.ReasonWorktree), detail: err.Error(), log: log}
 	}
 	switch res.Reason {
 	case proc.ReasonStuck:
-		return &failure{reason: "stuck", detail: "no output for " + q.cfg.StuckTimeout.String(), log: log}
+		return &failure{reason: string(state.ReasonStuck), detail: "no output for " + q.cfg.StuckTimeout.String(), log: log}
 	case proc.ReasonTimeout:
-		return &failure{reason: "timeout", detail: "ran longer than " + q.cfg.AgentTimeout.String(), log: log}
+		return &failure{reason: string(state.ReasonTimeout), detail: "ran longer than " + q.cfg.AgentTimeout.String(), log: log}
 	case proc.ReasonStart:
-		return &failure{reason: "exit", detail: fmt.Sprintf("could not start the %s: %v", role, res.Err), log: log}
+		return &failure{reason: string(state.ReasonExit), detail: fmt.Sprintf("could not start the %s: %v", role, res.Err), log: log}
 	}
 	if res.ExitCode != 0 {
-		return &failure{reason: "exit", detail: fmt.Sprintf("the %s exited %d", role, res.ExitCode), log: log}
+		return &failure{reason: string(state.ReasonExit), detail: fmt.Sprintf("the %s exited %d", role, res.ExitCode), log: log}
 	}
 	from := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
 	if sj != nil && sj.sinceSHA != "" {
@@ -364,24 +364,24 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	}
 	n, err := q.git.CountCommits(ctx, from, "refs/heads/"+w.branch)
 	if err != nil {
-		return &failure{reason: "worktree", detail: err.Error(), log: log}
+		return &failure{reason: string(state.ReasonWorktree), detail: err.Error(), log: log}
 	}
 	if n == 0 {
-		return &failure{reason: "no-commit", detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
+		return &failure{reason: string(state.ReasonNoDone), detail: fmt.Sprintf("the %s exited 0 without a commit", role), log: log}
 	}
 	ok, glog, err := work.RunGateIn(ctx, q.cfg.Sandbox, q.git, state.Layout{Top: q.git.Dir}, w.id, q.cfg.Gate, w.wt, q.agentEnv, q.cfg.LogCap, q.cfg.KillGrace)
 	if ctx.Err() != nil {
 		return &failure{reason: "interrupted"}
 	}
 	if err != nil {
-		return &failure{reason: "gate", detail: err.Error(), log: glog}
+		return &failure{reason: string(state.ReasonGate), detail: err.Error(), log: glog}
 	}
 	if !ok {
 		gate := q.cfg.Gate
 		if gate == "" {
 			gate = "true"
 		}
-		return &failure{reason: "gate", detail: "the gate is red: " + gate, log: glog}
+		return &failure{reason: string(state.ReasonGate), detail: "the gate is red: " + gate, log: glog}
 	}
 	return nil
 }
