@@ -180,6 +180,7 @@ func crashResume(t *testing.T, bin string, shift, maxKills int) {
 			if err != nil {
 				t.Fatalf("round %d: driver failed: %v\n%s\nearlier rounds with failures:\n%s", round, err, out.String(), failures.String())
 			}
+			lastOut = out.String()
 			break
 		}
 	}
@@ -227,7 +228,18 @@ func crashResume(t *testing.T, bin string, shift, maxKills int) {
 	}
 	// Nothing left behind.
 	if out := git(t, repo, env, "branch", "--list", "auto/*"); strings.TrimSpace(out) != "" {
-		t.Errorf("branches left: %s", out)
+		// Seen once with two suites at load 38: auto/p2…p6 left. Say
+		// enough to tell a failed cleanup from a branch that moved after
+		// its merge (an agent of a killed round still committing).
+		var why strings.Builder
+		for _, b := range strings.Fields(out) {
+			fmt.Fprintf(&why, "%s: %s", b, git(t, repo, env, "log", "-3", "--format=%h %s", b))
+			if exec.Command("git", "-C", repo, "merge-base", "--is-ancestor", b, "main").Run() != nil {
+				why.WriteString("  (not on main)\n")
+			}
+		}
+		t.Errorf("branches left: %s\n%s\nworktrees:\n%s\nthe last run:\n%s", out, why.String(),
+			git(t, repo, env, "worktree", "list"), lastOut)
 	}
 	if st := git(t, repo, env, "status", "--porcelain"); strings.TrimSpace(st) != "" {
 		t.Errorf("main checkout dirty:\n%s", st)
