@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,136 @@ esac
 	}
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed by its merged pull request", is)
+	}
+}
+
+// run --issues: phases and issues share one pool of MAX_PARALLEL agent
+// slots, so the driver never runs more agents than that at once (the
+// queue used to run its own MAX_PARALLEL beside the roadmap's).
+func TestRunIssuesSharesAgentSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	running := filepath.Join(dir, "running")
+	seen := filepath.Join(dir, "seen")
+	if err := os.MkdirAll(running, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, dir, env, "init", "-q", "-b", "main", seed)
+	files := map[string]string{"roadmap/EXECUTION-MANIFEST.md": "# Shared\n\n1. [pending] **p1** — one (deps: none)\n2. [pending] **p2** — two (deps: none)\n3. [pending] **p3** — three (deps: none)\n"}
+	for _, id := range []string{"p1", "p2", "p3"} {
+		files["roadmap/"+id+".md"] = "# " + id + "\n"
+	}
+	for name, body := range files {
+		p := filepath.Join(seed, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, seed, env, "add", "-A")
+	git(t, seed, env, "commit", "-qm", "roadmap")
+	git(t, seed, env, "push", "-q", origin, "main")
+
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-123", "bot")
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
+	for i := 1; i <= 3; i++ {
+		fake.NewIssue("alice", fmt.Sprintf("Issue %d", i), "Write a file.", []string{"agent-ready"}, "alice")
+	}
+
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	agent := filepath.Join(dir, "agent.sh")
+	// Each agent counts the agents running beside it; it lingers a little
+	// (at most 2 s, less once four run) so that agents that may overlap do.
+	if err := os.WriteFile(agent, []byte(`#!/bin/sh
+set -e
+me="$RUNNING/$$"
+touch "$me"
+ls "$RUNNING" | wc -l >> "$SEEN"
+i=0
+while [ $i -lt 20 ] && [ "$(ls "$RUNNING" | wc -l)" -lt 4 ]; do sleep 0.1; i=$((i+1)); done
+ls "$RUNNING" | wc -l >> "$SEEN"
+rm -f "$me"
+case "$CLAUDOPILOT_PHASE" in
+"#"*)
+	n=${CLAUDOPILOT_PHASE#\#}
+	mkdir -p work && echo issue > "work/issue-$n.txt"
+	git add -A && git commit -qm "issue $n"
+	;;
+*)
+	echo "$CLAUDOPILOT_PHASE" > "$CLAUDOPILOT_PHASE.txt"
+	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$CLAUDOPILOT_PHASE"
+	;;
+esac
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--base", "main", "--agent", agent,
+		"--max-parallel", "2", "--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
+		"AUTO_MERGE=1", "RUNNING="+running, "SEEN="+seen)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run --issues: %v\n%s", err, out.String())
+		}
+	case <-time.After(4 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("run --issues did not end:\n%s", out.String())
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, runs := 0, 0
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("seen: %q", b)
+		}
+		peak, runs = max(peak, n), runs+1
+	}
+	if runs != 12 {
+		t.Errorf("%d counts from agents, want 12 (six agents, two each):\n%s", runs, out.String())
+	}
+	if peak > 2 {
+		t.Errorf("%d agents ran at once, MAX_PARALLEL is 2:\n%s", peak, out.String())
+	}
+	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
+	if strings.Count(string(live), "[merged]") != 3 {
+		t.Errorf("manifest:\n%s\n%s", live, out.String())
+	}
+	for i := 1; i <= 3; i++ {
+		if is, ok := fake.Issue(i); !ok || is.State != "closed" {
+			t.Errorf("issue #%d = %+v, want closed", i, is)
+		}
 	}
 }

@@ -177,6 +177,10 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	if qs != nil {
 		qs.Cfg.Sandbox, qs.Cfg.Stray = cfg.Sandbox, cfg.Stray
+		// One pool of MAX_PARALLEL agent slots for phases and issues
+		// together: run --issues never runs more agents than that.
+		slots := proc.NewSlots(cfg.MaxParallel)
+		runner.Slots, qs.Cfg.Slots = slots, slots
 		if e.queue, err = startQueue(ctx, o.Log, git, qs, rm, layout, cfg.Poll); err != nil {
 			return nil, err
 		}

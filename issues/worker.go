@@ -318,7 +318,7 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 		res = proc.Run(ctx, proc.Spec{
 			Command: cmd, Dir: w.wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 			LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
-			Wrap: jail.Wrap(),
+			Wrap: jail.Wrap(), Slots: q.cfg.Slots,
 		})
 		// The branch tip comes back from the sandbox before anything reads it.
 		if err := w.leave(ctx, jail); err != nil {
