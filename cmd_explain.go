@@ -54,6 +54,9 @@ reason and the log to read. It changes nothing.`,
 		} else {
 			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
 		}
+		if s.live && h.Conflict != "" {
+			fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
+		}
 		return nil
 	case manifest.Failed, manifest.Blocked:
 		fmt.Fprintf(w, "%s is [%s]", id, n.State)

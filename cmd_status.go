@@ -137,6 +137,9 @@ type statusPhase struct {
 	// (uncommitted files in the base checkout, a base that keeps moving).
 	Waiting      string   `json:"waiting,omitempty"`
 	WaitingFiles []string `json:"waiting_files,omitempty"`
+	// Conflict is a merge conflict predicted for the running phase
+	// (docs/landing.md, conflict prediction).
+	Conflict string `json:"predicted_conflict,omitempty"`
 	// Usage is what the phase's agents reported spending (unknown
 	// figures are left out, never 0).
 	Usage  *ledger.Usage                   `json:"usage,omitempty"`
@@ -218,6 +221,7 @@ pid. It changes nothing and is safe to run during a run.`,
 			}
 			if s.live && n.State == manifest.Running {
 				p.Waiting, p.WaitingFiles = h.Waiting, h.WaitingFiles
+				p.Conflict = h.Conflict
 			}
 		}
 		st.Counts[p.State]++
@@ -310,6 +314,9 @@ pid. It changes nothing and is safe to run during a run.`,
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 		if p.Waiting != "" {
 			fmt.Fprintf(w, "  %-*s %s\n", width[0], "", p.Waiting)
+		}
+		if p.Conflict != "" {
+			fmt.Fprintf(w, "  %-*s %s\n", width[0], "", p.Conflict)
 		}
 	}
 	fmt.Fprintln(w)

@@ -188,6 +188,9 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	scfg.Review = cfg.Review.Cfg
 	e.sched = scheduler.New(scfg, rm, live, runner, merger, jn, e.raw)
+	// Conflict prediction: merge-tree dry runs between running branches
+	// (docs/landing.md).
+	e.sched.SetPredictor(merger)
 	if cfg.Review.Cfg.On {
 		e.sched.SetReviewer(cfg.Review.reviewer(git, layout, o.Env, runner))
 	}

@@ -73,7 +73,10 @@ type Owner struct {
 	ownerState
 }
 
-var _ scheduler.BatchMerger = (*Owner)(nil)
+var (
+	_ scheduler.BatchMerger = (*Owner)(nil)
+	_ scheduler.Predictor   = (*Owner)(nil)
+)
 
 // ownerState is what an Owner learns during a run.
 type ownerState struct {
@@ -82,6 +85,7 @@ type ownerState struct {
 	stopWatch chan struct{}   // ends the watch of the last wait
 	base      baseTrack       // the base value the driver last wrote
 	cleaning  sync.WaitGroup  // cleanups of landed phases under way
+	pred      predictCache    // conflict prediction's merge-tree answers
 }
 
 // attempts bounds how often one Merge rebuilds a merge because the base

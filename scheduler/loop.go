@@ -121,6 +121,7 @@ type Scheduler struct {
 	budgetHit bool         // RunMaxCost reached: no new launches
 	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
+	pred      predictState // conflict prediction (SetPredictor)
 
 	// outsideMayPay is cfg.ExternalWait's answer as of the last dispatch:
 	// asked before it, so a queue that ends between the dispatch and the
@@ -241,6 +242,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		s.outsideMayPay = s.cfg.ExternalWait == nil || s.cfg.ExternalWait()
 		if s.fatal == nil {
 			s.dispatch(runCtx)
+			s.maybePredict(runCtx)
 		}
 		if s.idle() {
 			break
@@ -262,6 +264,8 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onMerge(m)
+		case cs := <-s.pred.results:
+			s.onPredicted(cs)
 		case ms := <-s.batched:
 			if ctx.Err() != nil {
 				s.batchedAfterInterrupt(ms)
@@ -401,6 +405,9 @@ func (s *Scheduler) arm(t *time.Timer) {
 		}
 	}
 	s.cooldownEnds(consider)
+	if s.pred.p != nil && s.running > 0 && !s.pred.busy {
+		consider(s.pred.last.Add(s.cfg.Poll))
+	}
 	if s.waitsOutside() {
 		consider(now.Add(s.cfg.Poll))
 	}
@@ -423,6 +430,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	now := s.now()
 	s.dispatchReviews(ctx)
 	if s.merging == nil {
+		s.conflictOrder()
 		for i, p := range s.mergeQ {
 			if p.notBefore.After(now) {
 				continue

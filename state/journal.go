@@ -131,8 +131,11 @@ type PhaseHistory struct {
 	// the base checkout, a base that keeps moving), while it waits.
 	Waiting      string
 	WaitingFiles []string
-	PGIDs        []int // process groups started and not known to have ended
-	Spent        time.Duration
+	// Conflict is the merge conflict predicted for the phase while it
+	// runs (a "conflict" record; empty when none is predicted now).
+	Conflict string
+	PGIDs    []int // process groups started and not known to have ended
+	Spent    time.Duration
 	// Usage adds up every attempt's reported spend; ByRole splits it.
 	Usage  ledger.Usage
 	ByRole map[Role]ledger.Usage
@@ -223,8 +226,15 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			continue
 		}
 		h := get(r.Phase)
-		if r.Event != "wait" && r.Event != "pgid" {
+		if r.Event != "wait" && r.Event != "pgid" && r.Event != "conflict" {
 			h.Waiting, h.WaitingFiles = "", nil
+		}
+		switch r.Event {
+		case "conflict":
+			h.Conflict = r.Detail
+			continue
+		case "merged", "failed", "blocked":
+			h.Conflict = ""
 		}
 		switch r.Event {
 		case "wait":

@@ -34,6 +34,10 @@ type Phase struct {
 	Log      string        `json:"log,omitempty"`
 	Cooldown time.Time     `json:"cooldown_until,omitzero"`
 	spent    time.Duration // finished attempts' time
+
+	// Conflict is a merge conflict predicted for the running phase
+	// (docs/landing.md, conflict prediction).
+	Conflict string `json:"predicted_conflict,omitempty"`
 }
 
 // State is GET /api/v1/state.
@@ -153,8 +157,10 @@ func (m *Model) Apply(ev scheduler.Event) {
 		p.Activity = "merging"
 	case scheduler.EvWait:
 		p.Activity = "waiting: " + ev.Detail
+	case scheduler.EvConflict:
+		p.Conflict = ev.Detail
 	case scheduler.EvMerged:
-		p.Activity, p.Reason, p.Detail = "", "", ""
+		p.Activity, p.Reason, p.Detail, p.Conflict = "", "", "", ""
 	case scheduler.EvFailed, scheduler.EvBlocked:
 		p.Activity = ""
 		p.Reason, p.Detail = string(ev.Reason), ev.Detail

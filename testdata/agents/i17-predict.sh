@@ -1,0 +1,22 @@
+#!/bin/sh
+# i17-predict.sh: for the conflict-prediction test. Both phases write
+# shared.txt apart and commit, then wait until the journal holds the
+# conflict predicted for them (at most 60 s); phase a also saves
+# `claudopilot status`, `status --json` and `explain a` meanwhile.
+. "$(dirname "$0")/lib.sh"
+check_contract
+echo "$phase" >shared.txt
+git add shared.txt
+git commit -q -m "$phase: shared"
+top=$(git rev-parse --path-format=absolute --git-common-dir)/..
+j=$top/.claudopilot/state/journal.jsonl
+i=0
+until grep -q "\"phase\":\"$phase\",\"ev\":\"conflict\",\"detail\"" "$j" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 1200 ] || die "no conflict predicted"
+	sleep 0.05
+done
+if [ "$phase" = a ]; then
+	(cd "$top" && claudopilot status >"$WORK/status.txt" 2>&1 && claudopilot status --json >"$WORK/status.json" 2>&1 && claudopilot explain a >"$WORK/explain.txt" 2>&1) || die "status or explain failed"
+fi
+finish
