@@ -141,7 +141,10 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("clean: %w", err)
 	}
 
-	if gate := land.GateDir(layout); lock != lockLive {
+	for _, gate := range land.GateDirs(layout) {
+		if lock == lockLive {
+			break
+		}
 		if _, err := os.Stat(gate); err == nil {
 			if !c.dry {
 				if err := git.RemoveWorktree(ctx, gate); err != nil {

@@ -7,8 +7,16 @@ import (
 	"sync"
 
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
+
+// GateDirs lists the merge gate's worktrees: GateDir, and those that
+// MERGE_BATCH_GATE=each made beside it (gate-2, gate-3, …).
+func GateDirs(l state.Layout) []string {
+	more, _ := filepath.Glob(GateDir(l) + "-[0-9]*")
+	return append([]string{GateDir(l)}, more...)
+}
 
 // link is one phase's merge commit in a merge train.
 type link struct {
@@ -208,7 +216,7 @@ func (o *Owner) gateEach(ctx context.Context, chain []link, outs []scheduler.Mer
 	for k := range chain {
 		dir := GateDir(o.Layout)
 		if k > 0 {
-			dir = filepath.Join(o.Layout.Dir(), fmt.Sprintf("gate-%d", k+1))
+			dir = fmt.Sprintf("%s-%d", dir, k+1)
 		}
 		wg.Add(1)
 		go func() {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,4 +118,65 @@ func TestMergeBatchBisectsToTheCulprit(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// MERGE_BATCH_GATE=each gates every prefix of the train side by side, in
+// a gate worktree each: the same outcome as the bisection, one gate run
+// per commit.
+func TestMergeBatchGateEach(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, trainManifest)
+	f.owner.GateEach = true
+	runs := filepath.Join(t.TempDir(), "gate-runs")
+	gate := "echo \"$(basename \"$PWD\")\" >> '" + runs + "'; ! { test -f t1.txt && test -f poison; }"
+	var js []scheduler.MergeJob
+	for _, id := range []string{"t1", "t2", "t3", "t4"} {
+		files := map[string]string{id + ".txt": id + "\n"}
+		if id == "t3" {
+			files["poison"] = "x\n"
+		}
+		_, tip := f.branch(id, "", files)
+		j := job(id, "phase "+id, tip)
+		j.Gate = gate
+		js = append(js, j)
+	}
+	outs := f.owner.MergeBatch(f.ctx, js)
+	f.owner.Wait()
+	if !outs[0].OK || !outs[1].OK || outs[2].Reason != scheduler.ReasonGate || !outs[3].Again {
+		t.Fatalf("outcomes %+v", outs)
+	}
+	if f.rev("main") != outs[1].Commit {
+		t.Errorf("main is not t2's merge commit")
+	}
+	b, _ := os.ReadFile(runs)
+	dirs := strings.Fields(string(b))
+	slices.Sort(dirs)
+	if !slices.Equal(dirs, []string{"gate", "gate-2", "gate-3", "gate-4"}) {
+		t.Errorf("gates ran in %v, want one per prefix, each in its own worktree", dirs)
+	}
+}
+
+// GATE_RETRIES: a merge gate red once and green on the rerun lands, and
+// the outcome says it was flaky (the scheduler journals it).
+func TestMergeGateRetriesFlake(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, trainManifest)
+	f.owner.GateRetries = 1
+	seen := filepath.Join(t.TempDir(), "seen")
+	_, tip := f.branch("t1", "", map[string]string{"t1.txt": "t1\n"})
+	j := job("t1", "one", tip)
+	j.Gate = "test -e '" + seen + "' || { : > '" + seen + "'; exit 1; }"
+	out := f.mustMerge(j)
+	if !strings.Contains(out.Flaky, "red 1 time(s) before green") {
+		t.Errorf("Flaky = %q", out.Flaky)
+	}
+	// Without retries the same red gate is red.
+	g := newFixture(t, trainManifest)
+	seen2 := filepath.Join(t.TempDir(), "seen")
+	_, tip = g.branch("t1", "", map[string]string{"t1.txt": "t1\n"})
+	j = job("t1", "one", tip)
+	j.Gate = "test -e '" + seen2 + "' || { : > '" + seen2 + "'; exit 1; }"
+	if out := g.owner.Merge(g.ctx, j); out.OK || out.Reason != scheduler.ReasonGate {
+		t.Errorf("without GATE_RETRIES: %+v", out)
+	}
 }
