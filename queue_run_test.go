@@ -248,3 +248,109 @@ esac
 		}
 	}
 }
+
+// run --issues with MAX_PARALLEL=1: an issue whose pull request waits on
+// its checks holds no agent slot. The checks stay pending until phase p0
+// has run, so the run ends only if p0's agent gets the one slot while
+// the pull request waits.
+func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	phaseRan := filepath.Join(dir, "p0-ran")
+	issueDone := filepath.Join(dir, "issue-done")
+	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, dir, env, "init", "-q", "-b", "main", seed)
+	for name, body := range map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "# CI\n\n1. [pending] **p0** — independent (deps: none)\n",
+		"roadmap/p0.md":                 "# p0\n",
+	} {
+		p := filepath.Join(seed, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, seed, env, "add", "-A")
+	git(t, seed, env, "commit", "-qm", "roadmap")
+	git(t, seed, env, "push", "-q", origin, "main")
+
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-123", "bot")
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		if _, err := os.Stat(phaseRan); err != nil {
+			return []ghfake.CheckRun{{Name: "ci/test", Status: "in_progress"}}, nil
+		}
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
+	fake.NewIssue("alice", "Issue", "Write a file.", []string{"agent-ready"}, "alice")
+
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	agent := filepath.Join(dir, "agent.sh")
+	// The phase's agent hits a "rate limit" until the issue's agent has
+	// finished (the driver relaunches it after --rate-limit-sleep, at no
+	// cost), so the issue's pull request is what waits on checks while
+	// p0 needs the slot.
+	if err := os.WriteFile(agent, []byte(`#!/bin/sh
+set -e
+case "$CLAUDOPILOT_PHASE" in
+"#"*)
+	mkdir -p work && echo issue > work/issue.txt
+	git add -A && git commit -qm "issue"
+	touch "$ISSUE_DONE"
+	;;
+*)
+	if [ ! -f "$ISSUE_DONE" ]; then echo "rate limit reached, please wait"; exit 1; fi
+	echo p0 > p0.txt
+	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm p0
+	touch "$PHASE_RAN"
+	;;
+esac
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--base", "main", "--agent", agent,
+		"--max-parallel", "1", "--max-supervisor-attempts", "0", "--poll-seconds", "1", "--rate-limit-sleep", "1", "roadmap")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
+		"AUTO_MERGE=1", "PHASE_RAN="+phaseRan, "ISSUE_DONE="+issueDone)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run --issues: %v\n%s", err, out.String())
+		}
+	case <-time.After(4 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("run --issues did not end:\n%s", out.String())
+	}
+	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
+		t.Errorf("issue #1 = %+v, want closed\n%s", is, out.String())
+	}
+	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
+	if !strings.Contains(string(live), "[merged] **p0**") {
+		t.Errorf("manifest:\n%s\n%s", live, out.String())
+	}
+}
