@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/claudopilot/claudopilot/roadmap"
 )
 
 func cmdLogs(ctx context.Context, a *app, args []string) error {
@@ -14,7 +16,8 @@ Print a phase's log: the newest one, or the newest of one role, or one
 attempt. With -f, keep printing what is appended until Ctrl-C, moving on to
 a newer log of the phase (the next attempt) when one appears.
 
-Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
+Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log. An issue of the
+queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 		"  claudopilot logs phase-03\n  claudopilot logs phase-03 --role gate\n  claudopilot logs phase-03 --role worker --attempt 2\n  claudopilot logs phase-03 -f")
 	role := fs.String("role", "", "only logs of this role: worker, supervisor, reviewer, gate or prepare")
 	attempt := fs.Int("attempt", 0, "this attempt of the role (default: the newest)")
@@ -27,7 +30,7 @@ Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
 		return usageErrorf("logs takes one phase ID")
 	}
 	switch *role {
-	case "", "worker", "supervisor", "reviewer", "gate", "prepare", "lockfile":
+	case "", "worker", "supervisor", "reviewer", "gate", "prepare", "lockfile", "checks":
 	default:
 		return usageErrorf("logs: unknown --role %q (want worker, supervisor, reviewer, gate or prepare)", *role)
 	}
@@ -39,7 +42,8 @@ Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log.`,
 		return err
 	}
 	id := fs.Arg(0)
-	if s.rm.Node(id) == nil {
+	// An issue of the queue ("#12") has its logs in the same layout.
+	if s.rm.Node(id) == nil && !roadmap.IsIssueRef(id) {
 		return fmt.Errorf("logs: no phase %q in %s", id, s.rel(s.rm.ManifestPath))
 	}
 	pick := func() string {
