@@ -82,6 +82,13 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 // Advance is AdvanceCheckout under the lock: the files on disk move at
 // once, the index moves at Release.
 func (l *IndexLock) Advance(ctx context.Context, oldSHA, newSHA string, skip []string) error {
+	// A git of a killed driver, working on the private copy, leaves its
+	// lock behind, and every later move would fail on it. Holding
+	// index.lock, and with the driver lock keeping other drivers out,
+	// nobody else can be writing the copy now.
+	if err := os.Remove(l.tmp + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("advance checkout %s: %w", l.c.abs(l.dir), err)
+	}
 	if err := copyFile(l.index, l.tmp); err != nil {
 		return fmt.Errorf("advance checkout %s: copy the index: %w", l.c.abs(l.dir), err)
 	}

@@ -77,3 +77,28 @@ func TestIndexLockAdvance(t *testing.T) {
 		t.Errorf("ClearOwnIndexLock with no lock = %v, %v", ok, err)
 	}
 }
+
+// A lock on the private copy of the index that a killed driver's git left
+// behind does not stop the next move (TestCrashResume met it: "Unable to
+// create index.claudopilot.lock: File exists").
+func TestIndexLockAdvanceAfterAKilledGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, nil)
+	moveMain(t, c, oldSHA, newSHA)
+	writeFile(t, c.Dir, ".git/index.claudopilot.lock", "")
+	l, err := c.LockIndex(ctx, "", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Advance(ctx, oldSHA, newSHA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, c.Dir, "new/c.txt"); got != "c\n" {
+		t.Errorf("new/c.txt = %q", got)
+	}
+}
