@@ -11,6 +11,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/notify"
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
@@ -261,7 +262,27 @@ func (e *Engine) Events() <-chan scheduler.Event { return e.events }
 func (e *Engine) Run(ctx context.Context) (scheduler.Summary, error) {
 	defer close(e.raw)
 	defer e.watchBase(ctx)()
-	return e.sched.Run(ctx)
+	sum, err := e.sched.Run(ctx)
+	e.sweep(ctx, sum)
+	return sum, err
+}
+
+// sweep removes what is left of the phases this run merged once their
+// background cleanups are done: a removal that failed beside another git
+// command (a packed-refs or worktree lock held a moment) is tried again
+// here, so a run that ends leaves no merged phase's branch behind.
+func (e *Engine) sweep(ctx context.Context, sum scheduler.Summary) {
+	if e.merger == nil {
+		return
+	}
+	e.merger.Wait()
+	var ids []string
+	for _, p := range sum.Phases {
+		if p.State == string(manifest.Merged) {
+			ids = append(ids, p.ID)
+		}
+	}
+	e.merger.CleanupLanded(context.WithoutCancel(ctx), ids)
 }
 
 // HasQueue is true when the issue queue runs beside the roadmap.

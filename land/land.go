@@ -601,6 +601,23 @@ func (o *Owner) cleanupLater(ctx context.Context, id, tip, base string) {
 // that run in the background. The engine calls it before the run ends.
 func (o *Owner) Wait() { o.cleaning.Wait() }
 
+// CleanupLanded removes the worktree and branch of each landed phase in
+// ids that still has them, when the base contains the branch's tip (as
+// cleanup does). It runs synchronously, after Wait, at the end of a run.
+func (o *Owner) CleanupLanded(ctx context.Context, ids []string) {
+	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		tip, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(id))
+		if err != nil {
+			continue // gone already
+		}
+		o.cleanup(ctx, id, tip, base)
+	}
+}
+
 func without(paths, drop []string) []string {
 	var out []string
 	for _, p := range paths {

@@ -937,3 +937,24 @@ func TestMergeScopeRoadmapAtTop(t *testing.T) {
 		t.Errorf("committed manifest:\n%s", got)
 	}
 }
+
+// CleanupLanded removes what a landed phase left (a background removal
+// that failed), and never a branch the base does not contain.
+func TestCleanupLandedSweepsWhatIsLeft(t *testing.T) {
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "p1\n"})
+	// Landed by hand: the base contains the tip, the worktree and branch
+	// are still there, as after a cleanup that lost a race for a lock.
+	f.gitIn(f.top, "update-ref", "refs/heads/main", tip)
+	_, tip2 := f.branch("p2", "p2-second.md", map[string]string{"b.txt": "p2\n"})
+	f.owner.CleanupLanded(f.ctx, []string{"p1", "p2", "gone"})
+	if exists(wt) {
+		t.Errorf("p1's worktree %s is left", wt)
+	}
+	if out, _ := f.git.GitIn(f.ctx, f.top, "branch", "--list", "auto/p1"); strings.TrimSpace(out) != "" {
+		t.Errorf("p1's branch is left: %q", out)
+	}
+	if got := f.rev("refs/heads/auto/p2"); got != tip2 {
+		t.Errorf("p2's branch (not in the base) was touched: %s", got)
+	}
+}
