@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -169,4 +170,17 @@ func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, 
 	}
 	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw)
 	return err
+}
+
+// IssueCmds are the lanes' commands for the issue queue, whose issues pick
+// a lane with a "lane:<id>" label.
+func (ls Lanes) IssueCmds() map[string]issues.LaneCmds {
+	if len(ls.Lanes) == 0 {
+		return nil
+	}
+	m := make(map[string]issues.LaneCmds, len(ls.Lanes))
+	for _, l := range ls.Lanes {
+		m[l.ID] = issues.LaneCmds{Agent: l.Cmd, Supervisor: l.SupervisorCmd}
+	}
+	return m
 }

@@ -178,6 +178,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	if qs != nil {
 		qs.Cfg.Sandbox, qs.Cfg.Stray = cfg.Sandbox, cfg.Stray
+		qs.Cfg.Lanes = cfg.Lanes.IssueCmds()
 		// One pool of MAX_PARALLEL agent slots for phases and issues
 		// together: run --issues never runs more agents than that.
 		slots := proc.NewSlots(cfg.MaxParallel)

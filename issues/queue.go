@@ -54,10 +54,13 @@ type Config struct {
 	// agent runs without the sandbox (shared with run's phases).
 	Stray *sandbox.Watch
 
-	MaxParallel           int // default 3
-	Gate                  string
-	Agent                 string // AGENT_CMD (required)
-	Supervisor            string // default Agent
+	MaxParallel int // default 3
+	Gate        string
+	Agent       string // AGENT_CMD (required)
+	Supervisor  string // default Agent
+	// Lanes are LANES' commands by lane id: an issue labelled
+	// "lane:<id>" runs its agents with that lane's (docs/lanes.md).
+	Lanes                 map[string]LaneCmds
 	Prepare               string
 	Poll                  time.Duration // default 60s
 	CheckPoll             time.Duration // how often checks are read (default Poll)
@@ -623,4 +626,29 @@ func (q *Queue) SandboxDir(n int) string { return q.layout().SandboxDir(IssueID(
 // worktree; a worktree found there is moved.
 func (q *Queue) oldWorktreePath(n int) string {
 	return filepath.Join(q.git.Dir, ".claudopilot", "worktrees", fmt.Sprintf("issue-%d", n))
+}
+
+// LaneCmds are one lane's agent and supervisor commands.
+type LaneCmds struct{ Agent, Supervisor string }
+
+// LaneLabel is the label prefix that picks an issue's lane.
+const LaneLabel = "lane:"
+
+// laneOf returns the lane an issue's "lane:<id>" label names and its
+// commands; ok is false without such a label or for a lane not in LANES
+// (named, so it can be reported).
+func (c *Config) laneOf(is *Issue) (id string, cmds LaneCmds, ok bool) {
+	for _, l := range is.Labels {
+		if len(l) <= len(LaneLabel) || !strings.EqualFold(l[:len(LaneLabel)], LaneLabel) {
+			continue
+		}
+		id = strings.TrimSpace(l[len(LaneLabel):])
+		for k, v := range c.Lanes {
+			if strings.EqualFold(k, id) {
+				return k, v, true
+			}
+		}
+		return id, LaneCmds{}, false
+	}
+	return "", LaneCmds{}, false
 }

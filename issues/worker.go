@@ -257,6 +257,15 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 	if role == "supervisor" {
 		cmd = q.cfg.Supervisor
 	}
+	lane, lc, laned := q.cfg.laneOf(w.is)
+	switch {
+	case laned && role == "supervisor":
+		cmd = lc.Supervisor
+	case laned:
+		cmd = lc.Agent
+	case lane != "":
+		q.logIssue(w.n, "label %s%s names no lane in LANES: the default agent runs", LaneLabel, lane)
+	}
 	var res proc.Result
 	var log string
 	for waits := 0; ; waits++ {
@@ -280,6 +289,9 @@ func (w *worker) attempt(ctx context.Context, role, docRel string, sj *superviso
 			"CLAUDOPILOT_GATE="+d.Gate,
 			"CLAUDOPILOT_PROMPT_FILE="+promptFile,
 		)
+		if laned {
+			env = append(env, "CLAUDOPILOT_LANE="+lane)
+		}
 		if role == "worker" && len(w.findings) > 0 {
 			ff := filepath.Join(q.LogDir(w.n), fmt.Sprintf("worker-%d.findings.md", attempt))
 			if err := writeFindings(ff, w.id, w.findings); err != nil {
