@@ -15,7 +15,11 @@ func (s *Scheduler) book(p *phase, o Outcome) (phaseOver bool) {
 		return false
 	}
 	u := o.Usage
-	s.record(state.Record{Phase: o.ID, Event: "usage", Role: o.Role, Attempt: o.Attempt, Usage: &u})
+	lane := ""
+	if p.lane != nil && o.Role != ReviewerRole {
+		lane = p.lane.ID // the ledger says which lane spent it
+	}
+	s.record(state.Record{Phase: o.ID, Event: "usage", Role: o.Role, Attempt: o.Attempt, Usage: &u, Lane: lane})
 	p.usage = ledger.Add(p.usage, u)
 	p.run = ledger.Add(p.run, u)
 	if p.byRole == nil {
