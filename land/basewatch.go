@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -145,16 +144,9 @@ func saveBaseMove(l state.Layout, m *BaseMove) error {
 // LastBaseMove reads the last move of the base that the driver did not
 // make; nil when there was none.
 func LastBaseMove(l state.Layout) (*BaseMove, error) {
-	b, err := os.ReadFile(baseMovedPath(l))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var m BaseMove
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := readState[BaseMove](baseMovedPath(l))
+	if errors.Is(err, errTorn) {
 		return nil, fmt.Errorf("%s: %w", baseMovedPath(l), err)
 	}
-	return &m, nil
+	return m, err
 }

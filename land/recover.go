@@ -61,20 +61,13 @@ func Pending(l state.Layout) (*PendingMove, error) {
 }
 
 func readAdvance(l state.Layout) (*advance, error) {
-	b, err := os.ReadFile(advancePath(l))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var a advance
-	if err := json.Unmarshal(b, &a); err != nil {
+	a, err := readState[advance](advancePath(l))
+	if errors.Is(err, errTorn) {
 		// Torn before the ref moved: nothing was changed.
-		a.done(l)
+		os.Remove(advancePath(l))
 		return nil, nil
 	}
-	return &a, nil
+	return a, err
 }
 
 // Recover finishes a move of the base checkout that a killed driver (or a
@@ -132,4 +125,25 @@ func (o *Owner) finishPending(ctx context.Context) error {
 		return err
 	}
 	return finishMove(ctx, o.Git, o.Layout, a, o.lockWait())
+}
+
+// errTorn is a state file that does not parse (cut short by a crash).
+var errTorn = errors.New("state file does not parse")
+
+// readState reads a JSON state file: nil when it does not exist, errTorn
+// (wrapped) when it does not parse, for the caller to decide what a torn
+// file means.
+func readState[T any](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", errTorn, err)
+	}
+	return &v, nil
 }
