@@ -78,7 +78,8 @@ func queueKnobs() []knob {
 	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "AGENT_DRIVER", "AGENT_MODEL", "SUPERVISOR_CMD",
 		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
 		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW",
-		"REVIEW_CMD", "REVIEW_LENSES", "REVIEW_SKEPTICS", "REVIEW_SLOTS", "REVIEW_MAX_ROUNDS"} {
+		"REVIEW_CMD", "REVIEW_LENSES", "REVIEW_SKEPTICS", "REVIEW_SLOTS", "REVIEW_MAX_ROUNDS",
+		"LISTEN", "LISTEN_PUBLIC"} {
 		k := byEnv[name]
 		switch name {
 		case "POLL_SECONDS":
@@ -148,6 +149,11 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 	if withRoadmap {
 		// One process, one lock: the roadmap's run drives the queue too.
 		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: &engine.QueueSetup{Cfg: cfg, GitHub: ghc}})
+	}
+	if s.str("LISTEN") != "" {
+		// The page draws a run's graph from the scheduler's events; a queue
+		// alone has neither yet.
+		return usageErrorf("queue: --listen (LISTEN=%s, from %s) needs a roadmap beside the queue: run `claudopilot queue ROADMAP_DIR --listen …` or `claudopilot run --issues --listen …`", s.str("LISTEN"), s.source["LISTEN"])
 	}
 	sum, err := engine.RunQueue(ctx, git, &engine.QueueSetup{Cfg: cfg, GitHub: ghc}, a.s.Err)
 	printQueueSummary(a.s.Out, sum)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -26,14 +27,16 @@ type Phase struct {
 	Detail   string   `json:"detail,omitempty"`
 	// Started is when its current attempt began; Elapsed adds the time
 	// of its attempts so far, in seconds.
-	Started  time.Time     `json:"started,omitzero"`
-	Elapsed  float64       `json:"elapsed_s"`
-	Usage    ledger.Usage  `json:"usage"`
-	Cost     *float64      `json:"cost_usd,omitempty"`
-	Lane     string        `json:"lane,omitempty"`
-	Log      string        `json:"log,omitempty"`
-	Cooldown time.Time     `json:"cooldown_until,omitzero"`
-	spent    time.Duration // finished attempts' time
+	Started time.Time    `json:"started,omitzero"`
+	Elapsed float64      `json:"elapsed_s"`
+	Usage   ledger.Usage `json:"usage"`
+	Cost    *float64     `json:"cost_usd,omitempty"`
+	// ByRole splits Usage by worker, supervisor and reviewer.
+	ByRole   map[string]ledger.Usage `json:"usage_by_role,omitempty"`
+	Lane     string                  `json:"lane,omitempty"`
+	Log      string                  `json:"log,omitempty"`
+	Cooldown time.Time               `json:"cooldown_until,omitzero"`
+	spent    time.Duration           // finished attempts' time
 
 	// Conflict is a merge conflict predicted for the running phase
 	// (docs/landing.md, conflict prediction).
@@ -42,18 +45,19 @@ type Phase struct {
 
 // State is GET /api/v1/state.
 type State struct {
-	Version  int            `json:"version"`
-	Started  time.Time      `json:"started,omitzero"`
-	Ended    string         `json:"ended,omitempty"`
-	Paused   bool           `json:"paused"`
-	Draining bool           `json:"draining"`
-	Phases   []Phase        `json:"phases"`
-	Running  []string       `json:"running"`
-	Next     []string       `json:"next"`
-	Counts   map[string]int `json:"counts"`
-	Usage    ledger.Usage   `json:"usage"`
-	Cost     *float64       `json:"cost_usd,omitempty"`
-	Cooldown time.Time      `json:"cooldown_until,omitzero"`
+	Version  int                     `json:"version"`
+	Started  time.Time               `json:"started,omitzero"`
+	Ended    string                  `json:"ended,omitempty"`
+	Paused   bool                    `json:"paused"`
+	Draining bool                    `json:"draining"`
+	Phases   []Phase                 `json:"phases"`
+	Running  []string                `json:"running"`
+	Next     []string                `json:"next"`
+	Counts   map[string]int          `json:"counts"`
+	Usage    ledger.Usage            `json:"usage"`
+	Cost     *float64                `json:"cost_usd,omitempty"`
+	ByRole   map[string]ledger.Usage `json:"usage_by_role,omitempty"`
+	Cooldown time.Time               `json:"cooldown_until,omitzero"`
 }
 
 // Model is the run's state, kept from the scheduler's events. Apply is
@@ -94,6 +98,11 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, paused b
 			p.Attempts = h.WorkerRuns + h.SuperRuns
 			p.spent = h.Spent
 			p.Usage = h.Usage
+			for r, u := range h.ByRole {
+				p.addRole(string(r), u)
+				m.st.addRole(string(r), u)
+			}
+			m.st.Usage = ledger.Add(m.st.Usage, h.Usage)
 			p.Log = h.Log
 			if n.State == manifest.Blocked || n.State == manifest.Failed {
 				p.Reason, p.Detail = string(h.Reason), h.Detail
@@ -152,6 +161,8 @@ func (m *Model) Apply(ev scheduler.Event) {
 		if ev.Usage != nil {
 			p.Usage = ledger.Add(p.Usage, *ev.Usage)
 			m.st.Usage = ledger.Add(m.st.Usage, *ev.Usage)
+			p.addRole(string(ev.Role), *ev.Usage)
+			m.st.addRole(string(ev.Role), *ev.Usage)
 		}
 	case scheduler.EvMerging:
 		p.Activity = "merging"
@@ -175,6 +186,7 @@ func (m *Model) State() State {
 	defer m.mu.Unlock()
 	now := m.now()
 	st := m.st
+	st.ByRole = maps.Clone(st.ByRole)
 	st.Phases = make([]Phase, len(m.phases))
 	st.Running, st.Next = []string{}, []string{}
 	st.Counts = map[string]int{}
@@ -193,6 +205,7 @@ func (m *Model) State() State {
 			c.Cost = &v
 		}
 		c.Deps = slices.Clone(c.Deps)
+		c.ByRole = maps.Clone(c.ByRole)
 		st.Phases[i] = c
 		st.Counts[c.State]++
 		states[c.ID] = manifest.State(c.State)
@@ -207,4 +220,18 @@ func (m *Model) State() State {
 		st.Cost = &v
 	}
 	return st
+}
+
+func (p *Phase) addRole(role string, u ledger.Usage) {
+	if p.ByRole == nil {
+		p.ByRole = map[string]ledger.Usage{}
+	}
+	p.ByRole[role] = ledger.Add(p.ByRole[role], u)
+}
+
+func (s *State) addRole(role string, u ledger.Usage) {
+	if s.ByRole == nil {
+		s.ByRole = map[string]ledger.Usage{}
+	}
+	s.ByRole[role] = ledger.Add(s.ByRole[role], u)
 }

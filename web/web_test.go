@@ -205,6 +205,12 @@ func TestStateFollowsEvents(t *testing.T) {
 	if b.ID != "b" || b.State != "running" || b.Activity != "merging" || b.Attempts != 1 || b.Cost == nil || *b.Cost != 0.25 || b.Elapsed != 1 {
 		t.Errorf("b: %+v", b)
 	}
+	if c, ok := b.ByRole["worker"].Cost(); !ok || c != 0.25 {
+		t.Errorf("b's worker cost: %+v", b.ByRole)
+	}
+	if c, ok := st.ByRole["worker"].Cost(); !ok || c != 0.25 {
+		t.Errorf("the run's worker cost: %+v", st.ByRole)
+	}
 	if !st.Paused || st.Cost == nil || *st.Cost != 0.25 || len(st.Next) != 0 {
 		t.Errorf("state: %+v", st)
 	}
