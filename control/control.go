@@ -141,21 +141,33 @@ func writeAtomic(path string, b []byte) error {
 // replaced by rename, which a watch on the file itself would miss) and
 // reads again on every event for the file.
 func Watch(ctx context.Context, dir string, out chan<- Switches) error {
+	return watch(ctx, dir, out, fsnotify.NewWatcher)
+}
+
+// pollEvery is how often the switches are read when the folder cannot be
+// watched: within the second a switch promises.
+const pollEvery = 500 * time.Millisecond
+
+func watch(ctx context.Context, dir string, out chan<- Switches, newWatcher func() (*fsnotify.Watcher, error)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	if err := w.Add(dir); err != nil {
-		w.Close()
 		return err
 	}
 	last, err := Load(dir)
 	if err != nil {
-		w.Close()
 		return err
+	}
+	w, err := newWatcher()
+	if err == nil {
+		if err = w.Add(dir); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		// No inotify instance to be had (the per-user limit, 128 by
+		// default, is shared by every watching process): read the file
+		// on a timer instead. A switch must never be lost to it.
+		go poll(ctx, dir, last, out)
+		return nil
 	}
 	go func() {
 		defer w.Close()
@@ -187,4 +199,32 @@ func Watch(ctx context.Context, dir string, out chan<- Switches) error {
 		}
 	}()
 	return nil
+}
+
+// poll sends the switches whenever a read finds them changed.
+func poll(ctx context.Context, dir string, last Switches, out chan<- Switches) {
+	select {
+	case out <- last:
+	case <-ctx.Done():
+		return
+	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s, err := Load(dir)
+		if err != nil || s.Equal(last) {
+			continue
+		}
+		last = s
+		select {
+		case out <- s:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

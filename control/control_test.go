@@ -1,6 +1,9 @@
 package control
 
 import (
+	"errors"
+
+	"github.com/fsnotify/fsnotify"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +90,28 @@ func TestLanesRoundTrip(t *testing.T) {
 	m, err := LoadLanes(dir)
 	if err != nil || m["claude"] != 2 || len(m) != 2 {
 		t.Fatalf("%v %v", m, err)
+	}
+}
+
+// Without an inotify instance (the per-user limit reached) the switches
+// are polled: a change still arrives.
+func TestWatchWithoutInotify(t *testing.T) {
+	dir := t.TempDir()
+	out := make(chan Switches)
+	noInotify := func() (*fsnotify.Watcher, error) { return nil, errors.New("too many open files") }
+	if err := watch(t.Context(), dir, out, noInotify); err != nil {
+		t.Fatal(err)
+	}
+	<-out
+	if _, err := Update(dir, func(s *Switches) { s.Paused = true }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-out:
+		if !s.Paused {
+			t.Fatalf("got %+v", s)
+		}
+	case <-time.After(30 * time.Second): // an upper bound
+		t.Fatal("the change never came")
 	}
 }
