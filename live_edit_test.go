@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -96,6 +97,18 @@ func TestLiveEdits(t *testing.T) {
 		b, err := os.ReadFile(mpath)
 		must(err)
 		nb := []byte(f(string(b)))
+		// A careful editor: when the file changed since it was read (the
+		// driver wrote a state), edit the new content instead. Saving the
+		// stale buffer would revert that state, which the driver must take
+		// as the human's own flip (a retry), and the test would race it.
+		for {
+			now, err := os.ReadFile(mpath)
+			must(err)
+			if bytes.Equal(now, b) {
+				break
+			}
+			b, nb = now, []byte(f(string(now)))
+		}
 		if byRename {
 			tmp := mpath + ".swp"
 			must(os.WriteFile(tmp, nb, 0o644))
