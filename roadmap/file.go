@@ -331,3 +331,13 @@ func (f *File) RemoveTemps() {
 		os.Remove(m)
 	}
 }
+
+// keepBeside saves b next to the manifest as <name>.late-<time>, for an
+// edit that cannot be merged and must not be lost.
+func (f *File) keepBeside(b []byte) error {
+	late := f.Path + ".late-" + time.Now().UTC().Format("20060102T150405.000000000")
+	if err := os.WriteFile(late, b, 0o644); err != nil {
+		return fmt.Errorf("keep a late edit of %s: %w", f.Path, err)
+	}
+	return fmt.Errorf("%s: a late save came after a newer one; it is kept as %s", f.Path, late)
+}

@@ -273,3 +273,22 @@ func TestMergeLate(t *testing.T) {
 		t.Errorf("mergeLate =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A late save is older than a human's newer save of the live file (by
+// rename, after the swap): it must not be written over it.
+func TestMergeLateNeverOverANewerEdit(t *testing.T) {
+	t.Parallel()
+	base := "1. [pending] **a** — a\n2. [pending] **b** — b\n\n## Notes\n"
+	late := "1. [pending] **a** — a\n2. [pending] **b** — b\n\n## Notes\n- note 1\n"
+	// The driver merged a, and a human then added a phase by rename.
+	cur := "1. [merged] **a** — a\n2. [pending] **b** — b\n3. [pending] **late** — added\n\n## Notes\n- note 1\n"
+	if _, err := mergeLate([]byte(base), []byte(late), []byte(cur)); !errors.Is(err, errNewerEdit) {
+		t.Fatalf("mergeLate over a newer edit: err %v, want errNewerEdit", err)
+	}
+	// Only the driver's states changed since: merged back as before.
+	cur = "1. [merged] **a** — a\n2. [pending] **b** — b\n\n## Notes\n"
+	got, err := mergeLate([]byte(base), []byte(late), []byte(cur))
+	if err != nil || string(got) != "1. [merged] **a** — a\n2. [pending] **b** — b\n\n## Notes\n- note 1\n" {
+		t.Fatalf("mergeLate = %q, %v", got, err)
+	}
+}

@@ -1,6 +1,8 @@
 package roadmap
 
 import (
+	"bytes"
+	"errors"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -20,6 +22,11 @@ const maxLate = 4
 // base; cur is the live file, base plus the driver's changes since. The
 // result is late with each of those changes (a phase's state, the Status
 // value) applied to it; a phase the human removed stays removed.
+//
+// When the live file holds more than the driver's state changes since
+// base (a human saved again, by rename, after the late write), the late
+// bytes are the older edit: errNewerEdit, and the caller keeps them beside
+// the manifest rather than write them over the newer one.
 func mergeLate(base, late, cur []byte) ([]byte, error) {
 	b, err := manifest.Parse(base)
 	if err != nil {
@@ -32,6 +39,9 @@ func mergeLate(base, late, cur []byte) ([]byte, error) {
 	was := make(map[string]manifest.State, len(b.Phases))
 	for _, p := range b.Phases {
 		was[p.ID] = p.State
+	}
+	if !onlyStatesChanged(base, cur, c, was, b.Status.Value) {
+		return nil, errNewerEdit
 	}
 	out := late
 	for _, p := range c.Phases {
@@ -56,4 +66,39 @@ func mergeLate(base, late, cur []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// errNewerEdit: the live file changed beyond the driver's state writes
+// since the late write's base.
+var errNewerEdit = errors.New("the manifest was edited again since")
+
+// onlyStatesChanged is true when cur is base with some phases' states
+// and the Status value changed, and nothing else: putting base's states
+// back into cur gives base again.
+func onlyStatesChanged(base, cur []byte, c *manifest.Manifest, was map[string]manifest.State, status string) bool {
+	out := cur
+	for _, p := range c.Phases {
+		s, ok := was[p.ID]
+		if !ok {
+			return false // a phase base does not have: a human added it
+		}
+		if s == p.State {
+			continue
+		}
+		next, err := manifest.Apply(out, p.ID, s)
+		if err != nil {
+			return false
+		}
+		out = next
+	}
+	if c.Status.Value != status && status != "" {
+		m, err := manifest.Parse(out)
+		if err != nil {
+			return false
+		}
+		if out, err = m.SetStatus(status); err != nil {
+			return false
+		}
+	}
+	return bytes.Equal(out, base)
 }

@@ -4,6 +4,7 @@ package roadmap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -67,6 +68,11 @@ func (f *File) watchLate(old *os.File, base []byte) {
 					continue
 				}
 				err = f.Update(func(cur []byte) ([]byte, error) { return mergeLate(base, late, cur) })
+				if errors.Is(err, errNewerEdit) {
+					// Never over a newer edit: the older one is kept
+					// beside the manifest.
+					err = f.keepBeside(late)
+				}
 				if err == nil {
 					base = late
 				}
