@@ -61,6 +61,7 @@ type Engine struct {
 
 	sched   *scheduler.Scheduler
 	merger  *land.Owner
+	log     io.Writer // notes and warnings
 	poll    time.Duration
 	raw     chan scheduler.Event
 	events  <-chan scheduler.Event
@@ -162,7 +163,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if _, err := merger.CheckBase(ctx); err != nil {
 		return nil, err
 	}
-	e.merger, e.poll = merger, cfg.Poll
+	e.merger, e.poll, e.log = merger, cfg.Poll, o.Log
 	// Removals of landed worktrees run in the background: done before the
 	// lock is given back.
 	e.onClose(merger.Wait)
@@ -197,6 +198,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.sched.SetReviewer(cfg.Review.reviewer(git, layout, o.Env, runner))
 	}
 
+	clearPackedRefsLock(ctx, git, o.Log)
 	merger.CleanupMerged(ctx, rm)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	e.onClose(stopWatch)
@@ -277,13 +279,16 @@ func (e *Engine) sweep(ctx context.Context, sum scheduler.Summary) {
 		return
 	}
 	e.merger.Wait()
+	clearPackedRefsLock(ctx, e.Git, e.log)
 	var ids []string
 	for _, p := range sum.Phases {
 		if p.State == string(manifest.Merged) {
 			ids = append(ids, p.ID)
 		}
 	}
-	e.merger.CleanupLanded(context.WithoutCancel(ctx), ids)
+	if err := e.merger.CleanupLanded(context.WithoutCancel(ctx), ids); err != nil {
+		fmt.Fprintf(e.log, "claudopilot: warning: a merged phase's branch could not be removed (claudopilot clean does it later): %v\n", err)
+	}
 }
 
 // HasQueue is true when the issue queue runs beside the roadmap.
@@ -338,4 +343,17 @@ func fanOut(in <-chan scheduler.Event, listeners ...func(scheduler.Event)) <-cha
 		}
 	}()
 	return out
+}
+
+// clearPackedRefsLock removes a packed-refs.lock that a killed driver's
+// git left (the reap has stopped that driver's processes); while it stays,
+// no branch of the repository can be deleted.
+func clearPackedRefsLock(ctx context.Context, git *worktree.Client, log io.Writer) {
+	removed, err := git.ClearStalePackedRefsLock(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(log, "claudopilot: warning: packed-refs.lock: %v\n", err)
+	case removed:
+		fmt.Fprintln(log, "claudopilot: removed a packed-refs.lock a killed git left")
+	}
 }

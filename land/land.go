@@ -575,17 +575,26 @@ func InScope(path string, owns []string) bool {
 
 // cleanup removes a landed phase's worktree and branch. The branch goes
 // only when the base contains its tip.
-func (o *Owner) cleanup(ctx context.Context, id, tip, base string) {
+func (o *Owner) cleanup(ctx context.Context, id, tip, base string) error {
 	ctx = context.WithoutCancel(ctx)
 	// A folder that is no worktree (a killed add) fails the removal; the
 	// branch goes all the same (branch -D refuses one still checked out).
-	_ = o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
-	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok {
-		branch := o.Layout.Branch(id)
-		if cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch); err == nil && cur == tip {
-			_ = o.Git.DeleteBranch(ctx, branch)
-		}
+	werr := o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
+	ok, err := o.Git.IsAncestor(ctx, tip, base)
+	if err != nil {
+		return err
 	}
+	if !ok {
+		return nil // not landed: the branch is kept
+	}
+	branch := o.Layout.Branch(id)
+	if cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch); err != nil || cur != tip {
+		return nil // gone, or moved on since: kept
+	}
+	if err := o.Git.DeleteBranch(ctx, branch); err != nil {
+		return errors.Join(err, werr)
+	}
+	return nil
 }
 
 // cleanupLater runs cleanup in the background; Wait waits for it.
@@ -593,7 +602,7 @@ func (o *Owner) cleanupLater(ctx context.Context, id, tip, base string) {
 	o.cleaning.Add(1)
 	go func() {
 		defer o.cleaning.Done()
-		o.cleanup(ctx, id, tip, base)
+		_ = o.cleanup(ctx, id, tip, base) // the end-of-run sweep tries again
 	}()
 }
 
@@ -604,18 +613,22 @@ func (o *Owner) Wait() { o.cleaning.Wait() }
 // CleanupLanded removes the worktree and branch of each landed phase in
 // ids that still has them, when the base contains the branch's tip (as
 // cleanup does). It runs synchronously, after Wait, at the end of a run.
-func (o *Owner) CleanupLanded(ctx context.Context, ids []string) {
+func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
 	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
-		return
+		return err
 	}
+	var errs []error
 	for _, id := range ids {
 		tip, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(id))
 		if err != nil {
 			continue // gone already
 		}
-		o.cleanup(ctx, id, tip, base)
+		if err := o.cleanup(ctx, id, tip, base); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		}
 	}
+	return errors.Join(errs...)
 }
 
 func without(paths, drop []string) []string {
@@ -661,7 +674,7 @@ func (o *Owner) CleanupMerged(ctx context.Context, rm *roadmap.Roadmap) {
 		if err != nil {
 			continue
 		}
-		o.cleanup(ctx, n.ID, tip, base)
+		_ = o.cleanup(ctx, n.ID, tip, base) // what is left is swept at the end
 	}
 }
 
