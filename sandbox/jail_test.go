@@ -341,15 +341,18 @@ func TestJailTimeoutStopsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Numbers of this process's own: another suite running this test at
+	// the same time must not be found (or find ours).
+	agent, daemon := strconv.Itoa(31420+2*(os.Getpid()%10000)), strconv.Itoa(31421+2*(os.Getpid()%10000))
 	res := proc.Run(ctx, proc.Spec{
-		Command: `setsid sh -c 'exec sleep 31421' </dev/null >/dev/null 2>&1 & exec sleep 31420`,
+		Command: `setsid sh -c 'exec sleep ` + daemon + `' </dev/null >/dev/null 2>&1 & exec sleep ` + agent,
 		Dir:     r.p1, Env: r.env, Wrap: j.Wrap(), LogPath: filepath.Join(t.TempDir(), "log"),
 		Timeout: time.Second, KillGrace: time.Second,
 	})
 	if res.Reason != proc.ReasonTimeout {
 		t.Fatalf("Reason = %q (%v), want timeout", res.Reason, res.Err)
 	}
-	if pids := append(findCmdline("sleep\x0031420"), findCmdline("sleep\x0031421")...); len(pids) > 0 {
+	if pids := append(findCmdline("sleep\x00"+agent), findCmdline("sleep\x00"+daemon)...); len(pids) > 0 {
 		t.Errorf("processes outlived the stopped sandbox: %v", pids)
 	}
 	if _, err := j.Leave(ctx, r.git); err != nil {
