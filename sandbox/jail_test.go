@@ -117,7 +117,7 @@ try read-driver cat /proc/$DRIVER/environ
 try write-git-config git config core.hooksPath /tmp
 try write-tmp sh -c 'echo x > /tmp/own && cat /tmp/own'
 git update-ref refs/heads/auto/p2 HEAD
-setsid sh -c 'exec sleep 31415' </dev/null >/dev/null 2>&1 &
+setsid sh -c 'exec sleep "$MARK"' </dev/null >/dev/null 2>&1 &
 git add result && git commit -qm "p1 result"
 `
 
@@ -137,13 +137,16 @@ func TestJailConfinesAHostileAgent(t *testing.T) {
 	argv := append(j.Wrap(), "/bin/sh", "-c", hostile)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.p1
-	cmd.Env = append(r.env, "TOP="+r.top, "P2="+r.p2, "HOME="+home, "DRIVER="+strconv.Itoa(os.Getpid()))
+	// A number of this process's own: a second suite running this test at
+	// the same time is not taken for a survivor.
+	mark := strconv.Itoa(31415 + 2*(os.Getpid()%10000))
+	cmd.Env = append(r.env, "TOP="+r.top, "P2="+r.p2, "HOME="+home, "DRIVER="+strconv.Itoa(os.Getpid()), "MARK="+mark)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sandboxed agent: %v\n%s", err, out)
 	}
 	// The namespace's init has exited: the kernel killed every process in
 	// it before bwrap's wait returned, the setsid daemon included.
-	if pids := findCmdline("sleep\x0031415"); len(pids) > 0 {
+	if pids := findCmdline("sleep\x00" + mark); len(pids) > 0 {
 		t.Errorf("the setsid daemon outlived the sandbox: pids %v", pids)
 	}
 	notes, err := j.Leave(ctx, r.git)
