@@ -32,7 +32,10 @@ type File struct {
 	noLease   bool
 	onBusy    func()
 	afterSwap func(oldName string)
-	onLate    func(error) // after a late write was merged back (or failed to)
+	// beforeSwap (tests) runs between the check of the live file and the
+	// exchange: where a human's rename-save can land.
+	beforeSwap func()
+	onLate     func(error) // after a late write was merged back (or failed to)
 
 	// lateSlots bounds the late-write watches (watchLate); made under mu.
 	lateSlots chan struct{}
@@ -272,6 +275,9 @@ func (f *File) replace(data, expect []byte) error {
 		return err
 	}
 	defer neu.release()
+	if f.beforeSwap != nil {
+		f.beforeSwap()
+	}
 	xerr := exchange(tmp, path)
 	switch {
 	case errors.Is(xerr, errNoExchange):
@@ -290,7 +296,12 @@ func (f *File) replace(data, expect []byte) error {
 		f.afterSwap(tmp)
 	}
 	prev, rerr := old.read()
-	if !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
+	// The name swapped out must be the inode that was checked: a human's
+	// rename-save between the check and the swap puts a new inode at the
+	// path, which the swap moves to tmp while old still reads as expected.
+	// That save must go back, or it is deleted with tmp.
+	swappedOld := sameInode(old.f, tmp)
+	if swappedOld && !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
 		syncDir(filepath.Dir(path))
 		// A writer between its path lookup and its open's lease break
 		// as we checked would still write into the old inode: watch it
@@ -340,4 +351,11 @@ func (f *File) keepBeside(b []byte) error {
 		return fmt.Errorf("keep a late edit of %s: %w", f.Path, err)
 	}
 	return fmt.Errorf("%s: a late save came after a newer one; it is kept as %s", f.Path, late)
+}
+
+// sameInode reports whether the open file f is the file at path.
+func sameInode(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }

@@ -292,3 +292,32 @@ func TestMergeLateNeverOverANewerEdit(t *testing.T) {
 		t.Fatalf("mergeLate = %q, %v", got, err)
 	}
 }
+
+// A human's rename-save between the driver's check of the live file and
+// its swap is never lost: the swap moved the human's new inode aside, not
+// the one checked, so it is put back and the flip redone on it (seen as
+// "edit 0 lost" in TestLiveEdits with two suites at once).
+func TestReplaceKeepsARenameSaveBeforeTheSwap(t *testing.T) {
+	t.Parallel()
+	f := newLive(t, liveBefore)
+	saved := false
+	f.beforeSwap = func() {
+		if saved {
+			return
+		}
+		saved = true
+		tmp := f.Path + ".swp"
+		if err := os.WriteFile(tmp, []byte(liveHuman), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, f.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.SetState("a", manifest.Merged); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f.Path); string(b) != liveBoth {
+		t.Errorf("manifest = %q, want the human's save with the flip: %q", b, liveBoth)
+	}
+}
