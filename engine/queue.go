@@ -94,7 +94,7 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 	r := &queueRun{gh: gh, manifest: mp, log: log, finished: make(chan struct{})}
 	empty := map[string]bool{}
 	r.snap.Store(&empty)
-	if err := r.refresh(ctx); err != nil {
+	if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
 		if errors.Is(err, issues.ErrNotFound) {
 			return nil, &roadmap.InvalidError{Path: mp, Problems: []roadmap.Problem{{Msg: err.Error()}}}
 		}
@@ -104,9 +104,18 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 		defer close(r.finished)
 		r.sum, r.err = q.Run(ctx)
 		// What the queue merged last must be seen before the roadmap
-		// stops waiting on it.
-		if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(log, "claudopilot: warning: reading issue states: %v\n", err)
+		// stops waiting on it: the manifest may be mid-save (the driver
+		// writing a merge's state at this very moment), so read until it
+		// loads, for a while.
+		for try := 0; ; try++ {
+			err := r.refresh(ctx)
+			if err == nil || !errors.Is(err, errHalfSaved) || try == 50 || ctx.Err() != nil {
+				if err != nil && ctx.Err() == nil {
+					fmt.Fprintf(log, "claudopilot: warning: reading issue states: %v\n", err)
+				}
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // a save takes moments
 		}
 	}()
 	go r.loop(ctx, poll)
@@ -118,7 +127,7 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 func (r *queueRun) refresh(ctx context.Context) error {
 	rm, err := roadmap.Load(filepath.Dir(r.manifest), roadmap.Options{External: roadmap.IsIssueRef})
 	if err != nil {
-		return nil // a half-saved manifest: ask again next time
+		return errHalfSaved // ask again (the loop: at the next poll)
 	}
 	var ids []string
 	for _, n := range rm.Nodes {
@@ -146,7 +155,7 @@ func (r *queueRun) loop(ctx context.Context, poll time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := r.refresh(ctx); err != nil && ctx.Err() == nil {
+			if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) && ctx.Err() == nil {
 				fmt.Fprintf(r.log, "claudopilot: warning: reading issue states: %v\n", err)
 			}
 		}
@@ -177,3 +186,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// errHalfSaved: the manifest did not load (an editor or the driver is
+// part-way through saving it).
+var errHalfSaved = errors.New("the manifest is being saved")
