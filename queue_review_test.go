@@ -30,14 +30,7 @@ func TestQueueReviewFlag(t *testing.T) {
 	env := crashEnv(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, dir, env, "init", "-q", "-b", "main", seed)
-	if err := os.WriteFile(filepath.Join(seed, "README.md"), []byte("# widgets\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", "init")
-	git(t, seed, env, "push", "-q", origin, "main")
+	seedOrigin(t, env, origin, seed, "init", map[string]string{"README.md": "# widgets\n"})
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)

@@ -31,24 +31,11 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
 	mergedFlag := filepath.Join(dir, "issue-merged")
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, dir, env, "init", "-q", "-b", "main", seed)
-	for name, body := range map[string]string{
+	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Mixed\n\n1. [pending] **p1** — needs the issue's work (deps: #1)\n2. [pending] **p0** — independent (deps: none)\n",
 		"roadmap/p1.md":                 "# p1\n",
 		"roadmap/p0.md":                 "# p0\n",
-	} {
-		p := filepath.Join(seed, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", "roadmap")
-	git(t, seed, env, "push", "-q", origin, "main")
+	})
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
@@ -139,24 +126,11 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 	if err := os.MkdirAll(running, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, dir, env, "init", "-q", "-b", "main", seed)
 	files := map[string]string{"roadmap/EXECUTION-MANIFEST.md": "# Shared\n\n1. [pending] **p1** — one (deps: none)\n2. [pending] **p2** — two (deps: none)\n3. [pending] **p3** — three (deps: none)\n"}
 	for _, id := range []string{"p1", "p2", "p3"} {
 		files["roadmap/"+id+".md"] = "# " + id + "\n"
 	}
-	for name, body := range files {
-		p := filepath.Join(seed, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", "roadmap")
-	git(t, seed, env, "push", "-q", origin, "main")
+	seedOrigin(t, env, origin, seed, "roadmap", files)
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
@@ -268,23 +242,10 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 	seed := filepath.Join(dir, "seed")
 	phaseRan := filepath.Join(dir, "p0-ran")
 	issueDone := filepath.Join(dir, "issue-done")
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, dir, env, "init", "-q", "-b", "main", seed)
-	for name, body := range map[string]string{
+	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# CI\n\n1. [pending] **p0** — independent (deps: none)\n",
 		"roadmap/p0.md":                 "# p0\n",
-	} {
-		p := filepath.Join(seed, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", "roadmap")
-	git(t, seed, env, "push", "-q", origin, "main")
+	})
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
@@ -353,4 +314,24 @@ esac
 	if !strings.Contains(string(live), "[merged] **p0**") {
 		t.Errorf("manifest:\n%s\n%s", live, out.String())
 	}
+}
+
+// seedOrigin makes a bare origin whose main holds files, committed with
+// msg in a seed clone: the repository the fake GitHub serves.
+func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[string]string) {
+	t.Helper()
+	git(t, filepath.Dir(origin), env, "init", "-q", "--bare", "-b", "main", origin)
+	git(t, filepath.Dir(seed), env, "init", "-q", "-b", "main", seed)
+	for name, body := range files {
+		p := filepath.Join(seed, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, seed, env, "add", "-A")
+	git(t, seed, env, "commit", "-qm", msg)
+	git(t, seed, env, "push", "-q", origin, "main")
 }

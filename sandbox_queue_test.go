@@ -41,14 +41,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 	}
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, dir, env, "init", "-q", "-b", "main", seed)
-	if err := os.WriteFile(filepath.Join(seed, "README"), []byte("seed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", "seed")
-	git(t, seed, env, "push", "-q", origin, "main")
+	seedOrigin(t, env, origin, seed, "seed", map[string]string{"README": "seed\n"})
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
