@@ -32,6 +32,10 @@ type Data struct {
 	FailureLog string // supervisor: a file with the failing log's tail
 	Detail     string // supervisor: e.g. conflicting paths
 	Findings   string // worker sent back by the review gate: a file with the findings
+	// An outside node's (an issue of the queue, templates issue-*.md):
+	Number int      // the issue's number
+	URL    string   // the issue's page
+	Checks []string // supervisor: the failing checks' names
 }
 
 // Set renders prompts, looking for overrides in the given folders first

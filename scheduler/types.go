@@ -73,6 +73,14 @@ type Job struct {
 	// Gating, when set, is called as the attempt's gate starts, so the
 	// progress shows "gate" rather than a finished agent. Any goroutine.
 	Gating func()
+	// Outside is set for a node from a Source (an issue): its branch,
+	// doc, prompts and done rule differ from a phase's.
+	Outside *OutsideWork
+	// Since is the commit a repair must go beyond (an outside node's red
+	// head after its checks failed); "" the base.
+	Since string
+	// Checks names the failing checks a supervisor repairs.
+	Checks []string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all
@@ -100,6 +108,10 @@ type Outcome struct {
 	Usage   ledger.Usage
 	Started time.Time
 	Ended   time.Time
+	// Away means the node left the driver's hands before any work (an
+	// issue claimed by another instance, closed, or its labels changed):
+	// it is dropped from the graph, and no attempt is counted.
+	Away bool
 	// Found means no agent ran: a resumed phase's branch was found
 	// already done (or landed), or stopped mid-way (an unfinished merge
 	// of the base, a failure). It is not an attempt.
@@ -162,6 +174,12 @@ type MergeOutcome struct {
 	// Flaky says the merge gate was red and then green on a rerun
 	// (GATE_RETRIES); journaled.
 	Flaky string
+	// Away (an outside node's landing): the node left the driver's hands
+	// (a pull request handed to a human for review, an issue closed): it
+	// is dropped from the graph without a state.
+	Away bool
+	// Checks names the failing checks (Reason ReasonChecks).
+	Checks []string
 }
 
 // Merger lands done phases on the base branch. The scheduler calls it for

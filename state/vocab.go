@@ -27,6 +27,11 @@ const (
 	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
 	ReasonBudget   Reason = "budget"   // the phase spent PHASE_MAX_COST_USD
 	ReasonReview   Reason = "review"   // the reviewers still blocked after the last round
+	// The landing on GitHub (an outside node's pull request):
+	ReasonChecks Reason = "checks"       // the pull request's checks are red, or still pending after CHECKS_TIMEOUT
+	ReasonPush   Reason = "push"         // the branch could not be pushed
+	ReasonPR     Reason = "pull request" // the pull request could not be opened, readied, or was closed
+	ReasonMerge  Reason = "merge"        // GitHub refused the merge, or the base kept moving
 )
 
 // FoundDone marks a "done" record whose attempt found the branch already
