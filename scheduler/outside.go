@@ -15,7 +15,7 @@ import (
 
 // OutsideNode is one node a Source offers.
 type OutsideNode struct {
-	ID    string   // "#12"; never a manifest phase id
+	ID    string // "#12"; never a manifest phase id
 	Title string
 	Deps  []string // phase ids and ids of other outside nodes it waits on
 	Owns  []string // declared scope; empty: anything
