@@ -10,6 +10,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 )
 
 func cmdExplain(ctx context.Context, a *app, args []string) error {
@@ -51,6 +52,9 @@ reason and the log to read. It changes nothing.`,
 			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
 		} else if s.live {
 			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.WorkerRuns+h.SuperRuns, orDash(log))
+			if m, ok := work.WorktreeLane(s.layout.Worktree(id)); ok {
+				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.rel(s.layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+			}
 		} else {
 			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
 		}
@@ -82,6 +86,9 @@ reason and the log to read. It changes nothing.`,
 			fmt.Fprintf(w, ": reason %s%s.\n", h.Reason, detailSuffix(h.Detail))
 		} else {
 			fmt.Fprintln(w, ".")
+		}
+		if m, ok := work.WorktreeLane(s.layout.Worktree(id)); ok {
+			fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.rel(s.layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
 		}
 		if log != "" {
 			fmt.Fprintf(w, "Read %s, then `claudopilot retry %s`%s.\n", log, culprit, with)

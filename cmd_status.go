@@ -21,6 +21,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -144,6 +145,9 @@ type statusPhase struct {
 	// figures are left out, never 0).
 	Usage  *ledger.Usage                   `json:"usage,omitempty"`
 	ByRole map[scheduler.Role]ledger.Usage `json:"usage_by_role,omitempty"`
+	// Lane is what the phase's worktree says of the attempt running in
+	// it now, or of the last one (LANES only; docs/lanes.md).
+	Lane *work.LaneMark `json:"lane,omitempty"`
 }
 
 type statusJSON struct {
@@ -206,6 +210,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	for _, n := range s.rm.Nodes {
 		h := s.hist[n.ID]
 		p := statusPhase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Log: s.rel(s.latestLog(n.ID))}
+		if m, ok := work.WorktreeLane(s.layout.Worktree(n.ID)); ok {
+			p.Lane = &m
+		}
 		if h != nil {
 			p.Attempts = h.WorkerRuns + h.SuperRuns
 			if h.Spent > 0 {
@@ -287,9 +294,13 @@ pid. It changes nothing and is safe to run during a run.`,
 		if p.WaitsOn != "" {
 			why = strings.TrimSpace(why + "  waits on " + p.WaitsOn)
 		}
-		cells[i] = []string{p.ID, p.State, att, p.Spent, cost, why, p.Log}
+		lane := ""
+		if p.Lane != nil {
+			lane = "lane " + p.Lane.Lane
+		}
+		cells[i] = []string{p.ID, p.State, att, lane, p.Spent, cost, why, p.Log}
 	}
-	width := make([]int, 7)
+	width := make([]int, 8)
 	for _, c := range cells {
 		for j, v := range c {
 			width[j] = max(width[j], utf8.RuneCountInString(v))
@@ -305,7 +316,7 @@ pid. It changes nothing and is safe to run during a run.`,
 			if j == 1 {
 				v = colorOnly(a.s.Color, v)
 			}
-			if j == 3 || j == 4 {
+			if j == 4 || j == 5 {
 				b.WriteString("  " + pad + v) // times and costs line up on the right
 			} else {
 				b.WriteString("  " + v + pad)

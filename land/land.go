@@ -260,7 +260,7 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		out.Err = err
 		return "", "", out, true, false
 	}
-	commit, err = o.Git.CommitTree(ctx, tree, []string{base, tip}, fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title)))
+	commit, err = o.Git.CommitTree(ctx, tree, []string{base, tip}, o.mergeMessage(ctx, j))
 	if err != nil {
 		out.Err = err
 		return "", "", out, true, false
@@ -809,4 +809,19 @@ func hasMarkers(b []byte) bool {
 		gt = gt || strings.HasPrefix(line, ">>>>>>> ") || line == ">>>>>>>"
 	}
 	return lt && gt
+}
+
+// mergeMessage is a phase's merge commit message. With LANES it ends with
+// a Claudopilot-Lanes trailer naming the lane of each launch, from the
+// branch's description (work.LaneLine), so `git log` on the base tells
+// which lane did the work after the branch is deleted.
+func (o *Owner) mergeMessage(ctx context.Context, j scheduler.MergeJob) string {
+	msg := fmt.Sprintf("Merge %s: %s", j.ID, roadmap.CleanTitle(j.Title))
+	// An unreadable description loses only the trailer: it is a record,
+	// never a reason to hold a merge.
+	desc, _ := o.Git.BranchDescription(ctx, o.Layout.Branch(j.ID))
+	if lanes := work.LanesTrailer(desc); lanes != "" {
+		msg += "\n\nClaudopilot-Lanes: " + lanes
+	}
+	return msg
 }

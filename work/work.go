@@ -208,6 +208,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.
 	defer r.endAttempt(j.ID)
+	if err := r.recordLane(ctx, j, wt, branch); err != nil {
+		o.Warnings = append(o.Warnings, "lane record: "+err.Error())
+	}
 	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), r.Layout.LogDir(j.ID))
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())

@@ -33,6 +33,10 @@ type Client struct {
 type repoLocks struct {
 	wt sync.Mutex // git worktree add/remove/prune and worktree listing, fetch
 	ex sync.Mutex // Exclude's read-modify-write of info/exclude
+	// cfg: writers of the repository's config file, which git locks
+	// without waiting (branch descriptions; branch -D drops a branch's
+	// section). Taken after wt when both are held.
+	cfg sync.Mutex
 }
 
 func (c *Client) locks() *repoLocks {

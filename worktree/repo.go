@@ -158,6 +158,8 @@ func (c *Client) DeleteBranch(ctx context.Context, name string) error {
 	}
 	c.locks().wt.Lock() // branch -D reads .git/worktrees, which worktree add races with
 	defer c.locks().wt.Unlock()
+	c.locks().cfg.Lock() // and drops the branch's config section
+	defer c.locks().cfg.Unlock()
 	if _, err := c.run(ctx, "", nil, nil, "branch", "-D", name); err != nil {
 		return fmt.Errorf("delete branch %s: %w", name, err)
 	}

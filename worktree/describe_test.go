@@ -1,0 +1,69 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+func TestAppendBranchDescription(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	mustGit(t, c, "", "branch", "claudopilot/a")
+	if d, err := c.BranchDescription(ctx, "claudopilot/a"); err != nil || d != "" {
+		t.Fatalf("no description yet: got %q, %v", d, err)
+	}
+	// A person's own description stays; lines are added below it.
+	mustGit(t, c, "", "config", "branch.claudopilot/a.description", "my notes\n")
+	for _, l := range []string{"worker 1: lane claude", "worker 1: lane codex"} {
+		if err := c.AppendBranchDescription(ctx, "refs/heads/claudopilot/a", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := c.BranchDescription(ctx, "claudopilot/a")
+	if want := "my notes\nworker 1: lane claude\nworker 1: lane codex"; err != nil || d != want {
+		t.Fatalf("description = %q, %v; want %q", d, err, want)
+	}
+	if err := c.AppendBranchDescription(ctx, "claudopilot/a", "two\nlines"); err == nil {
+		t.Fatal("a line with a newline was taken")
+	}
+}
+
+// Parallel workers describe their own branches while another branch is
+// deleted: git locks the config file without waiting, so an unserialized
+// writer would fail with "could not lock config file".
+func TestAppendBranchDescriptionConcurrent(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	const n = 8
+	for i := range n {
+		mustGit(t, c, "", "branch", fmt.Sprintf("p%d", i))
+		mustGit(t, c, "", "branch", fmt.Sprintf("gone%d", i))
+		mustGit(t, c, "", "config", fmt.Sprintf("branch.gone%d.description", i), "x")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*n)
+	for i := range n {
+		wg.Go(func() {
+			for k := range 3 {
+				errs <- c.AppendBranchDescription(ctx, fmt.Sprintf("p%d", i), fmt.Sprintf("worker %d: lane l%d", k+1, i))
+			}
+		})
+		wg.Go(func() { errs <- c.DeleteBranch(ctx, fmt.Sprintf("gone%d", i)) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range n {
+		d, err := c.BranchDescription(ctx, fmt.Sprintf("p%d", i))
+		want := fmt.Sprintf("worker 1: lane l%d\nworker 2: lane l%d\nworker 3: lane l%d", i, i, i)
+		if err != nil || d != want {
+			t.Errorf("p%d: description %q, %v; want %q", i, d, err, want)
+		}
+	}
+}
