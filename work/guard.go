@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -214,7 +215,7 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if err != nil {
 		return &refusedError{err.Error()}
 	}
-	if err := r.clearStaleLocks(ctx, wt, gd, r.Layout.Branch(j.ID)); err != nil {
+	if err := r.clearStaleLocks(ctx, wt, gd, r.target(j).branch); err != nil {
 		return &refusedError{err.Error()}
 	}
 	// A merge of the base that still has conflicts must not be concluded:
@@ -247,7 +248,10 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	var deleted, keepOut []string
 	for p, st := range staged {
 		switch {
-		case env[p]:
+		case env[p], j.Outside != nil && p == path.Clean(j.Outside.DocRel):
+			// An outside node's doc is the driver's copy of the issue,
+			// written in before each run: never the agent's work, and
+			// never on the branch (.claudopilot/ being excluded or not).
 			keepOut = append(keepOut, p)
 		case st == 'D' && missing[p]:
 			deleted = append(deleted, p)

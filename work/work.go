@@ -21,7 +21,6 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
-	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -76,7 +75,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		return o
 	}
 	wt := r.Layout.Worktree(j.ID)
-	branch := r.Layout.Branch(j.ID)
+	t := r.target(j)
+	branch := t.branch
+	if err := checkOutside(j, r.command(j)); err != nil {
+		return fail(scheduler.ReasonExit, err.Error())
+	}
 	// A driver killed while the agent ran in the sandbox left its tip in
 	// the private ref folder: carry it back before anything reads the
 	// branch (whatever SANDBOX says now).
@@ -85,10 +88,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	} else if note != "" {
 		o.Warnings = append(o.Warnings, "sandbox: "+note)
 	}
-	if j.Resume && Landed(ctx, r.Git, r.Layout, j.ID) {
+	if j.Resume && j.Outside == nil && Landed(ctx, r.Git, r.Layout, j.ID) {
 		// The driver died after this phase's merge landed: only the
 		// bookkeeping is left, which the merger does. No worktree, no
-		// prepare, no agent.
+		// prepare, no agent. (An outside node's landing is its
+		// Source's, which knows whether it merged.)
 		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
 		if err != nil {
 			tip, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
@@ -99,7 +103,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		}
 	}
 
-	fresh, kept, err := r.ensureWorktree(ctx, j, wt, branch)
+	fresh, kept, err := r.ensureWorktree(ctx, j, wt, t)
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
@@ -144,59 +148,52 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 			return fail(scheduler.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
 			o.Found = true
-			return fail(scheduler.ReasonConflict, "conflicts with "+r.Layout.Base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
+			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
 		}
 	}
 	if j.Retry {
 		// A kept branch starts current: the base is merged in first. A
 		// conflict there is left in place for the supervisor.
-		if paths, err := r.mergeBase(ctx, wt); err != nil {
+		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
-			return fail(scheduler.ReasonConflict, "conflicts with "+r.Layout.Base+": "+strings.Join(paths, ", "))
+			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
 		}
 	}
 	if j.Role == scheduler.Supervisor && j.Failure == scheduler.ReasonConflict {
-		if _, err := r.mergeBase(ctx, wt); err != nil {
+		if _, err := r.mergeBase(ctx, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		}
 	}
 	if j.Resume {
 		// The driver died during this phase. If the branch is done, go
 		// straight to the gate.
-		if tip, ok, _ := r.doneCheck(ctx, j, branch); ok {
+		if tip, ok, _ := r.doneCheck(ctx, j, t); ok {
 			o.Found = true
 			return r.gate(ctx, j, wt, tip, o)
 		}
 	}
 
-	cmd := r.Agent
-	if j.Role == scheduler.Supervisor {
-		cmd = r.Super
+	cmd := r.command(j)
+	docRel, doneRel := t.docRel, t.doneRel
+	if j.Outside != nil {
+		if err := writeDoc(wt, j.Outside); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		}
 	}
-	if j.Cmd != "" {
-		cmd = j.Cmd // the lane's command
-	}
-	if j.Session != "" && j.Role == scheduler.Worker && r.ResumeCmd != "" {
-		// Carry on in the agent's own session (after a rate limit or a
-		// crash) instead of starting it over.
-		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
-	}
-	docRel := r.Layout.DocRel(j.Doc)
-	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
 	if cmd == ScriptAgent {
 		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
 			return fail(scheduler.ReasonExit, err.Error())
 		}
 	}
-	prompt, failLog, err := r.prompt(j, wt, branch, docRel, doneRel)
+	prompt, failLog, err := r.prompt(j, wt, t)
 	if err != nil {
 		return fail(scheduler.ReasonExit, err.Error())
 	}
 	log := r.Layout.LogPath(j.ID, string(j.Role), j.Attempt)
 	o.LogPath = log
 	promptFile := filepath.Join(r.Layout.LogDir(j.ID), fmt.Sprintf("%s-%d.prompt.md", j.Role, j.Attempt))
-	env := append(r.contractEnv(j, docRel, branch), "CLAUDOPILOT_PROMPT_FILE="+promptFile)
+	env := append(r.contractEnv(j, t), "CLAUDOPILOT_PROMPT_FILE="+promptFile)
 	if failLog != "" {
 		env = append(env, "CLAUDOPILOT_FAILURE_LOG="+failLog)
 	}
@@ -275,7 +272,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
-	tip, done, why := r.doneCheck(ctx, j, branch)
+	tip, done, why := r.doneCheck(ctx, j, t)
 	if res.ExitCode != 0 || !done {
 		// Only a failed attempt is read for rate limits: an agent that
 		// finished may well have printed "429" along the way.
@@ -293,6 +290,25 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		return fail(scheduler.ReasonNoDone, why)
 	}
 	return r.gate(ctx, j, wt, tip, o)
+}
+
+// command is the agent command the job runs: the lane's, else
+// AGENT_CMD or SUPERVISOR_CMD; AGENT_RESUME_CMD to carry on in a worker's
+// earlier session.
+func (r *Runner) command(j scheduler.Job) string {
+	cmd := r.Agent
+	if j.Role == scheduler.Supervisor {
+		cmd = r.Super
+	}
+	if j.Cmd != "" {
+		cmd = j.Cmd // the lane's command
+	}
+	if j.Session != "" && j.Role == scheduler.Worker && r.ResumeCmd != "" {
+		// Carry on in the agent's own session (after a rate limit or a
+		// crash) instead of starting it over.
+		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
+	}
+	return cmd
 }
 
 // gate runs the phase's gate in its worktree at the branch tip.
@@ -349,7 +365,8 @@ func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []st
 
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it
 // was made now (so WORKTREE_PREPARE_CMD must run).
-func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch string) (fresh, kept bool, err error) {
+func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string, t target) (fresh, kept bool, err error) {
+	branch := t.branch
 	if _, err := os.Lstat(filepath.Join(wt, ".git")); err == nil {
 		why, err := r.usable(ctx, wt)
 		if err != nil {
@@ -395,7 +412,7 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch
 		if err != nil {
 			return false, false, err
 		}
-		merged, err := r.Git.IsAncestor(ctx, tip, "refs/heads/"+r.Layout.Base)
+		merged, err := r.Git.IsAncestor(ctx, tip, t.from)
 		if err != nil {
 			return false, false, err
 		}
@@ -415,9 +432,9 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt, branch
 		// A kept (parked) branch: attach it, keeping its commits.
 		return true, !j.Resume, r.Git.AddWorktreeKnown(ctx, wt, branch, "", &exists)
 	}
-	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
+	base, err := r.Git.RevParse(ctx, t.from)
 	if err != nil {
-		return false, false, fmt.Errorf("base branch %s: %w", r.Layout.Base, err)
+		return false, false, fmt.Errorf("base %s: %w", t.from, err)
 	}
 	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, base, &exists)
 }
@@ -465,23 +482,23 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 	return nil
 }
 
-// mergeBase merges the base into the branch in its worktree. Conflicts are
-// left in place and their paths returned; a merge already in progress is
-// left alone.
-func (r *Runner) mergeBase(ctx context.Context, wt string) ([]string, error) {
+// mergeBase merges the base (an outside node's From) into the branch in
+// its worktree. Conflicts are left in place and their paths returned; a
+// merge already in progress is left alone.
+func (r *Runner) mergeBase(ctx context.Context, wt string, t target) ([]string, error) {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return nil, err
 	}
 	if r.Git.MergeInProgress(ctx, wt) {
 		return r.unmerged(ctx, wt)
 	}
-	err := r.Git.MergeInto(ctx, wt, "refs/heads/"+r.Layout.Base)
+	err := r.Git.MergeInto(ctx, wt, t.from)
 	if err == nil {
 		return nil, nil
 	}
 	paths, uerr := r.unmerged(ctx, wt)
 	if uerr != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("merge %s into the branch: %w", r.Layout.Base, err)
+		return nil, fmt.Errorf("merge %s into the branch: %w", t.from, err)
 	}
 	return paths, nil
 }
@@ -501,14 +518,16 @@ func (r *Runner) unmerged(ctx context.Context, wt string) ([]string, error) {
 
 // doneCheck is the driver's own test of "done": the branch tip has
 // DONE_<doc>, no longer has <doc>, and holds at least one commit the base
-// does not.
-func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, branch string) (tip string, ok bool, why string) {
-	tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
+// does not. An outside node has its own rule (outsideDone).
+func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip string, ok bool, why string) {
+	if j.Outside != nil {
+		return r.outsideDone(ctx, j, t)
+	}
+	tip, err := r.Git.RevParse(ctx, "refs/heads/"+t.branch)
 	if err != nil {
 		return "", false, err.Error()
 	}
-	docRel := r.Layout.DocRel(j.Doc)
-	doneRel := r.Layout.DocRel(roadmap.DonePrefix + j.Doc)
+	docRel, doneRel := t.docRel, t.doneRel
 	if _, has, err := r.Git.ReadFile(ctx, tip, doneRel); err != nil || !has {
 		return tip, false, fmt.Sprintf("the branch has no %s: the phase doc was not renamed", doneRel)
 	}
@@ -522,7 +541,7 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, branch string) 
 	return tip, true, ""
 }
 
-func (r *Runner) contractEnv(j scheduler.Job, docRel, branch string) []string {
+func (r *Runner) contractEnv(j scheduler.Job, t target) []string {
 	env := make([]string, 0, len(r.Env)+12)
 	for _, kv := range r.Env {
 		// A driver started by another claudopilot must not leak its
@@ -534,10 +553,10 @@ func (r *Runner) contractEnv(j scheduler.Job, docRel, branch string) []string {
 	env = append(env,
 		"CLAUDOPILOT_ROLE="+string(j.Role),
 		"CLAUDOPILOT_PHASE="+j.ID,
-		"CLAUDOPILOT_PHASE_DOC="+docRel,
+		"CLAUDOPILOT_PHASE_DOC="+t.docRel,
 		"CLAUDOPILOT_ATTEMPT="+strconv.Itoa(j.Attempt),
-		"CLAUDOPILOT_BRANCH="+branch,
-		"CLAUDOPILOT_BASE="+r.Layout.Base,
+		"CLAUDOPILOT_BRANCH="+t.branch,
+		"CLAUDOPILOT_BASE="+t.base,
 		"CLAUDOPILOT_GATE="+j.Gate,
 	)
 	if j.Lane != "" {
@@ -552,17 +571,20 @@ func (r *Runner) contractEnv(j scheduler.Job, docRel, branch string) []string {
 			env = append(env, "CLAUDOPILOT_FAILURE_DETAIL="+j.Detail)
 		}
 	}
-	return env
+	return append(env, outsideEnv(j)...)
 }
 
 // prompt renders the role's prompt. For a supervisor it also writes the
 // failing log's last 200 lines to a file and returns its path.
-func (r *Runner) prompt(j scheduler.Job, wt, branch, docRel, doneRel string) ([]byte, string, error) {
+func (r *Runner) prompt(j scheduler.Job, wt string, t target) ([]byte, string, error) {
 	d := prompts.Data{
 		ID: j.ID, Title: j.Title, Role: string(j.Role), Attempt: j.Attempt, Mode: j.Mode,
-		Doc: docRel, DoneDoc: doneRel, Manifest: r.Layout.ManifestRel(), Worktree: wt,
-		Branch: branch, Base: r.Layout.Base, Gate: j.Gate, Owns: j.Owns,
-		Failure: string(j.Failure), Detail: j.Detail,
+		Doc: t.docRel, DoneDoc: t.doneRel, Manifest: r.Layout.ManifestRel(), Worktree: wt,
+		Branch: t.branch, Base: t.base, Gate: j.Gate, Owns: j.Owns,
+		Failure: string(j.Failure), Detail: j.Detail, Checks: j.Checks,
+	}
+	if o := j.Outside; o != nil {
+		d.Number, d.URL = o.Number, o.URL
 	}
 	if d.Gate == "" {
 		d.Gate = "true"
@@ -593,7 +615,7 @@ func (r *Runner) prompt(j scheduler.Job, wt, branch, docRel, doneRel string) ([]
 		}
 		d.Findings = f
 	}
-	p, err := r.Prompts.Render(string(j.Role), d)
+	p, err := r.Prompts.Render(t.tmpl, d)
 	return p, failLog, err
 }
 
