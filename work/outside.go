@@ -47,10 +47,16 @@ func (r *Runner) target(j scheduler.Job) target {
 
 // checkOutside refuses an outside job the runner cannot carry out, before
 // anything is made for it.
-func checkOutside(j scheduler.Job, cmd string) error {
+func checkOutside(j scheduler.Job, cmd string, env []string) error {
 	o := j.Outside
 	if o == nil {
 		return nil
+	}
+	if env == nil {
+		// A nil Env lets the prepare command and the gate inherit the
+		// driver's environment, GitHub token included: an issue's
+		// processes run only with an environment given (issues.AgentEnv).
+		return fmt.Errorf("%s: the runner has no environment of its own; an issue's agent would inherit the driver's token", j.ID)
 	}
 	if o.Branch == "" || o.From == "" {
 		return fmt.Errorf("%s: no branch or start ref given", j.ID)

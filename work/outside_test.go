@@ -309,6 +309,28 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 			t.Errorf("the local base was merged in, not %s", originMain)
 		}
 	})
+	t.Run("conflict with From: the supervisor repairs it", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		from := f.withOrigin()
+		f.gitIn(f.top, "branch", issueBranch, f.commitAt(from, map[string]string{"README.md": "ours\n"}))
+		moved := f.commitAt(from, map[string]string{"README.md": "theirs\n"})
+		f.gitIn(f.top, "update-ref", originMain, moved)
+		o := f.run(issueJob())
+		if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+			t.Fatalf("worker = %+v, want a conflict on README.md", o)
+		}
+		f.runner.Super = f.agent(`echo both > README.md && git add README.md && git commit -q --no-edit || exit 31`)
+		j := issueJob()
+		j.Role, j.Failure, j.Detail = scheduler.Supervisor, scheduler.ReasonConflict, o.Detail
+		o = f.run(j)
+		if !o.OK {
+			t.Fatalf("supervisor = %+v", o)
+		}
+		if ok, _ := f.git.IsAncestor(f.ctx, moved, o.Tip); !ok || f.hasFile(o.Tip, "local.txt") {
+			t.Errorf("the tip does not hold %s alone merged in", originMain)
+		}
+	})
 	t.Run("already merged: started afresh", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
@@ -356,6 +378,23 @@ func TestRunOutsideRefusesScriptAgent(t *testing.T) {
 	o := f.run(issueJob())
 	if o.OK || o.Reason != scheduler.ReasonExit || !strings.Contains(o.Detail, "phase docs only") {
 		t.Fatalf("outcome = %+v, want a clear refusal", o)
+	}
+	if exists(f.layout.Worktree(issueID)) {
+		t.Errorf("a worktree was made for a job the runner refuses")
+	}
+}
+
+// Without an environment of its own the runner would let the prepare
+// command and the gate inherit the driver's, GitHub token included: an
+// outside job is refused.
+func TestRunOutsideRefusesInheritedEnvironment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.withOrigin()
+	f.runner.Env = nil
+	o := f.run(issueJob())
+	if o.OK || o.Reason != scheduler.ReasonExit || !strings.Contains(o.Detail, "token") {
+		t.Fatalf("outcome = %+v, want a refusal", o)
 	}
 	if exists(f.layout.Worktree(issueID)) {
 		t.Errorf("a worktree was made for a job the runner refuses")

@@ -77,7 +77,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	wt := r.Layout.Worktree(j.ID)
 	t := r.target(j)
 	branch := t.branch
-	if err := checkOutside(j, r.command(j)); err != nil {
+	if err := checkOutside(j, r.command(j), r.Env); err != nil {
 		return fail(scheduler.ReasonExit, err.Error())
 	}
 	// A driver killed while the agent ran in the sandbox left its tip in
