@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues"
@@ -61,7 +62,8 @@ type Engine struct {
 
 	sched   *scheduler.Scheduler
 	merger  *land.Owner
-	log     io.Writer // notes and warnings
+	log     io.Writer           // notes and warnings
+	rel     func(string) string // a path as the user is shown it
 	poll    time.Duration
 	raw     chan scheduler.Event
 	events  <-chan scheduler.Event
@@ -163,7 +165,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if _, err := merger.CheckBase(ctx); err != nil {
 		return nil, err
 	}
-	e.merger, e.poll, e.log = merger, cfg.Poll, o.Log
+	e.merger, e.poll, e.log, e.rel = merger, cfg.Poll, o.Log, o.Rel
 	// Removals of landed worktrees run in the background: done before the
 	// lock is given back.
 	e.onClose(merger.Wait)
@@ -198,7 +200,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.sched.SetReviewer(cfg.Review.reviewer(git, layout, o.Env, runner))
 	}
 
-	clearPackedRefsLock(ctx, git, o.Log)
+	clearRefLocks(ctx, git, o.Log, o.Rel)
 	merger.CleanupMerged(ctx, rm)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	e.onClose(stopWatch)
@@ -279,7 +281,7 @@ func (e *Engine) sweep(ctx context.Context, sum scheduler.Summary) {
 		return
 	}
 	e.merger.Wait()
-	clearPackedRefsLock(ctx, e.Git, e.log)
+	clearRefLocks(ctx, e.Git, e.log, e.rel)
 	var ids []string
 	for _, p := range sum.Phases {
 		if p.State == string(manifest.Merged) {
@@ -345,15 +347,19 @@ func fanOut(in <-chan scheduler.Event, listeners ...func(scheduler.Event)) <-cha
 	return out
 }
 
-// clearPackedRefsLock removes a packed-refs.lock that a killed driver's
-// git left (the reap has stopped that driver's processes); while it stays,
-// no branch of the repository can be deleted.
-func clearPackedRefsLock(ctx context.Context, git *worktree.Client, log io.Writer) {
-	removed, err := git.ClearStalePackedRefsLock(ctx)
-	switch {
-	case err != nil:
-		fmt.Fprintf(log, "claudopilot: warning: packed-refs.lock: %v\n", err)
-	case removed:
-		fmt.Fprintln(log, "claudopilot: removed a packed-refs.lock a killed git left")
+// clearRefLocks removes the ref locks a killed driver's git left (the
+// reap has stopped that driver's processes); while one stays, that ref
+// cannot be updated: the base cannot move, a branch cannot be made or
+// deleted.
+func clearRefLocks(ctx context.Context, git *worktree.Client, log io.Writer, rel func(string) string) {
+	removed, err := git.ClearStaleRefLocks(ctx)
+	for i, p := range removed {
+		removed[i] = rel(p)
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(log, "claudopilot: removed %d lock files a killed git left: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	if err != nil {
+		fmt.Fprintf(log, "claudopilot: warning: ref locks: %v\n", err)
 	}
 }
