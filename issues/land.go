@@ -34,37 +34,88 @@ import (
 // a base that keeps moving before the issue is blocked.
 const maxUpdates = 10
 
+// landState is what one issue's landing keeps between its steps (a
+// repair of red checks comes in between): the head its checks are read
+// for, when that head was pushed and the pull request ready, and how often
+// the base or the head moved under it.
+type landState struct {
+	head    string    // the head last pushed or followed; "" before the first push
+	since   time.Time // when head was pushed and the pull request marked ready
+	updates int       // the branch brought up to date with a moving base
+	moved   int       // the head moved by someone else
+}
+
 // land pushes the branch, opens and readies the pull request, and waits for
 // its checks, repairs red ones and merges green ones (or hands them for
 // review). kind is Merged, Review or Dropped; f is why it failed.
 func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 	q := w.q
-	if f := w.push(ctx); f != nil {
-		return "", f
+	st := &landState{}
+	rounds := 0
+	for {
+		kind, f := w.landStep(ctx, docRel, st)
+		if f == nil || !f.red {
+			return kind, f
+		}
+		if rounds == q.cfg.CheckRounds {
+			return "", &failure{reason: "checks", detail: fmt.Sprintf("still red after %d repair rounds: %s", rounds, strings.Join(f.checks, ", ")), checks: f.checks}
+		}
+		rounds++
+		q.logIssue(w.n, "checks red (%s); repair round %d/%d", strings.Join(f.checks, ", "), rounds, q.cfg.CheckRounds)
+		mode := "standard"
+		if rounds == q.cfg.CheckRounds {
+			mode = "best-effort"
+		}
+		if sf := w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: f, sinceSHA: f.head}); sf != nil {
+			if ctx.Err() != nil {
+				return "", &failure{reason: "interrupted"}
+			}
+			if sf.reason != string(state.ReasonNoDone) {
+				return "", sf
+			}
+			// No fix: the same commit stays red; the round is spent.
+		}
 	}
-	w.pushed = true
-	pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
-		fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
-	if err != nil {
-		return "", &failure{reason: "pull request", detail: err.Error()}
-	}
-	w.pr = pr
-	w.stopHB() // an open pull request keeps the claim alive
-	q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
-	if err := q.gh.MarkReady(ctx, w.pr); err != nil {
-		return "", &failure{reason: "pull request", detail: err.Error()}
-	}
-	since := q.clock.Now()
+}
 
+// landStep lands the local branch's tip: it pushes it (when it is new),
+// opens and readies the pull request (once), waits for the head's checks
+// and merges a green head that contains the base (or hands it for
+// review). Red checks end the step with a failure whose red is set and
+// whose head is the red commit: a repair goes beyond it and the next step
+// carries on from st. kind is Merged, Review or Dropped.
+func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (string, *failure) {
+	q := w.q
 	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
 	if err != nil {
 		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 	}
-	rounds, moved, updates := 0, 0, 0
+	if sha != st.head {
+		if f := w.push(ctx); f != nil {
+			return "", f
+		}
+		w.pushed = true
+	}
+	if w.pr == nil {
+		pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
+			fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
+		if err != nil {
+			return "", &failure{reason: "pull request", detail: err.Error()}
+		}
+		w.pr = pr
+		w.stopHB() // an open pull request keeps the claim alive
+		q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
+		if err := q.gh.MarkReady(ctx, w.pr); err != nil {
+			return "", &failure{reason: "pull request", detail: err.Error()}
+		}
+	}
+	if sha != st.head {
+		st.head, st.since = sha, q.clock.Now()
+	}
 	// headMoved follows a head someone else moved; its checks are read next.
 	headMoved := func(err error) *failure {
-		moved++
-		if moved > 5 {
+		st.moved++
+		if st.moved > 5 {
 			return &failure{reason: "merge", detail: "the head kept moving: " + err.Error()}
 		}
 		p, perr := q.gh.PR(ctx, w.pr.Number)
@@ -72,24 +123,24 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 			return &failure{reason: "merge", detail: perr.Error()}
 		}
 		q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
-		sha = p.HeadSHA
-		if err := w.follow(ctx, sha); err != nil {
+		if err := w.follow(ctx, p.HeadSHA); err != nil {
 			return &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 		}
-		since = q.clock.Now()
+		st.head, st.since = p.HeadSHA, q.clock.Now()
 		return nil
 	}
 	for {
-		verdict, checks, st := w.waitChecks(ctx, sha, since)
+		sha := st.head
+		verdict, checks, stp := w.waitChecks(ctx, sha, st.since)
 		switch {
 		case ctx.Err() != nil:
 			return "", &failure{reason: "interrupted"}
-		case st != nil && st.kind == Merged:
+		case stp != nil && stp.kind == Merged:
 			return Merged, nil
-		case st != nil && st.kind == Dropped:
-			return Dropped, &failure{reason: st.why}
-		case st != nil:
-			return "", &failure{reason: "pull request", detail: st.why}
+		case stp != nil && stp.kind == Dropped:
+			return Dropped, &failure{reason: stp.why}
+		case stp != nil:
+			return "", &failure{reason: "pull request", detail: stp.why}
 		case verdict == "timeout":
 			detail := fmt.Sprintf("checks of %s still pending after CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
 			if checks == nil {
@@ -97,41 +148,14 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 			} else if p := pendingNames(checks); len(p) > 0 {
 				detail += ": " + strings.Join(p, ", ")
 			}
-			return "", &failure{reason: "checks", detail: detail, checks: pendingNames(checks)}
+			return "", &failure{reason: "checks", detail: detail, checks: pendingNames(checks), head: sha}
 		case verdict == "red":
 			_, failing := Verdict(checks)
-			if rounds == q.cfg.CheckRounds {
-				return "", &failure{reason: "checks", detail: fmt.Sprintf("still red after %d repair rounds: %s", rounds, strings.Join(failing, ", ")), checks: failing}
-			}
-			rounds++
-			q.logIssue(w.n, "checks red (%s); repair round %d/%d", strings.Join(failing, ", "), rounds, q.cfg.CheckRounds)
-			mode := "standard"
-			if rounds == q.cfg.CheckRounds {
-				mode = "best-effort"
-			}
-			cf := &failure{reason: "checks", detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks)}
-			if f := w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: cf, sinceSHA: sha}); f != nil {
-				if ctx.Err() != nil {
-					return "", &failure{reason: "interrupted"}
-				}
-				if f.reason != string(state.ReasonNoDone) {
-					return "", f
-				}
-				// No fix: the same commit stays red; the round is spent.
-				continue
-			}
-			if f := w.push(ctx); f != nil {
-				return "", f
-			}
-			if sha, err = q.git.RevParse(ctx, "refs/heads/"+w.branch); err != nil {
-				return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
-			}
-			since = q.clock.Now()
-			continue
+			return "", &failure{reason: "checks", detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks), head: sha, red: true}
 		}
 		// Green.
 		if !q.cfg.AutoMerge {
-			if pass, f := w.reviewed(ctx, docRel, &sha, &since); f != nil {
+			if pass, f := w.reviewed(ctx, docRel, &st.head, &st.since); f != nil {
 				return "", f
 			} else if !pass {
 				continue
@@ -145,7 +169,7 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 			return "", &failure{reason: "merge", detail: err.Error()}
 		}
 		if behind > 0 {
-			if updates++; updates > maxUpdates {
+			if st.updates++; st.updates > maxUpdates {
 				return "", &failure{reason: "merge", detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
 			}
 			head, err := q.gh.UpdateBranch(ctx, w.pr.Number, sha)
@@ -161,14 +185,13 @@ func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
 				return "", &failure{reason: "merge", detail: err.Error()}
 			}
 			q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
-			sha = head
-			if err := w.follow(ctx, sha); err != nil {
+			if err := w.follow(ctx, head); err != nil {
 				return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
 			}
-			since = q.clock.Now()
+			st.head, st.since = head, q.clock.Now()
 			continue
 		}
-		if pass, f := w.reviewed(ctx, docRel, &sha, &since); f != nil {
+		if pass, f := w.reviewed(ctx, docRel, &st.head, &st.since); f != nil {
 			return "", f
 		} else if !pass {
 			continue

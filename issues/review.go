@@ -254,6 +254,15 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 			return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", round, strings.Join(findings, "; "))}
 		}
 		q.logIssue(w.n, "review BLOCKING in round %d: %s", round, strings.Join(findings, "; "))
+		if w.outside {
+			// The scheduler sends a worker with the findings, then lands
+			// again.
+			ff := w.logPath("findings")
+			if err := writeFindings(ff, w.id, findings); err != nil {
+				ff = ""
+			}
+			return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("BLOCKING in round %d of %d: %s", round, rc.MaxRounds, strings.Join(findings, "; ")), log: ff, head: in.head}
+		}
 		w.findings = findings
 		f := w.attempt(ctx, "worker", docRel, nil)
 		w.findings = nil

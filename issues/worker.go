@@ -45,6 +45,10 @@ type failure struct {
 	detail string
 	log    string // the log that shows it
 	checks []string
+	// head is the commit whose checks (or review) failed: a repair must
+	// go beyond it. red: the checks were red (not pending).
+	head string
+	red  bool
 }
 
 func (f *failure) Error() string {
@@ -69,6 +73,10 @@ type worker struct {
 	stopHB func()
 	// findings are the reviewers' findings for the next worker attempt.
 	findings []string
+	// outside: the worker only lands (Queue.Land); the scheduler runs the
+	// agents, so the review gate's findings end the landing instead of
+	// going to a worker attempt here.
+	outside bool
 }
 
 func (q *Queue) logIssue(n int, format string, args ...any) {
