@@ -230,13 +230,9 @@ func (w *worker) waitChecks(ctx context.Context, sha string, since time.Time) (v
 	empty := 0
 	unreadable, graceLogged := false, false
 	for {
-		if is, err := q.gh.Issue(ctx, w.n); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return "", nil, &stop{Dropped, "the issue vanished"}
-			}
-		} else if is.State != "open" {
-			return "", nil, &stop{Dropped, "the issue was closed"}
-		}
+		// The pull request first: merged by someone else, it closed the
+		// issue too (GitHub does for the default branch), and that is a
+		// merge, not a drop.
 		if p, err := q.gh.PR(ctx, w.pr.Number); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d vanished", w.pr.Number)}
@@ -248,6 +244,13 @@ func (w *worker) waitChecks(ctx context.Context, sha string, since time.Time) (v
 			case p.State != "open":
 				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
 			}
+		}
+		if is, err := q.gh.Issue(ctx, w.n); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return "", nil, &stop{Dropped, "the issue vanished"}
+			}
+		} else if is.State != "open" {
+			return "", nil, &stop{Dropped, "the issue was closed"}
 		}
 		cs, err := q.gh.Checks(ctx, sha)
 		waited := q.clock.Now().Sub(since)

@@ -104,6 +104,13 @@ type Queue struct {
 	clock    Clock
 	logMu    sync.Mutex
 	revSlots chan struct{} // REVIEW_SLOTS: reviewers running at once
+
+	// The queue as the scheduler's landing strategy (outside.go).
+	landMu sync.Mutex
+	lands  map[int]*landing // issues between their claim and their end
+	sumMu  sync.Mutex
+	sum    Summary // what Land and Record recorded (Summary)
+	books  books   // Record's and Land's bookkeeping on GitHub
 }
 
 // Outcome kinds a worker reports.

@@ -664,7 +664,10 @@ func (w *worker) finish(ctx context.Context, kind string) error {
 	var msg string
 	switch kind {
 	case Merged:
-		msg = fmt.Sprintf("Merged in pull request #%d.", w.pr.Number)
+		msg = "Merged."
+		if w.pr != nil {
+			msg = fmt.Sprintf("Merged in pull request #%d.", w.pr.Number)
+		}
 	case Review:
 		msg = fmt.Sprintf("Pull request #%d is ready for review: its checks are green. Merge it to close this issue.", w.pr.Number)
 		for _, n := range []int{w.n, w.pr.Number} {
