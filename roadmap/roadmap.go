@@ -31,6 +31,9 @@ type Node struct {
 	// External lists deps outside the manifest (issues "#12" in queue
 	// mode), done when their tracker says so.
 	External []string
+	// Outside marks a node from outside the manifest (an issue of the
+	// queue, added by With): it has no line, doc or manifest state.
+	Outside bool
 
 	deps       []int // indices of the phases this one depends on
 	dependents []int

@@ -54,6 +54,16 @@ func (s *Scheduler) onEdit(reported []byte) {
 			return
 		}
 	}
+	if s.out.src != nil {
+		// The outside nodes stay in the graph beside the edited phases.
+		s.out.base = rm
+		c, err := rm.With(s.outsidePhases())
+		if err != nil {
+			s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored: " + err.Error()})
+			return
+		}
+		rm = c
+	}
 	old := s.byID
 	s.rm = rm
 	s.phases = make([]*phase, len(rm.Nodes))
@@ -64,7 +74,9 @@ func (s *Scheduler) onEdit(reported []byte) {
 		p := old[n.ID]
 		if p == nil {
 			p = &phase{n: n, state: n.State}
-			changes = append(changes, "new phase "+n.ID)
+			if !n.Outside {
+				changes = append(changes, "new phase "+n.ID)
+			}
 			if n.State == manifest.Running {
 				p.next = &Job{Role: Worker, Resume: true}
 			}
@@ -73,7 +85,8 @@ func (s *Scheduler) onEdit(reported []byte) {
 		}
 		s.phases[i] = p
 		s.byID[n.ID] = p
-		if p.state == n.State {
+		if n.Outside || p.state == n.State {
+			// An outside node's state is the loop's, not the file's.
 			continue
 		}
 		_, stale := s.unwritten[n.ID]

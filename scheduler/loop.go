@@ -122,6 +122,7 @@ type Scheduler struct {
 	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
 	pred      predictState // conflict prediction (SetPredictor)
+	out       outsideState // nodes from a Source (SetSource)
 
 	// outsideMayPay is cfg.ExternalWait's answer as of the last dispatch:
 	// asked before it, so a queue that ends between the dispatch and the
@@ -156,6 +157,10 @@ type phase struct {
 	started time.Time
 	spent   time.Duration
 	lane    *laneSlot // the lane of the attempt in flight, or of the last one
+	// landing is set while an outside node's Source lands it; checks are
+	// the failing checks its repair is told of.
+	landing bool
+	checks  []string
 	// runsBefore and spentBefore are what earlier runs did (from the
 	// journal): the summary counts this run's attempts and time only.
 	runsBefore  int
@@ -281,6 +286,18 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			s.onReview(ro)
+		case ns, ok := <-s.out.offers:
+			if !ok {
+				s.out.offers = nil
+				continue
+			}
+			s.onOffers(ns)
+		case m := <-s.out.landed:
+			if ctx.Err() != nil {
+				s.landedAfterInterrupt(m)
+				continue
+			}
+			s.onLanded(m)
 		case src, ok := <-s.edits:
 			if !ok {
 				s.edits = nil
@@ -321,8 +338,10 @@ func (s *Scheduler) warnOutcome(o Outcome) {
 
 // drain waits for every in-flight attempt and merge after a cancel.
 func (s *Scheduler) drain() {
-	for s.running > 0 || s.merging != nil {
+	for s.running > 0 || s.merging != nil || s.out.landing > 0 {
 		select {
+		case m := <-s.out.landed:
+			s.landedAfterInterrupt(m)
 		case e := <-s.stages:
 			s.emit(e)
 		case o := <-s.results:
@@ -349,7 +368,7 @@ func (s *Scheduler) mergedAfterInterrupt(m MergeOutcome) {
 
 // idle is true when nothing is in flight and nothing could start.
 func (s *Scheduler) idle() bool {
-	if s.running > 0 || s.merging != nil || s.rev.running > 0 {
+	if s.running > 0 || s.merging != nil || s.rev.running > 0 || s.out.landing > 0 || len(s.out.queue) > 0 {
 		return false
 	}
 	if s.fatal != nil {
@@ -367,7 +386,8 @@ func (s *Scheduler) idle() bool {
 			return false // waiting out a cooldown or backoff
 		}
 	}
-	if s.waitsOutside() {
+	if s.waitsOutside() || (s.sourceOpen() && !s.draining && !s.budgetHit) {
+		// The source may yet offer work (a queue still polling).
 		return false
 	}
 	// Phases held back only by a lane (a rate limit's cooldown, a pause,
@@ -429,6 +449,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 func (s *Scheduler) dispatch(ctx context.Context) {
 	now := s.now()
 	s.dispatchReviews(ctx)
+	s.dispatchLands(ctx)
 	if s.merging == nil {
 		s.conflictOrder()
 		for i, p := range s.mergeQ {
@@ -658,6 +679,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 		p.workerRuns++
 		j.Attempt = p.workerRuns
 	}
+	s.outsideJob(p, &j)
 	p.busy = true
 	p.job = j
 	s.running++
@@ -686,7 +708,7 @@ func (s *Scheduler) startMerge(ctx context.Context, p *phase) {
 	p.busy = true
 	complete := true
 	for _, q := range s.phases {
-		if q != p && q.state != manifest.Merged {
+		if q != p && !q.n.Outside && q.state != manifest.Merged {
 			complete = false
 			break
 		}
@@ -714,6 +736,11 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		ev.Usage = &u
 	}
 	s.emit(ev)
+	if o.Away {
+		// Claimed by someone else, or closed: not ours to work on.
+		s.drop(p, o.Detail)
+		return
+	}
 	overBudget := s.book(p, o)
 	if overBudget && !o.OK {
 		s.overBudget(p, o)
@@ -925,6 +952,12 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 
 func (s *Scheduler) setState(p *phase, st manifest.State) error {
 	if p.state == st {
+		return nil
+	}
+	if p.n.Outside {
+		// Its state is kept by its source (labels), off the loop.
+		p.state = st
+		s.out.src.Record(p.n.ID, st, Note{Reason: p.reason, Detail: p.detail, LogPath: p.logPath})
 		return nil
 	}
 	if err := s.store.SetState(p.n.ID, st); err != nil {

@@ -24,7 +24,10 @@ type OutsideNode struct {
 	// Resume is set for a node this driver (or its earlier run, killed)
 	// already worked on: the first attempt resumes its branch.
 	Resume bool
-	Work   OutsideWork
+	// Retry is set when a human asked again for a node the driver parked
+	// (relabelled it ready): it starts over with fresh counters.
+	Retry bool
+	Work  OutsideWork
 }
 
 // OutsideWork tells the runner how an outside node's attempt differs from

@@ -124,6 +124,11 @@ func (s *Scheduler) reviewBusy() bool { return s.rev.running > 0 || len(s.rev.qu
 // queue, or first to its reviewers when the gate is on. A phase waiting
 // for review holds no worker slot.
 func (s *Scheduler) landOrReview(p *phase) {
+	if p.n.Outside {
+		// Its source lands it (and reviews it where it does).
+		s.out.queue = append(s.out.queue, p)
+		return
+	}
 	if !s.reviewOn() {
 		s.mergeQ = append(s.mergeQ, p)
 		return
@@ -275,7 +280,9 @@ func (s *Scheduler) drainReviews() {
 // and the run halts.
 func (s *Scheduler) giveUp(p *phase, r Reason, detail string) {
 	p.reason, p.detail = r, detail
-	if s.cfg.KeepGoing {
+	if s.cfg.KeepGoing || p.n.Outside {
+		// An outside node never halts the run: its source records why
+		// it stopped, as the queue always has.
 		s.park(p)
 		return
 	}

@@ -34,6 +34,8 @@ const (
 	ReasonScope    = state.ReasonScope
 	ReasonSecret   = state.ReasonSecret
 	ReasonBudget   = state.ReasonBudget
+	ReasonChecks   = state.ReasonChecks
+	ReasonMerge    = state.ReasonMerge
 )
 
 // Job asks a Runner for one attempt at one phase.

@@ -1,0 +1,225 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// EvAway: an outside node left the driver's hands (handed to a human for
+// review, claimed by another instance, closed).
+const EvAway = "away"
+
+// outsideState is the loop's record of the outside nodes.
+type outsideState struct {
+	src    Source
+	offers <-chan []OutsideNode
+	nodes  map[string]OutsideNode // every outside node in the graph
+	// base is the manifest's own graph; s.rm is base With the nodes.
+	base    *roadmap.Roadmap
+	landed  chan MergeOutcome
+	landing int      // landings under way (they hold no agent slot)
+	queue   []*phase // done, waiting for dispatch to start their landing
+}
+
+// SetSource adds a source of outside nodes (the issue queue). Call before
+// Run.
+func (s *Scheduler) SetSource(src Source) {
+	s.out.src = src
+	s.out.base = s.rm
+	s.out.offers = src.Nodes()
+	s.out.landed = make(chan MergeOutcome)
+}
+
+// sourceOpen is true while the source may still offer nodes.
+func (s *Scheduler) sourceOpen() bool { return s.out.offers != nil }
+
+// onOffers takes the source's current nodes. New ones join the graph as
+// pending; ones the driver has not touched and the source no longer offers
+// leave it; ones it works on, or gave a state, stay.
+func (s *Scheduler) onOffers(ns []OutsideNode) {
+	next := make(map[string]OutsideNode, len(ns))
+	for _, n := range ns {
+		if s.out.base.Node(n.ID) != nil {
+			s.emit(Event{Kind: EvWarn, Phase: n.ID, Detail: "outside node " + n.ID + " has a phase's id; ignored"})
+			continue
+		}
+		next[n.ID] = n
+	}
+	for id, n := range s.out.nodes {
+		if _, offered := next[id]; offered {
+			continue
+		}
+		if p := s.byID[id]; p != nil && (s.inFlight(p) || p.state != manifest.Pending || s.out.landingNow(p)) {
+			next[id] = n
+		}
+	}
+	s.out.nodes = next
+	s.regraph()
+	for _, n := range ns {
+		if p := s.byID[n.ID]; p != nil && n.Retry && !s.inFlight(p) && (p.state == manifest.Blocked || p.state == manifest.Failed) {
+			s.retry(p)
+			continue
+		}
+		if p := s.byID[n.ID]; p != nil && n.Resume && p.workerRuns == 0 && p.next == nil && !p.busy && p.state == manifest.Pending {
+			// Worked by this driver before it was killed: resume its
+			// branch, as for a phase found [running].
+			p.next = &Job{Role: Worker, Resume: true}
+			p.started = s.now()
+			_ = s.setState(p, manifest.Running)
+		}
+	}
+}
+
+func (o *outsideState) landingNow(p *phase) bool { return p.landing }
+
+// drop takes an outside node out of the graph (it left the driver's
+// hands). Nodes waiting on it then wait on it as an outside dep.
+func (s *Scheduler) drop(p *phase, why string) {
+	delete(s.out.nodes, p.n.ID)
+	s.record(state.Record{Phase: p.n.ID, Event: EvAway, Detail: why})
+	s.emit(Event{Kind: EvAway, Phase: p.n.ID, Detail: why})
+	s.regraph()
+}
+
+// regraph rebuilds s.rm from the manifest's graph and the outside nodes,
+// keeping each node's loop state.
+func (s *Scheduler) regraph() {
+	if s.out.base == nil {
+		s.out.base = s.rm
+	}
+	rm, err := s.out.base.With(s.outsidePhases())
+	if err != nil {
+		s.emit(Event{Kind: EvWarn, Detail: "outside nodes ignored: " + err.Error()})
+		return
+	}
+	s.adopt(rm)
+}
+
+// outsidePhases are the outside nodes as graph entries, in id order.
+func (s *Scheduler) outsidePhases() []manifest.Phase {
+	ids := make([]string, 0, len(s.out.nodes))
+	for id := range s.out.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	extra := make([]manifest.Phase, 0, len(ids))
+	for _, id := range ids {
+		n := s.out.nodes[id]
+		extra = append(extra, manifest.Phase{ID: n.ID, Title: n.Title, Deps: n.Deps, Owns: n.Owns, Gate: n.Gate, Lane: n.Lane})
+	}
+	return extra
+}
+
+// adopt makes rm the loop's graph: nodes it had keep their state; new
+// manifest nodes come with their manifest state, new outside ones pending.
+func (s *Scheduler) adopt(rm *roadmap.Roadmap) {
+	old := s.byID
+	s.rm = rm
+	s.phases = make([]*phase, len(rm.Nodes))
+	s.byID = make(map[string]*phase, len(rm.Nodes))
+	for i, n := range rm.Nodes {
+		p := old[n.ID]
+		if p == nil {
+			p = &phase{n: n, state: n.State}
+		} else {
+			p.n = n
+		}
+		s.phases[i] = p
+		s.byID[n.ID] = p
+	}
+}
+
+// startLand hands a done outside node to its source's landing, which runs
+// beside the merge owner and holds no agent slot.
+func (s *Scheduler) startLand(ctx context.Context, p *phase) {
+	p.busy, p.landing = true, true
+	s.out.landing++
+	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p)}
+	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
+	go func() { s.out.landed <- s.out.src.Land(ctx, j) }()
+}
+
+// dispatchLands starts the landings that wait: they hold no slot, so all
+// at once.
+func (s *Scheduler) dispatchLands(ctx context.Context) {
+	for _, p := range s.out.queue {
+		s.startLand(ctx, p)
+	}
+	s.out.queue = nil
+}
+
+// landedAfterInterrupt books a landing that ended after an interrupt.
+func (s *Scheduler) landedAfterInterrupt(m MergeOutcome) {
+	s.out.landing--
+	if p := s.byID[m.ID]; p != nil {
+		p.busy, p.landing = false, false
+		if m.OK {
+			p.state = manifest.Merged
+			s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		}
+	}
+}
+
+// onLanded books an outside node's landing.
+func (s *Scheduler) onLanded(m MergeOutcome) {
+	s.out.landing--
+	p := s.byID[m.ID]
+	p.busy, p.landing = false, false
+	switch {
+	case m.OK:
+		p.reason, p.detail = "", ""
+		_ = s.setState(p, manifest.Merged)
+		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
+	case m.Away:
+		p.state = manifest.Merged // settled, whatever the graph does next
+		s.drop(p, m.Detail)
+	case m.Err != nil:
+		s.giveUp(p, ReasonMerge, m.Err.Error())
+	default:
+		s.record(state.Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
+		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
+		switch m.Reason {
+		case ReasonChecks, ReasonConflict:
+			// The supervisor repairs it: it must go beyond the red head.
+			if m.Commit != "" {
+				p.tip = m.Commit
+			}
+			p.checks = m.Checks
+			s.failed(p, "", m.Reason, m.Detail, m.LogPath)
+		default:
+			// A push refused, a pull request closed: no agent can mend
+			// that.
+			if m.LogPath != "" {
+				p.logPath = m.LogPath
+			}
+			s.giveUp(p, m.Reason, m.Detail)
+		}
+	}
+}
+
+// outsideJob fills in what an attempt at an outside node needs.
+func (s *Scheduler) outsideJob(p *phase, j *Job) {
+	n, ok := s.out.nodes[p.n.ID]
+	if !ok || !p.n.Outside {
+		return
+	}
+	w := n.Work
+	j.Outside = &w
+	if j.Role == Supervisor && (j.Failure == ReasonChecks || j.Failure == ReasonConflict) {
+		j.Since, j.Checks = p.tip, p.checks
+	}
+}
+
+// outsideText says what the source adds, for the start line.
+func (s *Scheduler) outsideText() string {
+	if s.out.src == nil {
+		return ""
+	}
+	return fmt.Sprintf(" and %d outside", len(s.out.nodes))
+}
