@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,25 @@ func (ls Lanes) schedulerLanes(plan pacer.Plan) []scheduler.Lane {
 		out = append(out, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: plan.Concurrency(l.ID)})
 	}
 	return out
+}
+
+// planBoard keeps the pacer's last plan for the web page, which shows each
+// lane's want and concurrency between passes.
+type planBoard struct {
+	mu   sync.Mutex // guards plan
+	plan pacer.Plan
+}
+
+func (b *planBoard) set(p pacer.Plan) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.plan = p
+}
+
+func (b *planBoard) get() pacer.Plan {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.plan
 }
 
 // Pass runs one pacer pass over the saved state and records its result
@@ -88,7 +108,7 @@ func SetLane(stateDir, id string, on bool) error {
 // switches' file is watched, and with LANES the pacer runs at start,
 // every PACE_SECONDS and after every switch. Nothing here runs in the
 // loop: it only receives Controls.
-func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes, sw control.Switches) (<-chan scheduler.Control, func(bool), error) {
+func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes, sw control.Switches, board *planBoard) (<-chan scheduler.Control, func(bool), error) {
 	out := make(chan scheduler.Control)
 	// The loop reports the base's gate here; a change is a reason to
 	// pace again at once.
@@ -124,6 +144,9 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 			}
 			if len(ls.Lanes) > 0 {
 				plan, _, err := ls.Pass(ctx, stateDir, sw, red.Load())
+				if err == nil {
+					board.set(plan)
+				}
 				if err != nil {
 					fmt.Fprintf(log, "claudopilot: warning: pacer: %v\n", err)
 				} else if !sw.Paused {
@@ -148,7 +171,7 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 
 // wireControls gives the loop its lanes, the saved pause switch and the
 // channel that brings later switches and pacer passes.
-func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, cfg *scheduler.Config) error {
+func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, cfg *scheduler.Config, board *planBoard) error {
 	sw, err := control.Load(l.StateDir())
 	if err != nil {
 		return err
@@ -167,8 +190,9 @@ func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, 
 			return err
 		}
 		cfg.Lanes = ls.schedulerLanes(plan)
+		board.set(plan)
 	}
-	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw)
+	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw, board)
 	return err
 }
 

@@ -176,7 +176,8 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost,
 	}
-	if err := wireControls(ctx, o.Log, layout, cfg.Lanes, &scfg); err != nil {
+	board := &planBoard{}
+	if err := wireControls(ctx, o.Log, layout, cfg.Lanes, &scfg, board); err != nil {
 		return nil, err
 	}
 	if qs != nil {
@@ -217,7 +218,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.onClose(n.Close)
 		listeners = append(listeners, n.Send)
 	}
-	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused)
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused, board)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -21,7 +22,7 @@ const WebTokenFile = "web-token"
 
 // startWeb serves the API and page of this run when LISTEN is set, until
 // ctx ends. It returns the listeners the event fan-out feeds.
-func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool) ([]func(scheduler.Event), error) {
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard) ([]func(scheduler.Event), error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -43,9 +44,13 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	recs, _ := state.ReadJournal(l.JournalPath())
 	hist, _ := state.History(recs)
 	hub := web.NewHub()
+	model := web.NewModel(rm, hist, paused)
+	if len(cfg.Lanes.Lanes) > 0 {
+		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
+	}
 	srv := &web.Server{
-		Token: tok, Model: web.NewModel(rm, hist, paused), Hub: hub,
-		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir},
+		Token: tok, Model: model, Hub: hub,
+		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 	}
 	addr, err := srv.Serve(ctx, cfg.Listen, nil)
@@ -69,6 +74,42 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 type webActions struct {
 	ctx        context.Context
 	state, dir string
+	lanes      Lanes
+}
+
+// Lane switches a lane of LANES, as `claudopilot lane on|off ID` does.
+func (w webActions) Lane(id string, on bool) error {
+	var ids []string
+	for _, l := range w.lanes.Lanes {
+		if l.ID == id {
+			return SetLane(w.state, id, on)
+		}
+		ids = append(ids, l.ID)
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("no LANES are set up (see docs/lanes.md)")
+	}
+	return fmt.Errorf("no lane %q in LANES (%s)", id, strings.Join(ids, " "))
+}
+
+// laneFigures are the lanes as the page shows them: the mode configured,
+// the pacer's last pass, and the switches as they are on disk now (a
+// switch shows at once; its effect on the slots at the next pass, within
+// a second).
+func laneFigures(ls Lanes, stateDir string, board *planBoard) []web.Lane {
+	sw, _ := control.Load(stateDir) // unreadable: every lane shows as on
+	plan := board.get()
+	out := make([]web.Lane, 0, len(ls.Lanes))
+	for _, l := range ls.Lanes {
+		f := web.Lane{ID: l.ID, Mode: string(l.Mode), Off: sw.LanesOff[l.ID]}
+		for _, r := range plan.Lanes {
+			if r.ID == l.ID {
+				f.Want, f.Concurrency, f.Why = r.Want, r.Concurrency, r.Why
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func (w webActions) Pause() error  { return SetPaused(w.state, true) }

@@ -58,6 +58,8 @@ type State struct {
 	Cost     *float64                `json:"cost_usd,omitempty"`
 	ByRole   map[string]ledger.Usage `json:"usage_by_role,omitempty"`
 	Cooldown time.Time               `json:"cooldown_until,omitzero"`
+	// Lanes are the run's lanes with LANES set (docs/lanes.md).
+	Lanes []Lane `json:"lanes,omitempty"`
 }
 
 // Model is the run's state, kept from the scheduler's events. Apply is
@@ -69,6 +71,9 @@ type Model struct {
 	byID   map[string]*Phase
 	st     State
 	now    func() time.Time
+	lanes  LaneSource // nil without LANES
+	// laneCool is each lane's latest rate-limit cooldown end.
+	laneCool map[string]time.Time
 }
 
 // NewModel starts from the roadmap as loaded (and the journal's history, so
@@ -177,15 +182,30 @@ func (m *Model) Apply(ev scheduler.Event) {
 		p.Reason, p.Detail = string(ev.Reason), ev.Detail
 	case scheduler.EvCooldown:
 		p.Cooldown = ev.Until
+		// The attempt that hit the limit ran on the phase's lane.
+		if p.Lane != "" && ev.Until.After(m.laneCool[p.Lane]) {
+			if m.laneCool == nil {
+				m.laneCool = map[string]time.Time{}
+			}
+			m.laneCool[p.Lane] = ev.Until
+		}
 	}
 }
 
 // State is a copy of the state now.
 func (m *Model) State() State {
 	m.mu.Lock()
+	src := m.lanes
+	m.mu.Unlock()
+	var lanes []Lane
+	if src != nil {
+		lanes = src() // may read files: not under the lock
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	st := m.st
+	st.Lanes = m.laneFigures(lanes, now)
 	st.ByRole = maps.Clone(st.ByRole)
 	st.Phases = make([]Phase, len(m.phases))
 	st.Running, st.Next = []string{}, []string{}

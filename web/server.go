@@ -36,6 +36,8 @@ type Actions interface {
 	Resume() error
 	Drain() error
 	Retry(id string) error
+	// Lane switches lane id on or off, as `claudopilot lane on|off ID`.
+	Lane(id string, on bool) error
 }
 
 // LogPath finds a phase's log: role "" means any, attempt 0 the newest.
@@ -270,7 +272,7 @@ type actionReq struct {
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	var req actionReq
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "want JSON {\"action\":\"pause\"|\"resume\"|\"drain\"|\"retry\",\"id\":…}")
+		httpError(w, http.StatusBadRequest, "want JSON {\"action\":\"pause\"|\"resume\"|\"drain\"|\"retry\"|\"lane_on\"|\"lane_off\",\"id\":…}")
 		return
 	}
 	var err error
@@ -287,8 +289,14 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		err = s.Actions.Retry(req.ID)
+	case "lane_on", "lane_off":
+		if req.ID == "" {
+			httpError(w, http.StatusBadRequest, req.Action+" needs an id (a lane of LANES)")
+			return
+		}
+		err = s.Actions.Lane(req.ID, req.Action == "lane_on")
 	default:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain or retry", req.Action))
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain, retry, lane_on or lane_off", req.Action))
 		return
 	}
 	if err != nil {

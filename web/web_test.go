@@ -35,6 +35,15 @@ func (f *fakeActions) add(s string) error {
 func (f *fakeActions) Pause() error  { return f.add("pause") }
 func (f *fakeActions) Resume() error { return f.add("resume") }
 func (f *fakeActions) Drain() error  { return f.add("drain") }
+func (f *fakeActions) Lane(id string, on bool) error {
+	if id != "codex" {
+		return errors.New("no lane \"" + id + "\" in LANES (codex)")
+	}
+	if on {
+		return f.add("lane on " + id)
+	}
+	return f.add("lane off " + id)
+}
 func (f *fakeActions) Retry(id string) error {
 	if id == "nope" {
 		return errors.New("retry: no phase \"nope\"")
@@ -175,12 +184,19 @@ func TestActions(t *testing.T) {
 		`{"action":"retry","id":"nope"}`: 409,
 		`{"action":"explode"}`:           400,
 		`not json`:                       400,
+		`{"action":"lane_off"}`:          400,
+		`{"action":"lane_on","id":"x"}`:  409,
 	} {
 		if got := f.do(t, "POST", "/api/v1/actions", "tok", "", body).StatusCode; got != want {
 			t.Errorf("%s: %d, want %d", body, got, want)
 		}
 	}
-	if !slices.Equal(f.acts.done, []string{"retry c"}) {
+	for _, body := range []string{`{"action":"lane_off","id":"codex"}`, `{"action":"lane_on","id":"codex"}`} {
+		if got := f.do(t, "POST", "/api/v1/actions", "tok", "", body).StatusCode; got != 200 {
+			t.Errorf("%s: %d, want 200", body, got)
+		}
+	}
+	if !slices.Equal(f.acts.done, []string{"retry c", "lane off codex", "lane on codex"}) {
 		t.Errorf("actions %v", f.acts.done)
 	}
 }
@@ -320,5 +336,49 @@ func TestCheckAddr(t *testing.T) {
 	}
 	if err := CheckAddr("7777", false); err == nil {
 		t.Error("no host accepted")
+	}
+}
+
+// With LANES the state lists each lane: the source's figures, and what the
+// events tell (agents running on it, its cooldown). Without, no lanes.
+func TestStateLanes(t *testing.T) {
+	f := newFixture(t)
+	var st State
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&st)
+	if st.Lanes != nil {
+		t.Errorf("lanes without LANES: %+v", st.Lanes)
+	}
+	off := false
+	f.srv.Model.SetLanes(func() []Lane {
+		return []Lane{
+			{ID: "claude", Mode: "always", Want: 3, Concurrency: 1, Why: "always"},
+			{ID: "codex", Mode: "window", Want: 2, Concurrency: 2, Why: "behind by 50.0%", Off: off},
+		}
+	})
+	now := time.Now()
+	until := now.Add(time.Hour)
+	for _, ev := range []scheduler.Event{
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "claude", Time: now},
+		{Kind: scheduler.EvExit, Phase: "b", Role: scheduler.Worker, Attempt: 1, Reason: scheduler.ReasonExit, Time: now},
+		{Kind: scheduler.EvCooldown, Phase: "b", Role: scheduler.Worker, Until: until, Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "codex", Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "c", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "codex", Time: now},
+	} {
+		f.srv.Model.Apply(ev)
+	}
+	off = true
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&st)
+	want := []Lane{
+		{ID: "claude", Mode: "always", Want: 3, Concurrency: 1, Why: "always", Running: 0, Cooldown: until},
+		{ID: "codex", Mode: "window", Want: 2, Concurrency: 2, Why: "behind by 50.0%", Running: 2, Off: true},
+	}
+	if len(st.Lanes) != 2 {
+		t.Fatalf("lanes %+v", st.Lanes)
+	}
+	for i, l := range st.Lanes {
+		w := want[i]
+		if l.ID != w.ID || l.Mode != w.Mode || l.Want != w.Want || l.Concurrency != w.Concurrency || l.Why != w.Why || l.Running != w.Running || l.Off != w.Off || !l.Cooldown.Equal(w.Cooldown) {
+			t.Errorf("lane %d = %+v, want %+v", i, l, w)
+		}
 	}
 }
