@@ -180,7 +180,7 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 				}
 				continue
 			case errors.Is(err, ErrConflict):
-				return "", &failure{reason: string(state.ReasonConflict), detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err)}
+				return "", &failure{reason: string(state.ReasonConflict), detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err), head: sha}
 			case err != nil:
 				return "", &failure{reason: "merge", detail: err.Error()}
 			}

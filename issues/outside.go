@@ -120,8 +120,9 @@ func (q *Queue) stopHeartbeat(n int) {
 //     vanished. The queue records either itself.
 //   - Reason push, pull request (closed without merging, or could not be
 //     opened or readied), merge (refused, or the base or head kept
-//     moving), conflict (the moved base does not merge into the branch),
-//     worktree (the branch is not at the gated tip).
+//     moving), conflict (the moved base does not merge into the branch;
+//     Commit is the branch's head), worktree (the branch is not at the
+//     gated tip).
 //   - Err: ctx ended; nothing is recorded on GitHub.
 //
 // Land is called again for the same issue after each repair, and for

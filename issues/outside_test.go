@@ -14,6 +14,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/review"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -329,7 +330,8 @@ func TestLandBaseMovedWithAConflict(t *testing.T) {
 	e.fake.SetCI(mover.ci)
 	n := e.fake.NewIssue("alice", "conflict", "x", []string{"agent-ready"}, "")
 	l := newLander(t, e, n, nil)
-	if out := l.land(l.commit(t, "work.txt", "work\n")); out.Reason != state.ReasonConflict || out.OK {
+	tip := l.commit(t, "work.txt", "work\n")
+	if out := l.land(tip); out.Reason != state.ReasonConflict || out.OK || out.Commit != tip {
 		t.Fatalf("%+v\n%s", out, l.log)
 	}
 	if p := e.fake.Pulls(); len(p) != 1 || p[0].Merged {
@@ -460,5 +462,35 @@ func TestLandRefusesAnUngatedTip(t *testing.T) {
 	}
 	if p := e.fake.Pulls(); len(p) != 0 {
 		t.Errorf("pull requests %+v", p)
+	}
+}
+
+// TestLandReviewBlockedThenPassed: the review gate's reviewers block with
+// rounds left: the landing ends with reason review, the head and the
+// findings (no agent runs inside Land); after a fix commit the next Land
+// reviews again, passes and merges.
+func TestLandReviewBlockedThenPassed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "blocked once", "make it so", []string{"agent-ready"}, "")
+	once := filepath.Join(e.dir, "blocked-once")
+	reviewer := reviewerHead + `if [ ! -e "` + once + `" ]; then : > "` + once + `"; marker BLOCKING '"off by one in work"'; else marker PASS ''; fi
+`
+	l := newLander(t, e, n, func(c *Config) { c.Review = ReviewConfig{Cmd: e.script("once.sh", reviewer)} })
+	tip := l.commit(t, "work.txt", "work\n")
+	out := l.land(tip)
+	if out.Reason != state.ReasonReview || out.Commit != tip || !strings.Contains(out.Detail, "off by one in work") {
+		t.Fatalf("%+v\n%s", out, l.log)
+	}
+	if b, err := os.ReadFile(out.LogPath); err != nil || !strings.Contains(string(b), "- off by one in work") {
+		t.Errorf("findings %q: %v %q", out.LogPath, err, b)
+	}
+	fixed := l.commit(t, "fix.txt", "fixed\n")
+	if out := l.land(fixed); !out.OK || out.Commit != fixed || !e.onMain("fix.txt") {
+		t.Fatalf("%+v\n%s", out, l.log)
+	}
+	ms := ownMarkers(e.issue(2), "bot")
+	if len(ms) != 2 || ms[0].Verdict != review.Blocking || ms[1].Verdict != review.Pass || ms[1].Head != fixed {
+		t.Errorf("verdicts %+v: want BLOCKING, then PASS on the fixed head", ms)
 	}
 }
