@@ -37,6 +37,13 @@
 //     count, checks (CHECKS_GRACE, CHECKS_TIMEOUT), repairs, the branch
 //     brought up to date when the base moved, merge or review; or one
 //     blocking comment with the scrubbed log tail.
+//   - the queue as the one scheduler's landing strategy (outside.go): Land
+//     does the landing above for a tip the scheduler's runner gated and
+//     ends at red checks (the scheduler's supervisor repairs, and Land
+//     carries on from the kept pull request); Record keeps labels and
+//     comments in step with the state the scheduler gives an issue, from
+//     one bookkeeping goroutine (Bookkeep); Claimed starts the claim
+//     heartbeat and Release gives a claim up.
 //   - Scrubber (scrub.go): the token's value and common secret shapes out of
 //     everything posted or shown; AgentEnv keeps the token out of agents.
 //

@@ -291,6 +291,39 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 	})
 }
 
+// Release gives up this instance's claim on issue id, off the caller's
+// goroutine (the bookkeeping): a release comment closing our round, and
+// the labels back to READY_LABEL. For an issue the driver stops working
+// without a state that ends it (an interrupt): call it before waiting on
+// Bookkeep's channel. The branch and any pull request stay.
+func (q *Queue) Release(id, why string) {
+	n, ok := ParseIssueID(id)
+	if !ok {
+		return
+	}
+	l := q.forget(n)
+	q.addResult(Result{Number: n, Kind: Interrupted, Reason: why})
+	q.keep(n, "the release", func(ctx context.Context) error {
+		round, known := int64(0), false
+		if l != nil {
+			l.w.stopHB()
+			round, known = l.w.round, l.claimed
+		}
+		if !known {
+			cs, _, err := q.claimState(ctx, n)
+			if err != nil {
+				return err
+			}
+			if cs.Holder != q.instance {
+				return nil // not ours (any more): nothing to give up
+			}
+			round = cs.Round
+		}
+		q.release(ctx, n, round, why)
+		return nil
+	})
+}
+
 // addResult appends r to the queue's summary (Summary).
 func (q *Queue) addResult(r Result) {
 	q.sumMu.Lock()

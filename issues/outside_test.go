@@ -494,3 +494,28 @@ func TestLandReviewBlockedThenPassed(t *testing.T) {
 		t.Errorf("verdicts %+v: want BLOCKING, then PASS on the fixed head", ms)
 	}
 }
+
+// TestReleaseQueuesTheIssueAgain: an interrupted issue's claim is given
+// up: one release comment closing our round, READY_LABEL back on,
+// CLAIM_LABEL off, the heartbeat stopped.
+func TestReleaseQueuesTheIssueAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "interrupted", "x", []string{"agent-ready"}, "")
+	l := newLander(t, e, n, nil)
+	l.q.Release(l.id, "interrupted")
+	if l.heartbeat() {
+		t.Errorf("the claim heartbeat still runs")
+	}
+	l.drain()
+	is := e.issue(n)
+	if !hasLabel(is, "agent-ready") || hasLabel(is, "agent-running") || commentsWith(is, "claudopilot:release instance="+l.q.Instance()) != 1 {
+		t.Errorf("after Release:\n%s", dump(e, n))
+	}
+	if cs, _, err := l.q.claimState(context.Background(), n); err != nil || cs.Holder != "" {
+		t.Errorf("claim state %+v, %v", cs, err)
+	}
+	if s := l.q.Summary(); s.Count(Interrupted) != 1 {
+		t.Errorf("summary %+v", s)
+	}
+}

@@ -91,7 +91,7 @@ func (q *Queue) work(ctx context.Context, is *Issue) Result {
 	switch {
 	case ctx.Err() != nil:
 		if won {
-			q.release(is.Number, round, "interrupted")
+			q.release(ctx, is.Number, round, "interrupted")
 		}
 		res.Kind = Interrupted
 		return res
@@ -122,7 +122,7 @@ func (q *Queue) work(ctx context.Context, is *Issue) Result {
 	defer cancel()
 	switch {
 	case ctx.Err() != nil:
-		q.release(is.Number, round, "interrupted")
+		q.release(ctx, is.Number, round, "interrupted")
 		res.Kind = Interrupted
 	case kind == Dropped:
 		q.logIssue(is.Number, "dropped: %v", f)
@@ -147,8 +147,8 @@ func (q *Queue) work(ctx context.Context, is *Issue) Result {
 
 // release gives up our claim (on interrupt): a release comment, then the
 // labels back to READY_LABEL.
-func (q *Queue) release(n int, round int64, why string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (q *Queue) release(ctx context.Context, n int, round int64, why string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	body := fmt.Sprintf("claudopilot instance %s stopped (%s) and released its claim; the issue is queued again.\n%s", q.instance, why, releaseMarker(q.instance, q.instance, round))
 	if _, err := q.gh.PostComment(ctx, n, body); err != nil {
