@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -33,32 +35,35 @@ reason and the log to read. It changes nothing.`,
 		return err
 	}
 	id := fs.Arg(0)
-	n := s.rm.Node(id)
+	n := s.Roadmap.Node(id)
+	if n == nil && roadmap.IsIssueRef(id) {
+		return explainOutside(a, s, id)
+	}
 	if n == nil {
-		return fmt.Errorf("explain: no phase %q in %s", id, s.rel(s.rm.ManifestPath))
+		return fmt.Errorf("explain: no phase %q in %s", id, s.rel(s.Roadmap.ManifestPath))
 	}
 	w := a.s.Out
-	h := s.hist[id]
+	h := s.Hist[id]
 	if h == nil {
 		h = &state.PhaseHistory{}
 	}
-	log := s.rel(s.latestLog(id))
+	log := s.rel(s.Layout.LatestLog(id))
 	switch n.State {
 	case manifest.Merged:
 		fmt.Fprintf(w, "%s is merged: nothing left to run.\n", id)
 		return nil
 	case manifest.Running:
-		if s.live && h.Waiting != "" {
+		if s.Live && h.Waiting != "" {
 			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
-		} else if s.live {
+		} else if s.Live {
 			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.WorkerRuns+h.SuperRuns, orDash(log))
-			if m, ok := work.WorktreeLane(s.layout.Worktree(id)); ok {
-				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.rel(s.layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+			if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
+				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
 			}
 		} else {
 			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
 		}
-		if s.live && h.Conflict != "" {
+		if s.Live && h.Conflict != "" {
 			fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
 		}
 		return nil
@@ -66,17 +71,17 @@ reason and the log to read. It changes nothing.`,
 		fmt.Fprintf(w, "%s is [%s]", id, n.State)
 		// The phase to retry is the one whose own failure parked this
 		// one; retrying it brings its parked dependents back too.
-		culprit := state.Culprit(s.hist, id)
+		culprit := state.Culprit(s.Hist, id)
 		with := ""
 		if culprit != id {
-			log, with = s.rel(s.latestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
-			ch := s.hist[culprit]
+			log, with = s.rel(s.Layout.LatestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
+			ch := s.Hist[culprit]
 			if ch == nil {
 				ch = &state.PhaseHistory{}
 			}
-			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, stateOf(s.rm, h.WaitsOn))
+			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, s.StateOf(h.WaitsOn))
 			if culprit != h.WaitsOn {
-				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, stateOf(s.rm, culprit))
+				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, s.StateOf(culprit))
 			}
 			if ch.Reason != "" {
 				fmt.Fprintf(w, ": reason %s%s", ch.Reason, detailSuffix(ch.Detail))
@@ -87,51 +92,52 @@ reason and the log to read. It changes nothing.`,
 		} else {
 			fmt.Fprintln(w, ".")
 		}
-		if m, ok := work.WorktreeLane(s.layout.Worktree(id)); ok {
-			fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.rel(s.layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+		if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
+			fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+		}
+		retry := fmt.Sprintf("`claudopilot retry %s`%s", culprit, with)
+		if s.Roadmap.Node(culprit) == nil && roadmap.IsIssueRef(culprit) {
+			retry = retryIssueText(a, s.Layout.Top, culprit) + with
 		}
 		if log != "" {
-			fmt.Fprintf(w, "Read %s, then `claudopilot retry %s`%s.\n", log, culprit, with)
+			fmt.Fprintf(w, "Read %s, then %s.\n", log, retry)
 		} else {
-			fmt.Fprintf(w, "Fix the cause, then `claudopilot retry %s`%s.\n", culprit, with)
+			fmt.Fprintf(w, "Fix the cause, then %s.\n", retry)
 		}
 		return nil
 	}
 	// Pending: every reason it is held back, not only the first, as the
-	// scheduler's own rules (scheduler.Holds) decide it.
-	rs := runSettingsOf(a, s)
-	view := scheduler.View{
-		Roadmap: s.rm, State: roadmap.FileState,
-		Held:      func(o *roadmap.Node) bool { return o.State == manifest.Running },
-		KeepGoing: rs.keepGoing, IgnoreCheckpoints: rs.ignoreCheckpoints,
-		Cooldown: func(cmd string) time.Time { return s.cool.For(cmd, scheduler.Worker) },
-		Cmds:     func(o *roadmap.Node) []string { return scheduler.LaneCmds(rs.lanes, o, scheduler.Worker) },
-		Now:      s.now,
-	}
+	// scheduler's own rules (scheduler.Holds) decide it, over the same
+	// View status's eligible list comes from.
+	rules := runRules(a, s)
 	var why []string
-	for _, h := range scheduler.Holds(view, n) {
+	for _, h := range scheduler.Holds(s.View(rules), n) {
 		switch h.Kind {
 		case scheduler.HoldDep:
 			d := h.Node
 			y := fmt.Sprintf("its dep %s is [%s]", d.ID, d.State)
 			if d.State == manifest.Blocked || d.State == manifest.Failed {
-				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", state.Culprit(s.hist, d.ID))
+				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", state.Culprit(s.Hist, d.ID))
 			}
 			why = append(why, y)
 		case scheduler.HoldExternal:
-			why = append(why, fmt.Sprintf("its dep %s is an issue: it must be done (closed as completed, or its pull request merged), which only a run with --issues (or queue) reads from GitHub", h.ID))
+			y := fmt.Sprintf("its dep %s is an issue: it must be done (closed as completed, or its pull request merged), which only a run with --issues (or queue) reads from GitHub", h.ID)
+			if o, ok := status.OutsideNode(s.Hist, h.ID, s.Live); ok {
+				y += fmt.Sprintf("; the journal has it [%s] (`claudopilot explain '%s'`)", o.State, h.ID)
+			}
+			why = append(why, y)
 		case scheduler.HoldScope:
 			o := h.Node
 			why = append(why, fmt.Sprintf("its scope (owns: %s) overlaps running %s's (owns: %s)", strings.Join(n.Owns, ", "), o.ID, strings.Join(o.Owns, ", ")))
 		case scheduler.HoldCooldown:
-			why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.now).Round(time.Second)))
+			why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.Now).Round(time.Second)))
 		case scheduler.HoldCheckpoint:
 			why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", h.Line))
 		}
 	}
-	running := s.rm.Counts()[manifest.Running]
-	if len(why) == 0 && s.live {
-		if max := rs.maxParallel; running >= max {
+	running := s.Roadmap.Counts()[manifest.Running]
+	if len(why) == 0 && s.Live {
+		if max := max(rules.Slots, 1); running >= max {
 			why = append(why, fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", running, max))
 		} else {
 			why = append(why, "it is eligible and will start at the next scheduling step")
@@ -148,52 +154,97 @@ reason and the log to read. It changes nothing.`,
 	return nil
 }
 
-// explainSettings are the run settings explain's answer depends on.
-type explainSettings struct {
-	maxParallel                  int
-	keepGoing, ignoreCheckpoints bool
-	lanes                        []scheduler.Lane
+// explainOutside explains a node from outside the manifest (an issue,
+// "#12") from the journal: the driver keeps no manifest line for it.
+func explainOutside(a *app, s *snapshot, id string) error {
+	w := a.s.Out
+	n, ok := status.OutsideNode(s.Hist, id, s.Live)
+	if !ok {
+		fmt.Fprintf(w, "%s is an issue, not a phase of %s, and the journal has no record of it: no run has worked on it. A run with --issues (or queue) takes it once it carries the label %q and its deps are done.\n",
+			id, s.rel(s.Roadmap.ManifestPath), issueLabels(a, s.Layout.Top).Ready)
+		return nil
+	}
+	log := s.rel(s.Layout.LatestLog(id))
+	if log == "" {
+		log = s.rel(n.Log)
+	}
+	switch n.State {
+	case manifest.Merged:
+		fmt.Fprintf(w, "%s is an issue the driver landed (its pull request merged): nothing left to run.\n", id)
+	case manifest.Running:
+		switch {
+		case s.Live && n.Waiting != "":
+			fmt.Fprintf(w, "%s is an issue whose work is done; its landing is %s.\n", id, n.Waiting)
+		case s.Live:
+			fmt.Fprintf(w, "%s is an issue being worked on (attempt %d); its newest log is %s.\n", id, n.Attempts, orDash(log))
+		default:
+			fmt.Fprintf(w, "%s is an issue the driver was working on (attempt %d) when it stopped: the next run with --issues (or queue) resumes it.\n", id, n.Attempts)
+		}
+	case manifest.Failed, manifest.Blocked:
+		fmt.Fprintf(w, "%s is an issue, parked [%s] after %s", id, n.State, plural(n.Attempts, "attempt"))
+		if n.WaitsOn != "" {
+			fmt.Fprintf(w, ": it waits on %s, which is [%s]", n.WaitsOn, s.StateOf(n.WaitsOn))
+		}
+		if n.Reason != "" {
+			fmt.Fprintf(w, ": reason %s%s", n.Reason, detailSuffix(n.Detail))
+		}
+		fmt.Fprintln(w, ".")
+		if log != "" {
+			fmt.Fprintf(w, "Read %s, then %s.\n", log, retryIssueText(a, s.Layout.Top, id))
+		} else {
+			fmt.Fprintf(w, "Fix the cause, then %s.\n", retryIssueText(a, s.Layout.Top, id))
+		}
+	default:
+		fmt.Fprintf(w, "%s is an issue sent back to the queue: a run with --issues (or queue) takes it again once it carries the label %q.\n", id, issueLabels(a, s.Layout.Top).Ready)
+	}
+	return nil
 }
 
-// runSettingsOf reads them from the newest run's journal record, which
-// holds its flags too; before any run, it resolves them as a run would
-// (environment, claudopilot.config, defaults).
-func runSettingsOf(a *app, s *snapshot) explainSettings {
-	if r := s.rules; r != nil && len(r.Lanes) > 0 {
-		es := explainSettings{maxParallel: max(r.Slots, 1), keepGoing: r.KeepGoing, ignoreCheckpoints: r.IgnoreCheckpoints}
-		for _, l := range r.Lanes {
-			es.lanes = append(es.lanes, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
-		}
-		return es
+// runRules are the rules status and explain decide eligibility by: the
+// newest run's journal record, which holds its flags too; before any run,
+// the settings resolved as a run would resolve them (environment,
+// claudopilot.config, defaults). Slots is MAX_PARALLEL.
+func runRules(a *app, s *snapshot) state.Rules {
+	if r := s.Rules; r != nil && len(r.Lanes) > 0 {
+		return *r
 	}
 	ks := runKnobs()
-	file, _, _ := readConfig(s.layout.Top, ks)
+	file, _, _ := readConfig(s.Layout.Top, ks)
 	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
-	es := explainSettings{maxParallel: 3}
+	r := state.Rules{Slots: 3}
 	if n, err := set.int("MAX_PARALLEL"); err == nil && n >= 1 {
-		es.maxParallel = n
+		r.Slots = n
 	}
-	es.keepGoing, _ = set.bool("KEEP_GOING")
-	es.ignoreCheckpoints, _ = set.bool("IGNORE_LOOP_CHECKPOINTS")
+	r.KeepGoing, _ = set.bool("KEEP_GOING")
+	r.IgnoreCheckpoints, _ = set.bool("IGNORE_LOOP_CHECKPOINTS")
 	agent, super := set.str("AGENT_CMD"), set.str("SUPERVISOR_CMD")
 	if super == "" {
 		super = agent
 	}
-	es.lanes = []scheduler.Lane{{Cmd: agent, SupervisorCmd: super}}
+	r.Lanes = []state.RuleLane{{Cmd: agent, SupervisorCmd: super}}
 	if ls, err := resolveLanes(a, file, agent, set.str("SUPERVISOR_CMD")); err == nil && len(ls.Lanes) > 0 {
-		es.lanes = nil
+		r.Lanes = nil
 		for _, l := range ls.Lanes {
-			es.lanes = append(es.lanes, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
+			r.Lanes = append(r.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
 		}
 	}
-	return es
+	return r
 }
 
-func stateOf(rm *roadmap.Roadmap, id string) manifest.State {
-	if n := rm.Node(id); n != nil {
-		return n.State
-	}
-	return "unknown"
+// issueLabels are the queue's labels as a queue here would resolve them
+// (environment, claudopilot.config, defaults).
+func issueLabels(a *app, top string) issues.Labels {
+	ks := queueKnobs()
+	file, _, _ := readConfig(top, ks)
+	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
+	return issues.Labels{Ready: set.str("READY_LABEL"), Claim: set.str("CLAIM_LABEL"), Blocked: set.str("BLOCKED_LABEL"), Review: set.str("REVIEW_LABEL")}
+}
+
+// retryIssueText says how to retry an issue: on GitHub, by its labels;
+// no manifest line holds its state.
+func retryIssueText(a *app, top, id string) string {
+	l := issueLabels(a, top)
+	return fmt.Sprintf("retry it on GitHub: remove the label %q from issue %s and add %q (the next run with --issues, or queue, takes it up again on its kept branch)", l.Blocked, id, l.Ready)
 }
 
 func detailSuffix(d string) string {

@@ -43,14 +43,14 @@ queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 	}
 	id := fs.Arg(0)
 	// An issue of the queue ("#12") has its logs in the same layout.
-	if s.rm.Node(id) == nil && !roadmap.IsIssueRef(id) {
-		return fmt.Errorf("logs: no phase %q in %s", id, s.rel(s.rm.ManifestPath))
+	if s.Roadmap.Node(id) == nil && !roadmap.IsIssueRef(id) {
+		return fmt.Errorf("logs: no phase %q in %s", id, s.rel(s.Roadmap.ManifestPath))
 	}
 	pick := func() string {
-		logs := s.logs(id, *role)
+		logs := s.Layout.Logs(id, *role)
 		for i := len(logs) - 1; i >= 0; i-- {
-			if *attempt == 0 || logs[i].attempt == *attempt {
-				return logs[i].path
+			if *attempt == 0 || logs[i].Attempt == *attempt {
+				return logs[i].Path
 			}
 		}
 		return ""
@@ -64,7 +64,7 @@ queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 		if *attempt != 0 {
 			what = fmt.Sprintf("%s log of attempt %d", *role, *attempt)
 		}
-		return fmt.Errorf("logs: %s has no %s yet (in %s)", id, what, s.rel(s.layout.LogDir(id)))
+		return fmt.Errorf("logs: %s has no %s yet (in %s)", id, what, s.rel(s.Layout.LogDir(id)))
 	}
 	if !*follow {
 		f, err := os.Open(path)

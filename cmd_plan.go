@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -134,9 +137,12 @@ func makePlan(r *roadmap.Roadmap) planJSON {
 			pp.Est = n.Est.String()
 		}
 		p.Phases = append(p.Phases, pp)
-		if r.Eligible(n, roadmap.FileState) {
-			p.Eligible = append(p.Eligible, n.ID)
-		}
+	}
+	// The scheduler's own rule over the manifest as written: deps merged,
+	// no scope clash with a [running] phase, no LOOP-CHECKPOINT above
+	// (plan reads no settings, so KEEP_GOING does not lift it here).
+	for _, n := range scheduler.Eligible(scheduler.FileView(r, state.Rules{}, nil, nil, time.Time{})) {
+		p.Eligible = append(p.Eligible, n.ID)
 	}
 	for _, s := range manifest.States {
 		p.Counts[string(s)] = 0

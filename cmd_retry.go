@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 func cmdRetry(ctx context.Context, a *app, args []string) error {
@@ -18,7 +20,9 @@ branch and worktree are reused, brought up to date with the base first, and
 the attempt counters start over. Phases parked only because they waited on
 a retried phase are flipped back too.
 
-Only the state tokens change; every other byte of the manifest stays.`,
+Only the state tokens change; every other byte of the manifest stays. An
+issue of the queue ("#12") is retried on GitHub, by its labels: retry says
+which, changes nothing and exits 64.`,
 		"  claudopilot retry phase-03\n  claudopilot retry --all-blocked --roadmap plans/q3")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	all := fs.Bool("all-blocked", false, "retry every [blocked] phase")
@@ -33,6 +37,15 @@ Only the state tokens change; every other byte of the manifest stays.`,
 		return err
 	}
 	done, already, err := engine.Retry(ctx, dir, fs.Args(), *all)
+	if oe := (*engine.OutsideRetryError)(nil); errors.As(err, &oe) {
+		// Nothing changed: say where an issue is retried, with this
+		// repository's labels.
+		top := a.cwd
+		if git, err := worktree.Open(ctx, dir, gitEnv(a)); err == nil {
+			top = git.Dir
+		}
+		return usageErrorf("retry: %s is an issue, not a phase of the manifest, so nothing changed: %s", oe.ID, retryIssueText(a, top, oe.ID))
+	}
 	if err != nil {
 		return err
 	}

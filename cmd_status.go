@@ -5,40 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/engine"
-	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/ledger"
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
-	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/status"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// snapshot is what status, explain and logs read: the manifest, the run
-// journal and the lock. Reading it changes nothing, so it works while a run
-// goes on.
+// snapshot is what status, explain and logs read (status.Snapshot), with
+// where the user stands: paths are shown relative to it.
 type snapshot struct {
-	rm      *roadmap.Roadmap
-	layout  state.Layout
-	hist    map[string]*state.PhaseHistory
-	cool    state.Cooldowns
-	rules   *state.Rules // the newest run's, from the journal
-	live    bool         // a driver holds the lock
-	lock    state.LockInfo
-	lockSet bool
-	now     time.Time
-	cwd     string // paths are shown relative to where the user stands
+	*status.Snapshot
+	cwd string
 }
 
 func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
@@ -50,135 +35,23 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{rm: rm, now: time.Now(), cwd: a.cwd}
 	git, err := worktree.Open(ctx, dir, gitEnv(a))
 	if err != nil {
 		return nil, err
 	}
-	s.layout = state.Layout{Top: git.Dir}
+	layout := state.Layout{Top: git.Dir}
 	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
-		s.layout = rel
+		layout = rel
 	}
-	recs, err := state.ReadJournal(s.layout.JournalPath())
-	if err != nil {
-		return nil, fmt.Errorf("read the journal: %w", err)
-	}
-	s.hist, s.cool = state.History(recs)
-	s.rules = state.LastRules(recs)
+	lockPath := ""
 	if common, err := git.CommonDir(ctx); err == nil {
-		path := filepath.Join(common, "claudopilot.lock")
-		s.lock, s.lockSet = state.ReadLock(path)
-		_, s.live = state.LockHeld(path)
+		lockPath = filepath.Join(common, "claudopilot.lock")
 	}
-	return s, nil
-}
-
-// latestLog is the newest log of a phase, or "".
-func (s *snapshot) latestLog(id string) string {
-	logs := s.logs(id, "")
-	if len(logs) == 0 {
-		return ""
+	s, err := status.Read(rm, layout, lockPath, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	return logs[len(logs)-1].path
-}
-
-type logFile struct {
-	path    string
-	role    string
-	attempt int
-	mod     time.Time
-}
-
-// logs lists a phase's logs, oldest first; role "" means every role.
-func (s *snapshot) logs(id, role string) []logFile {
-	ents, _ := os.ReadDir(s.layout.LogDir(id))
-	var out []logFile
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".log") || strings.Contains(name, ".failure.") {
-			continue
-		}
-		base := strings.TrimSuffix(name, ".log")
-		i := strings.LastIndexByte(base, '-')
-		if i < 0 {
-			continue
-		}
-		var n int
-		if _, err := fmt.Sscan(base[i+1:], &n); err != nil {
-			continue
-		}
-		if role != "" && base[:i] != role {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		out = append(out, logFile{path: filepath.Join(s.layout.LogDir(id), name), role: base[:i], attempt: n, mod: info.ModTime()})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].mod.Equal(out[j].mod) {
-			return out[i].mod.Before(out[j].mod)
-		}
-		return out[i].attempt < out[j].attempt
-	})
-	return out
-}
-
-type statusPhase struct {
-	ID       string `json:"id"`
-	Title    string `json:"title"`
-	State    string `json:"state"`
-	Attempts int    `json:"attempts"`
-	Reason   string `json:"reason,omitempty"`
-	WaitsOn  string `json:"waits_on,omitempty"`
-	Spent    string `json:"spent,omitempty"`
-	Log      string `json:"log,omitempty"`
-	// Waiting says what the phase's merge waits for and what to do
-	// (uncommitted files in the base checkout, a base that keeps moving).
-	Waiting      string   `json:"waiting,omitempty"`
-	WaitingFiles []string `json:"waiting_files,omitempty"`
-	// Conflict is a merge conflict predicted for the running phase
-	// (docs/landing.md, conflict prediction).
-	Conflict string `json:"predicted_conflict,omitempty"`
-	// Usage is what the phase's agents reported spending (unknown
-	// figures are left out, never 0).
-	Usage  *ledger.Usage                   `json:"usage,omitempty"`
-	ByRole map[scheduler.Role]ledger.Usage `json:"usage_by_role,omitempty"`
-	// Lane is what the phase's worktree says of the attempt running in
-	// it now, or of the last one (LANES only; docs/lanes.md).
-	Lane *work.LaneMark `json:"lane,omitempty"`
-}
-
-type statusJSON struct {
-	Manifest string         `json:"manifest"`
-	Live     bool           `json:"live"`
-	PID      int            `json:"pid,omitempty"`
-	Counts   map[string]int `json:"counts"`
-	Phases   []statusPhase  `json:"phases"`
-	Running  []string       `json:"running"`
-	Eligible []string       `json:"eligible"`
-	Cooldown string         `json:"cooldown_until,omitempty"`
-	// PendingMove is set while the base checkout has not followed a
-	// merge yet (its move is recorded in .claudopilot/state/advance.json).
-	PendingMove *pendingMoveJSON `json:"pending_checkout_move,omitempty"`
-	// BaseMoved is the last move of the base that the driver did not
-	// make (.claudopilot/state/base-moved.json).
-	BaseMoved *land.BaseMove `json:"base_moved_outside,omitempty"`
-	// Paused: `claudopilot pause` holds new launches; LanesOff are lanes
-	// switched off; Lanes is the pacer's last concurrency per lane.
-	Paused bool `json:"paused"`
-	// Usage adds up every phase's spend from the journal; ByRole splits it.
-	Usage    *ledger.Usage                   `json:"usage,omitempty"`
-	ByRole   map[scheduler.Role]ledger.Usage `json:"usage_by_role,omitempty"`
-	LanesOff []string                        `json:"lanes_off,omitempty"`
-	Lanes    map[string]int                  `json:"lanes,omitempty"`
-}
-
-type pendingMoveJSON struct {
-	Dir  string `json:"dir"`
-	From string `json:"from"`
-	To   string `json:"to"`
+	return &snapshot{Snapshot: s, cwd: a.cwd}, nil
 }
 
 func cmdStatus(ctx context.Context, a *app, args []string) error {
@@ -200,65 +73,9 @@ pid. It changes nothing and is safe to run during a run.`,
 	if err != nil {
 		return err
 	}
-	st := statusJSON{Manifest: s.rm.ManifestPath, Live: s.live, Counts: map[string]int{}, Running: []string{}, Eligible: []string{}}
-	if s.live {
-		st.PID = s.lock.PID
-	}
-	for _, ms := range manifest.States {
-		st.Counts[string(ms)] = 0
-	}
-	for _, n := range s.rm.Nodes {
-		h := s.hist[n.ID]
-		p := statusPhase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Log: s.rel(s.latestLog(n.ID))}
-		if m, ok := work.WorktreeLane(s.layout.Worktree(n.ID)); ok {
-			p.Lane = &m
-		}
-		if h != nil {
-			p.Attempts = h.WorkerRuns + h.SuperRuns
-			if h.Spent > 0 {
-				p.Spent = h.Spent.Round(time.Second).String()
-			}
-			if h.Usage.Known() {
-				u := h.Usage
-				p.Usage, p.ByRole = &u, h.ByRole
-				st.addUsage(h)
-			}
-			if n.State == manifest.Failed || n.State == manifest.Blocked {
-				p.Reason, p.WaitsOn = string(h.Reason), h.WaitsOn
-			}
-			if s.live && n.State == manifest.Running {
-				p.Waiting, p.WaitingFiles = h.Waiting, h.WaitingFiles
-				p.Conflict = h.Conflict
-			}
-		}
-		st.Counts[p.State]++
-		st.Phases = append(st.Phases, p)
-		if n.State == manifest.Running {
-			st.Running = append(st.Running, n.ID)
-		}
-		if s.rm.Eligible(n, roadmap.FileState) {
-			st.Eligible = append(st.Eligible, n.ID)
-		}
-	}
-	if until := s.cool.Latest(scheduler.Worker); until.After(s.now) {
-		st.Cooldown = until.Format(time.RFC3339)
-	}
-	if mv, err := land.Pending(s.layout); err == nil && mv != nil {
-		st.PendingMove = &pendingMoveJSON{Dir: mv.Dir, From: mv.Old, To: mv.New}
-	}
-	if mv, err := land.LastBaseMove(s.layout); err == nil {
-		st.BaseMoved = mv
-	}
-	if sw, err := control.Load(s.layout.StateDir()); err == nil {
-		st.Paused = sw.Paused
-		for _, id := range slices.Sorted(maps.Keys(sw.LanesOff)) {
-			if sw.LanesOff[id] {
-				st.LanesOff = append(st.LanesOff, id)
-			}
-		}
-	}
-	if m, err := control.LoadLanes(s.layout.StateDir()); err == nil && len(m) > 0 {
-		st.Lanes = m
+	st := s.Report(runRules(a, s))
+	for i := range st.Phases {
+		st.Phases[i].Log = s.rel(st.Phases[i].Log)
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(a.s.Out)
@@ -266,12 +83,12 @@ pid. It changes nothing and is safe to run during a run.`,
 		return enc.Encode(st)
 	}
 	w := a.s.Out
-	fmt.Fprintf(w, "%s: %s\n", s.rel(s.rm.ManifestPath), countsText(st.Counts))
+	fmt.Fprintf(w, "%s: %s\n", s.rel(s.Roadmap.ManifestPath), countsText(st.Counts))
 	switch {
-	case s.live:
-		fmt.Fprintf(w, "A run is going on: driver pid %d on %s, since %s.\n", s.lock.PID, s.lock.Host, s.lock.Time.Local().Format("15:04:05"))
-	case s.lockSet:
-		fmt.Fprintf(w, "No run is going on (a stale lock of pid %d is left: `claudopilot clean` removes it).\n", s.lock.PID)
+	case s.Live:
+		fmt.Fprintf(w, "A run is going on: driver pid %d on %s, since %s.\n", s.Lock.PID, s.Lock.Host, s.Lock.Time.Local().Format("15:04:05"))
+	case s.LockSet:
+		fmt.Fprintf(w, "No run is going on (a stale lock of pid %d is left: `claudopilot clean` removes it).\n", s.Lock.PID)
 	default:
 		fmt.Fprintln(w, "No run is going on.")
 	}
@@ -357,8 +174,8 @@ pid. It changes nothing and is safe to run during a run.`,
 		fmt.Fprintf(w, "Lanes (concurrency from the last pacer pass): %s\n", strings.Join(parts, ", "))
 	}
 	if st.Cooldown != "" {
-		until := s.cool.Latest(scheduler.Worker)
-		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.now).Round(time.Second))
+		until := s.Cool.Latest(state.Worker)
+		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.Now).Round(time.Second))
 	}
 	return nil
 }
@@ -378,26 +195,10 @@ func (s *snapshot) rel(p string) string {
 	return relTo(s.cwd, p)
 }
 
-// addUsage adds one phase's spend to the totals.
-func (st *statusJSON) addUsage(h *state.PhaseHistory) {
-	var total ledger.Usage
-	if st.Usage != nil {
-		total = *st.Usage
-	}
-	total = ledger.Add(total, h.Usage)
-	st.Usage = &total
-	if st.ByRole == nil {
-		st.ByRole = map[scheduler.Role]ledger.Usage{}
-	}
-	for r, u := range h.ByRole {
-		st.ByRole[r] = ledger.Add(st.ByRole[r], u)
-	}
-}
-
 // byRoleText renders " (worker $1.20, supervisor $0.30)" in role order.
-func byRoleText(m map[scheduler.Role]ledger.Usage) string {
+func byRoleText(m map[state.Role]ledger.Usage) string {
 	var parts []string
-	for _, r := range []scheduler.Role{scheduler.Worker, scheduler.Supervisor, "reviewer"} {
+	for _, r := range []state.Role{state.Worker, state.Supervisor, state.ReviewerRole} {
 		if u, ok := m[r]; ok {
 			parts = append(parts, string(r)+" "+ledger.CostText(u))
 		}

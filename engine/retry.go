@@ -10,14 +10,31 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
+// OutsideRetryError is a retry of a node from outside the manifest (an
+// issue, "#12"): no manifest line holds its state, so retry cannot flip it.
+// Its state is kept on GitHub, in its labels: that is where it is retried.
+type OutsideRetryError struct{ ID string }
+
+func (e *OutsideRetryError) Error() string {
+	return fmt.Sprintf("retry: %s is an issue, not a phase of the manifest: it is retried on GitHub, by its labels", e.ID)
+}
+
 // Retry flips ids (and, with all, every [blocked] phase) back to
 // [pending], with the dependents parked only because they waited on one of
-// them. It returns what it flipped and the ids already [pending]. The
+// them. It returns what it flipped and the ids already [pending]. An id
+// from outside the manifest ("#12") changes nothing: *OutsideRetryError. The
 // command and the web page's retry button both use it.
 func Retry(ctx context.Context, dir string, ids []string, all bool) (done, already []string, err error) {
-	rm, err := roadmap.Load(dir, roadmap.Options{})
+	// Deps on issues ("#12") load: a roadmap run with --issues parks
+	// phases too.
+	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef})
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, id := range ids {
+		if rm.Node(id) == nil && roadmap.IsIssueRef(id) {
+			return nil, nil, &OutsideRetryError{ID: id}
+		}
 	}
 	var want []*roadmap.Node
 	for _, id := range ids {

@@ -44,7 +44,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	recs, _ := state.ReadJournal(l.JournalPath())
 	hist, _ := state.History(recs)
 	hub := web.NewHub()
-	model := web.NewModel(rm, hist, paused)
+	model := web.NewModel(rm, hist, state.Rules{KeepGoing: cfg.KeepGoing, IgnoreCheckpoints: cfg.IgnoreCheckpoints}, paused)
 	if len(cfg.Lanes.Lanes) > 0 {
 		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
 	}

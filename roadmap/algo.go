@@ -250,19 +250,6 @@ func (r *Roadmap) Remaining(state func(*Node) manifest.State) []time.Duration {
 	return rem
 }
 
-// Eligible reports whether n may start: pending, with every dep merged.
-func (r *Roadmap) Eligible(n *Node, state func(*Node) manifest.State) bool {
-	if state(n) != manifest.Pending {
-		return false
-	}
-	for _, d := range n.deps {
-		if state(r.Nodes[d]) != manifest.Merged {
-			return false
-		}
-	}
-	return true
-}
-
 // FileState reads a phase's state as the manifest gives it.
 func FileState(n *Node) manifest.State { return n.State }
 

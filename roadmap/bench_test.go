@@ -10,9 +10,12 @@ package roadmap_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // plan10k returns the generated 10k manifest and a folder listing with one
@@ -44,12 +47,7 @@ func plan(tb testing.TB, src []byte, files []string) {
 	}
 	waves := r.Levels(roadmap.FileState)
 	path, _, _ := r.CriticalPath(roadmap.FileState)
-	eligible := 0
-	for _, n := range r.Nodes {
-		if r.Eligible(n, roadmap.FileState) {
-			eligible++
-		}
-	}
+	eligible := len(scheduler.Eligible(scheduler.FileView(r, state.Rules{}, nil, nil, time.Time{})))
 	if len(r.Nodes) != 10000 || len(waves) == 0 || len(path) == 0 || eligible == 0 {
 		tb.Fatalf("nodes %d waves %d path %d eligible %d", len(r.Nodes), len(waves), len(path), eligible)
 	}
@@ -101,12 +99,13 @@ func BenchmarkPlan10kSteps(b *testing.B) {
 			r.CriticalPath(roadmap.FileState)
 		}
 	})
+	// The scheduler's rule (Holds) for every node, as plan and status
+	// ask it.
 	b.Run("Eligible-all", func(b *testing.B) {
 		b.ReportAllocs()
+		v := scheduler.FileView(r, state.Rules{}, nil, nil, time.Time{})
 		for b.Loop() {
-			for _, n := range r.Nodes {
-				r.Eligible(n, roadmap.FileState)
-			}
+			scheduler.Eligible(v)
 		}
 	})
 	// Remaining is what the scheduler ranks ready phases by; it runs on

@@ -5,6 +5,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // View is what a pending phase's eligibility is decided on. The loop
@@ -124,4 +125,43 @@ func CheckpointLine(rm *roadmap.Roadmap, keepGoing, ignore bool) int {
 		return 0
 	}
 	return rm.Manifest.Checkpoints[0].Line
+}
+
+// Eligible lists the pending phases nothing holds in v, in manifest order:
+// each starts as soon as a slot is free.
+func Eligible(v View) []*roadmap.Node {
+	var out []*roadmap.Node
+	for _, n := range v.Roadmap.Nodes {
+		if v.State(n) == manifest.Pending && len(Holds(v, n)) == 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// FileView is the View outside the loop (status, explain): each phase's
+// state is its manifest line's, a phase marked [running] holds its scope,
+// and the rules (KEEP_GOING, IGNORE_LOOP_CHECKPOINTS, the lanes) and the
+// cooldowns are the ones a run journaled. externalDone says which outside
+// deps are done (nil: none).
+func FileView(rm *roadmap.Roadmap, rules state.Rules, cool state.Cooldowns, externalDone func(string) bool, now time.Time) View {
+	lanes := RuleLanes(rules)
+	return View{
+		Roadmap: rm, State: roadmap.FileState,
+		Held:         func(n *roadmap.Node) bool { return n.State == manifest.Running },
+		ExternalDone: externalDone,
+		KeepGoing:    rules.KeepGoing, IgnoreCheckpoints: rules.IgnoreCheckpoints,
+		Cooldown: func(cmd string) time.Time { return cool.For(cmd, Worker) },
+		Cmds:     func(n *roadmap.Node) []string { return LaneCmds(lanes, n, Worker) },
+		Now:      now,
+	}
+}
+
+// RuleLanes are the lanes of journaled rules.
+func RuleLanes(rules state.Rules) []Lane {
+	var out []Lane
+	for _, l := range rules.Lanes {
+		out = append(out, Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
+	}
+	return out
 }

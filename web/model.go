@@ -11,6 +11,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
 )
 
 // Phase is one node of the run as the API shows it.
@@ -74,12 +75,17 @@ type Model struct {
 	lanes  LaneSource // nil without LANES
 	// laneCool is each lane's latest rate-limit cooldown end.
 	laneCool map[string]time.Time
+	// rules and outsideDone feed the scheduler's eligibility rule for
+	// Next: the run's KEEP_GOING and IGNORE_LOOP_CHECKPOINTS, and the
+	// outside nodes ("#12") merged, from the journal and the events.
+	rules       state.Rules
+	outsideDone map[string]bool
 }
 
 // NewModel starts from the roadmap as loaded (and the journal's history, so
-// attempts and cost of earlier runs show).
-func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, paused bool) *Model {
-	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now}
+// attempts and cost of earlier runs show), under the run's rules.
+func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules state.Rules, paused bool) *Model {
+	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now, rules: rules, outsideDone: map[string]bool{}}
 	m.st = State{Version: 1, Paused: paused}
 	all := func(*roadmap.Node) manifest.State { return manifest.Pending }
 	level := map[string]int{}
@@ -93,28 +99,28 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, paused b
 	for _, n := range path {
 		crit[n.ID] = true
 	}
-	for _, n := range rm.Nodes {
-		p := &Phase{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: string(n.State), Level: level[n.ID], Critical: crit[n.ID], Deps: []string{}}
+	// The journal's history folds as status folds it (status.Phases).
+	for i, sn := range status.Phases(rm, hist, false) {
+		n := rm.Nodes[i]
+		p := &Phase{ID: n.ID, Title: sn.Title, State: string(sn.State), Level: level[n.ID], Critical: crit[n.ID], Deps: []string{}}
 		for _, d := range rm.Deps(n) {
 			p.Deps = append(p.Deps, d.ID)
 		}
 		p.Deps = append(p.Deps, n.External...)
-		if h := hist[n.ID]; h != nil {
-			p.Attempts = h.WorkerRuns + h.SuperRuns
-			p.spent = h.Spent
-			p.Usage = h.Usage
-			for r, u := range h.ByRole {
-				p.addRole(string(r), u)
-				m.st.addRole(string(r), u)
-			}
-			m.st.Usage = ledger.Add(m.st.Usage, h.Usage)
-			p.Log = h.Log
-			if n.State == manifest.Blocked || n.State == manifest.Failed {
-				p.Reason, p.Detail = string(h.Reason), h.Detail
-			}
+		p.Attempts, p.spent, p.Usage, p.Log = sn.Attempts, sn.Spent, sn.Usage, sn.Log
+		p.Reason, p.Detail = string(sn.Reason), sn.Detail
+		for r, u := range sn.ByRole {
+			p.addRole(string(r), u)
+			m.st.addRole(string(r), u)
 		}
+		m.st.Usage = ledger.Add(m.st.Usage, sn.Usage)
 		m.phases = append(m.phases, p)
 		m.byID[n.ID] = p
+	}
+	for _, o := range status.Outside(hist, false) {
+		if o.State == manifest.Merged {
+			m.outsideDone[o.ID] = true
+		}
 	}
 	return m
 }
@@ -141,6 +147,9 @@ func (m *Model) Apply(ev scheduler.Event) {
 		}
 	}
 	if p == nil {
+		if ev.Kind == scheduler.EvMerged && ev.Phase != "" {
+			m.outsideDone[ev.Phase] = true // an outside node landed
+		}
 		return
 	}
 	if ev.State != "" {
@@ -230,11 +239,18 @@ func (m *Model) State() State {
 		st.Counts[c.State]++
 		states[c.ID] = manifest.State(c.State)
 	}
-	stateOf := func(d *roadmap.Node) manifest.State { return states[d.ID] }
-	for _, n := range m.rm.Nodes {
-		if states[n.ID] == manifest.Pending && m.rm.Eligible(n, stateOf) {
-			st.Next = append(st.Next, n.ID)
-		}
+	// Next is what the scheduler's own rule (scheduler.Holds) lets
+	// start: deps merged (issues too), no scope clash with a running
+	// phase, no LOOP-CHECKPOINT in force above it.
+	view := scheduler.View{
+		Roadmap:      m.rm,
+		State:        func(d *roadmap.Node) manifest.State { return states[d.ID] },
+		Held:         func(d *roadmap.Node) bool { return states[d.ID] == manifest.Running },
+		ExternalDone: func(id string) bool { return m.outsideDone[id] },
+		KeepGoing:    m.rules.KeepGoing, IgnoreCheckpoints: m.rules.IgnoreCheckpoints,
+	}
+	for _, n := range scheduler.Eligible(view) {
+		st.Next = append(st.Next, n.ID)
 	}
 	if v, ok := st.Usage.Cost(); ok {
 		st.Cost = &v

@@ -19,6 +19,7 @@ import (
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 type fakeActions struct {
@@ -76,7 +77,7 @@ func newFixture(t *testing.T) *fixture {
 	os.WriteFile(logPath, []byte("hello\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI7K7MDENGbPxRfiCYzq81KEY9\n"), 0o644)
 	f := &fixture{acts: &fakeActions{}, log: logPath}
 	f.srv = &Server{
-		Token: "tok", Model: NewModel(rm, nil, false), Actions: f.acts, Hub: NewHub(),
+		Token: "tok", Model: NewModel(rm, nil, state.Rules{}, false), Actions: f.acts, Hub: NewHub(),
 		Log: func(id, role string, attempt int) (string, error) {
 			if id != "b" {
 				return "", errors.New("no phase")

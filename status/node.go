@@ -1,0 +1,130 @@
+package status
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// Node is what the manifest and the journal say about one node.
+type Node struct {
+	ID    string
+	Title string // "" for an outside node: the journal has no titles
+	State manifest.State
+	// Outside is set for a node from outside the manifest (an issue,
+	// "#12"): its state is its last journal record's (OutsideState).
+	Outside  bool
+	Attempts int
+	// Reason, Detail and WaitsOn say why a [failed] or [blocked] node is
+	// parked; they are empty in any other state.
+	Reason  state.Reason
+	Detail  string
+	WaitsOn string
+	Spent   time.Duration
+	// Usage adds up what its agents reported spending; ByRole splits it.
+	Usage  ledger.Usage
+	ByRole map[state.Role]ledger.Usage
+	// Log is the failing attempt's log as the journal names it.
+	Log string
+	// Waiting (what its merge waits for) and Conflict (a merge conflict
+	// predicted) are set only for a running node while a driver lives:
+	// the journal's last word is stale otherwise.
+	Waiting      string
+	WaitingFiles []string
+	Conflict     string
+	// Last is the last lifecycle event the journal holds for it ("" none).
+	Last string
+}
+
+// Phases folds the journal's history into one row per manifest phase, in
+// manifest order; live says a driver holds the lock now.
+func Phases(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, live bool) []Node {
+	out := make([]Node, 0, len(rm.Nodes))
+	for _, n := range rm.Nodes {
+		out = append(out, fold(Node{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: n.State}, hist[n.ID], live))
+	}
+	return out
+}
+
+// Outside lists the nodes from outside the manifest that the journal
+// names (ids "#N"), by number.
+func Outside(hist map[string]*state.PhaseHistory, live bool) []Node {
+	var out []Node
+	for id, h := range hist {
+		if roadmap.IsIssueRef(id) {
+			out = append(out, fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live))
+		}
+	}
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(number(a.ID), number(b.ID)) })
+	return out
+}
+
+// OutsideNode is the outside node id as the journal shows it; ok is false
+// when the journal has no record of it.
+func OutsideNode(hist map[string]*state.PhaseHistory, id string, live bool) (n Node, ok bool) {
+	h := hist[id]
+	if h == nil || !roadmap.IsIssueRef(id) {
+		return Node{ID: id}, false
+	}
+	return fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live), true
+}
+
+// OutsideState is an outside node's state from its last journal record:
+// the driver keeps no manifest line for it (its own record is on GitHub,
+// in labels), so the journal is where status reads it.
+func OutsideState(h *state.PhaseHistory) manifest.State {
+	if h == nil {
+		return manifest.Pending
+	}
+	switch h.Last {
+	case "merged":
+		return manifest.Merged
+	case "blocked":
+		return manifest.Blocked
+	case "failed":
+		return manifest.Failed
+	case "", "retry":
+		return manifest.Pending
+	}
+	// launch, done, fail (a repair follows), cooldown, transient,
+	// interrupted: the driver works on it, or worked on it when it
+	// stopped (as a manifest line left [running]).
+	return manifest.Running
+}
+
+// OutsideDone says whether the journal shows the outside node id merged:
+// a dep on it is done.
+func OutsideDone(hist map[string]*state.PhaseHistory) func(id string) bool {
+	return func(id string) bool { h := hist[id]; return h != nil && OutsideState(h) == manifest.Merged }
+}
+
+// fold adds what the history says to a node whose state is known.
+func fold(n Node, h *state.PhaseHistory, live bool) Node {
+	if h == nil {
+		return n
+	}
+	n.Attempts = h.WorkerRuns + h.SuperRuns
+	n.Spent = h.Spent
+	n.Usage = h.Usage
+	n.ByRole = h.ByRole
+	n.Log = h.Log
+	n.Last = h.Last
+	if n.State == manifest.Failed || n.State == manifest.Blocked {
+		n.Reason, n.Detail, n.WaitsOn = h.Reason, h.Detail, h.WaitsOn
+	}
+	if live && n.State == manifest.Running {
+		n.Waiting, n.WaitingFiles, n.Conflict = h.Waiting, h.WaitingFiles, h.Conflict
+	}
+	return n
+}
+
+func number(id string) int {
+	n, _ := strconv.Atoi(id[1:])
+	return n
+}
