@@ -21,7 +21,8 @@ Say why a phase is not running: which of its deps are not merged and their
 states, a declared scope that overlaps a running phase's, a rate-limit
 cooldown with the time left, a LOOP-CHECKPOINT above it, or no free slot
 (MAX_PARALLEL agents already running). For a failed or blocked phase, the
-reason and the log to read. It changes nothing.`,
+reason and the log to read. An issue of the queue ('#12', quoted) is
+explained from the run journal. It changes nothing.`,
 		"  claudopilot explain phase-04")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	if err := parseFlags(fs, args); err != nil {

@@ -59,8 +59,10 @@ func cmdStatus(ctx context.Context, a *app, args []string) error {
 Show where a roadmap stands, from the manifest and the run journal
 (.claudopilot/state/journal.jsonl): each phase's state, attempts, the reason
 a failed or blocked phase gave, time spent and its newest log; what is
-running now; what can start next; and, while a run goes on, the driver's
-pid. It changes nothing and is safe to run during a run.`,
+running now; what can start next (the scheduler's own rule); and, while a
+run goes on, the driver's pid. Issues of the queue ("#12") the journal
+names are listed after the phases. It changes nothing and is safe to run
+during a run. See docs/status.md.`,
 		"  claudopilot status\n  claudopilot status --json | jq '.phases[] | select(.state==\"blocked\")'")
 	jsonOut := fs.Bool("json", false, "print JSON for scripts")
 	if err := parseFlags(fs, args); err != nil {

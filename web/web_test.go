@@ -383,3 +383,39 @@ func TestStateLanes(t *testing.T) {
 		}
 	}
 }
+
+// Next is the scheduler's rule (scheduler.Holds), not deps only: a phase
+// below a LOOP-CHECKPOINT is next only under KEEP_GOING, and one waiting on
+// an issue only once that issue merged (in the journal, or by an event).
+func TestNextIsTheSchedulersRule(t *testing.T) {
+	const src = `# Execution Manifest: next
+
+## Phases
+
+1. [pending] **a** — first (deps: none)
+2. [pending] **i** — after issue 12 (deps: #12)
+
+<!-- LOOP-CHECKPOINT: look -->
+
+3. [pending] **z** — below (deps: none)
+`
+	rm, err := roadmap.Parse("/rm", []byte(src), nil, roadmap.Options{External: roadmap.IsIssueRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := NewModel(rm, nil, state.Rules{}, false).State().Next; !slices.Equal(got, []string{"a"}) {
+		t.Errorf("next %v, want [a]", got)
+	}
+	m := NewModel(rm, nil, state.Rules{KeepGoing: true}, false)
+	if got := m.State().Next; !slices.Equal(got, []string{"a", "z"}) {
+		t.Errorf("keep going: next %v, want [a z]", got)
+	}
+	m.Apply(scheduler.Event{Kind: scheduler.EvMerged, Phase: "#12", State: "merged", Time: time.Now()})
+	if got := m.State().Next; !slices.Equal(got, []string{"a", "i", "z"}) {
+		t.Errorf("#12 merged: next %v, want [a i z]", got)
+	}
+	hist, _ := state.History([]state.Record{{Phase: "#12", Event: "merged"}})
+	if got := NewModel(rm, hist, state.Rules{}, false).State().Next; !slices.Equal(got, []string{"a", "i"}) {
+		t.Errorf("#12 merged in the journal: next %v, want [a i]", got)
+	}
+}
