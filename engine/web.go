@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/control"
@@ -140,41 +138,28 @@ func FindLog(l state.Layout, rm *roadmap.Roadmap, id, role string, attempt int) 
 	if role != "" && attempt > 0 {
 		return l.LogPath(id, role, attempt), nil
 	}
-	ents, err := os.ReadDir(l.LogDir(id))
-	if err != nil {
+	if _, err := os.Stat(l.LogDir(id)); err != nil {
 		return "", fmt.Errorf("%s has no logs yet", id)
-	}
-	type cand struct {
-		name string
-		n    int
-		mod  int64
-	}
-	var cs []cand
-	for _, e := range ents {
-		r, num, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".log"), "-")
-		n, err := strconv.Atoi(num)
-		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".log") || (role != "" && r != role) || (attempt > 0 && n != attempt) {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		cs = append(cs, cand{e.Name(), n, info.ModTime().UnixNano()})
-	}
-	if len(cs) == 0 {
-		return "", fmt.Errorf("%s has no such log yet", id)
 	}
 	// Newest first; with no role named, an agent's log before a gate's:
 	// the pane is for what the agent says.
-	agentLog := func(c cand) bool {
-		return strings.HasPrefix(c.name, "worker-") || strings.HasPrefix(c.name, "supervisor-") || strings.HasPrefix(c.name, "reviewer-")
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if role == "" && agentLog(cs[i]) != agentLog(cs[j]) {
-			return agentLog(cs[i])
+	logs := l.Logs(id, role)
+	pick := ""
+	for i := len(logs) - 1; i >= 0; i-- {
+		lf := logs[i]
+		if attempt > 0 && lf.Attempt != attempt {
+			continue
 		}
-		return cs[i].mod > cs[j].mod
-	})
-	return filepath.Join(l.LogDir(id), cs[0].name), nil
+		if role != "" || lf.Role == "worker" || lf.Role == "supervisor" || lf.Role == "reviewer" {
+			pick = lf.Path
+			break
+		}
+		if pick == "" {
+			pick = lf.Path
+		}
+	}
+	if pick == "" {
+		return "", fmt.Errorf("%s has no such log yet", id)
+	}
+	return pick, nil
 }
