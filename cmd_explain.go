@@ -44,10 +44,7 @@ explained from the run journal. It changes nothing.`,
 		return fmt.Errorf("explain: no phase %q in %s", id, s.rel(s.Roadmap.ManifestPath))
 	}
 	w := a.s.Out
-	h := s.Hist[id]
-	if h == nil {
-		h = &state.PhaseHistory{}
-	}
+	h, _ := s.Node(id)
 	log := s.rel(s.Layout.LatestLog(id))
 	switch n.State {
 	case manifest.Merged:
@@ -57,14 +54,14 @@ explained from the run journal. It changes nothing.`,
 		if s.Live && h.Waiting != "" {
 			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
 		} else if s.Live {
-			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.WorkerRuns+h.SuperRuns, orDash(log))
+			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.Attempts, orDash(log))
 			if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
 				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
 			}
 		} else {
 			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
 		}
-		if s.Live && h.Conflict != "" {
+		if h.Conflict != "" {
 			fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
 		}
 		return nil
@@ -76,10 +73,7 @@ explained from the run journal. It changes nothing.`,
 		with := ""
 		if culprit != id {
 			log, with = s.rel(s.Layout.LatestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
-			ch := s.Hist[culprit]
-			if ch == nil {
-				ch = &state.PhaseHistory{}
-			}
+			ch, _ := s.Node(culprit)
 			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, s.StateOf(h.WaitsOn))
 			if culprit != h.WaitsOn {
 				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, s.StateOf(culprit))

@@ -47,9 +47,13 @@ type Node struct {
 func Phases(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, live bool) []Node {
 	out := make([]Node, 0, len(rm.Nodes))
 	for _, n := range rm.Nodes {
-		out = append(out, fold(Node{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: n.State}, hist[n.ID], live))
+		out = append(out, phase(n, hist, live))
 	}
 	return out
+}
+
+func phase(n *roadmap.Node, hist map[string]*state.PhaseHistory, live bool) Node {
+	return fold(Node{ID: n.ID, Title: roadmap.CleanTitle(n.Title), State: n.State}, hist[n.ID], live)
 }
 
 // Outside lists the nodes from outside the manifest that the journal

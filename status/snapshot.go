@@ -61,13 +61,19 @@ func (s *Snapshot) View(rules state.Rules) scheduler.View {
 // names.
 func (s *Snapshot) Outside() []Node { return Outside(s.Hist, s.Live) }
 
+// Node is the row of id: a manifest phase, or a node from outside the
+// manifest that the journal names; ok is false for an id neither knows.
+func (s *Snapshot) Node(id string) (n Node, ok bool) {
+	if p := s.Roadmap.Node(id); p != nil {
+		return phase(p, s.Hist, s.Live), true
+	}
+	return OutsideNode(s.Hist, id, s.Live)
+}
+
 // StateOf is a node's state: its manifest line's, or for an outside node
 // its journal's; "unknown" for an id neither knows.
 func (s *Snapshot) StateOf(id string) manifest.State {
-	if n := s.Roadmap.Node(id); n != nil {
-		return n.State
-	}
-	if n, ok := OutsideNode(s.Hist, id, s.Live); ok {
+	if n, ok := s.Node(id); ok {
 		return n.State
 	}
 	return "unknown"
