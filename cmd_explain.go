@@ -189,6 +189,8 @@ func explainOutside(a *app, s *snapshot, id string) error {
 		} else {
 			fmt.Fprintf(w, "Fix the cause, then %s.\n", retryIssueText(a, s.Layout.Top, id))
 		}
+	case status.Away:
+		fmt.Fprintf(w, "%s is an issue that left the driver's hands after %s: %s. Its state is on GitHub now; a run with --issues (or queue) takes it again once it carries the label %q.\n", id, plural(n.Attempts, "attempt"), orDash(n.Detail), issueLabels(a, s.Layout.Top).Ready)
 	default:
 		fmt.Fprintf(w, "%s is an issue sent back to the queue: a run with --issues (or queue) takes it again once it carries the label %q.\n", id, issueLabels(a, s.Layout.Top).Ready)
 	}

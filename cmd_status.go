@@ -113,6 +113,9 @@ during a run. See docs/status.md.`,
 		if p.WaitsOn != "" {
 			why = strings.TrimSpace(why + "  waits on " + p.WaitsOn)
 		}
+		if p.Away != "" {
+			why = p.Away
+		}
 		lane := ""
 		if p.Lane != nil {
 			lane = "lane " + p.Lane.Lane

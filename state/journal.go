@@ -122,7 +122,7 @@ type PhaseHistory struct {
 	WorkerRuns, SuperRuns, SuperSpent int
 	Reason                            Reason
 	Detail                            string
-	Last                              string // last lifecycle event: launch, done, fail, failed, blocked, merged, retry
+	Last                              string // last lifecycle event: launch, done, fail, failed, blocked, merged, retry, away
 	LastFailBy                        Role   // who failed last: a supervisor hands back to the worker
 	Log                               string // the failing attempt's log
 	Tip                               string
@@ -307,6 +307,11 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			// Finished: its counts stay for `status`; a later launch
 			// (the roadmap run again) starts a new history.
 			h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
+		case "away":
+			// An outside node left the driver's hands (a pull request
+			// handed to a human, an issue closed or claimed elsewhere):
+			// Detail says why.
+			h.Last, h.Detail, h.PGIDs = r.Event, r.Detail, nil
 		case "retry":
 			// Counters start over for a retried phase; what it spent
 			// stays spent.

@@ -22,7 +22,8 @@ type Node struct {
 	Outside  bool
 	Attempts int
 	// Reason, Detail and WaitsOn say why a [failed] or [blocked] node is
-	// parked; they are empty in any other state.
+	// parked; Detail also why an outside node is away. They are empty in
+	// any other state.
 	Reason  state.Reason
 	Detail  string
 	WaitsOn string
@@ -79,6 +80,11 @@ func OutsideNode(hist map[string]*state.PhaseHistory, id string, live bool) (n N
 	return fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live), true
 }
 
+// Away is the state of an outside node that left the driver's hands (its
+// pull request handed to a human for review, the issue closed or claimed
+// by another instance): no manifest state says that.
+const Away manifest.State = "away"
+
 // OutsideState is an outside node's state from its last journal record:
 // the driver keeps no manifest line for it (its own record is on GitHub,
 // in labels), so the journal is where status reads it.
@@ -95,6 +101,8 @@ func OutsideState(h *state.PhaseHistory) manifest.State {
 		return manifest.Failed
 	case "", "retry":
 		return manifest.Pending
+	case "away":
+		return Away
 	}
 	// launch, done, fail (a repair follows), cooldown, transient,
 	// interrupted: the driver works on it, or worked on it when it
@@ -119,8 +127,11 @@ func fold(n Node, h *state.PhaseHistory, live bool) Node {
 	n.ByRole = h.ByRole
 	n.Log = h.Log
 	n.Last = h.Last
-	if n.State == manifest.Failed || n.State == manifest.Blocked {
+	switch n.State {
+	case manifest.Failed, manifest.Blocked:
 		n.Reason, n.Detail, n.WaitsOn = h.Reason, h.Detail, h.WaitsOn
+	case Away:
+		n.Detail = h.Detail
 	}
 	if live && n.State == manifest.Running {
 		n.Waiting, n.WaitingFiles, n.Conflict = h.Waiting, h.WaitingFiles, h.Conflict

@@ -114,8 +114,11 @@ type Phase struct {
 	Outside  bool   `json:"outside,omitempty"`
 	Attempts int    `json:"attempts"`
 	Reason   string `json:"reason,omitempty"`
-	WaitsOn  string `json:"waits_on,omitempty"`
-	Spent    string `json:"spent,omitempty"`
+	// Away says why an outside node left the driver's hands (state
+	// "away").
+	Away    string `json:"away,omitempty"`
+	WaitsOn string `json:"waits_on,omitempty"`
+	Spent   string `json:"spent,omitempty"`
 	// Log is the node's newest log; the caller may make it relative.
 	Log string `json:"log,omitempty"`
 	// Waiting says what the phase's merge waits for and what to do
@@ -158,6 +161,9 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 		p := Phase{ID: n.ID, Title: n.Title, State: string(n.State), Outside: n.Outside, Attempts: n.Attempts,
 			Reason: string(n.Reason), WaitsOn: n.WaitsOn, Log: s.Layout.LatestLog(n.ID),
 			Waiting: n.Waiting, WaitingFiles: n.WaitingFiles, Conflict: n.Conflict}
+		if n.State == Away {
+			p.Away = n.Detail
+		}
 		if m, ok := work.WorktreeLane(s.Layout.Worktree(n.ID)); ok {
 			p.Lane = &m
 		}

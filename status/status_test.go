@@ -74,6 +74,9 @@ func TestOutsideNodesFromTheJournal(t *testing.T) {
 		state.Record{Phase: "#3", Event: "launch", Role: state.Worker, Attempt: 1},
 		state.Record{Phase: "#3", Event: "done", Role: state.Worker, Attempt: 1},
 		state.Record{Phase: "#3", Event: "merged", Commit: "abc"},
+		state.Record{Phase: "#6", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "#6", Event: "done", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "#6", Event: "away", Detail: "handed to a human"},
 		state.Record{Phase: "#7", Event: "launch", Role: state.Worker, Attempt: 1},
 		state.Record{Phase: "#8", Event: "launch", Role: state.Worker, Attempt: 1},
 		state.Record{Phase: "#8", Event: "failed", Reason: state.ReasonExit},
@@ -86,13 +89,16 @@ func TestOutsideNodesFromTheJournal(t *testing.T) {
 	for _, n := range s.Outside() {
 		got = append(got, n.ID+" "+string(n.State)+" "+string(n.Reason))
 	}
-	want := []string{"#3 merged ", "#7 running ", "#8 failed exit", "#9 pending ", "#12 blocked checks"}
+	want := []string{"#3 merged ", "#6 away ", "#7 running ", "#8 failed exit", "#9 pending ", "#12 blocked checks"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("outside nodes %q, want %q", got, want)
 	}
 	n, ok := status.OutsideNode(s.Hist, "#12", false)
 	if !ok || n.Attempts != 1 || n.Detail != "ci/test failed" || !n.Outside || n.Title != "" {
 		t.Fatalf("#12: %+v", n)
+	}
+	if n, _ := status.OutsideNode(s.Hist, "#6", false); n.Detail != "handed to a human" {
+		t.Fatalf("#6: %+v", n)
 	}
 	if _, ok := status.OutsideNode(s.Hist, "#99", false); ok {
 		t.Fatal("#99 has no record, yet is known")
@@ -103,7 +109,7 @@ func TestOutsideNodesFromTheJournal(t *testing.T) {
 	for _, p := range r.Phases {
 		ids = append(ids, p.ID)
 	}
-	if want := []string{"p1", "p2", "p3", "p5", "p6", "p4", "#3", "#7", "#8", "#9", "#12"}; !slices.Equal(ids, want) {
+	if want := []string{"p1", "p2", "p3", "p5", "p6", "p4", "#3", "#6", "#7", "#8", "#9", "#12"}; !slices.Equal(ids, want) {
 		t.Fatalf("rows %q, want %q", ids, want)
 	}
 	last := r.Phases[len(r.Phases)-1]
