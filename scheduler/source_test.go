@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -243,5 +244,51 @@ func TestOutsideFailureParksWithoutHalting(t *testing.T) {
 	}
 	if len(h.runner.jobsOf("#1", Supervisor)) != 0 {
 		t.Error("a supervisor was sent to a closed pull request")
+	}
+}
+
+// What the loop journals for outside nodes folds (state.History) to the
+// states status and explain show them in: merged, away with why, blocked
+// with its reason, and a phase parked behind an issue waits on it.
+func TestOutsideJournalFoldsToTheirStates(t *testing.T) {
+	src := newSource()
+	src.script["#2"] = []MergeOutcome{{Away: true, Detail: "handed to a human for review"}}
+	src.script["#3"] = []MergeOutcome{{Reason: state.ReasonPR, Detail: "pull request #9 was closed without merging"}}
+	text := manifestOf("[pending] **a** — A (deps: none)", "[pending] **b** — B (deps: #3)")
+	h := sourceHarness(t, text, Config{MaxParallel: 2, KeepGoing: true}, src)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	jn, err := state.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jn.Close()
+	h.s.jn = jn
+	src.ch <- []OutsideNode{issueNode(1), issueNode(2), issueNode(3)}
+	close(src.ch)
+	if _, err, evs := h.run(context.Background()); err == nil {
+		t.Fatalf("run ended well with #3 and b parked\n%s", fmtEvents(evs))
+	}
+	recs, err := state.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := state.History(recs)
+	for id, want := range map[string]manifest.State{"#1": manifest.Merged, "#2": state.Away, "#3": manifest.Blocked} {
+		if hist[id] == nil {
+			t.Errorf("%s: no journal records", id)
+			continue
+		}
+		if got := hist[id].OutsideState(); got != want || hist[id].WorkerRuns != 1 {
+			t.Errorf("%s: %s after %d attempts, want %s after 1", id, got, hist[id].WorkerRuns, want)
+		}
+	}
+	if d := hist["#2"].Detail; d != "handed to a human for review" {
+		t.Errorf("#2's detail %q", d)
+	}
+	if r := hist["#3"].Reason; r != state.ReasonPR {
+		t.Errorf("#3's reason %q", r)
+	}
+	if w := hist["b"].WaitsOn; w != "#3" || state.Culprit(hist, "b") != "#3" {
+		t.Errorf("b waits on %q, want #3 (the issue to retry)", w)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -331,6 +332,34 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		h.inFlight = ""
 	}
 	return hs, cool
+}
+
+// Away is the state the journal gives a node from outside the manifest
+// that left the driver's hands (its pull request handed to a human for
+// review, the issue closed or claimed by another instance): no manifest
+// state says that.
+const Away manifest.State = "away"
+
+// OutsideState is the state of a node from outside the manifest (an issue,
+// "#12") by its last lifecycle record: no manifest line holds its state
+// (its own record is on GitHub, in labels), so status reads it here.
+func (h *PhaseHistory) OutsideState() manifest.State {
+	switch h.Last {
+	case "merged":
+		return manifest.Merged
+	case "blocked":
+		return manifest.Blocked
+	case "failed":
+		return manifest.Failed
+	case "away":
+		return Away
+	case "", "retry":
+		return manifest.Pending
+	}
+	// launch, done, fail (a repair follows), cooldown, transient,
+	// interrupted: the driver works on it, or worked on it when it
+	// stopped (as a manifest line left [running]).
+	return manifest.Running
 }
 
 // Culprit is the phase whose own failure holds id back: a phase parked

@@ -80,34 +80,17 @@ func OutsideNode(hist map[string]*state.PhaseHistory, id string, live bool) (n N
 	return fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live), true
 }
 
-// Away is the state of an outside node that left the driver's hands (its
-// pull request handed to a human for review, the issue closed or claimed
-// by another instance): no manifest state says that.
-const Away manifest.State = "away"
+// Away is the state of an outside node that left the driver's hands
+// (state.Away).
+const Away = state.Away
 
-// OutsideState is an outside node's state from its last journal record:
-// the driver keeps no manifest line for it (its own record is on GitHub,
-// in labels), so the journal is where status reads it.
+// OutsideState is an outside node's state from its journal
+// (state.PhaseHistory.OutsideState); pending when it has none.
 func OutsideState(h *state.PhaseHistory) manifest.State {
 	if h == nil {
 		return manifest.Pending
 	}
-	switch h.Last {
-	case "merged":
-		return manifest.Merged
-	case "blocked":
-		return manifest.Blocked
-	case "failed":
-		return manifest.Failed
-	case "", "retry":
-		return manifest.Pending
-	case "away":
-		return Away
-	}
-	// launch, done, fail (a repair follows), cooldown, transient,
-	// interrupted: the driver works on it, or worked on it when it
-	// stopped (as a manifest line left [running]).
-	return manifest.Running
+	return h.OutsideState()
 }
 
 // OutsideDone says whether the journal shows the outside node id merged:
