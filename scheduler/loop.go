@@ -121,8 +121,9 @@ type Scheduler struct {
 	budgetHit bool         // RunMaxCost reached: no new launches
 	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
-	pred      predictState // conflict prediction (SetPredictor)
-	out       outsideState // nodes from a Source (SetSource)
+	pred      predictState  // conflict prediction (SetPredictor)
+	out       outsideState  // nodes from a Source (SetSource)
+	group     *outcomeGroup // events held for one fsync (durable.go)
 
 	// outsideMayPay is cfg.ExternalWait's answer as of the last dispatch:
 	// asked before it, so a queue that ends between the dispatch and the
@@ -237,6 +238,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		// results until all are back.
 		cancel()
 		s.drain()
+		s.syncJournal()
 		s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
 		return s.summary(), ErrInterrupted
 	}
@@ -689,7 +691,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 		o := s.runner.Run(ctx, j, func(pgid int) {
 			// Written from the worker goroutine: the journal is an
 			// append-only file with its own lock, not loop state.
-			s.record(state.Record{Phase: j.ID, Event: "pgid", Role: j.Role, Attempt: j.Attempt, PGID: pgid})
+			s.recordNow(state.Record{Phase: j.ID, Event: "pgid", Role: j.Role, Attempt: j.Attempt, PGID: pgid})
 		})
 		o.ID, o.Role, o.Attempt = j.ID, j.Role, j.Attempt
 		s.results <- o
@@ -901,6 +903,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.waiting, p.waitRounds = "", 0
 		s.gateState(false)
 		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.durable()
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 		if m.Detail != "" {
 			s.emit(Event{Kind: EvWarn, Phase: m.ID, Detail: m.Detail})
@@ -1008,6 +1011,10 @@ func (s *Scheduler) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = s.now()
 	}
+	if s.group != nil {
+		s.group.events = append(s.group.events, e)
+		return
+	}
 	s.events <- e
 }
 
@@ -1015,7 +1022,7 @@ func (s *Scheduler) record(r state.Record) {
 	if s.jn == nil {
 		return
 	}
-	if err := s.jn.Append(r); err != nil {
+	if err := s.jn.Write(r); err != nil {
 		// A journal that cannot be written loses crash recovery, not
 		// work: say so and carry on.
 		s.emit(Event{Kind: EvWarn, Phase: r.Phase, Detail: "journal: " + err.Error()})
@@ -1026,6 +1033,7 @@ func (s *Scheduler) record(r state.Record) {
 // manifest on disk, not from this process's memory.
 func (s *Scheduler) finish() (Summary, error) {
 	s.flushStates()
+	s.syncJournal()
 	if len(s.unwritten) > 0 && s.fatal == nil {
 		s.fatal = fmt.Errorf("the manifest %s does not parse, so the final states could not be written: fix it and run again", s.rm.ManifestPath)
 	}

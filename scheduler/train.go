@@ -64,6 +64,9 @@ func (s *Scheduler) startTrain(ctx context.Context, t []*phase) {
 // the train's order; the phases it did not get to go back to the front
 // of the queue, in their order.
 func (s *Scheduler) onBatch(ms []MergeOutcome) {
+	// One fsync for the whole train's records, before any landing is told.
+	s.beginGroup()
+	defer s.endGroup()
 	t := s.train
 	s.train = nil
 	var back []*phase

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// Record is one line of the run journal: an append-only JSON-lines file,
-// fsynced per record, from which a restarted driver rebuilds its counters.
+// Record is one line of the run journal: an append-only JSON-lines file
+// from which a restarted driver rebuilds its counters.
 type Record struct {
 	Time    time.Time `json:"t"`
 	Phase   string    `json:"phase,omitempty"`
@@ -48,11 +48,22 @@ type Record struct {
 
 // Journal appends records to a file. Appends come from the loop and from
 // worker goroutines (process group ids), so the file has its own lock.
+//
+// Every record is written to the file at once, so another process (status,
+// a restarted driver after a kill) reads it at once. Reaching the disk is
+// separate: Write leaves the record to the next Sync, and Append syncs at
+// once. As the file only grows, what a power loss keeps is always a prefix
+// of it: the state of a driver killed a little earlier. So a record needs
+// an fsync of its own only where something outside the journal must not
+// run ahead of it (the driver fsyncs a landing's records once, before the
+// landing is reported); the others share that fsync.
 type Journal struct {
-	path string
-	mu   sync.Mutex // guards f
-	f    *os.File
-	now  func() time.Time
+	path  string
+	mu    sync.Mutex // guards f, dirty and syncs
+	f     *os.File
+	dirty bool // written since the last fsync
+	syncs int  // fsyncs made, for the benchmarks and tests
+	now   func() time.Time
 }
 
 // OpenJournal opens (or creates) the journal at path for appending.
@@ -70,8 +81,48 @@ func OpenJournal(path string) (*Journal, error) {
 // Path is the journal's file.
 func (j *Journal) Path() string { return j.path }
 
-// Append writes one record and fsyncs it.
+// Append writes one record and fsyncs the journal (it and every record
+// written before it).
 func (j *Journal) Append(r Record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.write(r); err != nil {
+		return err
+	}
+	return j.sync()
+}
+
+// Write writes one record and leaves its fsync to the next Sync or
+// Append: readers see it at once, and a killed driver loses none of it.
+func (j *Journal) Write(r Record) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.write(r)
+}
+
+// Sync fsyncs the records written since the last fsync; with none, it
+// does nothing.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.sync()
+}
+
+// Syncs is how many fsyncs the journal has made.
+func (j *Journal) Syncs() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncs
+}
+
+// Unsynced is true when records wait for an fsync.
+func (j *Journal) Unsynced() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.dirty
+}
+
+func (j *Journal) write(r Record) error {
 	if r.Time.IsZero() {
 		r.Time = j.now().UTC()
 	}
@@ -80,19 +131,34 @@ func (j *Journal) Append(r Record) error {
 		return err
 	}
 	b = append(b, '\n')
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	if _, err := j.f.Write(b); err != nil {
 		return fmt.Errorf("journal append: %w", err)
 	}
-	return j.f.Sync()
+	j.dirty = true
+	return nil
 }
 
-// Close closes the file.
+func (j *Journal) sync() error {
+	if !j.dirty {
+		return nil
+	}
+	j.syncs++
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal sync: %w", err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// Close fsyncs what is left and closes the file.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.f.Close()
+	serr := j.sync()
+	if err := j.f.Close(); err != nil {
+		return err
+	}
+	return serr
 }
 
 // ReadJournal returns every record in the file; a missing file is empty. A

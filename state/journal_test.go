@@ -276,3 +276,34 @@ func TestHistory(t *testing.T) {
 		})
 	}
 }
+
+// Records written with Write are read back at once, before any fsync (a
+// killed driver loses none of them), and share the next Sync's fsync.
+func TestJournalWriteSharesOneSync(t *testing.T) {
+	t.Parallel()
+	jn := openJournal(t)
+	for _, ev := range []string{"launch", "done", "merged"} {
+		if err := jn.Write(Record{Phase: "a", Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := ReadJournal(jn.Path())
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("read before any sync: %d records, %v; want 3", len(recs), err)
+	}
+	if n := jn.Syncs(); n != 0 {
+		t.Fatalf("Write fsynced: %d", n)
+	}
+	for range 2 {
+		if err := jn.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := jn.Syncs(); n != 1 {
+		t.Errorf("three writes and two Syncs made %d fsyncs, want 1 (the second had nothing new)", n)
+	}
+	appendAll(t, jn, Record{Phase: "a", Event: "pgid", PGID: 7})
+	if n := jn.Syncs(); n != 2 {
+		t.Errorf("Append made %d fsyncs in all, want 2", n)
+	}
+}

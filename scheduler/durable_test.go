@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// noteUnsyncedMerges makes h fail the test when a merge is told while
+// one of its records may not be on disk yet. The loop writes records only
+// from its own goroutine, and blocks in the emit while the hook runs, so
+// what the hook sees is what the loop left when it told the merge.
+func noteUnsyncedMerges(t *testing.T, h *harness) {
+	var mu sync.Mutex
+	h.ev.hook = func(e Event) {
+		if e.Kind == EvMerged && h.jn.Unsynced() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Errorf("%s told merged before its record was fsynced", e.Phase)
+		}
+	}
+}
+
+// One landing, one fsync: the loop's records ride on the fsync of the
+// next record that must be on disk (an agent's process group id, a
+// merge's "merged" record before it is told). Each phase of a serial run
+// costs two: its pgid (which carries its launch) and its merge (which
+// carries its done). Every record still reached the file.
+func TestJournalSyncsPerLanding(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf("[pending] **p%d** — p%d (deps: none)", i, i))
+	}
+	h := newHarness(t, manifestOf(lines...), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
+	h.jn = openJournal(t)
+	h.build()
+	noteUnsyncedMerges(t, h)
+	if _, err, _ := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.jn.Syncs(); got != 2*n {
+		t.Errorf("%d fsyncs for %d landed phases, want %d (a pgid and a merge each)", got, n, 2*n)
+	}
+	recs := readRecords(t, h.jn)
+	counts := map[string]int{}
+	for _, r := range recs {
+		counts[r.Event]++
+	}
+	for _, ev := range []string{"launch", "pgid", "done", "merged"} {
+		if counts[ev] != n {
+			t.Errorf("%d %q records, want %d: %v", counts[ev], ev, n, counts)
+		}
+	}
+}
+
+// A merge train's landings share one fsync, made before the first of
+// them is told.
+func TestJournalSyncsOncePerTrain(t *testing.T) {
+	t.Parallel()
+	text := manifestOf(
+		"[pending] **a** — a (deps: none)",
+		"[pending] **b** — b (deps: none)",
+		"[pending] **c** — c (deps: none)",
+		"[pending] **d** — d (deps: none)",
+	)
+	h := newHarness(t, text, Config{MaxParallel: 4, MaxSupervisorAttempts: 1, MergeBatch: 4})
+	h.jn = openJournal(t)
+	bm := &batchMerger{fakeMerger: h.merger}
+	release := make(chan struct{})
+	var once sync.Once
+	h.merger.onMerge = func(MergeJob) { once.Do(func() { <-release }) }
+	h.ev = newEventLog()
+	h.s = New(h.cfg, h.rm, h.store, h.runner, bm, h.jn, h.ev.ch)
+	noteUnsyncedMerges(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ch := h.start(ctx)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == Worker })
+	}
+	close(release)
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged, "d": manifest.Merged})
+	if len(bm.batches) != 1 || len(bm.batches[0]) != 3 {
+		t.Fatalf("trains %v, want one of 3 after the first single merge", bm.batches)
+	}
+	// 4 pgids, the single merge, the train of 3.
+	if got := h.jn.Syncs(); got != 6 {
+		t.Errorf("%d fsyncs, want 6: 4 pgids, 1 single merge, 1 train of 3", got)
+	}
+}
+
+func readRecords(t *testing.T, jn *state.Journal) []state.Record {
+	t.Helper()
+	recs, err := state.ReadJournal(jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
