@@ -150,6 +150,7 @@ type phase struct {
 	tip        string
 	waitsOn    string
 	retry      bool
+	takeBase   bool // its next attempt merges the base in first (predict.go)
 	// waiting is what the phase's merge waits for, as last told (so a
 	// wait that goes on is told once); waitRounds counts its retries.
 	waiting    string
@@ -656,6 +657,7 @@ func (s *Scheduler) checkpointLine() int {
 
 // launch starts one attempt on lane l in its own goroutine.
 func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
+	j.TakeBase = j.TakeBase || s.takesBase(p)
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
 	j.Lane, j.Cmd = l.ID, l.cmdOf(j.Role)
 	p.lane = l
@@ -903,6 +905,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.waiting, p.waitRounds = "", 0
 		s.gateState(false)
 		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.landedPredicted(m.ID)
 		s.durable()
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 		if m.Detail != "" {

@@ -46,6 +46,10 @@ type predictState struct {
 	// phase ("" for the base) and the sentence told.
 	with   map[string]string
 	detail map[string]string
+	// paired keeps, per phase, every phase it was predicted to conflict
+	// with until that one lands: a prediction made while the other
+	// merges (no longer running) clears with, not this.
+	paired map[string]map[string]bool
 }
 
 // maybePredict starts a prediction when one is due.
@@ -118,6 +122,8 @@ func (s *Scheduler) onPredicted(cs []Conflict) {
 			add(c.A, "", "predicted conflict with the base on "+paths)
 			continue
 		}
+		s.pair(c.A, c.B)
+		s.pair(c.B, c.A)
 		add(c.A, c.B, fmt.Sprintf("predicted conflict with %s on %s", c.B, paths))
 		add(c.B, c.A, fmt.Sprintf("predicted conflict with %s on %s", c.A, paths))
 	}
@@ -154,4 +160,47 @@ func (s *Scheduler) conflictOrder() {
 			s.mergeQ = slices.Insert(s.mergeQ, i, other)
 		}
 	}
+}
+
+// landedPredicted marks every phase predicted to conflict with id, which
+// just landed: its next attempt takes the new base first (Job.TakeBase).
+// The attempt in flight is left alone: the base is merged between
+// attempts, never during one.
+func (s *Scheduler) landedPredicted(id string) {
+	delete(s.pred.paired, id)
+	for other, with := range s.pred.paired {
+		if with[id] {
+			delete(with, id)
+			if p := s.byID[other]; p != nil && p.state != manifest.Merged {
+				p.takeBase = true
+			}
+		}
+	}
+}
+
+// pair notes that a was predicted to conflict with b.
+func (s *Scheduler) pair(a, b string) {
+	if s.pred.paired == nil {
+		s.pred.paired = map[string]map[string]bool{}
+	}
+	if s.pred.paired[a] == nil {
+		s.pred.paired[a] = map[string]bool{}
+	}
+	s.pred.paired[a][b] = true
+}
+
+// takesBase tells whether p's attempt about to start merges the base in
+// first: a phase it was predicted to conflict with has landed, or it is
+// predicted to conflict with the base itself. A first attempt starts from
+// the base anyway.
+func (s *Scheduler) takesBase(p *phase) bool {
+	if p.workerRuns+p.superRuns == 0 {
+		return false
+	}
+	if p.takeBase {
+		p.takeBase = false
+		return true
+	}
+	id := p.n.ID
+	return s.pred.detail[id] != "" && s.pred.with[id] == ""
 }

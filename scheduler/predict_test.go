@@ -122,3 +122,58 @@ func TestPredictedConflictOrdersLanding(t *testing.T) {
 		t.Errorf("told %q, want %q", told, want)
 	}
 }
+
+// When a lands and b was predicted to conflict with it, b's next attempt
+// (here its supervisor, after a red gate) takes the new base first
+// (Job.TakeBase), though the prediction was cleared while a merged; the
+// attempt in flight as a landed was not touched, and
+// c, which no conflict was predicted for, fails the same way and does
+// not take the base.
+func TestPredictedConflictGivesTheBaseBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	text := manifestOf(
+		"[pending] **a** — a (deps: none)",
+		"[pending] **b** — b (deps: none)",
+		"[pending] **c** — c (deps: none)",
+	)
+	h := newHarness(t, text, Config{MaxParallel: 3, MaxSupervisorAttempts: 2, Poll: 10 * time.Millisecond})
+	fp := &fakePredictor{called: make(chan struct{})}
+	told := make(chan struct{})
+	hold := make(chan struct{})
+	h.runner.onRun = func(j Job) {
+		if j.ID == "a" && j.Role == Worker {
+			<-told // a lands once the conflict was told
+		}
+	}
+	h.runner.on("b", Worker, step{Wait: true, Hold: hold, Reason: ReasonGate, Detail: "red"})
+	h.runner.on("c", Worker, step{Wait: true, Hold: hold, Reason: ReasonGate, Detail: "red"})
+	h.build().SetPredictor(fp)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// a's merge lands only after a prediction made while it merged (so
+	// without it) cleared b's conflict: the landing must still count.
+	h.merger.onMerge = func(j MergeJob) {
+		if j.ID == "a" {
+			h.ev.wait(t, "b's conflict cleared", func(e Event) bool { return e.Kind == EvConflict && e.Phase == "b" && e.Detail == "" })
+		}
+	}
+	ch := h.start(ctx)
+	h.ev.wait(t, "conflict of b", func(e Event) bool { return e.Kind == EvConflict && e.Phase == "b" && e.Detail != "" })
+	close(told)
+	h.ev.wait(t, "a merged", isEv(EvMerged, "a"))
+	close(hold) // b's and c's first attempts end after a landed
+	if _, err, _ := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged})
+	for _, tc := range []struct {
+		id   string
+		role Role
+		want bool
+	}{{"b", Worker, false}, {"b", Supervisor, true}, {"c", Worker, false}, {"c", Supervisor, false}} {
+		js := h.runner.jobsOf(tc.id, tc.role)
+		if len(js) != 1 || js[0].TakeBase != tc.want {
+			t.Errorf("%s's %s jobs %+v, want one with TakeBase %v", tc.id, tc.role, js, tc.want)
+		}
+	}
+}

@@ -57,6 +57,12 @@ type Job struct {
 	// Retry is set when a parked or failed phase was flipped back to
 	// pending: its kept branch is brought up to date with the base first.
 	Retry bool
+	// TakeBase is set for a later attempt of a phase predicted to
+	// conflict with a phase that has landed since (or with the base): the
+	// base is merged into its branch before the agent starts, as for
+	// Retry. A conflict there is a worker's failure (reason conflict), and
+	// is left in place for a supervisor to resolve.
+	TakeBase bool
 	// Resume is set for a phase found [running] at start: the driver died
 	// during it. If its branch already passes the done check, the runner
 	// skips the agent and goes to the gate.

@@ -160,9 +160,27 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
 		}
 	}
+	if j.TakeBase && !j.Retry && j.Role == scheduler.Worker {
+		// The base holds a phase this branch was predicted to conflict
+		// with: merged in now, between attempts, so the conflict is met
+		// here rather than at the merge.
+		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		} else if len(paths) > 0 {
+			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+", which has landed a phase predicted to conflict with this one: "+strings.Join(paths, ", "))
+		}
+	}
 	if j.Role == scheduler.Supervisor && j.Failure == scheduler.ReasonConflict {
 		if _, err := r.mergeBase(ctx, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
+		}
+	} else if j.Role == scheduler.Supervisor && j.TakeBase {
+		// A supervisor taking the base resolves what the merge leaves,
+		// told as a conflict.
+		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
+			return fail(scheduler.ReasonWorktree, err.Error())
+		} else if len(paths) > 0 {
+			j.Failure, j.Detail = scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
 		}
 	}
 	if j.Resume {

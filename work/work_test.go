@@ -1096,3 +1096,67 @@ func TestRunResumeAfterInterruptedMergeGate(t *testing.T) {
 		t.Fatalf("outcome = %+v, want Reason worktree", o)
 	}
 }
+
+// A later attempt with TakeBase (a phase predicted to conflict with this
+// one has landed) starts in the same worktree with the base merged in.
+func TestRunTakeBaseMergesTheBaseBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, true)
+	base := f.commitOn(f.top, "the other phase", map[string]string{"base.txt": "base\n"})
+	seen := filepath.Join(f.tmp, "seen")
+	f.runner.Agent = f.agent(`
+test -f kept.txt && test -f base.txt && echo both > '` + seen + `'
+` + doneBody)
+	j := job()
+	j.Attempt, j.TakeBase = 2, true
+	o := f.run(j)
+	if !o.OK {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if !exists(seen) {
+		t.Errorf("the agent did not start on its work with the base merged in")
+	}
+	for _, a := range []string{kept, base} {
+		if ok, _ := f.git.IsAncestor(f.ctx, a, o.Tip); !ok {
+			t.Errorf("%s is not in the tip", a)
+		}
+	}
+}
+
+// A conflict met taking the base: a worker fails with reason conflict
+// without running (the markers stay); a supervisor sent for another
+// reason runs on the markers, told it is a conflict.
+func TestRunTakeBaseConflict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
+	f.commitOn(f.top, "the other phase", map[string]string{"README.md": "readme from p2\n"})
+	marker := filepath.Join(f.tmp, "worker-ran")
+	f.runner.Agent = "touch '" + marker + "'"
+	j := job()
+	j.Attempt, j.TakeBase = 2, true
+	o := f.run(j)
+	if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+		t.Fatalf("worker outcome = %+v, want Reason conflict naming README.md", o)
+	}
+	if exists(marker) {
+		t.Errorf("the worker ran on a conflicted merge")
+	}
+	seen := filepath.Join(f.tmp, "seen")
+	f.runner.Super = f.agent(`
+echo "$CLAUDOPILOT_FAILURE" > '` + seen + `'
+grep -q '^<<<<<<<' README.md || exit 9
+echo resolved > README.md
+git add README.md && git commit -qm resolve
+` + doneBody)
+	s := job()
+	s.Role, s.Attempt, s.Failure, s.TakeBase = scheduler.Supervisor, 1, scheduler.ReasonGate, true
+	o = f.run(s)
+	if !o.OK {
+		t.Fatalf("supervisor outcome = %+v", o)
+	}
+	if b, _ := os.ReadFile(seen); strings.TrimSpace(string(b)) != "conflict" {
+		t.Errorf("the supervisor was told %q, want conflict", b)
+	}
+}
