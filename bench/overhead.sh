@@ -8,7 +8,7 @@
 #   PROFILE=1 bench/overhead.sh       # also count and time every git call
 #   FILES=2000 PHASES=5 RUNS=1 bench/overhead.sh   # quick look
 #   PHASES=40 PARALLEL=8 AGENT_SLEEP=0.2 bench/overhead.sh   # landing throughput (#17)
-#   FSYNC=1 bench/overhead.sh         # also count fsyncs (strace -f -c)
+#   FSYNC=1 bench/overhead.sh         # also count fsyncs (strace -f), the journal's apart
 #
 # With AGENT_SLEEP (seconds, default 0) each agent sleeps that long first,
 # and the run has MAX_PARALLEL PARALLEL (default 1). The bare script stays
@@ -204,17 +204,18 @@ printf 'claudopilot / (bare + agent time %.0f ms): wall median %.2fx, min %.2fx 
 echo "uptime: $(uptime)"
 
 if [ "$FSYNC" = 1 ]; then
-	# fsync-family calls of the whole process tree, one run of each.
-	fsyncs() { # name, then the command
+	# fsync-family calls of the whole process tree, one run of each; -y
+	# names each call's file, so the journal's share is counted apart.
+	fsyncs() { # name, then the command; prints "all journal"
 		local name=$1
 		shift
 		fresh
-		(cd "$T/repo" && strace -f -c -o "$T/strace-$name" -e trace=fsync,fdatasync,sync_file_range,sync,syncfs "$@" >"$T/run.log" 2>&1) || { cat "$T/run.log" >&2; exit 1; }
-		awk '$NF ~ /^(fsync|fdatasync|sync_file_range|sync|syncfs)$/ { n += $4 } END { print n + 0 }' "$T/strace-$name"
+		(cd "$T/repo" && strace -f -y -o "$T/strace-$name" -e trace=fsync,fdatasync,sync_file_range,sync,syncfs "$@" >"$T/run.log" 2>&1) || { cat "$T/run.log" >&2; exit 1; }
+		awk '/(fsync|fdatasync|sync_file_range|sync|syncfs)\(/ && !/resumed>/ { n++; if (/journal\.jsonl>/) j++ } END { print n + 0, j + 0 }' "$T/strace-$name"
 	}
-	fb=$(fsyncs bare "$T/bare.sh" "$PHASES")
-	fc=$(fsyncs claudopilot "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate true roadmap/)
-	printf 'fsyncs (strace -f -c): bare %d (%.1f per phase), claudopilot %d (%.1f per phase)\n' "$fb" "$(bc -l <<<"$fb / $PHASES")" "$fc" "$(bc -l <<<"$fc / $PHASES")"
+	read -r fb _ <<<"$(fsyncs bare "$T/bare.sh" "$PHASES")"
+	read -r fc fj <<<"$(fsyncs claudopilot "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate true roadmap/)"
+	printf 'fsyncs (strace -f): bare %d (%.1f per phase), claudopilot %d (%.1f per phase), of which the journal %d (%.1f per phase)\n' "$fb" "$(bc -l <<<"$fb / $PHASES")" "$fc" "$(bc -l <<<"$fc / $PHASES")" "$fj" "$(bc -l <<<"$fj / $PHASES")"
 fi
 
 [ "$PROFILE" = 1 ] || exit 0
