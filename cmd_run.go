@@ -165,6 +165,9 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	if c.MergeBatch < 1 {
 		return c, usageErrorf("MERGE_BATCH must be at least 1 (from %s)", s.source["MERGE_BATCH"])
 	}
+	if c.Stack, err = s.bool("STACK"); err != nil {
+		return c, err
+	}
 	if c.GateRetries, err = s.int("GATE_RETRIES"); err != nil {
 		return c, err
 	}

@@ -51,6 +51,7 @@ func runKnobs() []knob {
 		{"LOCKFILE_CMD", "lockfile-cmd", "", "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/bun/cargo by file)", "string"},
 		{"MERGE_BATCH", "merge-batch", "8", "done phases landed together as one merge train, only its top gated, a red train bisected (docs/landing.md); 1: one at a time", "int"},
 		{"MERGE_BATCH_GATE", "merge-batch-gate", "top", "top: gate a merge train's top (and its middle when red); each: gate every prefix side by side", "string"},
+		{"STACK", "stack", "0", "start a phase on its one unmerged dependency's gated tip while that lands (speculative stacking, docs/landing.md)", "bool"},
 		{"GATE_RETRIES", "gate-retries", "0", "reruns of a red merge gate before it counts as red; a green rerun is journaled as a flake", "int"},
 		{"SECRET_SCAN", "secret-scan", "1", "scan what each merge adds for secrets (tokens, keys, .env-style assignments); 0 turns it off", "bool"},
 		{"DERIVED_CONFLICT_FILES", "derived-conflict-files", "", "regular expression: a merge conflicting only on paths it matches is resolved with LOCKFILE_CMD (default: the known lockfiles)", "regexp"},

@@ -171,7 +171,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	e.onClose(merger.Wait)
 	e.raw = make(chan scheduler.Event, 64)
 	scfg := scheduler.Config{
-		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
+		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
 		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost,

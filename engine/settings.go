@@ -20,8 +20,10 @@ type Settings struct {
 	// MergeBatch caps a merge train (MERGE_BATCH); MergeBatchGateEach
 	// gates its every prefix (MERGE_BATCH_GATE=each); GateRetries reruns
 	// a red merge gate (GATE_RETRIES).
-	MergeBatch, GateRetries              int
-	MergeBatchGateEach                   bool
+	MergeBatch, GateRetries int
+	MergeBatchGateEach      bool
+	// Stack starts a phase on its one unmerged dep's gated tip (STACK).
+	Stack                                bool
 	Base, Gate, Prepare, Agent, Super    string
 	Lockfile, Bootstrap, Build           string
 	Derived                              *regexp.Regexp

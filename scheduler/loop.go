@@ -54,6 +54,9 @@ type Config struct {
 	// with the same gate) are handed over together. 0 or 1: one at a
 	// time.
 	MergeBatch int
+	// Stack lets a phase start on its one unmerged dep's gated tip before
+	// that dep lands (STACK=1; stack.go).
+	Stack bool
 	// RunMaxCost stops new launches once this run's agents reported
 	// spending this many dollars (RUN_MAX_COST_USD; 0: no limit).
 	RunMaxCost float64
@@ -151,6 +154,14 @@ type phase struct {
 	waitsOn    string
 	retry      bool
 	takeBase   bool // its next attempt merges the base in first (predict.go)
+	// stop cancels the attempt in flight; stopping is set once unstack
+	// used it, fresh when the next start sets the branch aside (stack.go).
+	stop     context.CancelFunc
+	stopping bool
+	fresh    bool
+	// stackTip is the dep's tip it was stacked on; verify, once the dep
+	// landed from another tip, is that tip, to check (Job.StackedOn).
+	stackTip, verify string
 	// waiting is what the phase's merge waits for, as last told (so a
 	// wait that goes on is told once); waitRounds counts its retries.
 	waiting    string
@@ -377,7 +388,7 @@ func (s *Scheduler) idle() bool {
 	if s.fatal != nil {
 		return true
 	}
-	if len(s.mergeQ) > 0 || s.reviewBusy() {
+	if s.mergeable() > 0 || s.reviewBusy() {
 		return false
 	}
 	if s.halt != nil {
@@ -415,6 +426,9 @@ func (s *Scheduler) arm(t *time.Timer) {
 		}
 	}
 	for _, p := range s.mergeQ {
+		if s.landsLater(p) {
+			continue // its dep's landing wakes the loop
+		}
 		if s.merging == nil {
 			// A merge whose moment passed while the loop worked is due
 			// now: nothing else would wake the loop for it.
@@ -453,10 +467,11 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	now := s.now()
 	s.dispatchReviews(ctx)
 	s.dispatchLands(ctx)
+	s.verifyStacks()
 	if s.merging == nil {
 		s.conflictOrder()
 		for i, p := range s.mergeQ {
-			if p.notBefore.After(now) {
+			if p.notBefore.After(now) || s.landsLater(p) {
 				continue
 			}
 			if t := s.trainFrom(i, now); len(t) > 1 {
@@ -590,7 +605,7 @@ func (s *Scheduler) readiness(p *phase, now time.Time) readiness {
 			return notReady
 		}
 	}
-	if pipeline {
+	if pipeline && s.stackDep(p) == nil {
 		return readyAfterMerge
 	}
 	return readyNow
@@ -658,6 +673,7 @@ func (s *Scheduler) checkpointLine() int {
 // launch starts one attempt on lane l in its own goroutine.
 func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.TakeBase = j.TakeBase || s.takesBase(p)
+	s.stackOn(p, &j)
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
 	j.Lane, j.Cmd = l.ID, l.cmdOf(j.Role)
 	p.lane = l
@@ -689,7 +705,10 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	s.running++
 	s.record(state.Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
 	s.emit(Event{Kind: EvLaunch, Phase: p.n.ID, State: string(p.state), Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
+	ctx, p.stop = context.WithCancel(ctx)
+	stop := p.stop
 	go func() {
+		defer stop()
 		o := s.runner.Run(ctx, j, func(pgid int) {
 			// Written from the worker goroutine: the journal is an
 			// append-only file with its own lock, not loop state.
@@ -734,6 +753,9 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
+	if s.stoppedOutcome(p, o) {
+		return
+	}
 	ev := Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath}
 	if o.Usage.Known() {
 		u := o.Usage
@@ -812,7 +834,7 @@ func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
 	} else {
 		p.workerRuns--
 	}
-	j.Mode = ""
+	j.Mode, j.Fresh = "", false
 	p.next = &j
 	p.notBefore = at
 }
@@ -905,7 +927,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.waiting, p.waitRounds = "", 0
 		s.gateState(false)
 		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
-		s.landedPredicted(m.ID)
+		s.landed(m.ID)
 		s.durable()
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 		if m.Detail != "" {
@@ -981,6 +1003,9 @@ func (s *Scheduler) setState(p *phase, st manifest.State) error {
 		delete(s.unwritten, p.n.ID)
 	}
 	p.state = st
+	if st == manifest.Blocked || st == manifest.Failed {
+		s.unstack(p) // what was stacked on it stops
+	}
 	return nil
 }
 

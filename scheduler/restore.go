@@ -42,6 +42,8 @@ func (s *Scheduler) restore() error {
 		h := hist[p.n.ID]
 		if h != nil {
 			p.usage = h.Usage // spent is spent, whatever happened since
+			p.fresh = h.Fresh // stopped while stacked: start over
+			p.stackTip = h.StackTip
 		}
 		if h == nil || h.Last == "merged" {
 			continue
@@ -71,5 +73,6 @@ func (s *Scheduler) restore() error {
 		}
 	}
 	s.restoreReviews(recs)
+	s.unstackParked()
 	return nil
 }

@@ -25,7 +25,7 @@ func (s *Scheduler) trainFrom(i int, now time.Time) []*phase {
 		if len(t) == s.cfg.MergeBatch {
 			break
 		}
-		if p.notBefore.After(now) || s.gateOf(p) != s.gateOf(first) {
+		if p.notBefore.After(now) || s.gateOf(p) != s.gateOf(first) || s.landsLater(p) {
 			continue
 		}
 		t = append(t, p)

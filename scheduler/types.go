@@ -63,6 +63,18 @@ type Job struct {
 	// Retry. A conflict there is a worker's failure (reason conflict), and
 	// is left in place for a supervisor to resolve.
 	TakeBase bool
+	// StackOn is the commit a first attempt's new branch starts from
+	// instead of the base: its one unmerged dep's gated tip (STACK=1). A
+	// kept branch gets it merged in.
+	StackOn string
+	// Fresh sets the branch aside first (kept under stacked/<id>-<time>)
+	// and starts over: the phase was stacked on a dep that then failed.
+	Fresh bool
+	// StackedOn is the dep tip the phase was stacked on, when the dep
+	// landed from another tip (its branch repaired, maybe rewritten): if
+	// the base does not contain it, the branch is set aside and the phase
+	// starts over, as for Fresh.
+	StackedOn string
 	// Resume is set for a phase found [running] at start: the driver died
 	// during it. If its branch already passes the done check, the runner
 	// skips the agent and goes to the gate.

@@ -201,6 +201,12 @@ type PhaseHistory struct {
 	// Conflict is the merge conflict predicted for the phase while it
 	// runs (a "conflict" record; empty when none is predicted now).
 	Conflict string
+	// Fresh: the phase was stopped while stacked on a dep that failed
+	// ("unstacked"); its next start sets its branch aside.
+	Fresh bool
+	// StackTip is the dep's tip the phase was started on ("stacked"),
+	// until it lands, starts over or is retried.
+	StackTip string
 	PGIDs    []int // process groups started and not known to have ended
 	Spent    time.Duration
 	// Usage adds up every attempt's reported spend; ByRole splits it.
@@ -302,6 +308,18 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			continue
 		case "merged", "failed", "blocked":
 			h.Conflict = ""
+		case "unstacked":
+			h.Fresh, h.StackTip = true, ""
+			continue
+		case "stacked":
+			h.StackTip = r.Tip
+			continue
+		}
+		if r.Event == "done" || r.Event == "fail" || r.Event == "merged" {
+			h.Fresh = false // an attempt started over since
+		}
+		if r.Event == "merged" {
+			h.StackTip = ""
 		}
 		switch r.Event {
 		case "wait":
@@ -382,7 +400,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "retry":
 			// Counters start over for a retried phase; what it spent
 			// stays spent.
-			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session}
+			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh}
 		case "usage":
 			if r.Usage != nil {
 				h.addUsage(r.Role, *r.Usage)

@@ -159,6 +159,14 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		} else if len(paths) > 0 {
 			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
 		}
+		if kept && j.StackOn != "" {
+			// Stacked on a dep's tip: a kept branch takes it too.
+			if paths, err := r.mergeRef(ctx, wt, j.StackOn); err != nil {
+				return fail(scheduler.ReasonWorktree, err.Error())
+			} else if len(paths) > 0 {
+				return fail(scheduler.ReasonConflict, "conflicts with the tip it is stacked on: "+strings.Join(paths, ", "))
+			}
+		}
 	}
 	if j.TakeBase && !j.Retry && j.Role == scheduler.Worker {
 		// The base holds a phase this branch was predicted to conflict
@@ -385,6 +393,16 @@ func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []st
 // was made now (so WORKTREE_PREPARE_CMD must run).
 func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string, t target) (fresh, kept bool, err error) {
 	branch := t.branch
+	over, err := r.startsOver(ctx, j, t)
+	if err != nil {
+		return false, false, err
+	}
+	if over {
+		if err := r.setAsideStacked(ctx, j, wt, branch); err != nil {
+			return false, false, err
+		}
+		j.Fresh = true
+	}
 	if _, err := os.Lstat(filepath.Join(wt, ".git")); err == nil {
 		why, err := r.usable(ctx, wt)
 		if err != nil {
@@ -424,7 +442,7 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 	if err != nil {
 		return false, false, err
 	}
-	firstTry := j.Role == scheduler.Worker && j.Attempt == 1 && !j.Resume && !j.Retry
+	firstTry := j.Role == scheduler.Worker && (j.Attempt == 1 || j.Fresh) && !j.Resume && !j.Retry
 	if exists {
 		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
 		if err != nil {
@@ -450,11 +468,11 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 		// A kept (parked) branch: attach it, keeping its commits.
 		return true, !j.Resume, r.Git.AddWorktreeKnown(ctx, wt, branch, "", &exists)
 	}
-	base, err := r.Git.RevParse(ctx, t.from)
+	start, err := r.startOf(ctx, j, t)
 	if err != nil {
-		return false, false, fmt.Errorf("base %s: %w", t.from, err)
+		return false, false, err
 	}
-	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, base, &exists)
+	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, start, &exists)
 }
 
 // leaveJail ends a sandboxed process's jail (nothing for a nil one): what
@@ -504,19 +522,24 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 // its worktree. Conflicts are left in place and their paths returned; a
 // merge already in progress is left alone.
 func (r *Runner) mergeBase(ctx context.Context, wt string, t target) ([]string, error) {
+	return r.mergeRef(ctx, wt, t.from)
+}
+
+// mergeRef merges ref into the branch checked out in wt, as mergeBase.
+func (r *Runner) mergeRef(ctx context.Context, wt, ref string) ([]string, error) {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return nil, err
 	}
 	if r.Git.MergeInProgress(ctx, wt) {
 		return r.unmerged(ctx, wt)
 	}
-	err := r.Git.MergeInto(ctx, wt, t.from)
+	err := r.Git.MergeInto(ctx, wt, ref)
 	if err == nil {
 		return nil, nil
 	}
 	paths, uerr := r.unmerged(ctx, wt)
 	if uerr != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("merge %s into the branch: %w", t.from, err)
+		return nil, fmt.Errorf("merge %s into the branch: %w", ref, err)
 	}
 	return paths, nil
 }
