@@ -175,6 +175,7 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 		p.reason, p.detail = "", ""
 		_ = s.setState(p, manifest.Merged)
 		s.record(state.Record{Phase: m.ID, Event: "merged", Commit: m.Commit})
+		s.durable()
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 	case m.Away:
 		p.state = manifest.Merged // settled, whatever the graph does next
