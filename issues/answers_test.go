@@ -42,7 +42,20 @@ func TestAppTokensNeverWorkAnIssueTwice(t *testing.T) {
 				nums = append(nums, e.fake.NewIssue("alice", "task", "do it", []string{"agent-ready"}, ""))
 			}
 			record := filepath.Join(e.dir, "record")
-			slow := e.script("slow.sh", "sleep 0.2\n"+okAgent)
+			// Each instance must claim at least one issue: the other learns
+			// no login (Self) from a claim it never posts. An instance runs
+			// at most MaxParallel (2) agents, so the agents wait until 3 have
+			// started: the third is the other instance's, however late it
+			// starts (seen: one instance worked all four under load). The
+			// bound only keeps a broken queue from hanging the test.
+			starts := filepath.Join(e.dir, "starts")
+			slow := e.script("slow.sh", `echo "$CLAUDOPILOT_PHASE" >>"$STARTS"
+i=0
+while [ "$(wc -l <"$STARTS")" -lt 3 ] && [ $i -lt 1200 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+`+okAgent)
 			logs := []*syncBuf{{}, {}}
 			qs := make([]*Queue, 2)
 			for i := range qs {
@@ -50,7 +63,8 @@ func TestAppTokensNeverWorkAnIssueTwice(t *testing.T) {
 					c.GitHub = e.github(func(g *GitHubConfig) { g.Token = appToken })
 					c.Token = appToken
 					c.Agent = slow
-					c.Env = append(c.Env, "RECORD="+record)
+					c.MaxParallel = 2
+					c.Env = append(c.Env, "RECORD="+record, "STARTS="+starts)
 				})
 			}
 			var wg sync.WaitGroup
