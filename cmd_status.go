@@ -31,7 +31,8 @@ func loadSnapshot(ctx context.Context, a *app, arg string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef})
+	// MidRename: a run may be landing a phase this very moment.
+	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef, MidRename: true})
 	if err != nil {
 		return nil, err
 	}

@@ -45,8 +45,9 @@ func (r *Roadmap) docOwner(f string) (*Node, string, bool) {
 	return nil, "", false
 }
 
-// docProblems reports phases with two docs, or with both X and DONE_X.
-func (r *Roadmap) docProblems(files []string, bad *InvalidError) {
+// docProblems reports phases with two docs, or with both X and DONE_X
+// (unless midRename: then that pair is a doc being renamed).
+func (r *Roadmap) docProblems(files []string, midRename bool, bad *InvalidError) {
 	seen := make(map[*Node][]string)
 	for _, f := range files {
 		if n, _, _ := r.docOwner(f); n != nil {
@@ -55,11 +56,16 @@ func (r *Roadmap) docProblems(files []string, bad *InvalidError) {
 	}
 	for _, n := range r.Nodes {
 		fs := seen[n]
-		if len(fs) < 2 {
+		if len(fs) < 2 || (midRename && len(fs) == 2 && renamed(fs[0], fs[1])) {
 			continue
 		}
 		bad.add(n.Line, fmt.Sprintf("phase %s has more than one doc: %s", n.ID, strings.Join(fs, ", ")))
 	}
+}
+
+// renamed is true when one of a and b is the other with DonePrefix.
+func renamed(a, b string) bool {
+	return a == DonePrefix+b || b == DonePrefix+a
 }
 
 // DocPath returns the doc's current file name: DONE_<Doc> when done.

@@ -62,6 +62,11 @@ type Options struct {
 	// External accepts deps that are not phases of this manifest but
 	// nodes someone else tracks (GitHub issues "#12" in queue mode).
 	External func(id string) bool
+	// MidRename takes a phase that has both X and DONE_X for done rather
+	// than an error: what the folder holds for a moment while the driver
+	// lands the phase (the checkout gets DONE_X before X goes). For the
+	// views (status, explain, logs), which read it at any moment.
+	MidRename bool
 }
 
 // IsIssueRef reports whether id names a GitHub issue: "#" and digits.
@@ -196,7 +201,7 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 			bad.add(n.Line, fmt.Sprintf("phase %s has no doc: create %s.md or %s-<slug>.md in %s", n.ID, n.ID, n.ID, dir))
 		}
 	}
-	r.docProblems(files, bad)
+	r.docProblems(files, opt.MidRename, bad)
 	if len(bad.Problems) > 0 {
 		bad.sort()
 		return r, bad

@@ -175,6 +175,28 @@ func TestTwoDocsIsAnError(t *testing.T) {
 	}
 }
 
+// X and DONE_X together is what the folder holds while the driver lands
+// the phase: an error for run and plan, a done phase for the views
+// (MidRename); two different docs stay an error either way.
+func TestMidRename(t *testing.T) {
+	t.Parallel()
+	files := []string{"DONE_p-a.md", "p-a.md"}
+	if _, err := parse(t, "1. [pending] **p** — x\n", files, Options{}); !strings.Contains(strings.Join(problems(t, err), "\n"), "more than one doc: DONE_p-a.md, p-a.md") {
+		t.Fatalf("without MidRename: %v", err)
+	}
+	r, err := parse(t, "1. [pending] **p** — x\n", files, Options{MidRename: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Node("p"); !n.Done || n.Doc != "p-a.md" {
+		t.Errorf("p: doc %q done %v", n.Doc, n.Done)
+	}
+	_, err = parse(t, "1. [pending] **p** — x\n", []string{"DONE_p-a.md", "p-b.md"}, Options{MidRename: true})
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], "more than one doc") {
+		t.Fatalf("two docs with MidRename: %q", got)
+	}
+}
+
 func TestWeightedCriticalPathAndRemaining(t *testing.T) {
 	t.Parallel()
 	src := `1. [pending] **a** — (est: 10m)
