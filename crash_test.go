@@ -88,9 +88,35 @@ func TestCrashResume(t *testing.T) {
 	}
 }
 
+// TestCrashResumeStacked is TestCrashResume with speculative stacking
+// (--stack, #17): p2 and p3 may start on p1's tip, p5 on the last of
+// them, p6 on p5's, while the dep's merge gate runs; the kills land in
+// between as they come. The same promises hold, and no phase lands before
+// a dep (the first-parent order is checked).
+func TestCrashResumeStacked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the driver")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	reps, maxKills := 1, 10
+	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
+		reps, maxKills = 4, 400
+	}
+	for rep := range reps {
+		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
+			t.Parallel()
+			crashResume(t, bin, rep, maxKills, "--stack")
+		})
+	}
+}
+
 // crashResume runs the crash scenario once: kill offsets shifted by
 // shift, at most maxKills kills before the driver may finish.
-func crashResume(t *testing.T, bin string, shift, maxKills int) {
+func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
@@ -119,7 +145,8 @@ func crashResume(t *testing.T, bin string, shift, maxKills int) {
 	git(t, repo, env, "commit", "-qm", "roadmap")
 
 	journal := filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")
-	args := []string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "2", "roadmap"}
+	args := append([]string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "2"}, extra...)
+	args = append(args, "roadmap")
 	kills := 0
 	lastOut := ""
 	// failures keeps the output of every killed round that saw a phase
@@ -185,6 +212,10 @@ func crashResume(t *testing.T, bin string, shift, maxKills int) {
 		}
 	}
 	t.Logf("%d kills", kills)
+	if len(extra) > 0 {
+		jn, _ := os.ReadFile(journal)
+		t.Logf("%d phases started stacked", strings.Count(string(jn), `"ev":"stacked"`))
+	}
 	// Under load the killer sees events late, each round gets further and
 	// fewer kills are needed (7 at a quarter of a core): 4 still proves
 	// the restarts were exercised.
@@ -197,6 +228,13 @@ func crashResume(t *testing.T, bin string, shift, maxKills int) {
 	for i := 1; i <= 6; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge p%d:", i)); n != 1 {
 			t.Errorf("p%d merged %d times:\n%s", i, n, log)
+		}
+	}
+	// No phase landed before a dep (newest first in the log).
+	at := func(id string) int { return strings.Index(log, "Merge "+id+":") }
+	for _, e := range [][2]string{{"p2", "p1"}, {"p3", "p1"}, {"p5", "p2"}, {"p5", "p3"}, {"p6", "p5"}, {"p6", "p4"}} {
+		if at(e[0]) > at(e[1]) {
+			t.Errorf("%s landed before its dep %s:\n%s", e[0], e[1], log)
 		}
 	}
 	m := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
