@@ -11,7 +11,7 @@ import "github.com/claudopilot/claudopilot/state"
 //   - an agent's process group id, before the runner goes on with the
 //     agent (the reaper of a restarted driver relies on it); its fsync
 //     also carries the launch record written before it;
-//   - what is left, at the end of the run.
+//   - what is left, before the run's end is told (emit of EvEnd).
 //
 // Everything else rides on the next of these. A power loss keeps a prefix
 // of the journal, so it leaves the journal of a driver killed a little

@@ -250,7 +250,6 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		// results until all are back.
 		cancel()
 		s.drain()
-		s.syncJournal()
 		s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
 		return s.summary(), ErrInterrupted
 	}
@@ -1033,6 +1032,9 @@ func notNow(err error) bool {
 }
 
 func (s *Scheduler) emit(e Event) {
+	if e.Kind == EvEnd {
+		s.syncJournal() // the run's last records are on disk before its end is told
+	}
 	if s.events == nil {
 		return
 	}
@@ -1061,7 +1063,6 @@ func (s *Scheduler) record(r state.Record) {
 // manifest on disk, not from this process's memory.
 func (s *Scheduler) finish() (Summary, error) {
 	s.flushStates()
-	s.syncJournal()
 	if len(s.unwritten) > 0 && s.fatal == nil {
 		s.fatal = fmt.Errorf("the manifest %s does not parse, so the final states could not be written: fix it and run again", s.rm.ManifestPath)
 	}
