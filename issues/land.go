@@ -45,39 +45,6 @@ type landState struct {
 	moved   int       // the head moved by someone else
 }
 
-// land pushes the branch, opens and readies the pull request, and waits for
-// its checks, repairs red ones and merges green ones (or hands them for
-// review). kind is Merged, Review or Dropped; f is why it failed.
-func (w *worker) land(ctx context.Context, docRel string) (string, *failure) {
-	q := w.q
-	st := &landState{}
-	rounds := 0
-	for {
-		kind, f := w.landStep(ctx, docRel, st)
-		if f == nil || !f.red {
-			return kind, f
-		}
-		if rounds == q.cfg.CheckRounds {
-			return "", &failure{reason: "checks", detail: fmt.Sprintf("still red after %d repair rounds: %s", rounds, strings.Join(f.checks, ", ")), checks: f.checks}
-		}
-		rounds++
-		q.logIssue(w.n, "checks red (%s); repair round %d/%d", strings.Join(f.checks, ", "), rounds, q.cfg.CheckRounds)
-		mode := "standard"
-		if rounds == q.cfg.CheckRounds {
-			mode = "best-effort"
-		}
-		if sf := w.attempt(ctx, "supervisor", docRel, &supervisorJob{mode: mode, f: f, sinceSHA: f.head}); sf != nil {
-			if ctx.Err() != nil {
-				return "", &failure{reason: "interrupted"}
-			}
-			if sf.reason != string(state.ReasonNoDone) {
-				return "", sf
-			}
-			// No fix: the same commit stays red; the round is spent.
-		}
-	}
-}
-
 // landStep lands the local branch's tip: it pushes it (when it is new),
 // opens and readies the pull request (once), waits for the head's checks
 // and merges a green head that contains the base (or hands it for

@@ -72,7 +72,7 @@ func TestChecksGrace(t *testing.T) {
 			c.ChecksGrace, c.CheckPoll = 0, 10*time.Second
 		})
 		sum := run(t, q, log)
-		if sum.Count(Merged) != 1 || !e.onMain("FIXED") || !strings.Contains(log.String(), "checks red (ci/test)") {
+		if sum.Count(Merged) != 1 || !e.onMain("FIXED") || !strings.Contains(log.String(), "landing: checks: failing checks: ci/test") {
 			t.Fatalf("late red checks not seen: summary %+v\n%s\n%s", sum, log, dump(e, n))
 		}
 	})
@@ -215,10 +215,11 @@ func TestBaseMovedIsUpdatedBeforeMerge(t *testing.T) {
 	}
 }
 
-// TestBaseMovedWithAConflictBlocks: the base moved and no longer merges
-// cleanly: update-branch answers 422 and the issue is blocked (conflict),
-// not merged.
-func TestBaseMovedWithAConflictBlocks(t *testing.T) {
+// TestBaseMovedWithAConflictGoesToTheSupervisor: the base moved and no
+// longer merges cleanly: update-branch answers 422, nothing is merged as
+// it is, and the scheduler's supervisor gets the conflict (one supervisor
+// policy for phases and issues), with the base merged into its worktree.
+func TestBaseMovedWithAConflictGoesToTheSupervisor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	mover := &baseMover{e: e, path: "work/issue-1.txt"}
@@ -226,13 +227,14 @@ func TestBaseMovedWithAConflictBlocks(t *testing.T) {
 	n := e.fake.NewIssue("alice", "conflict", "x", []string{"agent-ready"}, "")
 	log := &syncBuf{}
 	q := e.queue("w", log, nil)
-	sum := run(t, q, log)
-	is := e.issue(n)
-	if sum.Count(Blocked) != 1 || commentsWith(is, "**conflict**") != 1 {
-		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	run(t, q, log)
+	out := log.String()
+	c, s := strings.Index(out, "#1: landing: conflict: main moved since the checks ran"), strings.Index(out, "#1: supervisor 1 started")
+	if c < 0 || s < c {
+		t.Fatalf("no supervisor after the conflict:\n%s\n%s", out, dump(e, n))
 	}
-	if p := e.fake.Pulls(); len(p) != 1 || p[0].Merged {
-		t.Errorf("pull request %+v", p)
+	if m := strings.Index(out, "#1: merged pull request"); m >= 0 && m < s {
+		t.Errorf("merged before the repair:\n%s", out)
 	}
 }
 

@@ -42,7 +42,7 @@ func (q *Queue) landingOf(n int) *landing {
 	}
 	l := q.lands[n]
 	if l == nil {
-		w := &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n), outside: true}
+		w := &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n)}
 		w.stopHB = func() { q.stopHeartbeat(n) }
 		l = &landing{w: w}
 		q.lands[n] = l
@@ -201,6 +201,11 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		out.Away = true
 	default:
 		out.Reason, out.Detail, out.LogPath, out.Checks, out.Commit = state.Reason(f.reason), f.detail, f.log, f.checks, f.head
+		if f.reason == string(state.ReasonChecks) && !f.red {
+			// Checks still pending at CHECKS_TIMEOUT: nothing for a
+			// repair to go beyond; the issue is blocked.
+			out.Commit = ""
+		}
 	}
 	return out
 }
@@ -248,7 +253,7 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 	if l != nil {
 		w = l.w
 	} else {
-		w = &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n), outside: true, stopHB: func() {}}
+		w = &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n), stopHB: func() {}}
 	}
 	pr := 0
 	if w.pr != nil {
@@ -336,7 +341,7 @@ func (q *Queue) addResult(r Result) {
 func (q *Queue) Summary() Summary {
 	q.sumMu.Lock()
 	defer q.sumMu.Unlock()
-	return Summary{Results: append([]Result(nil), q.sum.Results...)}
+	return Summary{Results: append([]Result(nil), q.sum.Results...), Skipped: append([]int(nil), q.sum.Skipped...), Released: append([]int(nil), q.sum.Released...)}
 }
 
 // bookDrain bounds the bookkeeping once its context has ended (an
@@ -351,8 +356,7 @@ type books struct {
 	mu      sync.Mutex
 	tasks   []bookTask
 	wake    chan struct{} // cap 1: tasks were queued
-	started bool
-	ended   bool // the goroutine returned: nothing more runs
+	running bool          // the goroutine runs (Bookkeep); tasks queued meanwhile wait for the next
 }
 
 type bookTask struct {
@@ -369,15 +373,8 @@ func (q *Queue) keep(n int, what string, do func(ctx context.Context) error) {
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
-	ended := b.ended
-	if !ended {
-		b.tasks = append(b.tasks, bookTask{n: n, what: what, do: do})
-	}
+	b.tasks = append(b.tasks, bookTask{n: n, what: what, do: do})
 	b.mu.Unlock()
-	if ended {
-		q.logIssue(n, "%s is not recorded on GitHub: the bookkeeping has stopped", what)
-		return
-	}
 	select {
 	case b.wake <- struct{}{}:
 	default:
@@ -387,7 +384,8 @@ func (q *Queue) keep(n int, what string, do func(ctx context.Context) error) {
 // Bookkeep starts the goroutine that records on GitHub what Record and
 // Land queue, one task at a time, in order. When ctx ends, what is queued
 // is still done, within bookDrain, and the returned channel is closed once
-// it has been. Tasks queued before Bookkeep wait for it; it starts once.
+// it has been. Tasks queued while none runs wait for the next Bookkeep (a
+// queue run again); while one runs, Bookkeep returns a closed channel.
 func (q *Queue) Bookkeep(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	b := &q.books
@@ -395,12 +393,12 @@ func (q *Queue) Bookkeep(ctx context.Context) <-chan struct{} {
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
-	if b.started {
+	if b.running {
 		b.mu.Unlock()
 		close(done)
 		return done
 	}
-	b.started = true
+	b.running = true
 	b.mu.Unlock()
 	go q.bookkeep(ctx, done)
 	return done
@@ -422,7 +420,7 @@ func (q *Queue) bookkeep(ctx context.Context, done chan<- struct{}) {
 			t = &b.tasks[0]
 			b.tasks = b.tasks[1:]
 		} else if fin != nil {
-			b.ended = true
+			b.running = false
 		}
 		b.mu.Unlock()
 		switch {

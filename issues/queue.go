@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -106,11 +107,15 @@ type Queue struct {
 	revSlots chan struct{} // REVIEW_SLOTS: reviewers running at once
 
 	// The queue as the scheduler's landing strategy (outside.go).
-	landMu sync.Mutex
-	lands  map[int]*landing // issues between their claim and their end
-	sumMu  sync.Mutex
-	sum    Summary // what Land and Record recorded (Summary)
-	books  books   // Record's and Land's bookkeeping on GitHub
+	// phaseNodes: the manifest's phases are nodes of the scheduler this
+	// queue feeds (run --issues), so an issue's phase deps are edges there;
+	// otherwise the poll waits for them to be merged.
+	phaseNodes bool
+	landMu     sync.Mutex
+	lands      map[int]*landing // issues between their claim and their end
+	sumMu      sync.Mutex
+	sum        Summary // what Land and Record recorded (Summary)
+	books      books   // Record's and Land's bookkeeping on GitHub
 }
 
 // Outcome kinds a worker reports.
@@ -312,104 +317,24 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-type report struct {
-	res Result
-}
-
-// Run works the queue: it polls every Poll (and at once whenever a worker
-// finishes), claims and works every eligible issue, up to MaxParallel at
-// once, and with Once returns when nothing more can start and nothing
-// runs. GitHub faults are logged and tried again at the next poll; they
-// never end a continuous run. When ctx is done, running workers stop,
-// release their claims, and Run returns an error wrapping ctx's.
-func (q *Queue) Run(ctx context.Context) (Summary, error) {
-	var sum Summary
-	for {
-		err := q.Start(ctx)
-		if err == nil {
-			break
-		}
-		// A GitHub that keeps failing is waited for, unless once.
-		if q.cfg.Once || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-			return sum, err
-		}
-		q.logf("start: %v; trying again in %s", err, q.cfg.Poll)
-		if err := (RealClock{}).Sleep(ctx, q.cfg.Poll); err != nil {
-			return sum, fmt.Errorf("queue: %w", context.Cause(ctx))
-		}
-	}
-	q.logf("queue %s: base %s, instance %s, %s", q.gh.Repo(), q.cfg.Base, q.instance, map[bool]string{true: "once", false: fmt.Sprintf("polling every %s", q.cfg.Poll)}[q.cfg.Once])
-	reports := make(chan report)
-	running := map[int]bool{}
-	st := &pollState{skipLogged: map[int]string{}, waitLogged: map[int]string{}, errors: map[int]int{}}
-	ticker := time.NewTicker(q.cfg.Poll)
-	defer ticker.Stop()
-	failures := 0
-	pollNow := true
-	for {
-		if pollNow && ctx.Err() == nil {
-			pollNow = false
-			started, err := q.poll(ctx, st, running, reports, &sum)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				failures++
-				q.logf("poll: %v", err)
-				if q.cfg.Once && len(running) == 0 && failures >= 3 {
-					return sum, fmt.Errorf("queue: %d polls in a row failed: %w", failures, err)
-				}
-			case err == nil:
-				failures = 0
-				if q.cfg.Once && started == 0 && len(running) == 0 {
-					q.logf("queue worked: %d merged, %d for review, %d blocked", sum.Count(Merged), sum.Count(Review), sum.Count(Blocked))
-					return sum, nil
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			for len(running) > 0 {
-				r := <-reports
-				delete(running, r.res.Number)
-				sum.Results = append(sum.Results, r.res)
-			}
-			return sum, fmt.Errorf("queue: %w", context.Cause(ctx))
-		}
-		select {
-		case <-ctx.Done():
-		case r := <-reports:
-			delete(running, r.res.Number)
-			sum.Results = append(sum.Results, r.res)
-			if r.res.Kind == Errored {
-				st.errors[r.res.Number]++
-			} else {
-				delete(st.errors, r.res.Number)
-			}
-			pollNow = true
-		case <-ticker.C:
-			pollNow = true
-		}
-	}
-}
-
 type pollState struct {
 	skipLogged map[int]string
 	waitLogged map[int]string
-	errors     map[int]int // failed claims in a row, per issue
 }
 
-// maxOnceErrors is how many failed claims in a row make a --once run give
-// up on an issue (a continuous run tries at every poll).
-const maxOnceErrors = 3
-
-// poll reads the queue once, releases stale claims, blocks issues with bad
-// deps and starts the eligible ones. It returns how many it started.
-func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, reports chan<- report, sum *Summary) (int, error) {
+// poll reads the queue once, releases stale claims and blocks issues with
+// bad deps. It returns the eligible issues as the scheduler's nodes: an
+// issue waits in the graph on queued issues (and issues this driver
+// holds) and on phases; on other issues and repositories it waits here,
+// offered once they are done. held tells the issues this driver holds.
+func (q *Queue) poll(ctx context.Context, st *pollState, held func(int) bool) ([]scheduler.OutsideNode, error) {
 	var errs []error
 	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, is := range claimed {
-		if running[is.Number] {
+		if held(is.Number) {
 			continue
 		}
 		released, holder, err := q.releaseStale(ctx, is)
@@ -419,20 +344,20 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 			errs = append(errs, fmt.Errorf("#%d: stale claim check: %w", is.Number, err))
 		case released && holder != "":
 			q.logf("#%d: released the stale claim of %s", is.Number, holder)
-			sum.Released = append(sum.Released, is.Number)
+			q.noteReleased(is.Number)
 		case released:
 			q.logf("#%d: %s without a claim comment for %s: back to %s", is.Number, q.cfg.Labels.Claim, q.cfg.ClaimStale, q.cfg.Labels.Ready)
-			sum.Released = append(sum.Released, is.Number)
+			q.noteReleased(is.Number)
 		}
 	}
 	ready, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Ready, q.cfg.NewestFirst, q.cfg.BatchSize)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var phases []Phase
 	if q.cfg.Phases != nil {
 		if phases, err = q.cfg.Phases(); err != nil {
-			return 0, fmt.Errorf("roadmap: %w", err)
+			return nil, fmt.Errorf("roadmap: %w", err)
 		}
 	}
 	isPhase := func(id string) bool {
@@ -446,7 +371,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 	var nodes []graphNode
 	byNum := map[int]*Issue{}
 	for _, is := range ready {
-		if running[is.Number] || is.HasLabel(q.cfg.Labels.Claim) {
+		if held(is.Number) || is.HasLabel(q.cfg.Labels.Claim) {
 			continue
 		}
 		ok, why, err := q.trusted(ctx, is)
@@ -460,7 +385,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 			if st.skipLogged[is.Number] != why {
 				q.logf("#%d: skipped, not trusted: %s", is.Number, why)
 				st.skipLogged[is.Number] = why
-				sum.Skipped = append(sum.Skipped, is.Number)
+				q.noteSkipped(is.Number)
 			}
 			continue
 		}
@@ -472,7 +397,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 	ext := map[int]IssueState{}
 	for _, nd := range nodes {
 		for _, d := range nd.Deps.Issues {
-			if _, in := byNum[d]; in || d == nd.N {
+			if _, in := byNum[d]; in || d == nd.N || held(d) {
 				continue
 			}
 			if _, done := ext[d]; done {
@@ -506,6 +431,13 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 	for n, s := range ext {
 		exists[n] = s.Exists
 	}
+	for _, nd := range nodes {
+		for _, d := range nd.Deps.Issues {
+			if held(d) {
+				exists[d] = true // ours, in the scheduler's graph
+			}
+		}
+	}
 	probs := graphProblems(nodes, phases, exists)
 	for _, nd := range nodes {
 		for _, r := range nd.Deps.External {
@@ -518,7 +450,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 	for _, p := range phases {
 		merged[p.ID] = p.Merged
 	}
-	started := 0
+	var out []scheduler.OutsideNode
 	for _, nd := range nodes {
 		is := byNum[nd.N]
 		if ps := probs[nd.N]; len(ps) > 0 {
@@ -527,19 +459,22 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 				continue
 			}
 			q.logf("#%d: blocked: %s", nd.N, strings.Join(ps, "; "))
-			sum.Results = append(sum.Results, Result{Number: nd.N, Kind: Blocked, Reason: strings.Join(ps, "; ")})
+			q.addResult(Result{Number: nd.N, Kind: Blocked, Reason: strings.Join(ps, "; ")})
 			continue
 		}
-		var waits []string
+		var waits, deps []string
 		for _, d := range nd.Deps.Issues {
-			if _, in := byNum[d]; in {
-				waits = append(waits, IssueID(d)+" (queued)")
+			if _, in := byNum[d]; in || held(d) {
+				deps = append(deps, IssueID(d))
 			} else if s := ext[d]; !s.Done {
 				waits = append(waits, IssueID(d)+" ("+s.Why+")")
 			}
 		}
 		for _, p := range nd.Deps.Phases {
-			if !merged[p] {
+			switch {
+			case q.phaseNodes:
+				deps = append(deps, p) // the phase is a node of the same graph
+			case !merged[p]:
 				waits = append(waits, p+" (not merged)")
 			}
 		}
@@ -557,16 +492,9 @@ func (q *Queue) poll(ctx context.Context, st *pollState, running map[int]bool, r
 			continue
 		}
 		delete(st.waitLogged, nd.N)
-		if len(running) >= q.cfg.MaxParallel || (q.cfg.Once && st.errors[nd.N] >= maxOnceErrors) {
-			continue
-		}
-		running[nd.N] = true
-		started++
-		go func(is *Issue) {
-			reports <- report{res: q.work(ctx, is)}
-		}(is)
+		out = append(out, q.node(is, deps))
 	}
-	return started, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // trusted reports whether issue is is trusted: its author is in

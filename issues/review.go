@@ -254,31 +254,13 @@ func (w *worker) reviewed(ctx context.Context, docRel string, sha *string, since
 			return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", round, strings.Join(findings, "; "))}
 		}
 		q.logIssue(w.n, "review BLOCKING in round %d: %s", round, strings.Join(findings, "; "))
-		if w.outside {
-			// The scheduler sends a worker with the findings, then lands
-			// again.
-			ff := w.logPath("findings")
-			if err := writeFindings(ff, w.id, findings); err != nil {
-				ff = ""
-			}
-			return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("BLOCKING in round %d of %d: %s", round, rc.MaxRounds, strings.Join(findings, "; ")), log: ff, head: in.head}
+		// The scheduler sends a worker with the findings, then lands
+		// again.
+		ff := w.logPath("findings")
+		if err := writeFindings(ff, w.id, findings); err != nil {
+			ff = ""
 		}
-		w.findings = findings
-		f := w.attempt(ctx, "worker", docRel, nil)
-		w.findings = nil
-		if f != nil {
-			return false, f
-		}
-		if f := w.push(ctx); f != nil {
-			return false, f
-		}
-		head, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
-		if err != nil {
-			return false, &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
-		}
-		*sha = head
-		*since = q.clock.Now()
-		return false, nil
+		return false, &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf("BLOCKING in round %d of %d: %s", round, rc.MaxRounds, strings.Join(findings, "; ")), log: ff, head: in.head, checks: findings}
 	}
 }
 

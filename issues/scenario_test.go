@@ -255,7 +255,7 @@ git commit -qm "fix ci/test"
 	if !e.onMain("FIXED") || !e.onMain("work/issue-1.txt") {
 		t.Error("the repaired work is not on main")
 	}
-	if !strings.Contains(log.String(), "checks red (ci/test); repair round 1/3") {
+	if !strings.Contains(log.String(), "landing: checks: failing checks: ci/test") {
 		t.Errorf("no repair round in the log:\n%s", log)
 	}
 }
@@ -273,8 +273,8 @@ func TestRedChecksBlockAfterThreeRounds(t *testing.T) {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
 	is := e.issue(n)
-	if !hasLabel(is, "agent-blocked") || commentsWith(is, "still red after 3 repair rounds: ci/test") != 1 {
-		t.Errorf("%s", dump(e, n))
+	if !hasLabel(is, "agent-blocked") || commentsWith(is, "**checks** (failing checks: ci/test)") != 1 || strings.Count(log.String(), "#1: supervisor ") != 3 {
+		t.Errorf("want blocked after 3 repairs:\n%s\n%s", dump(e, n), log)
 	}
 	prs := e.fake.Pulls()
 	if len(prs) != 1 || prs[0].Merged || prs[0].State != "open" {
@@ -642,7 +642,7 @@ func TestNewestFirstAndLocalRepair(t *testing.T) {
 	if got := strings.Join(strings.Fields(string(b)), " "); got != "#3 #2 #1" || sum.Count(Merged) != 3 {
 		t.Errorf("order %q, summary %+v\n%s", got, sum, log)
 	}
-	if !strings.Contains(log.String(), "gate: the gate is red: test -f GATE_OK; repair supervisor 1/1") {
+	if !strings.Contains(log.String(), "worker 1: gate: the gate is red: test -f GATE_OK") {
 		t.Errorf("no local repair:\n%s", log)
 	}
 }

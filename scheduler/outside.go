@@ -43,6 +43,10 @@ type OutsideWork struct {
 	Prompt string // the prompt templates' prefix: "issue-" renders issue-worker.md
 	Number int    // the issue's number, for the templates
 	URL    string // the issue's page, for the templates
+	// Lane is the lane its label names, for a runner that picks the
+	// command itself when the scheduler has no such lane (a queue
+	// without LANES' slots).
+	Lane string
 }
 
 // Source supplies outside nodes and lands them. Nodes and Record are
@@ -55,9 +59,11 @@ type Source interface {
 	// stays until that work ends. The channel is closed when the source
 	// will offer nothing more (a queue worked --once).
 	Nodes() <-chan []OutsideNode
-	// Land lands a done node. OK: merged. Reason ReasonChecks: red checks,
-	// repaired by the supervisor (Commit is the red head, which the
-	// repair must go beyond). Away: the node left the driver's hands (a
+	// Land lands a done node. OK: merged. Reason ReasonChecks or
+	// ReasonConflict with Commit set: red checks, or a base that no
+	// longer merges, repaired by the supervisor (Commit is the head the
+	// repair must go beyond); without Commit (checks pending for good)
+	// the node is parked. Away: the node left the driver's hands (a
 	// pull request handed to a human, an issue closed or claimed by
 	// someone else). Any other Reason parks the node.
 	Land(ctx context.Context, j MergeJob) MergeOutcome

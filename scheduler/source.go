@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -19,6 +20,7 @@ type outsideState struct {
 	src    Source
 	offers <-chan []OutsideNode
 	nodes  map[string]OutsideNode // every outside node in the graph
+	order  []string               // their ids in the source's order (its priority)
 	// base is the manifest's own graph; s.rm is base With the nodes.
 	base    *roadmap.Roadmap
 	landed  chan MergeOutcome
@@ -58,7 +60,18 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 			next[id] = n
 		}
 	}
-	s.out.nodes = next
+	var order []string
+	for _, n := range ns {
+		if _, ok := next[n.ID]; ok {
+			order = append(order, n.ID)
+		}
+	}
+	for _, id := range s.out.order {
+		if _, ok := next[id]; ok && !slices.Contains(order, id) {
+			order = append(order, id)
+		}
+	}
+	s.out.nodes, s.out.order = next, order
 	s.regraph()
 	for _, n := range ns {
 		if p := s.byID[n.ID]; p != nil && n.Retry && !s.inFlight(p) && (p.state == manifest.Blocked || p.state == manifest.Failed) {
@@ -81,6 +94,7 @@ func (o *outsideState) landingNow(p *phase) bool { return p.landing }
 // hands). Nodes waiting on it then wait on it as an outside dep.
 func (s *Scheduler) drop(p *phase, why string) {
 	delete(s.out.nodes, p.n.ID)
+	s.out.order = slices.DeleteFunc(s.out.order, func(id string) bool { return id == p.n.ID })
 	s.record(state.Record{Phase: p.n.ID, Event: EvAway, Detail: why})
 	s.emit(Event{Kind: EvAway, Phase: p.n.ID, Detail: why})
 	s.regraph()
@@ -100,15 +114,11 @@ func (s *Scheduler) regraph() {
 	s.adopt(rm)
 }
 
-// outsidePhases are the outside nodes as graph entries, in id order.
+// outsidePhases are the outside nodes as graph entries, in the source's
+// order: with equal ranks, the loop starts them in it.
 func (s *Scheduler) outsidePhases() []manifest.Phase {
-	ids := make([]string, 0, len(s.out.nodes))
-	for id := range s.out.nodes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	extra := make([]manifest.Phase, 0, len(ids))
-	for _, id := range ids {
+	extra := make([]manifest.Phase, 0, len(s.out.order))
+	for _, id := range s.out.order {
 		n := s.out.nodes[id]
 		extra = append(extra, manifest.Phase{ID: n.ID, Title: n.Title, Deps: n.Deps, Owns: n.Owns, Gate: n.Gate, Lane: n.Lane})
 	}
@@ -185,13 +195,20 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 	default:
 		s.record(state.Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
-		switch m.Reason {
-		case ReasonChecks, ReasonConflict:
-			// The supervisor repairs it: it must go beyond the red head.
-			if m.Commit != "" {
-				p.tip = m.Commit
+		switch {
+		case m.Reason == state.ReasonReview && m.Commit != "":
+			// The source's reviewers blocked with rounds left: the worker
+			// takes their findings, beyond the reviewed head.
+			p.tip = m.Commit
+			findings := m.Checks // the source puts the findings there
+			if len(findings) == 0 {
+				findings = []string{m.Detail}
 			}
-			p.checks = m.Checks
+			p.next = &Job{Role: Worker, Findings: findings}
+			p.notBefore = time.Time{}
+		case (m.Reason == ReasonChecks || m.Reason == ReasonConflict) && m.Commit != "":
+			// The supervisor repairs it: it must go beyond the red head.
+			p.tip, p.checks = m.Commit, m.Checks
 			s.failed(p, "", m.Reason, m.Detail, m.LogPath)
 		default:
 			// A push refused, a pull request closed: no agent can mend
@@ -212,15 +229,7 @@ func (s *Scheduler) outsideJob(p *phase, j *Job) {
 	}
 	w := n.Work
 	j.Outside = &w
-	if j.Role == Supervisor && (j.Failure == ReasonChecks || j.Failure == ReasonConflict) {
+	if (j.Role == Supervisor && (j.Failure == ReasonChecks || j.Failure == ReasonConflict)) || len(j.Findings) > 0 {
 		j.Since, j.Checks = p.tip, p.checks
 	}
-}
-
-// outsideText says what the source adds, for the start line.
-func (s *Scheduler) outsideText() string {
-	if s.out.src == nil {
-		return ""
-	}
-	return fmt.Sprintf(" and %d outside", len(s.out.nodes))
 }

@@ -198,7 +198,8 @@ type MergeOutcome struct {
 	// (a pull request handed to a human for review, an issue closed): it
 	// is dropped from the graph without a state.
 	Away bool
-	// Checks names the failing checks (Reason ReasonChecks).
+	// Checks names the failing checks (Reason ReasonChecks), or holds
+	// the reviewers' findings (Reason ReasonReview).
 	Checks []string
 }
 

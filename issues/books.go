@@ -1,0 +1,299 @@
+package issues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/proc"
+)
+
+// failure is why an attempt did not succeed.
+type failure struct {
+	reason string // the scheduler's reasons (state.Reason: exit, no-done, gate, prepare, worktree, …), then the landing's: push, checks, merge, pull request
+	detail string
+	log    string // the log that shows it
+	checks []string
+	// head is the commit whose checks (or review) failed: a repair must
+	// go beyond it. red: the checks were red (not pending).
+	head string
+	red  bool
+}
+
+func (f *failure) Error() string {
+	if f.detail == "" {
+		return f.reason
+	}
+	return f.reason + ": " + f.detail
+}
+
+// worker is one issue's GitHub side: its claim round, branch, pull
+// request and heartbeat, and what records its end there (finish, block).
+// The scheduler runs its agents and gate (package work); Land pushes and
+// merges through it.
+type worker struct {
+	q      *Queue
+	is     *Issue
+	n      int
+	id     string // "#n"
+	branch string
+	wt     string
+	round  int64
+	pr     *PR
+	pushed bool
+	stopHB func()
+}
+
+func (q *Queue) logIssue(n int, format string, args ...any) {
+	q.logf("#%d: %s", n, fmt.Sprintf(format, args...))
+}
+
+// release gives up our claim (on interrupt): a release comment, then the
+// labels back to READY_LABEL.
+func (q *Queue) release(ctx context.Context, n int, round int64, why string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	body := fmt.Sprintf("claudopilot instance %s stopped (%s) and released its claim; the issue is queued again.\n%s", q.instance, why, releaseMarker(q.instance, q.instance, round))
+	if _, err := q.gh.PostComment(ctx, n, body); err != nil {
+		q.logIssue(n, "could not release the claim: %v", err)
+		return
+	}
+	if err := q.requeueLabels(ctx, n); err != nil {
+		q.logIssue(n, "could not restore the labels: %v", err)
+	}
+	q.logIssue(n, "released the claim (%s)", why)
+}
+
+// heartbeat repeats our claim comment every ClaimStale/2 until a pull
+// request is open (which keeps the claim from going stale on its own) or
+// the work ends, so a long agent run is not mistaken for a crash.
+func (w *worker) heartbeat(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(w.q.cfg.ClaimStale/2, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := w.q.gh.PostComment(ctx, w.n, claimBody(w.q.instance, w.round)); err != nil && ctx.Err() == nil {
+					w.q.logIssue(w.n, "claim heartbeat: %v", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// checksLog writes the failing checks, for the supervisor, and returns
+// its path.
+func (w *worker) checksLog(checks []Check) string {
+	var b strings.Builder
+	for _, c := range checks {
+		fmt.Fprintf(&b, "%s: %s: %s\n", c.Name, c.State, c.Detail)
+	}
+	p := w.logPath("checks")
+	_ = os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		return ""
+	}
+	return p
+}
+
+// logPath is the next <kind>-<n>.log of the issue.
+func (w *worker) logPath(kind string) string {
+	return filepath.Join(w.q.LogDir(w.n), fmt.Sprintf("%s-%d.log", kind, proc.NextLog(w.q.LogDir(w.n), kind)))
+}
+
+// fetch updates refs/remotes/<remote>/<branch>. Fetches run one at a time
+// (git locks refs) and never beside a worktree add, which the repository's
+// shared worktree lock sees to (worktree.Client.Fetch).
+func (q *Queue) fetch(ctx context.Context, branch string) error {
+	err := q.net.Fetch(ctx, q.cfg.Remote, fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", branch, q.cfg.Remote, branch))
+	if err != nil {
+		return fmt.Errorf("fetch %s from %s: %w", branch, q.cfg.Remote, err)
+	}
+	return nil
+}
+
+// remoteHas reports whether the remote has branch.
+func (q *Queue) remoteHas(ctx context.Context, branch string) (bool, error) {
+	has, err := q.net.RemoteHasBranch(ctx, q.cfg.Remote, branch)
+	if err != nil {
+		return false, fmt.Errorf("ls-remote %s: %w", q.cfg.Remote, err)
+	}
+	return has, nil
+}
+
+// ensureWorktree makes or finds the issue's worktree on its branch: a
+// kept worktree or branch (an earlier attempt), else the remote's branch
+// (another machine's attempt), else a new branch from <remote>/<base>. A
+// branch that existed gets <remote>/<base> merged in (a conflicting merge
+// is abandoned: the pull request will show the conflict). fresh is true
+// when the worktree was made now.
+// moveOldWorktree moves the issue's worktree from where versions before
+// the one layout put it (.claudopilot/worktrees/issue-N), when it is there
+// on the issue's branch: a phase's worktree (on auto/…) is never touched.
+func (q *Queue) moveOldWorktree(ctx context.Context, w *worker) error {
+	old := q.oldWorktreePath(w.n)
+	if old == w.wt {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(w.wt, ".git")); err == nil {
+		return nil
+	}
+	at, ok, err := q.git.WorktreeOf(ctx, w.branch)
+	if err != nil || !ok {
+		return err
+	}
+	if ra, _ := filepath.EvalSymlinks(at); ra != "" {
+		at = ra
+	}
+	if ro, _ := filepath.EvalSymlinks(old); ro != "" {
+		old = ro
+	}
+	if at != old {
+		return nil
+	}
+	return q.git.MoveWorktree(ctx, old, w.wt)
+}
+
+// push pushes the branch to the remote (a fast-forward; never forced).
+func (w *worker) push(ctx context.Context) *failure {
+	q := w.q
+	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &failure{reason: "interrupted"}
+		}
+		return &failure{reason: "push", detail: err.Error()}
+	}
+	return nil
+}
+
+// pushKept pushes a failed attempt's branch, if it has work beyond the
+// base, so it is kept where people and other instances can see it.
+func (w *worker) pushKept(ctx context.Context) {
+	q := w.q
+	if ok, err := q.git.BranchExists(ctx, w.branch); err != nil || !ok {
+		return
+	}
+	n, err := q.git.CountCommits(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch)
+	if err != nil || n == 0 {
+		return
+	}
+	if f := w.push(ctx); f != nil {
+		q.logIssue(w.n, "could not push the kept branch: %v", f)
+		return
+	}
+	w.pushed = true
+}
+
+// follow brings the local branch to the remote's head sha after someone
+// else pushed to the pull request.
+func (w *worker) follow(ctx context.Context, sha string) error {
+	q := w.q
+	if err := q.fetch(ctx, w.branch); err != nil {
+		return err
+	}
+	if err := q.git.FastForward(ctx, w.wt, sha); err != nil {
+		return fmt.Errorf("the pull request's branch moved to %s, which is not a fast-forward of ours: %w", short(sha), err)
+	}
+	return nil
+}
+
+// block records a failure on GitHub: ONE comment with the reason and the
+// scrubbed tail of the log (ending our round), BLOCKED_LABEL on,
+// CLAIM_LABEL off. The branch and the pull request stay.
+func (w *worker) block(ctx context.Context, f *failure) error {
+	q := w.q
+	var b strings.Builder
+	fmt.Fprintf(&b, "claudopilot could not finish this issue: **%s**", f.reason)
+	if f.detail != "" {
+		fmt.Fprintf(&b, " (%s)", f.detail)
+	}
+	b.WriteString(".\n")
+	if f.log != "" {
+		if lines, err := proc.TailFile(f.log, 40); err == nil && len(lines) > 0 {
+			tail := strings.Join(q.scrub.ScrubLines(lines), "\n")
+			fence := "```"
+			for strings.Contains(tail, fence) {
+				fence += "`"
+			}
+			fmt.Fprintf(&b, "\n<details><summary>The last lines of %s</summary>\n\n%s\n%s\n%s\n\n</details>\n", filepath.Base(f.log), fence, tail, fence)
+		}
+	}
+	var keep string
+	switch {
+	case w.pr != nil:
+		keep = fmt.Sprintf("The branch `%s` and pull request #%d are kept", w.branch, w.pr.Number)
+	case w.pushed:
+		keep = fmt.Sprintf("The branch `%s` is pushed and kept", w.branch)
+	default:
+		keep = "Nothing was committed"
+	}
+	fmt.Fprintf(&b, "\n%s. To try again, remove `%s` and add `%s`.\n%s", keep, q.cfg.Labels.Blocked, q.cfg.Labels.Ready, endMarker(q.instance, w.round))
+	if _, err := q.gh.PostComment(ctx, w.n, b.String()); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.AddLabels(ctx, w.n, q.cfg.Labels.Blocked); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Claim); err != nil {
+		return err
+	}
+	return q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Ready)
+}
+
+// finish records a merged or review-ready pull request: a comment ending
+// our round, the labels, the issue closed after a merge (GitHub closes it
+// itself only for the default branch), and the local worktree removed.
+func (w *worker) finish(ctx context.Context, kind string) error {
+	q := w.q
+	var msg string
+	switch kind {
+	case Merged:
+		msg = "Merged."
+		if w.pr != nil {
+			msg = fmt.Sprintf("Merged in pull request #%d.", w.pr.Number)
+		}
+	case Review:
+		msg = fmt.Sprintf("Pull request #%d is ready for review: its checks are green. Merge it to close this issue.", w.pr.Number)
+		for _, n := range []int{w.n, w.pr.Number} {
+			if err := q.gh.AddLabels(ctx, n, q.cfg.Labels.Review); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		q.logIssue(w.n, "pull request #%d is ready for review", w.pr.Number)
+	}
+	if _, err := q.gh.PostComment(ctx, w.n, msg+"\n"+endMarker(q.instance, w.round)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Claim); err != nil {
+		return err
+	}
+	if kind == Merged {
+		if is, err := q.gh.Issue(ctx, w.n); err == nil && is.State == "open" {
+			if err := q.gh.CloseIssue(ctx, w.n); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+	}
+	if err := q.git.RemoveWorktree(ctx, w.wt); err != nil {
+		return err
+	}
+	if ok, _ := q.git.BranchExists(ctx, w.branch); ok {
+		return q.git.DeleteBranch(ctx, w.branch)
+	}
+	return nil
+}

@@ -1,0 +1,362 @@
+package issues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// Source is the queue as a source of the one scheduler's nodes: it polls
+// GitHub and offers each eligible issue as a node "#N"; the scheduler runs
+// it with the same slots, runner, journal and supervisor as a phase, and
+// hands it back to Land (outside.go) once its agent's work is gated. The
+// claim is taken when the scheduler first launches the issue (Runner), so
+// an issue waiting for a slot stays free for other instances.
+type Source struct {
+	q    *Queue
+	ch   chan []scheduler.OutsideNode
+	kick chan struct{}
+
+	mu      sync.Mutex
+	held    map[int]int64 // claimed by this driver and not yet ended: the round
+	blocked map[int]bool  // ended blocked in this run: offered again only as a retry
+	err     error         // why polling gave up (--once)
+}
+
+var _ scheduler.Source = (*Source)(nil)
+
+// Source starts polling (every Poll, and at once after an issue ends) and
+// returns the source. With Once it closes its nodes when a poll finds
+// nothing to offer and nothing it claimed is still worked on. Call Start
+// first.
+func (q *Queue) Source(ctx context.Context) *Source {
+	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), held: map[int]int64{}, blocked: map[int]bool{}}
+	go s.run(ctx)
+	return s
+}
+
+// Nodes implements scheduler.Source.
+func (s *Source) Nodes() <-chan []scheduler.OutsideNode { return s.ch }
+
+// Land implements scheduler.Source (see Queue.Land).
+func (s *Source) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
+	m := s.q.Land(ctx, j)
+	if m.Away {
+		s.end(j.ID, false)
+	}
+	return m
+}
+
+// Record implements scheduler.Source (see Queue.Record).
+func (s *Source) Record(id string, st manifest.State, n scheduler.Note) {
+	s.q.Record(id, st, n)
+	switch st {
+	case manifest.Merged:
+		s.end(id, false)
+	case manifest.Blocked, manifest.Failed:
+		s.end(id, true)
+	}
+}
+
+// Err is why polling gave up, if it did.
+func (s *Source) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// end books that this driver is done with issue id. The issue stays held
+// until what Record queued for it is on GitHub (the bookkeeping runs its
+// tasks in order): a poll in between would take our own claim for a
+// stale one. Then it polls again.
+func (s *Source) end(id string, blocked bool) {
+	n, ok := ParseIssueID(id)
+	if !ok {
+		return
+	}
+	s.q.keep(n, "the end of the claim", func(context.Context) error {
+		s.mu.Lock()
+		delete(s.held, n)
+		if blocked {
+			s.blocked[n] = true
+		}
+		s.mu.Unlock()
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+}
+
+func (s *Source) holds(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[n]
+	return ok
+}
+
+// heldSet is a snapshot of the held issues, so one poll sees one answer.
+func (s *Source) heldSet() func(int) bool {
+	h := s.heldNow()
+	return func(n int) bool { _, ok := h[n]; return ok }
+}
+
+// run polls until ctx ends or, with Once, the queue is worked.
+func (s *Source) run(ctx context.Context) {
+	defer close(s.ch)
+	q := s.q
+	st := &pollState{skipLogged: map[int]string{}, waitLogged: map[int]string{}}
+	t := time.NewTicker(q.cfg.Poll)
+	defer t.Stop()
+	failures := 0
+	for {
+		nodes, err := q.poll(ctx, st, s.heldSet())
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			q.logf("poll: %v", err)
+			if q.cfg.Once && failures >= 3 && len(s.heldNow()) == 0 {
+				s.mu.Lock()
+				s.err = fmt.Errorf("queue: %d polls in a row failed: %w", failures, err)
+				s.mu.Unlock()
+				return
+			}
+		default:
+			failures = 0
+		}
+		if err == nil || len(nodes) > 0 {
+			s.retries(nodes)
+			select {
+			case s.ch <- nodes:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err == nil && q.cfg.Once && len(nodes) == 0 && len(s.heldNow()) == 0 {
+			sum := q.Summary()
+			q.logf("queue worked: %d merged, %d for review, %d blocked", sum.Count(Merged), sum.Count(Review), sum.Count(Blocked))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// retries marks the offered issues this run ended blocked: a human
+// relabelled them ready, so they start over.
+func (s *Source) retries(nodes []scheduler.OutsideNode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range nodes {
+		n, _ := ParseIssueID(nodes[i].ID)
+		if s.blocked[n] {
+			nodes[i].Retry = true
+			delete(s.blocked, n)
+		}
+	}
+}
+
+// heldNow lists the issues this driver holds, with their rounds.
+func (s *Source) heldNow() map[int]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int]int64, len(s.held))
+	for n, r := range s.held {
+		out[n] = r
+	}
+	return out
+}
+
+// Release gives back every claim this driver still holds (after an
+// interrupt), through the bookkeeping (Queue.Release): a release comment
+// and the labels back to READY_LABEL.
+func (s *Source) Release(why string) {
+	held := s.heldNow()
+	ns := make([]int, 0, len(held))
+	for n := range held {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	for _, n := range ns {
+		s.q.Release(IssueID(n), why)
+	}
+}
+
+// node is issue is as the scheduler's node; deps are its edges.
+func (q *Queue) node(is *Issue, deps []string) scheduler.OutsideNode {
+	n := is.Number
+	nd := scheduler.OutsideNode{ID: IssueID(n), Title: is.Title, Deps: deps, Work: scheduler.OutsideWork{
+		Branch: Branch(n),
+		From:   "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base,
+		Base:   q.cfg.Base,
+		DocRel: filepath.ToSlash(filepath.Join(".claudopilot", fmt.Sprintf("issue-%d.md", n))),
+		Doc:    []byte(fmt.Sprintf("# %s: %s\n\n%s\n", IssueID(n), is.Title, strings.TrimSpace(is.Body))),
+		Prompt: "issue-",
+		Number: n,
+		URL:    is.URL,
+	}}
+	if lane, _, ok := q.cfg.laneOf(is); ok {
+		nd.Lane, nd.Work.Lane = lane, lane
+	} else if lane != "" {
+		q.logIssue(n, "label %s%s names no lane in LANES: any lane runs it", LaneLabel, lane)
+	}
+	return nd
+}
+
+func (q *Queue) noteReleased(n int) {
+	q.sumMu.Lock()
+	defer q.sumMu.Unlock()
+	q.sum.Released = append(q.sum.Released, n)
+}
+
+func (q *Queue) noteSkipped(n int) {
+	q.sumMu.Lock()
+	defer q.sumMu.Unlock()
+	q.sum.Skipped = append(q.sum.Skipped, n)
+}
+
+// Runner runs the scheduler's jobs: a phase's with phases, an issue's with
+// issues (whose environment is without the token), after taking the
+// issue's claim at its first launch and bringing the base and the
+// issue's remote branch (another machine's attempt) in.
+func (s *Source) Runner(phases, issues scheduler.Runner) scheduler.Runner {
+	return &claimRunner{s: s, phases: phases, issues: issues}
+}
+
+type claimRunner struct {
+	s              *Source
+	phases, issues scheduler.Runner
+}
+
+func (r *claimRunner) Run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
+	if j.Outside == nil {
+		return r.phases.Run(ctx, j, started)
+	}
+	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: time.Now()}
+	n, ok := ParseIssueID(j.ID)
+	if !ok {
+		o.Reason, o.Detail, o.Ended = state.ReasonWorktree, "not an issue id: "+j.ID, time.Now()
+		return o
+	}
+	if !r.s.holds(n) {
+		if away := r.s.claim(ctx, n); away != "" {
+			o.Away, o.Detail, o.Ended = true, away, time.Now()
+			return o
+		}
+	}
+	if j.Lane == "" && j.Outside.Lane != "" {
+		// No scheduler lane of that name (a queue alone): the label's
+		// lane's commands run on the shared slots.
+		if lc, ok := r.s.q.cfg.Lanes[j.Outside.Lane]; ok {
+			j.Lane, j.Cmd = j.Outside.Lane, lc.Agent
+			if j.Role == scheduler.Supervisor && lc.Supervisor != "" {
+				j.Cmd = lc.Supervisor
+			}
+		}
+	}
+	if err := r.s.q.bringIn(ctx, n); err != nil {
+		o.Reason, o.Detail, o.Ended = state.ReasonWorktree, err.Error(), time.Now()
+		return o
+	}
+	return r.issues.Run(ctx, j, started)
+}
+
+// claim takes issue n's claim; it returns why not ("" when taken).
+func (s *Source) claim(ctx context.Context, n int) string {
+	q := s.q
+	// Held while the claim is taken: a poll meanwhile sees the claim
+	// label and must neither offer the issue nor end a --once run.
+	s.mu.Lock()
+	s.held[n] = 0
+	s.mu.Unlock()
+	won, round, why, err := q.claim(ctx, n)
+	if !won || err != nil || ctx.Err() != nil {
+		s.mu.Lock()
+		delete(s.held, n)
+		s.mu.Unlock()
+	}
+	switch {
+	case ctx.Err() != nil:
+		if won {
+			q.release(ctx, n, round, "interrupted")
+		}
+		return "interrupted"
+	case errors.Is(err, ErrNotFound):
+		q.logIssue(n, "vanished; dropped")
+		return "the issue vanished"
+	case err != nil:
+		// Tried again at a later poll, which offers it again.
+		q.logIssue(n, "claim failed: %v", err)
+		q.addResult(Result{Number: n, Kind: Errored, Reason: err.Error()})
+		return "the claim failed: " + err.Error()
+	case !won:
+		q.logIssue(n, "not claimed: %s", why)
+		q.addResult(Result{Number: n, Kind: Lost, Reason: why})
+		return "claimed by another instance: " + why
+	}
+	q.logIssue(n, "claimed by %s", q.instance)
+	s.mu.Lock()
+	s.held[n] = round
+	s.mu.Unlock()
+	q.Claimed(ctx, IssueID(n), round)
+	return ""
+}
+
+// bringIn fetches the base, and the issue's branch where the remote has
+// it (another machine's attempt): a branch this clone lacks is made from
+// it. A worktree where older versions put it is moved to the layout's.
+func (q *Queue) bringIn(ctx context.Context, n int) error {
+	if err := q.fetch(ctx, q.cfg.Base); err != nil {
+		return err
+	}
+	branch := Branch(n)
+	onRemote, err := q.remoteHas(ctx, branch)
+	if err != nil {
+		return err
+	}
+	if onRemote {
+		if err := q.fetch(ctx, branch); err != nil {
+			return err
+		}
+		local, err := q.git.BranchExists(ctx, branch)
+		if err != nil {
+			return err
+		}
+		if !local {
+			tip, err := q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+branch)
+			if err != nil {
+				return err
+			}
+			if err := q.git.UpdateRef(ctx, "refs/heads/"+branch, tip, strings.Repeat("0", len(tip))); err != nil {
+				return fmt.Errorf("make %s from %s's: %w", branch, q.cfg.Remote, err)
+			}
+		}
+	}
+	w := &worker{q: q, n: n, id: IssueID(n), branch: branch, wt: q.WorktreePath(n)}
+	if _, err := os.Stat(q.oldWorktreePath(n)); err == nil {
+		return q.moveOldWorktree(ctx, w)
+	}
+	return nil
+}
+
+// PhasesAreNodes tells the queue that the roadmap's phases are nodes of
+// the scheduler it feeds (run --issues): an issue's "Depends on phase-02"
+// becomes an edge of the one graph rather than a wait in the poll.
+func (q *Queue) PhasesAreNodes() { q.phaseNodes = true }
