@@ -263,10 +263,11 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	git(t, dir, env, "clone", "-q", origin, work)
 	agent := filepath.Join(dir, "agent.sh")
-	// The phase's agent hits a "rate limit" until the issue's agent has
-	// finished (the driver relaunches it after --rate-limit-sleep, at no
-	// cost), so the issue's pull request is what waits on checks while
-	// p0 needs the slot.
+	// The phase's agent meets a passing API error until the issue's agent
+	// has finished (the driver relaunches it after a backoff, at no cost,
+	// and the slot is free meanwhile; a rate limit would hold the shared
+	// agent command for the issue too), so the issue's pull request is
+	// what waits on checks while p0 needs the slot.
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 set -e
 case "$CLAUDOPILOT_PHASE" in
@@ -276,7 +277,7 @@ case "$CLAUDOPILOT_PHASE" in
 	touch "$ISSUE_DONE"
 	;;
 *)
-	if [ ! -f "$ISSUE_DONE" ]; then echo "rate limit reached, please wait"; exit 1; fi
+	if [ ! -f "$ISSUE_DONE" ]; then echo "503 Service Unavailable"; exit 1; fi
 	echo p0 > p0.txt
 	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
 	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm p0

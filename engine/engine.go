@@ -193,7 +193,17 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		scfg.ExternalDone, scfg.ExternalWait = e.queue.done, e.queue.working
 	}
 	scfg.Review = cfg.Review.Cfg
-	e.sched = scheduler.New(scfg, rm, live, runner, merger, jn, e.raw)
+	var run scheduler.Runner = runner
+	if e.queue != nil {
+		// One runner for both: an issue's attempt is a phase's with the
+		// issue's branch, doc and prompts, in an environment without the
+		// token, after its claim.
+		run = e.queue.src.Runner(runner, e.queue.q.IssueRunner(runner))
+	}
+	e.sched = scheduler.New(scfg, rm, live, run, merger, jn, e.raw)
+	if e.queue != nil {
+		e.sched.SetSource(e.queue.src)
+	}
 	// Conflict prediction: merge-tree dry runs between running branches
 	// (docs/landing.md).
 	e.sched.SetPredictor(merger)
@@ -269,6 +279,9 @@ func (e *Engine) Run(ctx context.Context) (scheduler.Summary, error) {
 	defer close(e.raw)
 	defer e.watchBase(ctx)()
 	sum, err := e.sched.Run(ctx)
+	if e.queue != nil {
+		e.queue.finish(ctx)
+	}
 	e.sweep(ctx, sum)
 	return sum, err
 }
@@ -300,8 +313,8 @@ func (e *Engine) HasQueue() bool { return e.queue != nil }
 // WaitQueue waits for the issue queue to end: it goes on after the
 // roadmap is done until it is done itself (Once) or ctx ends.
 func (e *Engine) WaitQueue(ctx context.Context) (issues.Summary, error) {
-	<-e.queue.finished
-	return e.queue.sum, queueErr(ctx, e.queue.err)
+	<-e.queue.src.Done()
+	return e.queue.q.Summary(), queueErr(ctx, e.queue.src.Err())
 }
 
 // SetPaused switches this run's launches off or on (see SetPaused).

@@ -67,22 +67,26 @@ func queueErr(ctx context.Context, err error) error {
 	return err
 }
 
-// queueRun is the issue queue working beside a roadmap run, and what the
-// scheduler needs of it: whether an issue a phase depends on is done.
+// queueRun is the issue queue feeding the roadmap's scheduler: its issues
+// are nodes of the same graph (issues.Source), and what the scheduler
+// needs besides: whether an issue a phase depends on, which the queue does
+// not offer (closed, or another instance's), is done.
 type queueRun struct {
+	q        *issues.Queue
+	src      *issues.Source
 	gh       *issues.GitHub
 	manifest string
 	log      io.Writer
 	// snap is the latest answer from GitHub, replaced whole on each
 	// refresh; the scheduler's loop only reads it.
 	snap     atomic.Pointer[map[string]bool]
-	finished chan struct{}
-	sum      issues.Summary
-	err      error
+	endBooks context.CancelFunc
+	booked   <-chan struct{}
 }
 
-// startQueue builds the queue, checks the manifest's issue deps exist, and
-// starts the queue and the refresher of issue states.
+// startQueue builds the queue, checks the manifest's issue deps exist,
+// starts the source, the bookkeeping on GitHub and the refresher of issue
+// states.
 func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *QueueSetup, rm *roadmap.Roadmap, l state.Layout, poll time.Duration) (*queueRun, error) {
 	mp := rm.ManifestPath
 	qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
@@ -91,7 +95,8 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 	if err != nil {
 		return nil, err
 	}
-	r := &queueRun{gh: gh, manifest: mp, log: log, finished: make(chan struct{})}
+	q.PhasesAreNodes()
+	r := &queueRun{q: q, gh: gh, manifest: mp, log: log}
 	empty := map[string]bool{}
 	r.snap.Store(&empty)
 	if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
@@ -100,26 +105,44 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 		}
 		return nil, err
 	}
+	// The bookkeeping outlives an interrupt: what the scheduler recorded
+	// reaches GitHub before the run ends (finish).
+	bctx, end := context.WithCancel(context.WithoutCancel(ctx))
+	r.endBooks, r.booked = end, q.Bookkeep(bctx)
+	r.src = q.Source(ctx)
 	go func() {
-		defer close(r.finished)
-		r.sum, r.err = q.Run(ctx)
-		// What the queue merged last must be seen before the roadmap
-		// stops waiting on it: the manifest may be mid-save (the driver
-		// writing a merge's state at this very moment), so read until it
-		// loads, for a while.
-		for try := 0; ; try++ {
-			err := r.refresh(ctx)
-			if err == nil || !errors.Is(err, errHalfSaved) || try == 50 || ctx.Err() != nil {
-				if err != nil && ctx.Err() == nil {
-					fmt.Fprintf(log, "claudopilot: warning: reading issue states: %v\n", err)
-				}
-				break
-			}
-			time.Sleep(100 * time.Millisecond) // a save takes moments
-		}
+		<-r.src.Done()
+		r.lastRefresh(ctx)
 	}()
 	go r.loop(ctx, poll)
 	return r, nil
+}
+
+// lastRefresh reads issue states once the queue has stopped polling: what
+// it merged last must be seen before the roadmap stops waiting on it. The
+// manifest may be mid-save (the driver writing a merge's state at this
+// very moment), so it reads until it loads, for a while.
+func (r *queueRun) lastRefresh(ctx context.Context) {
+	for try := 0; ; try++ {
+		err := r.refresh(ctx)
+		if err == nil || !errors.Is(err, errHalfSaved) || try == 50 || ctx.Err() != nil {
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(r.log, "claudopilot: warning: reading issue states: %v\n", err)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // a save takes moments
+	}
+}
+
+// finish ends the queue's side of a run: claims still held after an
+// interrupt are released, and the bookkeeping is written out.
+func (r *queueRun) finish(ctx context.Context) {
+	if ctx.Err() != nil {
+		r.src.Release("interrupted")
+	}
+	r.endBooks()
+	<-r.booked
 }
 
 // refresh asks GitHub about every issue the manifest (as it is now, live
@@ -165,15 +188,8 @@ func (r *queueRun) loop(ctx context.Context, poll time.Duration) {
 // done reports whether issue id is done, as of the latest refresh.
 func (r *queueRun) done(id string) bool { return (*r.snap.Load())[id] }
 
-// working is true while the queue runs: waiting on an issue may still pay.
-func (r *queueRun) working() bool {
-	select {
-	case <-r.finished:
-		return false
-	default:
-		return true
-	}
-}
+// working is true while the queue polls: waiting on an issue may still pay.
+func (r *queueRun) working() bool { return r.src.Working() }
 
 // lockedWriter serializes writes from the queue's goroutines.
 type lockedWriter struct {

@@ -35,10 +35,6 @@ type Wiring struct {
 
 // RunWith is Run with the journal and the events of w.
 func (q *Queue) RunWith(ctx context.Context, w Wiring) (Summary, error) {
-	if err := q.startWaiting(ctx); err != nil {
-		return q.Summary(), err
-	}
-	q.logf("queue %s: base %s, instance %s, %s", q.gh.Repo(), q.cfg.Base, q.instance, map[bool]string{true: "once", false: fmt.Sprintf("polling every %s", q.cfg.Poll)}[q.cfg.Once])
 	// The bookkeeping outlives an interrupt: what the scheduler recorded
 	// is written to GitHub before Run returns.
 	bctx, endBooks := context.WithCancel(context.WithoutCancel(ctx))

@@ -26,6 +26,7 @@ type Source struct {
 	q    *Queue
 	ch   chan []scheduler.OutsideNode
 	kick chan struct{}
+	done chan struct{} // closed when polling has ended
 
 	mu      sync.Mutex
 	held    map[int]int64 // claimed by this driver and not yet ended: the round
@@ -36,11 +37,12 @@ type Source struct {
 var _ scheduler.Source = (*Source)(nil)
 
 // Source starts polling (every Poll, and at once after an issue ends) and
-// returns the source. With Once it closes its nodes when a poll finds
-// nothing to offer and nothing it claimed is still worked on. Call Start
-// first.
+// returns the source. It first prepares the repository (Start), waiting
+// for a GitHub that is unavailable unless Once. With Once it closes its
+// nodes when a poll finds nothing to offer and nothing it claimed is still
+// worked on.
 func (q *Queue) Source(ctx context.Context) *Source {
-	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), held: map[int]int64{}, blocked: map[int]bool{}}
+	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), done: make(chan struct{}), held: map[int]int64{}, blocked: map[int]bool{}}
 	go s.run(ctx)
 	return s
 }
@@ -67,6 +69,20 @@ func (s *Source) Record(id string, st manifest.State, n scheduler.Note) {
 		s.end(id, true)
 	}
 }
+
+// Working is true while the source polls: an issue not yet done may
+// still be worked.
+func (s *Source) Working() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Done is closed when polling has ended.
+func (s *Source) Done() <-chan struct{} { return s.done }
 
 // Err is why polling gave up, if it did.
 func (s *Source) Err() error {
@@ -114,8 +130,16 @@ func (s *Source) heldSet() func(int) bool {
 
 // run polls until ctx ends or, with Once, the queue is worked.
 func (s *Source) run(ctx context.Context) {
+	defer close(s.done)
 	defer close(s.ch)
 	q := s.q
+	if err := q.startWaiting(ctx); err != nil {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		return
+	}
+	q.logf("queue %s: base %s, instance %s, %s", q.gh.Repo(), q.cfg.Base, q.instance, map[bool]string{true: "once", false: fmt.Sprintf("polling every %s", q.cfg.Poll)}[q.cfg.Once])
 	st := &pollState{skipLogged: map[int]string{}, waitLogged: map[int]string{}}
 	t := time.NewTicker(q.cfg.Poll)
 	defer t.Stop()
