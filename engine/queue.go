@@ -55,7 +55,18 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 	if err != nil {
 		return issues.Summary{}, err
 	}
-	sum, err := q.Run(ctx)
+	// The one journal: status, explain '#N' and a restarted driver read
+	// what the queue's scheduler did.
+	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
+		return issues.Summary{}, err
+	}
+	l := state.Layout{Top: git.Dir}
+	jn, err := state.OpenJournal(l.JournalPath())
+	if err != nil {
+		return issues.Summary{}, err
+	}
+	defer jn.Close()
+	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn})
 	return sum, queueErr(ctx, err)
 }
 

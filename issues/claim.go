@@ -260,7 +260,11 @@ func (q *Queue) undoClaimLabels(ctx context.Context, n int) {
 // ClaimStale. A claim of our own instance that no worker of ours has (the
 // caller makes sure) is released at once. The release is a comment; when
 // it is the one that counts, the labels go back to READY_LABEL.
-func (q *Queue) releaseStale(ctx context.Context, is *Issue) (released bool, holder string, err error) {
+//
+// live tells, at the moment of asking, the issues this driver holds (it
+// marks an issue held before its claim comment is posted): our own claim
+// is an orphan only if, once the comment is read, the issue is not held.
+func (q *Queue) releaseStale(ctx context.Context, is *Issue, live func(int) bool) (released bool, holder string, err error) {
 	st, _, err := q.claimState(ctx, is.Number)
 	if err != nil {
 		return false, "", err
@@ -279,6 +283,9 @@ func (q *Queue) releaseStale(ctx context.Context, is *Issue) (released bool, hol
 		return true, "", q.requeueLabels(ctx, is.Number)
 	}
 	own := st.Holder == q.instance
+	if own && live(is.Number) {
+		return false, st.Holder, nil // being claimed, or worked, right now
+	}
 	if !own {
 		if now.Sub(st.Last) < q.cfg.ClaimStale {
 			return false, st.Holder, nil

@@ -327,7 +327,7 @@ type pollState struct {
 // issue waits in the graph on queued issues (and issues this driver
 // holds) and on phases; on other issues and repositories it waits here,
 // offered once they are done. held tells the issues this driver holds.
-func (q *Queue) poll(ctx context.Context, st *pollState, held func(int) bool) ([]scheduler.OutsideNode, error) {
+func (q *Queue) poll(ctx context.Context, st *pollState, held, live func(int) bool) ([]scheduler.OutsideNode, error) {
 	var errs []error
 	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
 	if err != nil {
@@ -337,7 +337,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, held func(int) bool) ([
 		if held(is.Number) {
 			continue
 		}
-		released, holder, err := q.releaseStale(ctx, is)
+		released, holder, err := q.releaseStale(ctx, is, live)
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:

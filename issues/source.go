@@ -122,12 +122,6 @@ func (s *Source) holds(n int) bool {
 	return ok
 }
 
-// heldSet is a snapshot of the held issues, so one poll sees one answer.
-func (s *Source) heldSet() func(int) bool {
-	h := s.heldNow()
-	return func(n int) bool { _, ok := h[n]; return ok }
-}
-
 // run polls until ctx ends or, with Once, the queue is worked.
 func (s *Source) run(ctx context.Context) {
 	defer close(s.done)
@@ -145,7 +139,8 @@ func (s *Source) run(ctx context.Context) {
 	defer t.Stop()
 	failures := 0
 	for {
-		nodes, err := q.poll(ctx, st, s.heldSet())
+		before := s.heldNow()
+		nodes, err := q.poll(ctx, st, func(n int) bool { _, ok := before[n]; return ok }, s.holds)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -169,7 +164,10 @@ func (s *Source) run(ctx context.Context) {
 				return
 			}
 		}
-		if err == nil && q.cfg.Once && len(nodes) == 0 && len(s.heldNow()) == 0 {
+		// Done only if nothing was held before the poll either: an issue
+		// held then was not offered, and may be free again now (a claim
+		// that failed).
+		if err == nil && q.cfg.Once && len(nodes) == 0 && len(before) == 0 && len(s.heldNow()) == 0 {
 			sum := q.Summary()
 			q.logf("queue worked: %d merged, %d for review, %d blocked", sum.Count(Merged), sum.Count(Review), sum.Count(Blocked))
 			return
