@@ -93,6 +93,12 @@ type queueRun struct {
 	snap     atomic.Pointer[map[string]bool]
 	endBooks context.CancelFunc
 	booked   <-chan struct{}
+	// load reads the manifest as it is now and ask asks GitHub which of
+	// ids are done (roadmap.Load and IssuesDone; tests stand in).
+	load func() (*roadmap.Roadmap, error)
+	ask  func(ctx context.Context, ids []string) (map[string]bool, error)
+	// pause is the wait between reads of a manifest caught mid-save.
+	pause time.Duration
 }
 
 // startQueue builds the queue, checks the manifest's issue deps exist,
@@ -107,9 +113,8 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 		return nil, err
 	}
 	q.PhasesAreNodes()
-	r := &queueRun{q: q, gh: gh, manifest: mp, log: log}
-	empty := map[string]bool{}
-	r.snap.Store(&empty)
+	r := newQueueRun(mp, log, gh.IssuesDone)
+	r.q, r.gh = q, gh
 	if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
 		if errors.Is(err, issues.ErrNotFound) {
 			return nil, &roadmap.InvalidError{Path: mp, Problems: []roadmap.Problem{{Msg: err.Error()}}}
@@ -129,6 +134,16 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 	return r, nil
 }
 
+func newQueueRun(manifest string, log io.Writer, ask func(context.Context, []string) (map[string]bool, error)) *queueRun {
+	r := &queueRun{manifest: manifest, log: log, ask: ask, pause: 100 * time.Millisecond}
+	r.load = func() (*roadmap.Roadmap, error) {
+		return roadmap.Load(filepath.Dir(manifest), roadmap.Options{External: roadmap.IsIssueRef})
+	}
+	empty := map[string]bool{}
+	r.snap.Store(&empty)
+	return r
+}
+
 // lastRefresh reads issue states once the queue has stopped polling: what
 // it merged last must be seen before the roadmap stops waiting on it. The
 // manifest may be mid-save (the driver writing a merge's state at this
@@ -142,7 +157,7 @@ func (r *queueRun) lastRefresh(ctx context.Context) {
 			}
 			return
 		}
-		time.Sleep(100 * time.Millisecond) // a save takes moments
+		time.Sleep(r.pause) // a save takes moments
 	}
 }
 
@@ -159,7 +174,7 @@ func (r *queueRun) finish(ctx context.Context) {
 // refresh asks GitHub about every issue the manifest (as it is now, live
 // edits included) depends on.
 func (r *queueRun) refresh(ctx context.Context) error {
-	rm, err := roadmap.Load(filepath.Dir(r.manifest), roadmap.Options{External: roadmap.IsIssueRef})
+	rm, err := r.load()
 	if err != nil {
 		return errHalfSaved // ask again (the loop: at the next poll)
 	}
@@ -170,7 +185,7 @@ func (r *queueRun) refresh(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	done, err := r.gh.IssuesDone(ctx, ids)
+	done, err := r.ask(ctx, ids)
 	if err != nil {
 		return err
 	}
