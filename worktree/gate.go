@@ -13,7 +13,8 @@ import (
 // worktree already there is reused (git checkout -f --detach, git clean
 // -ffdx): only the files that differ are written. One that is missing, or
 // is not its own worktree any more (its .git link gone, so git would
-// resolve to the repository around it), is made afresh. Serialized with
+// resolve to the repository around it), is made afresh, also when a
+// killed `git worktree add` left it registered and locked. Serialized with
 // the other worktree operations when it adds or removes.
 func (c *Client) CleanCheckout(ctx context.Context, path, commit string) error {
 	path = c.abs(path)
@@ -33,6 +34,12 @@ func (c *Client) CleanCheckout(ctx context.Context, path, commit string) error {
 		if err := os.RemoveAll(path); err != nil {
 			return fmt.Errorf("clean checkout %s: %w", path, err)
 		}
+	}
+	// A `git worktree add` killed with the driver leaves its worktree
+	// locked ("initializing"): git neither prunes it nor adds over it.
+	// The checkout is the driver's own, so its lock is a leftover.
+	if err := c.unlockWorktree(ctx, path); err != nil {
+		return fmt.Errorf("clean checkout %s: %w", path, err)
 	}
 	if _, err := c.run(ctx, "", nil, nil, "worktree", "prune"); err != nil {
 		return fmt.Errorf("clean checkout %s: %w", path, err)

@@ -223,9 +223,14 @@ func samePath(a, b string) bool {
 // error. A `git worktree add` that was killed leaves its worktree locked
 // ("initializing"), and a locked worktree is never pruned. Serialized.
 func (c *Client) UnlockWorktree(ctx context.Context, path string) error {
-	path = c.abs(path)
 	c.locks().wt.Lock()
 	defer c.locks().wt.Unlock()
+	return c.unlockWorktree(ctx, c.abs(path))
+}
+
+// unlockWorktree is UnlockWorktree for a caller that holds the worktree
+// lock.
+func (c *Client) unlockWorktree(ctx context.Context, path string) error {
 	wts, err := c.worktrees(ctx)
 	if err != nil {
 		return err
