@@ -115,6 +115,10 @@ func (w webActions) Resume() error { return SetPaused(w.state, false) }
 func (w webActions) Drain() error  { return SetDrain(w.state) }
 
 func (w webActions) Retry(id string) error {
+	if roadmap.IsIssueRef(id) {
+		// Its state is on GitHub, in labels: a human asks again there.
+		return fmt.Errorf("%s is an issue: label it ready again on GitHub to retry it (docs/queue.md)", id)
+	}
 	done, already, err := Retry(w.ctx, w.dir, []string{id}, false)
 	if err != nil {
 		return err
@@ -125,9 +129,10 @@ func (w webActions) Retry(id string) error {
 	return nil
 }
 
-// FindLog finds a phase's log: of a role ("" any), an attempt (0 newest).
+// FindLog finds a phase's log (or an issue's, "#12": the queue's runner
+// writes them in the same layout): of a role ("" any), an attempt (0 newest).
 func FindLog(l state.Layout, rm *roadmap.Roadmap, id, role string, attempt int) (string, error) {
-	if rm.Node(id) == nil {
+	if rm.Node(id) == nil && !roadmap.IsIssueRef(id) {
 		return "", fmt.Errorf("no phase %q", id)
 	}
 	switch role {

@@ -16,9 +16,13 @@ import (
 
 // Phase is one node of the run as the API shows it.
 type Phase struct {
-	ID       string   `json:"id"`
-	Title    string   `json:"title"`
-	State    string   `json:"state"`              // the manifest state
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	State string `json:"state"` // the manifest state; "away" for an outside node
+	// Outside is set for a node from outside the manifest (an issue of
+	// the queue, "#12"): its row comes from the journal and the events,
+	// its deps are not known here, and Level is OutsideLevel.
+	Outside  bool     `json:"outside,omitempty"`
 	Activity string   `json:"activity,omitempty"` // worker, supervisor, reviewer, merging, waiting: …
 	Deps     []string `json:"deps"`
 	Level    int      `json:"level"`    // wave of the whole graph, for drawing
@@ -121,8 +125,30 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 		if o.State == manifest.Merged {
 			m.outsideDone[o.ID] = true
 		}
+		p := m.addOutside(o.ID)
+		p.State, p.Attempts, p.spent, p.Usage, p.Log = string(o.State), o.Attempts, o.Spent, o.Usage, o.Log
+		p.Reason, p.Detail = string(o.Reason), o.Detail
+		for r, u := range o.ByRole {
+			p.addRole(string(r), u)
+			m.st.addRole(string(r), u)
+		}
+		m.st.Usage = ledger.Add(m.st.Usage, o.Usage)
 	}
 	return m
+}
+
+// OutsideLevel is the level of every outside node: a column of its own
+// left of the roadmap's first wave, so that the edge from an issue to a
+// phase that depends on it points the way the others do.
+const OutsideLevel = -1
+
+// addOutside adds a row for outside node id, pending until its journal or
+// its events say more.
+func (m *Model) addOutside(id string) *Phase {
+	p := &Phase{ID: id, State: string(manifest.Pending), Outside: true, Level: OutsideLevel, Deps: []string{}}
+	m.phases = append(m.phases, p)
+	m.byID[id] = p
+	return p
 }
 
 // Apply folds one event into the state.
@@ -146,10 +172,15 @@ func (m *Model) Apply(ev scheduler.Event) {
 			m.st.Cooldown = ev.Until
 		}
 	}
+	if ev.Kind == scheduler.EvMerged && roadmap.IsIssueRef(ev.Phase) {
+		m.outsideDone[ev.Phase] = true // an outside node landed
+	}
+	if p == nil && roadmap.IsIssueRef(ev.Phase) && ev.Kind != scheduler.EvWarn {
+		// An outside node the journal did not name at start: its first
+		// event brings it.
+		p = m.addOutside(ev.Phase)
+	}
 	if p == nil {
-		if ev.Kind == scheduler.EvMerged && ev.Phase != "" {
-			m.outsideDone[ev.Phase] = true // an outside node landed
-		}
 		return
 	}
 	if ev.State != "" {
@@ -184,6 +215,10 @@ func (m *Model) Apply(ev scheduler.Event) {
 		p.Activity = "waiting: " + ev.Detail
 	case scheduler.EvConflict:
 		p.Conflict = ev.Detail
+	case scheduler.EvAway:
+		// It left the driver's hands (a pull request handed to a human,
+		// the issue closed or claimed elsewhere): Detail says why.
+		p.State, p.Activity, p.Reason, p.Detail, p.Started = string(status.Away), "", "", ev.Detail, time.Time{}
 	case scheduler.EvMerged:
 		p.Activity, p.Reason, p.Detail, p.Conflict = "", "", "", ""
 	case scheduler.EvFailed, scheduler.EvBlocked:

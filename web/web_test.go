@@ -419,3 +419,91 @@ func TestNextIsTheSchedulersRule(t *testing.T) {
 		t.Errorf("#12 merged in the journal: next %v, want [a i]", got)
 	}
 }
+
+// Outside nodes (the queue's issues, "#N") are rows like phases: those
+// the journal names at start, and any other on its first event; an issue
+// that left the driver's hands shows as away, with why.
+func TestStateShowsOutsideNodes(t *testing.T) {
+	const src = "# R\n\n1. [pending] **i** — after issue 3 (deps: #3)\n"
+	rm, err := roadmap.Parse("/rm", []byte(src), nil, roadmap.Options{External: roadmap.IsIssueRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	dime := 0.10
+	hist, _ := state.History([]state.Record{
+		{Time: t0, Phase: "#3", Event: "launch", Role: state.Worker, Attempt: 1},
+		{Time: t0.Add(2 * time.Second), Phase: "#3", Event: "fail", Role: state.Worker, Attempt: 1, Reason: "gate", Detail: "red", Log: "/logs/3/worker-1.log"},
+		{Phase: "#3", Event: "usage", Role: state.Worker, Usage: &ledger.Usage{CostUSD: &dime}},
+		{Phase: "#3", Event: "blocked", Reason: "gate"},
+		{Phase: "#5", Event: "away", Detail: "handed to a human for review"},
+	})
+	m := NewModel(rm, hist, state.Rules{}, false)
+	row := func(st State, id string) Phase {
+		t.Helper()
+		for _, p := range st.Phases {
+			if p.ID == id {
+				return p
+			}
+		}
+		t.Fatalf("no row %s in %+v", id, st.Phases)
+		return Phase{}
+	}
+	st := m.State()
+	p3 := row(st, "#3")
+	if !p3.Outside || p3.State != "blocked" || p3.Attempts != 1 || p3.Reason != "gate" || p3.Log != "/logs/3/worker-1.log" || p3.Cost == nil || *p3.Cost != 0.10 || p3.Level != OutsideLevel || p3.Elapsed != 2 {
+		t.Errorf("#3 from the journal: %+v", p3)
+	}
+	if p5 := row(st, "#5"); p5.State != "away" || p5.Detail != "handed to a human for review" {
+		t.Errorf("#5 from the journal: %+v", p5)
+	}
+	if st.Counts["away"] != 1 || st.Counts["blocked"] != 1 || st.Cost == nil || *st.Cost != 0.10 {
+		t.Errorf("counts %v, cost %v", st.Counts, st.Cost)
+	}
+	if p := row(st, "i"); p.Outside || !slices.Equal(p.Deps, []string{"#3"}) {
+		t.Errorf("i: %+v", p)
+	}
+
+	// #7 was never seen: its first event brings it.
+	now := time.Now()
+	quarter := 0.25
+	for _, ev := range []scheduler.Event{
+		{Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: scheduler.Worker, Attempt: 1, Time: now},
+	} {
+		m.Apply(ev)
+	}
+	st = m.State()
+	if p7 := row(st, "#7"); !p7.Outside || p7.State != "running" || p7.Activity != "worker" || p7.Attempts != 1 || !slices.Contains(st.Running, "#7") {
+		t.Errorf("#7 launched: %+v, running %v", p7, st.Running)
+	}
+	for _, ev := range []scheduler.Event{
+		{Kind: scheduler.EvExit, Phase: "#7", Role: scheduler.Worker, Attempt: 1, Time: now.Add(3 * time.Second), LogPath: "/logs/7/worker-1.log", Usage: &ledger.Usage{CostUSD: &quarter}},
+		{Kind: scheduler.EvMerging, Phase: "#7", Time: now},
+	} {
+		m.Apply(ev)
+	}
+	if p7 := row(m.State(), "#7"); p7.Activity != "merging" || p7.Log != "/logs/7/worker-1.log" || p7.Cost == nil || *p7.Cost != 0.25 || p7.Elapsed != 3 {
+		t.Errorf("#7 merging: %+v", p7)
+	}
+	m.Apply(scheduler.Event{Kind: scheduler.EvMerged, Phase: "#7", State: "merged", Time: now})
+	m.Apply(scheduler.Event{Kind: scheduler.EvAway, Phase: "#8", Detail: "closed on GitHub", Time: now})
+	m.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "#3", State: "running", Role: scheduler.Worker, Attempt: 2, Time: now})
+	m.Apply(scheduler.Event{Kind: scheduler.EvAway, Phase: "#3", Detail: "claimed by another instance", Time: now})
+	st = m.State()
+	if p7 := row(st, "#7"); p7.State != "merged" || p7.Activity != "" {
+		t.Errorf("#7 merged: %+v", p7)
+	}
+	if p8 := row(st, "#8"); p8.State != "away" || p8.Detail != "closed on GitHub" || p8.Attempts != 0 {
+		t.Errorf("#8 away: %+v", p8)
+	}
+	if p3 := row(st, "#3"); p3.State != "away" || p3.Detail != "claimed by another instance" || p3.Attempts != 2 || slices.Contains(st.Running, "#3") {
+		t.Errorf("#3 away: %+v, running %v", p3, st.Running)
+	}
+	ids := []string{}
+	for _, p := range st.Phases {
+		ids = append(ids, p.ID)
+	}
+	if !slices.Equal(ids, []string{"i", "#3", "#5", "#7", "#8"}) {
+		t.Errorf("rows %v, want the roadmap's, then issues in the order they came", ids)
+	}
+}
