@@ -154,6 +154,10 @@ func (p *progress) apply(e scheduler.Event) {
 		}
 	case scheduler.EvMerged:
 		r.note = ""
+	case scheduler.EvAway:
+		// An issue that left the driver's hands (a human reviews its
+		// pull request, another instance claimed it, it was closed).
+		r.state, r.note = "away", e.Detail
 	case scheduler.EvBlocked, scheduler.EvFailed:
 		r.note = string(e.Reason)
 		if e.Detail != "" && e.Reason == "" {

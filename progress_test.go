@@ -133,3 +133,20 @@ func TestProgressWaitingMerge(t *testing.T) {
 		t.Errorf("the table does not name the file:\n%s", last)
 	}
 }
+
+// An issue node (#11) gets a row of its own from its first event, and one
+// that went away (handed to a human for review) says so.
+func TestProgressIssueRows(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
+	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvExit, Phase: "#7", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvMerging, Phase: "#7"},
+		{Time: t0, Kind: scheduler.EvAway, Phase: "#7", Detail: "pull request #9 is ready for a human's review"}}
+	_, tty := renderEvents(t, true, false, evs)
+	last := tty[strings.LastIndex(tty, "\x1b[J")+len("\x1b[J"):]
+	if !strings.Contains(last, "#7") || !strings.Contains(last, "away") || !strings.Contains(last, "human's review") {
+		t.Errorf("no away row for #7:\n%s", last)
+	}
+}
