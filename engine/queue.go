@@ -42,6 +42,22 @@ func (qs *QueueSetup) build(log io.Writer, git *worktree.Client) (*issues.Queue,
 	return q, gh, nil
 }
 
+// stableInstance names the queue's instance after the clone (the name
+// kept in the layout's instance file) unless the settings name one: a
+// driver restarted after a crash then knows its own claims and resumes
+// them. Call with the repository lock held.
+func (qs *QueueSetup) stableInstance(l state.Layout) error {
+	if qs.Cfg.Instance != "" {
+		return nil
+	}
+	name, err := issues.StableInstance(l.InstancePath())
+	if err != nil {
+		return err
+	}
+	qs.Cfg.Instance = name
+	return nil
+}
+
 // RunQueue works the issue queue alone (no roadmap): it takes the
 // repository lock and runs the queue until it is done (Once) or ctx ends.
 func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.Writer) (issues.Summary, error) {
@@ -51,6 +67,10 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 		return issues.Summary{}, err
 	}
 	defer lock.Release()
+	l := state.Layout{Top: git.Dir}
+	if err := qs.stableInstance(l); err != nil {
+		return issues.Summary{}, err
+	}
 	q, _, err := qs.build(log, git)
 	if err != nil {
 		return issues.Summary{}, err
@@ -60,7 +80,6 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
 		return issues.Summary{}, err
 	}
-	l := state.Layout{Top: git.Dir}
 	jn, err := state.OpenJournal(l.JournalPath())
 	if err != nil {
 		return issues.Summary{}, err
@@ -108,6 +127,9 @@ func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *Qu
 	mp := rm.ManifestPath
 	qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
 	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(rm.Dir, "prompts"), filepath.Join(l.Dir(), "prompts"))
+	if err := qs.stableInstance(l); err != nil {
+		return nil, err
+	}
 	q, gh, err := qs.build(log, git)
 	if err != nil {
 		return nil, err

@@ -258,16 +258,28 @@ func (q *Queue) undoClaimLabels(ctx context.Context, n int) {
 // releaseStale releases the claim on issue n if its holder is stale: no
 // open pull request from its branch and a newest claim comment older than
 // ClaimStale. A claim of our own instance that no worker of ours has (the
-// caller makes sure) is released at once. The release is a comment; when
-// it is the one that counts, the labels go back to READY_LABEL.
+// caller makes sure) is released at once, unless it is an earlier run's
+// (see below). The release is a comment; when it is the one that counts,
+// the labels go back to READY_LABEL.
 //
 // live tells, at the moment of asking, the issues this driver holds (it
 // marks an issue held before its claim comment is posted): our own claim
 // is an orphan only if, once the comment is read, the issue is not held.
-func (q *Queue) releaseStale(ctx context.Context, is *Issue, live func(int) bool) (released bool, holder string, err error) {
+//
+// mine tells the issues this run has claimed, tried to claim or resumed.
+// Our own claim on any other issue was taken by an earlier run of this
+// clone (the instance name is the clone's, and the repository lock lets
+// one driver at a time use it) that was killed before it ended it: that
+// claim is not released but resumed (resume, with its round), so the
+// issue goes on at once on its kept branch rather than after
+// CLAIM_STALE_HOURS. An orphan of this run (its claim went through but
+// the claim reported an error) is still released: nothing else would
+// ever work it. A blocked issue is not resumed (its end was cut short):
+// its claim is released.
+func (q *Queue) releaseStale(ctx context.Context, is *Issue, live, mine func(int) bool) (released bool, holder string, resume bool, round int64, err error) {
 	st, _, err := q.claimState(ctx, is.Number)
 	if err != nil {
-		return false, "", err
+		return false, "", false, 0, err
 	}
 	now := q.clock.Now()
 	if st.Holder == "" {
@@ -275,24 +287,27 @@ func (q *Queue) releaseStale(ctx context.Context, is *Issue, live func(int) bool
 		// the two. Stale by the label's age.
 		_, at, err := q.gh.LabeledBy(ctx, is.Number, q.cfg.Labels.Claim)
 		if err != nil || at.IsZero() || now.Sub(at) < q.cfg.ClaimStale {
-			return false, "", err
+			return false, "", false, 0, err
 		}
 		if pr, err := q.gh.FindPR(ctx, Branch(is.Number), "open"); err != nil || pr != nil {
-			return false, "", err
+			return false, "", false, 0, err
 		}
-		return true, "", q.requeueLabels(ctx, is.Number)
+		return true, "", false, 0, q.requeueLabels(ctx, is.Number)
 	}
 	own := st.Holder == q.instance
 	if own && live(is.Number) {
-		return false, st.Holder, nil // being claimed, or worked, right now
+		return false, st.Holder, false, 0, nil // being claimed, or worked, right now
+	}
+	if own && !mine(is.Number) && !is.HasLabel(q.cfg.Labels.Blocked) {
+		return false, st.Holder, true, st.Round, nil
 	}
 	if !own {
 		if now.Sub(st.Last) < q.cfg.ClaimStale {
-			return false, st.Holder, nil
+			return false, st.Holder, false, 0, nil
 		}
 		pr, err := q.gh.FindPR(ctx, Branch(is.Number), "open")
 		if err != nil || pr != nil {
-			return false, st.Holder, err
+			return false, st.Holder, false, 0, err
 		}
 	}
 	body := fmt.Sprintf("released the stale claim of %s: no open pull request, and its newest claim comment is from %s (older than %s)\n%s",
@@ -302,19 +317,19 @@ func (q *Queue) releaseStale(ctx context.Context, is *Issue, live func(int) bool
 	}
 	c, err := q.gh.PostComment(ctx, is.Number, body)
 	if err != nil {
-		return false, st.Holder, err
+		return false, st.Holder, false, 0, err
 	}
 	after, _, err := q.claimState(ctx, is.Number)
 	if err != nil {
-		return false, st.Holder, err
+		return false, st.Holder, false, 0, err
 	}
 	if after.Round != c.ID {
-		return false, st.Holder, nil // another instance released it first
+		return false, st.Holder, false, 0, nil // another instance released it first
 	}
 	if err := q.requeueLabels(ctx, is.Number); err != nil {
-		return true, st.Holder, err
+		return true, st.Holder, false, 0, err
 	}
-	return true, st.Holder, nil
+	return true, st.Holder, false, 0, nil
 }
 
 // requeueLabels puts an issue back in the queue: READY_LABEL on (unless it

@@ -326,18 +326,31 @@ type pollState struct {
 // bad deps. It returns the eligible issues as the scheduler's nodes: an
 // issue waits in the graph on queued issues (and issues this driver
 // holds) and on phases; on other issues and repositories it waits here,
-// offered once they are done. held tells the issues this driver holds.
-func (q *Queue) poll(ctx context.Context, st *pollState, held, live func(int) bool) ([]scheduler.OutsideNode, error) {
+// offered once they are done. h tells the issues this driver holds and
+// takes back the claims an earlier run of this clone left (releaseStale):
+// those are offered first, marked Resume.
+func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]scheduler.OutsideNode, error) {
 	var errs []error
+	held := h.held
 	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
 	if err != nil {
 		return nil, err
 	}
+	var resumed []scheduler.OutsideNode
 	for _, is := range claimed {
 		if held(is.Number) {
 			continue
 		}
-		released, holder, err := q.releaseStale(ctx, is, live)
+		released, holder, resume, round, err := q.releaseStale(ctx, is, h.live, h.mine)
+		if resume && err == nil {
+			if h.adopt(ctx, is.Number, round) {
+				q.logf("#%d: claimed by this clone (%s) in a run that did not end it: resumed", is.Number, q.instance)
+				nd := q.node(is, nil) // its deps were done when it was claimed
+				nd.Resume = true
+				resumed = append(resumed, nd)
+			}
+			continue
+		}
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
@@ -494,7 +507,15 @@ func (q *Queue) poll(ctx context.Context, st *pollState, held, live func(int) bo
 		delete(st.waitLogged, nd.N)
 		out = append(out, q.node(is, deps))
 	}
-	return out, errors.Join(errs...)
+	return append(resumed, out...), errors.Join(errs...)
+}
+
+// pollHooks is what a poll asks of the Source about this driver's claims.
+type pollHooks struct {
+	held  func(n int) bool // held when the poll began
+	live  func(n int) bool // held now
+	mine  func(n int) bool // claimed, tried or resumed in this run
+	adopt func(ctx context.Context, n int, round int64) bool
 }
 
 // trusted reports whether issue is is trusted: its author is in

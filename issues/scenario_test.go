@@ -689,17 +689,60 @@ func TestRequeuedIssueContinuesItsBranch(t *testing.T) {
 	}
 }
 
-func TestOwnOrphanClaimIsReleased(t *testing.T) {
+// TestOwnEarlierClaimIsResumed: a claim of this instance that no worker of
+// this run has was taken by an earlier run of the same clone, killed
+// before it ended it. It is resumed at once in the same round (one claim
+// comment, its end comment in round 0), never released.
+func TestOwnEarlierClaimIsResumed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	log := &syncBuf{}
 	q := e.queue("w", log, nil)
-	// A claim of ours went through although the call reported an error, and
-	// the labels were left claimed: no worker of ours has the issue.
 	n := e.fake.NewIssue("alice", "orphan", "x", []string{"agent-running"}, "")
 	e.fake.CommentOn(n, "bot", claimBody(q.Instance(), 0))
-	if sum := run(t, q, log); sum.Count(Merged) != 1 || len(sum.Released) != 1 {
+	if sum := run(t, q, log); sum.Count(Merged) != 1 || len(sum.Released) != 0 {
 		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	is := e.issue(n)
+	if commentsWith(is, "claudopilot:claim ") != 1 || commentsWith(is, "claudopilot:release ") != 0 || commentsWith(is, "claudopilot:end instance="+q.Instance()+" round=0 ") != 1 {
+		t.Errorf("%s", dump(e, n))
+	}
+}
+
+// TestOwnOrphanClaimIsReleased: a claim of this instance that this run
+// took (or tried to take) and no worker of it has is an orphan of this
+// run (the claim went through, but the call reported an error): released
+// at once. Our claim on an issue this run never touched is resumed; one
+// on a blocked issue is released.
+func TestOwnOrphanClaimIsReleased(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	q := e.queue("w", &syncBuf{}, nil)
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	never := func(int) bool { return false }
+	for _, c := range []struct {
+		name        string
+		labels      []string
+		mine        bool
+		resume, rel bool
+	}{
+		{"earlier run's", []string{"agent-running"}, false, true, false},
+		{"this run's", []string{"agent-running"}, true, false, true},
+		{"blocked", []string{"agent-running", "agent-blocked"}, false, false, true},
+	} {
+		n := e.fake.NewIssue("alice", c.name, "x", c.labels, "")
+		e.fake.CommentOn(n, "bot", claimBody(q.Instance(), 0))
+		is, err := q.gh.Issue(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _, resume, round, err := q.releaseStale(ctx, is, never, func(int) bool { return c.mine })
+		if err != nil || rel != c.rel || resume != c.resume || round != 0 {
+			t.Errorf("%s: released %v, resume %v, round %d, err %v; want released %v, resume %v\n%s", c.name, rel, resume, round, err, c.rel, c.resume, dump(e, n))
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ type Source struct {
 
 	mu      sync.Mutex
 	held    map[int]int64 // claimed by this driver and not yet ended: the round
+	mine    map[int]bool  // claimed, tried or resumed in this run
 	blocked map[int]bool  // ended blocked in this run: offered again only as a retry
 	err     error         // why polling gave up (--once)
 }
@@ -42,7 +43,7 @@ var _ scheduler.Source = (*Source)(nil)
 // nodes when a poll finds nothing to offer and nothing it claimed is still
 // worked on.
 func (q *Queue) Source(ctx context.Context) *Source {
-	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), done: make(chan struct{}), held: map[int]int64{}, blocked: map[int]bool{}}
+	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), done: make(chan struct{}), held: map[int]int64{}, mine: map[int]bool{}, blocked: map[int]bool{}}
 	go s.run(ctx)
 	return s
 }
@@ -122,6 +123,28 @@ func (s *Source) holds(n int) bool {
 	return ok
 }
 
+func (s *Source) isMine(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mine[n]
+}
+
+// adopt takes back issue n, which an earlier run of this clone claimed in
+// round and never ended (it was killed): held with that round, so the
+// runner takes no new claim, and the heartbeat and the end comment name
+// the earlier run's round. False if this run has it already.
+func (s *Source) adopt(ctx context.Context, n int, round int64) bool {
+	s.mu.Lock()
+	if _, ok := s.held[n]; ok || s.mine[n] {
+		s.mu.Unlock()
+		return false
+	}
+	s.held[n], s.mine[n] = round, true
+	s.mu.Unlock()
+	s.q.Claimed(ctx, IssueID(n), round)
+	return true
+}
+
 // run polls until ctx ends or, with Once, the queue is worked.
 func (s *Source) run(ctx context.Context) {
 	defer close(s.done)
@@ -140,7 +163,12 @@ func (s *Source) run(ctx context.Context) {
 	failures := 0
 	for {
 		before := s.heldNow()
-		nodes, err := q.poll(ctx, st, func(n int) bool { _, ok := before[n]; return ok }, s.holds)
+		nodes, err := q.poll(ctx, st, pollHooks{
+			held:  func(n int) bool { _, ok := before[n]; return ok },
+			live:  s.holds,
+			mine:  s.isMine,
+			adopt: s.adopt,
+		})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -307,6 +335,7 @@ func (s *Source) claim(ctx context.Context, n int) string {
 	// label and must neither offer the issue nor end a --once run.
 	s.mu.Lock()
 	s.held[n] = 0
+	s.mine[n] = true
 	s.mu.Unlock()
 	won, round, why, err := q.claim(ctx, n)
 	if !won || err != nil || ctx.Err() != nil {

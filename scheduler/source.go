@@ -82,8 +82,53 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 			// branch, as for a phase found [running].
 			p.next = &Job{Role: Worker, Resume: true}
 			p.started = s.now()
+			s.restoreOutside(p)
 			_ = s.setState(p, manifest.Running)
 		}
+	}
+}
+
+// restoreOutside gives a resumed outside node its counters from the
+// journal, as restore does for a phase found [running] at start (outside
+// nodes arrive later, offered by the source). Only the records since the
+// node last ended count (merged, failed, blocked, retried or away): an
+// issue is worked again in a later claim round with fresh counters. A
+// journal that cannot be read leaves them at zero: the resumed attempt
+// then counts as the first.
+func (s *Scheduler) restoreOutside(p *phase) {
+	if s.jn == nil {
+		return
+	}
+	recs, err := state.ReadJournal(s.jn.Path())
+	if err != nil {
+		s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: "resumed without its attempt counts: " + err.Error()})
+		return
+	}
+	var mine []state.Record
+	for _, r := range recs {
+		if r.Phase != p.n.ID {
+			continue
+		}
+		switch r.Event {
+		case "merged", "failed", "blocked", "retry", EvAway:
+			mine = mine[:0]
+			continue
+		}
+		mine = append(mine, r)
+	}
+	hist, _ := state.History(mine)
+	h := hist[p.n.ID]
+	if h == nil {
+		return
+	}
+	p.usage = h.Usage
+	p.workerRuns, p.superRuns, p.superSpent = h.WorkerRuns, h.SuperRuns, h.SuperSpent
+	p.reason, p.detail, p.spent = h.Reason, h.Detail, h.Spent
+	p.runsBefore, p.spentBefore = p.workerRuns+p.superRuns, p.spent
+	p.logPath = h.Log
+	p.next.Session = h.Session[Worker]
+	if h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
+		p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 	}
 }
 

@@ -55,6 +55,10 @@ func (l Layout) ReviewCheckout(id string, n int) string {
 // StateDir holds the journal.
 func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 
+// InstancePath holds the clone's instance name for the issue queue's
+// claims: the same across runs, so a restarted driver knows its own.
+func (l Layout) InstancePath() string { return filepath.Join(l.StateDir(), "instance") }
+
 // JournalPath is the run journal.
 func (l Layout) JournalPath() string { return filepath.Join(l.StateDir(), "journal.jsonl") }
 
