@@ -142,6 +142,11 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 	if claims != 1 || ends != 1 {
 		t.Errorf("%d claim and %d end comments, want 1 and 1:\n%+v\n%s", claims, ends, is.Comments, logs)
 	}
+	// The kept branch already had its commit: the resumed issue went
+	// straight to the gate, its agent not run again.
+	if tr, _ := os.ReadFile(trace); strings.Count(string(tr), "launch #1") != 1 {
+		t.Errorf("agent launches:\n%s\n%s", tr, logs)
+	}
 	if got := git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main", "--", "work/issue.txt"); strings.Count(got, "issue") != 1 {
 		t.Errorf("the issue's commit on main: %q, want once", got)
 	}
