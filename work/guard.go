@@ -49,7 +49,12 @@ func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, er
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("the worktree %s has no .git link file of its own", wt)
 	}
-	gd, err := git.AbsGitDir(ctx, wt)
+	// The link file read as git reads it (git.GitDir; git itself only
+	// when the file is not a plain "gitdir:" line): a regular .git file
+	// is where git's discovery stops, so its target is the folder git
+	// works on, and the checks below hold for it. A git process here
+	// cost four per attempt.
+	gd, err := git.GitDir(ctx, wt)
 	if err != nil {
 		return "", fmt.Errorf("the worktree %s: %w", wt, err)
 	}

@@ -505,10 +505,11 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 	if _, err := os.Stat(wt); err != nil {
 		return fmt.Errorf("the worktree %s is gone", wt)
 	}
-	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
 		return err
 	}
-	head, err := r.Git.HeadRef(ctx, wt)
+	head, err := r.Git.HeadIs(ctx, wt, gd, "refs/heads/"+branch)
 	if err != nil || head != "refs/heads/"+branch {
 		if head == "" {
 			head = "a detached HEAD"
@@ -569,10 +570,12 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip 
 		return "", false, err.Error()
 	}
 	docRel, doneRel := t.docRel, t.doneRel
-	if _, has, err := r.Git.ReadFile(ctx, tip, doneRel); err != nil || !has {
+	// Both paths in one git process.
+	fs, err := r.Git.ReadFiles(ctx, tip, doneRel, docRel)
+	if err != nil || fs[0].Err != nil || !fs[0].OK {
 		return tip, false, fmt.Sprintf("the branch has no %s: the phase doc was not renamed", doneRel)
 	}
-	if _, has, _ := r.Git.ReadFile(ctx, tip, docRel); has {
+	if fs[1].OK {
 		return tip, false, fmt.Sprintf("the branch still has %s beside its DONE_ copy", docRel)
 	}
 	n, err := r.Git.CountCommits(ctx, "refs/heads/"+r.Layout.Base, tip)

@@ -331,42 +331,71 @@ func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string
 // wrapping ErrNoRev when rev itself does not resolve, and an error when path
 // names something other than a file.
 func (c *Client) ReadFile(ctx context.Context, rev, p string) ([]byte, bool, error) {
-	spec := rev + ":" + p
-	// One call answers all three questions: does rev name a tree, what is
-	// at the path, and its content (a missing phase doc is a common
-	// answer, and used to take three calls).
-	out, err := c.run(ctx, "", []byte(rev+"^{tree}\n"+spec+"\n"), nil, "cat-file", "--batch")
+	fs, err := c.ReadFiles(ctx, rev, p)
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", spec, err)
+		return nil, false, err
+	}
+	return fs[0].Data, fs[0].OK, fs[0].Err
+}
+
+// Blob is one answer of ReadFiles: OK is false when the path is missing;
+// Err says when it names something other than a file.
+type Blob struct {
+	Data []byte
+	OK   bool
+	Err  error
+}
+
+// ReadFiles is ReadFile for several paths of one rev in one git process,
+// the answers in the order of paths: the done check asks for the DONE_
+// doc and the doc at once.
+func (c *Client) ReadFiles(ctx context.Context, rev string, paths ...string) ([]Blob, error) {
+	// One call answers all the questions: does rev name a tree, what is
+	// at each path, and its content (a missing phase doc is a common
+	// answer, and used to take three calls).
+	q := rev + "^{tree}\n"
+	for _, p := range paths {
+		q += rev + ":" + p + "\n"
+	}
+	out, err := c.run(ctx, "", []byte(q), nil, "cat-file", "--batch")
+	if err != nil {
+		return nil, fmt.Errorf("read %s:%s: %w", rev, strings.Join(paths, ","), err)
 	}
 	head, rest, _ := bytes.Cut(out, []byte("\n"))
 	if bytes.HasSuffix(head, []byte(" missing")) || bytes.HasSuffix(head, []byte(" ambiguous")) {
-		return nil, false, fmt.Errorf("read %s: rev-parse %q: %w", spec, rev, ErrNoRev)
+		return nil, fmt.Errorf("read %s:%s: rev-parse %q: %w", rev, strings.Join(paths, ","), rev, ErrNoRev)
 	}
 	f := strings.Fields(string(head))
 	if len(f) != 3 {
-		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
+		return nil, fmt.Errorf("read %s: unexpected cat-file output %q", rev, head)
 	}
 	n, err := strconv.Atoi(f[2])
 	if err != nil || len(rest) < n+1 {
-		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
+		return nil, fmt.Errorf("read %s: unexpected cat-file output %q", rev, head)
 	}
 	rest = rest[n+1:] // the tree's content and its newline
-	head, rest, _ = bytes.Cut(rest, []byte("\n"))
-	if bytes.HasSuffix(head, []byte(" missing")) {
-		return nil, false, nil
+	blobs := make([]Blob, len(paths))
+	for i, p := range paths {
+		spec := rev + ":" + p
+		head, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if bytes.HasSuffix(head, []byte(" missing")) {
+			continue
+		}
+		f = strings.Fields(string(head))
+		if len(f) != 3 {
+			return nil, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
+		}
+		if n, err = strconv.Atoi(f[2]); err != nil || len(rest) < n+1 {
+			return nil, fmt.Errorf("read %s: short cat-file output", spec)
+		}
+		if f[1] != "blob" {
+			blobs[i].Err = fmt.Errorf("read %s: a %s, not a file", spec, f[1])
+		} else {
+			blobs[i] = Blob{Data: rest[:n:n], OK: true}
+		}
+		rest = rest[n+1:] // the content and its newline
 	}
-	f = strings.Fields(string(head))
-	if len(f) != 3 {
-		return nil, false, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
-	}
-	if f[1] != "blob" {
-		return nil, false, fmt.Errorf("read %s: a %s, not a file", spec, f[1])
-	}
-	if n, err = strconv.Atoi(f[2]); err != nil || len(rest) < n {
-		return nil, false, fmt.Errorf("read %s: short cat-file output", spec)
-	}
-	return rest[:n:n], true, nil
+	return blobs, nil
 }
 
 // ReplaceFile returns tree (any tree-ish) with the file at p, which must

@@ -3,6 +3,8 @@ package worktree
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -250,4 +252,16 @@ func (c *Client) RemoteHasBranch(ctx context.Context, remote, branch string) (bo
 func (c *Client) PushBranch(ctx context.Context, remote, branch string) error {
 	_, err := c.GitIn(ctx, "", "-c", "core.hooksPath=/dev/null", "push", "--quiet", remote, "refs/heads/"+branch+":refs/heads/"+branch)
 	return err
+}
+
+// HeadIs is HeadRef for a worktree whose admin folder gitDir the caller
+// has checked (work.OwnGitDir): when gitDir/HEAD names ref, as the files
+// backend writes it, that is the answer without a git process. Anything
+// else (a detached HEAD, another branch, a reftable stub, an unreadable
+// file) asks git, so the answer is git's whenever it is not ref.
+func (c *Client) HeadIs(ctx context.Context, dir, gitDir, ref string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil && string(b) == "ref: "+ref+"\n" {
+		return ref, nil
+	}
+	return c.HeadRef(ctx, dir)
 }
