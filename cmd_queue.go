@@ -150,12 +150,11 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 		// One process, one lock: the roadmap's run drives the queue too.
 		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: &engine.QueueSetup{Cfg: cfg, GitHub: ghc}})
 	}
-	if s.str("LISTEN") != "" {
-		// The page draws a run's graph from the scheduler's events; a queue
-		// alone has neither yet.
-		return usageErrorf("queue: --listen (LISTEN=%s, from %s) needs a roadmap beside the queue: run `claudopilot queue ROADMAP_DIR --listen …` or `claudopilot run --issues --listen …`", s.str("LISTEN"), s.source["LISTEN"])
+	qs := &engine.QueueSetup{Cfg: cfg, GitHub: ghc, Listen: s.str("LISTEN"), Rel: func(p string) string { return relTo(a.cwd, p) }}
+	if qs.ListenPublic, err = s.bool("LISTEN_PUBLIC"); err != nil {
+		return err
 	}
-	sum, err := engine.RunQueue(ctx, git, &engine.QueueSetup{Cfg: cfg, GitHub: ghc}, a.s.Err)
+	sum, err := engine.RunQueue(ctx, git, qs, a.s.Err)
 	printQueueSummary(a.s.Out, sum)
 	return err
 }

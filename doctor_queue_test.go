@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,38 +57,5 @@ func TestDoctorQueueChecks(t *testing.T) {
 	a := &app{s: &Streams{}, cwd: repo, env: envMap(env)}
 	if cs := doctorQueueChecks(context.Background(), &doctorState{a: a, git: wt}); len(cs) != 1 || cs[0].level != doctorOK {
 		t.Errorf("no token: %+v", cs)
-	}
-}
-
-// queue --listen without a roadmap says what to run instead (exit 64),
-// before it works any issue.
-func TestQueueListenNeedsARoadmap(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	t.Parallel()
-	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
-	origin := filepath.Join(dir, "origin.git")
-	git(t, dir, env, "init", "-q", "--bare", "-b", "main", origin)
-	repo := filepath.Join(dir, "repo")
-	git(t, dir, env, "clone", "-q", origin, repo)
-	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "init")
-	git(t, repo, env, "push", "-q", "origin", "main")
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("bot", "write")
-	fake.AddToken("good", "bot")
-	cmd := exec.Command(selfAs(t, "claudopilot"), "queue", "--once", "--agent", "true", "--listen", "127.0.0.1:0")
-	cmd.Dir = repo
-	cmd.Env = append(env, "GITHUB_TOKEN=good", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "needs a roadmap beside the queue") {
-		t.Fatalf("err %v, output:\n%s", err, out)
 	}
 }

@@ -22,6 +22,12 @@ import (
 type QueueSetup struct {
 	Cfg    issues.Config
 	GitHub issues.GitHubConfig
+	// Listen and ListenPublic serve the web page and API of a queue alone
+	// (docs/web.md), as LISTEN and LISTEN_PUBLIC do a run's; Rel shows a
+	// path to the user. A queue beside a roadmap uses the run's Settings.
+	Listen       string
+	ListenPublic bool
+	Rel          func(string) string
 }
 
 // build makes the GitHub client and the queue.
@@ -85,7 +91,37 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 		return issues.Summary{}, err
 	}
 	defer jn.Close()
-	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn})
+	// The switches (pause, resume, drain: the commands' and the page's)
+	// and the web page live as long as this run.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var scfg scheduler.Config
+	board := &planBoard{}
+	// No LANES here; the pace only times the watcher's idle passes.
+	lanes := Lanes{Pace: time.Minute}
+	if err := wireControls(wctx, log, l, lanes, &scfg, board); err != nil {
+		return issues.Summary{}, err
+	}
+	rel := qs.Rel
+	if rel == nil {
+		rel = func(p string) string { return p }
+	}
+	// The page of a queue alone: the issues are its nodes (an empty
+	// roadmap: no phases), its rules the queue's (an issue never halts).
+	page := Settings{Listen: qs.Listen, ListenPublic: qs.ListenPublic, KeepGoing: true, Lanes: lanes}
+	listeners, err := startWeb(wctx, log, rel, page, roadmap.Empty(git.Dir), l, scfg.Paused, board)
+	if err != nil {
+		return issues.Summary{}, err
+	}
+	raw := make(chan scheduler.Event, 64)
+	rendered := make(chan struct{})
+	go func() {
+		defer close(rendered)
+		q.Render(fanOut(raw, listeners...))
+	}()
+	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn, Events: raw, Controls: scfg.Controls, Paused: scfg.Paused, GateState: scfg.GateState})
+	close(raw)
+	<-rendered
 	return sum, queueErr(ctx, err)
 }
 

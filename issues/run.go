@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -27,10 +28,19 @@ func (q *Queue) Run(ctx context.Context) (Summary, error) {
 }
 
 // Wiring is what a composition outside this package adds to a queue run
-// (engine: the journal and the event stream).
+// (engine: the journal, the event stream and the pause/drain switches).
 type Wiring struct {
 	Journal *state.Journal
-	Events  chan<- scheduler.Event
+	// Events, when set, receives the scheduler's events instead of the
+	// queue's log (the caller renders them, with Render, and may feed
+	// the web page); the caller closes it after RunWith returns.
+	Events chan<- scheduler.Event
+	// Controls, Paused and GateState are the scheduler's (scheduler.Config):
+	// the switches of control.json (pause, resume, drain) reach the loop
+	// through them.
+	Controls  <-chan scheduler.Control
+	Paused    bool
+	GateState func(red bool)
 }
 
 // RunWith is Run with the journal and the events of w.
@@ -43,13 +53,14 @@ func (q *Queue) RunWith(ctx context.Context, w Wiring) (Summary, error) {
 	src := q.Source(ctx)
 	runner := q.IssueRunner(nil)
 	cfg := q.SchedulerConfig()
+	cfg.Controls, cfg.Paused, cfg.GateState = w.Controls, w.Paused, w.GateState
 	events := w.Events
 	rendered := make(chan struct{})
 	var own chan scheduler.Event
 	if events == nil {
 		own = make(chan scheduler.Event, 64)
 		events = own
-		go func() { defer close(rendered); q.render(own) }()
+		go func() { defer close(rendered); q.Render(own) }()
 	} else {
 		close(rendered)
 	}
@@ -128,9 +139,9 @@ func (q *Queue) SchedulerConfig() scheduler.Config {
 	return cfg
 }
 
-// render writes the scheduler's events about issues as the queue's log
-// lines.
-func (q *Queue) render(ch <-chan scheduler.Event) {
+// Render writes the scheduler's events about issues as the queue's log
+// lines, until ch is closed.
+func (q *Queue) Render(ch <-chan scheduler.Event) {
 	for e := range ch {
 		switch e.Kind {
 		case scheduler.EvLaunch:
@@ -149,6 +160,16 @@ func (q *Queue) render(ch <-chan scheduler.Event) {
 			q.logf("%s: rate limited; no launches on its agent until %s", e.Phase, e.Until.Format(time.TimeOnly))
 		case scheduler.EvWarn:
 			q.logf("warning: %s%s", prefix(e.Phase), e.Detail)
+		case scheduler.EvPaused:
+			q.logf("paused: no new launches until resumed")
+		case scheduler.EvResumed:
+			q.logf("resumed")
+		case scheduler.EvDrain:
+			q.logf("draining: what runs finishes, nothing new starts")
+		case scheduler.EvEnd:
+			if strings.HasPrefix(e.Detail, "drained") {
+				q.logf("%s", e.Detail)
+			}
 		}
 	}
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/web"
+)
+
+// queue --listen without a roadmap serves the page and the API: the issue
+// is a node of /api/v1/state while its agent runs, and a drain posted to
+// the API reaches the queue's scheduler (the same control.json switches
+// as a run's): the issue's work still merges, then the queue ends, exit 0.
+func TestQueueListenServesIssues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"a.txt": "a\n"})
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-123", "bot")
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
+	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	release := filepath.Join(dir, "release")
+	agent := filepath.Join(dir, "agent.sh")
+	// The agent holds until the test lets it go (an upper bound of 2 min).
+	if err := os.WriteFile(agent, []byte(`#!/bin/sh
+set -e
+i=0
+while [ ! -f "$RELEASE" ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 3; sleep 0.1; done
+mkdir -p work && echo issue > work/issue.txt
+git add -A && git commit -qm "issue work"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // an upper bound
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "queue", "--base", "main", "--agent", agent, "--max-supervisor-attempts", "0",
+		"--poll-seconds", "1", "--listen", "127.0.0.1:0")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "RELEASE="+release)
+	// out is stderr, read by this test; stdout has the summary.
+	var out, sum bytes.Buffer
+	cmd.Stdout = &sum
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	sc := bufio.NewScanner(stderr)
+	addr := ""
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := regexp.MustCompile(`web page: http://(\S+)/login\?code=\S+`).FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("the queue printed no login URL:\n%s", out.String())
+	}
+	drained := make(chan struct{})
+	go func() { // keep the pipe drained
+		defer close(drained)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+		}
+	}()
+	tok, err := os.ReadFile(filepath.Join(work, ".claudopilot", "state", "web-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := "Bearer " + strings.TrimSpace(string(tok))
+	call := func(method, path, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp
+	}
+	// Each event of the stream is a reason to read the state again.
+	events := call("GET", "/api/v1/events", "")
+	defer events.Body.Close()
+	evs := bufio.NewScanner(events.Body)
+	waitState := func(what string, ok func(web.State) bool) web.State {
+		t.Helper()
+		for {
+			var st web.State
+			resp := call("GET", "/api/v1/state", "")
+			err := json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("state: %v", err)
+			}
+			if ok(st) {
+				return st
+			}
+			for evs.Scan() && evs.Text() != "" { // to the end of the next event
+			}
+			if evs.Err() != nil || ctx.Err() != nil {
+				t.Fatalf("waiting for %s: %v\n%s", what, evs.Err(), out.String())
+			}
+		}
+	}
+	issue := func(st web.State) web.Phase {
+		for _, p := range st.Phases {
+			if p.ID == "#1" {
+				return p
+			}
+		}
+		return web.Phase{}
+	}
+	st := waitState("#1 running", func(st web.State) bool { return issue(st).Activity == "worker" })
+	if p := issue(st); !p.Outside || p.State != "running" || p.Attempts != 1 || len(st.Running) != 1 || st.Running[0] != "#1" {
+		t.Errorf("#1 in the state: %+v, running %v", p, st.Running)
+	}
+	if resp := call("POST", "/api/v1/actions", `{"action":"drain"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("drain: %s", resp.Status)
+	}
+	waitState("draining", func(st web.State) bool { return st.Draining })
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	<-drained // before Wait, which closes the pipe
+	err = cmd.Wait()
+	out.Write(sum.Bytes())
+	if err != nil {
+		t.Fatalf("queue --listen: %v\n%s", err, out.String())
+	}
+	// The scheduler's "drained: …" counts the roadmap's phases (none
+	// here); the queue's summary counts the issues.
+	if !strings.Contains(out.String(), "drained:") || !strings.Contains(sum.String(), "queue: 1 merged") {
+		t.Errorf("no drain, or no issue merged:\n%s", out.String())
+	}
+	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
+		t.Errorf("issue #1 = %+v, want closed by its merged pull request\n%s", is, out.String())
+	}
+}
