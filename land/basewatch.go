@@ -68,9 +68,15 @@ func (m BaseMove) String() string {
 // as the new value, so each move is reported once. Merge calls it first
 // too, and keeps what it finds for TakeBaseMoves.
 func (o *Owner) CheckBase(ctx context.Context) (*BaseMove, error) {
+	m, _, err := o.checkBase(ctx)
+	return m, err
+}
+
+// checkBase is CheckBase that also returns the base's value it read.
+func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
 	now, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b := &o.base
 	b.mu.Lock()
@@ -80,7 +86,7 @@ func (o *Owner) CheckBase(ctx context.Context) (*BaseMove, error) {
 			b.last = now
 		}
 		b.mu.Unlock()
-		return nil, nil
+		return nil, now, nil
 	}
 	b.last = now
 	b.mu.Unlock()
@@ -90,9 +96,9 @@ func (o *Owner) CheckBase(ctx context.Context) (*BaseMove, error) {
 		m.Stale = o.indexAt(ctx, dir, from, now)
 	}
 	if err := saveBaseMove(o.Layout, m); err != nil {
-		return m, err
+		return m, now, err
 	}
-	return m, nil
+	return m, now, nil
 }
 
 // indexAt is true when the index in dir still holds from's version of the
@@ -107,14 +113,21 @@ func (o *Owner) indexAt(ctx context.Context, dir, from, to string) bool {
 }
 
 // noteBase is CheckBase at the start of a merge; what it finds waits for
-// TakeBaseMoves.
-func (o *Owner) noteBase(ctx context.Context) {
-	m, _ := o.CheckBase(ctx)
+// TakeBaseMoves. It returns the base's value it read ("" when it could
+// not), which the merge's first try starts from instead of reading the
+// ref again: the compare-and-swap that lands the merge checks that the
+// base is still there, however old the read.
+func (o *Owner) noteBase(ctx context.Context) string {
+	m, now, err := o.checkBase(ctx)
 	if m != nil {
 		o.base.mu.Lock()
 		o.base.notes = append(o.base.notes, *m)
 		o.base.mu.Unlock()
 	}
+	if err != nil {
+		return ""
+	}
+	return now
 }
 
 // TakeBaseMoves returns the moves the merges found since the last call.

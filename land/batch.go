@@ -47,15 +47,16 @@ type link struct {
 func (o *Owner) MergeBatch(ctx context.Context, js []scheduler.MergeJob) []scheduler.MergeOutcome {
 	outs := make([]scheduler.MergeOutcome, len(js))
 	o.stopWatching()
-	o.noteBase(ctx)
+	known := o.noteBase(ctx)
 	if err := o.finishPending(ctx); err != nil {
 		// Merge says what it waits for.
 		return again(js, outs, o.Merge(ctx, js[0]))
 	}
 	for try := 0; try < attempts; try++ {
-		if !o.train(ctx, js, outs) {
+		if !o.train(ctx, js, outs, known) {
 			return outs
 		}
+		known = "" // the base moved: read it again
 	}
 	outs[0] = scheduler.MergeOutcome{ID: js[0].ID, Waiting: "the base keeps moving (" + o.Layout.Base + " moved during each of the last " + fmt.Sprint(attempts) + " tries); the merge lands when it settles"}
 	return again(js, outs, outs[0])
@@ -72,13 +73,17 @@ func again(js []scheduler.MergeJob, outs []scheduler.MergeOutcome, first schedul
 }
 
 // train makes one attempt; it returns true when the base moved under it.
-func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []scheduler.MergeOutcome) bool {
-	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
-	if err != nil {
-		for i, j := range js {
-			outs[i] = scheduler.MergeOutcome{ID: j.ID, Err: fmt.Errorf("base branch %s: %w", o.Layout.Base, err)}
+// known is the base's value read just before (noteBase), "" to read it.
+func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []scheduler.MergeOutcome, known string) bool {
+	base := known
+	if base == "" {
+		var err error
+		if base, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base); err != nil {
+			for i, j := range js {
+				outs[i] = scheduler.MergeOutcome{ID: j.ID, Err: fmt.Errorf("base branch %s: %w", o.Layout.Base, err)}
+			}
+			return false
 		}
-		return false
 	}
 	var chain []link
 	top := base
@@ -91,7 +96,19 @@ func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []sched
 			outs[i].Err = err
 			continue
 		}
-		if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok && work.Landed(ctx, o.Git, o.Layout, j.ID) {
+		// On the base itself (the train's first link) the merge base
+		// answers the ancestry question and serves build's checks too;
+		// further up the chain they are two questions.
+		var landed bool
+		mb := ""
+		if top == base {
+			mb, _ = o.Git.MergeBase(ctx, base, tip)
+			landed = mb == tip
+		} else {
+			ok, err := o.Git.IsAncestor(ctx, tip, base)
+			landed = ok && err == nil
+		}
+		if landed && work.Landed(ctx, o.Git, o.Layout, j.ID) {
 			// Landed before a crash: only the bookkeeping is left.
 			if err := o.markLive(j); err != nil {
 				outs[i].Err = err
@@ -101,7 +118,7 @@ func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []sched
 			outs[i].OK, outs[i].Commit = true, base
 			continue
 		}
-		commit, tree, out, stop, moved := o.build(ctx, j, top, tip)
+		commit, tree, out, stop, moved := o.build(ctx, j, top, tip, mb)
 		if stop {
 			out.ID = j.ID
 			if moved {

@@ -97,7 +97,7 @@ const attempts = 5
 func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
 	out := scheduler.MergeOutcome{ID: j.ID}
 	o.stopWatching()
-	o.noteBase(ctx)
+	known := o.noteBase(ctx)
 	if err := o.finishPending(ctx); err != nil {
 		// The checkout lags behind the base: a new move must not start
 		// from it.
@@ -108,10 +108,11 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 		return out
 	}
 	for try := 0; try < attempts; try++ {
-		res, again := o.try(ctx, j)
+		res, again := o.try(ctx, j, known)
 		if !again {
 			return res
 		}
+		known = "" // the base moved: read it again
 	}
 	// Never fatal: the scheduler tries again after a pause, and the merge
 	// lands once the base settles.
@@ -120,13 +121,16 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 }
 
 // try makes one attempt; again is true when the base moved under it.
-func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.MergeOutcome, again bool) {
+// known is the base's value read just before (noteBase), "" to read it.
+func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (out scheduler.MergeOutcome, again bool) {
 	out.ID = j.ID
-	baseRef := "refs/heads/" + o.Layout.Base
-	base, err := o.Git.RevParse(ctx, baseRef)
-	if err != nil {
-		out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
-		return out, false
+	base := known
+	if base == "" {
+		var err error
+		if base, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base); err != nil {
+			out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
+			return out, false
+		}
 	}
 	// The branch tip now, which may be past the tip the phase's own gate
 	// passed (a lockfile regeneration below, or a process the agent left
@@ -139,7 +143,11 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Err = err
 		return out, false
 	}
-	if ok, err := o.Git.IsAncestor(ctx, tip, base); err == nil && ok && work.Landed(ctx, o.Git, o.Layout, j.ID) {
+	// The merge base, which the checks in build need too: tip is an
+	// ancestor of base exactly when it is their merge base. An error
+	// leaves mb empty, and build asks again (and fails closed).
+	mb, _ := o.Git.MergeBase(ctx, base, tip)
+	if mb == tip && work.Landed(ctx, o.Git, o.Layout, j.ID) {
 		// A merge that landed before a crash: only the bookkeeping is
 		// left.
 		if err := o.markLive(j); err != nil {
@@ -157,7 +165,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 		out.Detail = fmt.Sprintf("reviewed head %.12s and base %.12s, now %.12s and %.12s", j.ReviewHead, j.ReviewBase, tip, base)
 		return out, false
 	}
-	commit, tree, out, stop, again := o.build(ctx, j, base, tip)
+	commit, tree, out, stop, again := o.build(ctx, j, base, tip, mb)
 	if stop {
 		return out, again
 	}
@@ -189,14 +197,22 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob) (out scheduler.Me
 }
 
 // build makes j's merge commit on base (the base tip, or the commit below
-// it in a merge train) with tip, the branch tip read once. stop: out is
+// it in a merge train) with tip, the branch tip read once. mb is their
+// merge base when the caller has it, "" to compute it here. stop: out is
 // final (a refusal, an error), or again says the branch moved (a lockfile
 // regeneration) and the build is to be made again.
-func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
+func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
 	out.ID = j.ID
 	var err error
+	if mb == "" {
+		if mb, err = o.Git.MergeBase(ctx, base, tip); err != nil {
+			// No merge base, no checks: the landing stops.
+			out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
+			return "", "", out, true, false
+		}
+	}
 	// Both checks fail closed: a check that cannot run stops the landing.
-	if paths, err := o.markers(ctx, base, tip); err != nil {
+	if paths, err := o.markers(ctx, mb, tip); err != nil {
 		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
 		return "", "", out, true, false
 	} else if len(paths) > 0 {
@@ -204,7 +220,7 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
 		return "", "", out, true, false
 	}
-	if paths, err := o.outOfScope(ctx, j, base, tip); err != nil {
+	if paths, err := o.outOfScope(ctx, j, mb, tip); err != nil {
 		out.Err = fmt.Errorf("the scope check of %s could not run: %w", j.ID, err)
 		return "", "", out, true, false
 	} else if len(paths) > 0 {
@@ -526,14 +542,11 @@ func (o *Owner) pass(tree, gate string) {
 }
 
 // outOfScope lists the files the branch changed outside the phase's
-// declared scope, its phase doc and the manifest aside.
-func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, base, tip string) ([]string, error) {
+// declared scope, its phase doc and the manifest aside; mb is the merge
+// base of the base and tip.
+func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, mb, tip string) ([]string, error) {
 	if len(j.Owns) == 0 {
 		return nil, nil
-	}
-	mb, err := o.Git.MergeBase(ctx, base, tip)
-	if err != nil {
-		return nil, err
 	}
 	changed, err := o.Git.DiffNames(ctx, mb, tip)
 	if err != nil {
@@ -775,13 +788,10 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	return nil
 }
 
-// markers lists files in which the branch added conflict markers: a
-// concluded merge that was never resolved must not land.
-func (o *Owner) markers(ctx context.Context, base, tip string) ([]string, error) {
-	mb, err := o.Git.MergeBase(ctx, base, tip)
-	if err != nil {
-		return nil, err
-	}
+// markers lists files in which the branch added conflict markers since
+// mb, its merge base with the base: a concluded merge that was never
+// resolved must not land.
+func (o *Owner) markers(ctx context.Context, mb, tip string) ([]string, error) {
 	cands, err := o.Git.MarkerCandidates(ctx, "", mb, tip)
 	if err != nil {
 		return nil, err

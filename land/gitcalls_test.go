@@ -1,0 +1,46 @@
+package land_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitCalls lists the git commands GIT_TRACE wrote to trace.
+func gitCalls(t *testing.T, trace string) []string {
+	t.Helper()
+	b, err := os.ReadFile(trace)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if _, c, ok := strings.Cut(l, "trace: built-in: git "); ok {
+			calls = append(calls, c)
+		}
+	}
+	return calls
+}
+
+// A landing after the first (the gate worktree made) runs at most budget
+// git processes, its background cleanup included (issue #17: git calls
+// per landed phase): the base read at the merge's start is the one the
+// merge builds on, and the merge base the marker check needs also says
+// whether the branch landed already.
+func TestMergeGitCalls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n"})
+	f.mustMerge(job("p1", "first phase", tip))
+	_, tip = f.branch("p2", "p2-second.md", map[string]string{"feature/g.txt": "g\n"})
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.owner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	f.mustMerge(job("p2", "second phase", tip))
+	calls := gitCalls(t, trace)
+	// 32 before (a second read of the base, a merge-base --is-ancestor).
+	const budget = 30
+	if len(calls) > budget {
+		t.Errorf("%d git processes for one landing, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
+	}
+}
