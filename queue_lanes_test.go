@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// run --issues with LANES: an issue is a node of the one scheduler, so its
+// label lane:<id> pins it to that lane's slots and cooldown exactly as a
+// phase's (lane: id) does (docs/lanes.md), not only to the lane's command.
+//   - #1 (lane:codex) runs on codex; #2 (no label) takes the first lane
+//     with a free slot, claude.
+//   - #3 (lane:codex) waits while codex's one slot is busy, though claude
+//     is free: #1's agent holds codex until #2's pull request is merged
+//     (by then #2's slot is free and the loop has dispatched).
+//   - #3's first agent on codex hits a rate limit: codex cools down and
+//     its FALLBACK, claude, takes the relaunch at no attempt.
+//
+// Phase p0 waits on #1 and #3 (so that they outrank #2) and runs last.
+func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	merged := filepath.Join(dir, "first-merge")
+	record := filepath.Join(dir, "record")
+	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "# Lanes\n\n1. [pending] **p0** — after the issues (deps: #1, #3)\n",
+		"roadmap/p0.md":                 "# p0\n",
+	})
+
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-123", "bot")
+	fake.OnMerge(func(pr int) { os.WriteFile(merged, nil, 0o644) })
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
+	fake.NewIssue("alice", "Codex one", "Write a file.", []string{"agent-ready", "lane:codex"}, "alice")
+	fake.NewIssue("alice", "Anywhere", "Write a file.", []string{"agent-ready"}, "alice")
+	fake.NewIssue("alice", "Codex two", "Write a file.", []string{"agent-ready", "lane:codex"}, "alice")
+
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", origin, work)
+	// One script per lane: the first word of each record line is the
+	// script that ran (the lane's command), then what the driver says.
+	body := `#!/bin/sh
+set -e
+echo "$LANE_SCRIPT $CLAUDOPILOT_PHASE $CLAUDOPILOT_LANE" >> "$RECORD"
+case "$LANE_SCRIPT $CLAUDOPILOT_PHASE" in
+"codex #1")
+	i=0
+	while [ ! -f "$FIRST_MERGE" ]; do
+		i=$((i+1)); [ $i -lt 3000 ] || { echo "no merge came"; exit 3; }
+		sleep 0.1
+	done
+	;;
+"codex #3")
+	if [ ! -f "$RECORD.limited" ]; then
+		touch "$RECORD.limited"
+		echo "Rate limit reached, retry in 1 hour"
+		exit 1
+	fi
+	;;
+esac
+case "$CLAUDOPILOT_PHASE" in
+"#"*)
+	n=${CLAUDOPILOT_PHASE#\#}
+	mkdir -p work && echo "$LANE_SCRIPT" > "work/issue-$n.txt"
+	git add -A && git commit -qm "issue $n"
+	;;
+*)
+	echo "$CLAUDOPILOT_PHASE" > "$CLAUDOPILOT_PHASE.txt"
+	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$CLAUDOPILOT_PHASE"
+	;;
+esac
+`
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--json", "--base", "main",
+		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
+		"AUTO_MERGE=1", "RECORD="+record, "FIRST_MERGE="+merged,
+		"LANES=claude codex",
+		"LANE_CLAUDE_CMD=env LANE_SCRIPT=claude "+agent, "LANE_CLAUDE_CONCURRENCY=1",
+		"LANE_CODEX_CMD=env LANE_SCRIPT=codex "+agent, "LANE_CODEX_CONCURRENCY=1", "LANE_CODEX_FALLBACK=claude",
+		"RESOURCE_PROBE_CMD=echo 64 0 640000")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run --issues: %v\n%s\n%s", err, out.String(), errb.String())
+		}
+	case <-time.After(4 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("run --issues did not end:\n%s\n%s", out.String(), errb.String())
+	}
+	dump := out.String() + errb.String()
+
+	// The launches, in the order of the --json stream.
+	type ev struct {
+		Event, Phase, Lane, Role string
+		Attempt                  int
+	}
+	var launches []string
+	firstMerge := -1 // launches before the first merge (#2's)
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	for sc.Scan() {
+		var e ev
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Event {
+		case "launch":
+			launches = append(launches, fmt.Sprintf("%s %s %s %d", e.Phase, e.Lane, e.Role, e.Attempt))
+		case "merged":
+			if firstMerge < 0 {
+				firstMerge = len(launches)
+			}
+		}
+	}
+	want := []string{"#1 codex worker 1", "#2 claude worker 1", "#3 codex worker 1", "#3 claude worker 1", "p0 claude worker 1"}
+	for _, w := range want {
+		if !slices.Contains(launches, w) {
+			t.Errorf("no launch %q in %q\n%s", w, launches, dump)
+		}
+	}
+	if len(launches) != len(want) {
+		t.Errorf("launches %q, want %q\n%s", launches, want, dump)
+	}
+	// Until #2 merged, #1 held codex and claude was free: #3 waited.
+	if i := slices.Index(launches, "#3 codex worker 1"); firstMerge < 0 || i < firstMerge {
+		t.Errorf("#3 launched before #2 merged (codex busy, claude free): %q, first merge after %d\n%s", launches, firstMerge, dump)
+	}
+	if i, j := slices.Index(launches, "#3 codex worker 1"), slices.Index(launches, "#3 claude worker 1"); i < 0 || j < i {
+		t.Errorf("#3 did not wait for codex before it fell back on claude: %q\n%s", launches, dump)
+	}
+	if !strings.Contains(out.String(), `"event":"cooldown","phase":"#3"`) {
+		t.Errorf("no cooldown for #3's rate limit:\n%s", dump)
+	}
+
+	// The agents: the lane's own command ran, told its lane.
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, w := range []string{"codex #1 codex", "claude #2 claude", "codex #3 codex", "claude #3 claude", "claude p0 claude"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("no agent %q in %q\n%s", w, got, dump)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("agents %q, want five\n%s", got, dump)
+	}
+
+	// The journal's launch records name the lane.
+	jb, err := os.ReadFile(filepath.Join(work, ".claudopilot", "state", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lanes []string
+	for _, line := range strings.Split(string(jb), "\n") {
+		var r struct{ Phase, Ev, Lane string }
+		if json.Unmarshal([]byte(line), &r) == nil && r.Ev == "launch" {
+			lanes = append(lanes, r.Phase+" "+r.Lane)
+		}
+	}
+	for _, w := range []string{"#1 codex", "#2 claude", "#3 codex", "#3 claude"} {
+		if !slices.Contains(lanes, w) {
+			t.Errorf("journal launches %q lack %q", lanes, w)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		if is, ok := fake.Issue(i); !ok || is.State != "closed" {
+			t.Errorf("issue #%d = %+v, want closed\n%s", i, is, dump)
+		}
+	}
+	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
+	if !strings.Contains(string(live), "[merged] **p0**") {
+		t.Errorf("manifest:\n%s\n%s", live, dump)
+	}
+}
