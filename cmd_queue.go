@@ -14,6 +14,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -153,6 +154,17 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 	qs := &engine.QueueSetup{Cfg: cfg, GitHub: ghc, Listen: s.str("LISTEN"), Rel: func(p string) string { return relTo(a.cwd, p) }}
 	if qs.ListenPublic, err = s.bool("LISTEN_PUBLIC"); err != nil {
 		return err
+	}
+	// LANES: the queue's scheduler has the same lanes as a run's (each
+	// lane's slots, cooldown and fallback; a lane:<id> label pins an issue).
+	if qs.Lanes, err = resolveLanes(a, file, cfg.Agent, cfg.Supervisor); err != nil {
+		return err
+	}
+	for _, l := range qs.Lanes.Lanes {
+		ls := settings{source: map[string]string{"AGENT_CMD": pacer.EnvName(l.ID, "CMD"), "SUPERVISOR_CMD": pacer.EnvName(l.ID, "SUPERVISOR_CMD")}}
+		if err := checkAgentCommands(a, ls, l.Cmd, l.SupervisorCmd, git.Dir); err != nil {
+			return err
+		}
 	}
 	sum, err := engine.RunQueue(ctx, git, qs, a.s.Err)
 	printQueueSummary(a.s.Out, sum)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -29,6 +28,33 @@ import (
 //
 // Phase p0 waits on #1 and #3 (so that they outrank #2) and runs last.
 func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
+	out := laneLabelScenario(t, true, "run", "--issues", "--once", "--json", "--base", "main",
+		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	// The --json stream says the same as the journal.
+	for _, w := range []string{
+		`"event":"launch","phase":"#1","state":"running","role":"worker","attempt":1,"lane":"codex"`,
+		`"event":"launch","phase":"#3","state":"running","role":"worker","attempt":1,"lane":"claude"`,
+		`"event":"cooldown","phase":"#3"`,
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("--json lacks %s:\n%s", w, out)
+		}
+	}
+}
+
+// queue alone with LANES: the same lanes as run --issues (one scheduler,
+// one pacer pass, each lane's own slots and cooldown), not the lane's
+// commands on MAX_PARALLEL shared slots.
+func TestQueueLaneLabelIsTheLanes(t *testing.T) {
+	laneLabelScenario(t, false, "queue", "--once", "--base", "main",
+		"--max-supervisor-attempts", "0", "--poll-seconds", "1")
+}
+
+// laneLabelScenario runs claudopilot with args on the three issues of
+// TestRunIssuesLaneLabelIsTheLanes (and phase p0 when withRoadmap), checks
+// what ran where from the agents' records and the journal, and returns the
+// driver's stdout.
+func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
 	}
@@ -43,10 +69,12 @@ func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
 	seed := filepath.Join(dir, "seed")
 	merged := filepath.Join(dir, "first-merge")
 	record := filepath.Join(dir, "record")
-	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
-		"roadmap/EXECUTION-MANIFEST.md": "# Lanes\n\n1. [pending] **p0** — after the issues (deps: #1, #3)\n",
-		"roadmap/p0.md":                 "# p0\n",
-	})
+	files := map[string]string{"README": "lanes\n"}
+	if withRoadmap {
+		files["roadmap/EXECUTION-MANIFEST.md"] = "# Lanes\n\n1. [pending] **p0** — after the issues (deps: #1, #3)\n"
+		files["roadmap/p0.md"] = "# p0\n"
+	}
+	seedOrigin(t, env, origin, seed, "seed", files)
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
@@ -63,8 +91,9 @@ func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
 
 	work := filepath.Join(dir, "work")
 	git(t, dir, env, "clone", "-q", origin, work)
-	// One script per lane: the first word of each record line is the
-	// script that ran (the lane's command), then what the driver says.
+	// One script for both lanes: the first word of each record line is
+	// the lane whose command ran it, then what the driver told it. #1's
+	// agent waits (on a file, bounded) for the first merge.
 	body := `#!/bin/sh
 set -e
 echo "$LANE_SCRIPT $CLAUDOPILOT_PHASE $CLAUDOPILOT_LANE" >> "$RECORD"
@@ -101,11 +130,10 @@ esac
 	if err := os.WriteFile(agent, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--issues", "--once", "--json", "--base", "main",
-		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
-		"AUTO_MERGE=1", "RECORD="+record, "FIRST_MERGE="+merged,
+		"AUTO_MERGE=1", "RECORD="+record, "FIRST_MERGE="+merged, "MAX_PARALLEL=4",
 		"LANES=claude codex",
 		"LANE_CLAUDE_CMD=env LANE_SCRIPT=claude "+agent, "LANE_CLAUDE_CONCURRENCY=1",
 		"LANE_CODEX_CMD=env LANE_SCRIPT=codex "+agent, "LANE_CODEX_CONCURRENCY=1", "LANE_CODEX_FALLBACK=claude",
@@ -120,37 +148,43 @@ esac
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("run --issues: %v\n%s\n%s", err, out.String(), errb.String())
+			t.Fatalf("%s: %v\n%s\n%s", args[0], err, out.String(), errb.String())
 		}
 	case <-time.After(4 * time.Minute):
 		cmd.Process.Kill()
-		t.Fatalf("run --issues did not end:\n%s\n%s", out.String(), errb.String())
+		t.Fatalf("%s did not end:\n%s\n%s", args[0], out.String(), errb.String())
 	}
-	dump := out.String() + errb.String()
+	jb, err := os.ReadFile(filepath.Join(work, ".claudopilot", "state", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := out.String() + errb.String() + "\njournal:\n" + string(jb)
 
-	// The launches, in the order of the --json stream.
-	type ev struct {
-		Event, Phase, Lane, Role string
-		Attempt                  int
-	}
+	// The launches, in the journal's order, and how many came before the
+	// first merge (#2's).
 	var launches []string
-	firstMerge := -1 // launches before the first merge (#2's)
-	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
-	for sc.Scan() {
-		var e ev
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
+	firstMerge := -1
+	for _, line := range strings.Split(string(jb), "\n") {
+		var r struct {
+			Phase, Ev, Role, Lane string
+			Attempt               int
+		}
+		if json.Unmarshal([]byte(line), &r) != nil {
 			continue
 		}
-		switch e.Event {
+		switch r.Ev {
 		case "launch":
-			launches = append(launches, fmt.Sprintf("%s %s %s %d", e.Phase, e.Lane, e.Role, e.Attempt))
+			launches = append(launches, fmt.Sprintf("%s %s %s %d", r.Phase, r.Lane, r.Role, r.Attempt))
 		case "merged":
 			if firstMerge < 0 {
 				firstMerge = len(launches)
 			}
 		}
 	}
-	want := []string{"#1 codex worker 1", "#2 claude worker 1", "#3 codex worker 1", "#3 claude worker 1", "p0 claude worker 1"}
+	want := []string{"#1 codex worker 1", "#2 claude worker 1", "#3 codex worker 1", "#3 claude worker 1"}
+	if withRoadmap {
+		want = append(want, "p0 claude worker 1")
+	}
 	for _, w := range want {
 		if !slices.Contains(launches, w) {
 			t.Errorf("no launch %q in %q\n%s", w, launches, dump)
@@ -166,9 +200,6 @@ esac
 	if i, j := slices.Index(launches, "#3 codex worker 1"), slices.Index(launches, "#3 claude worker 1"); i < 0 || j < i {
 		t.Errorf("#3 did not wait for codex before it fell back on claude: %q\n%s", launches, dump)
 	}
-	if !strings.Contains(out.String(), `"event":"cooldown","phase":"#3"`) {
-		t.Errorf("no cooldown for #3's rate limit:\n%s", dump)
-	}
 
 	// The agents: the lane's own command ran, told its lane.
 	b, err := os.ReadFile(record)
@@ -176,39 +207,28 @@ esac
 		t.Fatal(err)
 	}
 	got := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for _, w := range []string{"codex #1 codex", "claude #2 claude", "codex #3 codex", "claude #3 claude", "claude p0 claude"} {
+	wantRan := []string{"codex #1 codex", "claude #2 claude", "codex #3 codex", "claude #3 claude"}
+	if withRoadmap {
+		wantRan = append(wantRan, "claude p0 claude")
+	}
+	for _, w := range wantRan {
 		if !slices.Contains(got, w) {
 			t.Errorf("no agent %q in %q\n%s", w, got, dump)
 		}
 	}
-	if len(got) != 5 {
-		t.Errorf("agents %q, want five\n%s", got, dump)
-	}
-
-	// The journal's launch records name the lane.
-	jb, err := os.ReadFile(filepath.Join(work, ".claudopilot", "state", "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lanes []string
-	for _, line := range strings.Split(string(jb), "\n") {
-		var r struct{ Phase, Ev, Lane string }
-		if json.Unmarshal([]byte(line), &r) == nil && r.Ev == "launch" {
-			lanes = append(lanes, r.Phase+" "+r.Lane)
-		}
-	}
-	for _, w := range []string{"#1 codex", "#2 claude", "#3 codex", "#3 claude"} {
-		if !slices.Contains(lanes, w) {
-			t.Errorf("journal launches %q lack %q", lanes, w)
-		}
+	if len(got) != len(wantRan) {
+		t.Errorf("agents %q, want %q\n%s", got, wantRan, dump)
 	}
 	for i := 1; i <= 3; i++ {
 		if is, ok := fake.Issue(i); !ok || is.State != "closed" {
 			t.Errorf("issue #%d = %+v, want closed\n%s", i, is, dump)
 		}
 	}
-	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
-	if !strings.Contains(string(live), "[merged] **p0**") {
-		t.Errorf("manifest:\n%s\n%s", live, dump)
+	if withRoadmap {
+		live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
+		if !strings.Contains(string(live), "[merged] **p0**") {
+			t.Errorf("manifest:\n%s\n%s", live, dump)
+		}
 	}
+	return out.String()
 }

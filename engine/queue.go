@@ -28,6 +28,8 @@ type QueueSetup struct {
 	Listen       string
 	ListenPublic bool
 	Rel          func(string) string
+	// Lanes are LANES for a queue alone (RunQueue); a run wires its own.
+	Lanes Lanes
 }
 
 // build makes the GitHub client and the queue.
@@ -77,6 +79,7 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 	if err := qs.stableInstance(l); err != nil {
 		return issues.Summary{}, err
 	}
+	qs.Cfg.Lanes = qs.Lanes.IssueCmds()
 	q, _, err := qs.build(log, git)
 	if err != nil {
 		return issues.Summary{}, err
@@ -97,8 +100,12 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 	defer stop()
 	var scfg scheduler.Config
 	board := &planBoard{}
-	// No LANES here; the pace only times the watcher's idle passes.
-	lanes := Lanes{Pace: time.Minute}
+	// The same lanes, pacer and switches (lane off too) as a run's: an
+	// issue labelled lane:<id> takes that lane's slots and cooldown.
+	lanes := qs.Lanes
+	if lanes.Pace <= 0 {
+		lanes.Pace = time.Minute // without LANES: only the watcher's idle passes
+	}
 	if err := wireControls(wctx, log, l, lanes, &scfg, board); err != nil {
 		return issues.Summary{}, err
 	}
@@ -119,7 +126,7 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 		defer close(rendered)
 		q.Render(fanOut(raw, listeners...))
 	}()
-	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn, Events: raw, Controls: scfg.Controls, Paused: scfg.Paused, GateState: scfg.GateState})
+	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn, Events: raw, Lanes: scfg.Lanes, Controls: scfg.Controls, Paused: scfg.Paused, GateState: scfg.GateState})
 	close(raw)
 	<-rendered
 	return sum, queueErr(ctx, err)

@@ -35,9 +35,11 @@ type Wiring struct {
 	// queue's log (the caller renders them, with Render, and may feed
 	// the web page); the caller closes it after RunWith returns.
 	Events chan<- scheduler.Event
-	// Controls, Paused and GateState are the scheduler's (scheduler.Config):
-	// the switches of control.json (pause, resume, drain) reach the loop
-	// through them.
+	// Lanes, Controls, Paused and GateState are the scheduler's
+	// (scheduler.Config): LANES with the pacer's concurrency (without
+	// Lanes, one implicit lane of AGENT_CMD and MaxParallel), and the
+	// switches of control.json (pause, resume, drain, lane off).
+	Lanes     []scheduler.Lane
 	Controls  <-chan scheduler.Control
 	Paused    bool
 	GateState func(red bool)
@@ -53,7 +55,7 @@ func (q *Queue) RunWith(ctx context.Context, w Wiring) (Summary, error) {
 	src := q.Source(ctx)
 	runner := q.IssueRunner(nil)
 	cfg := q.SchedulerConfig()
-	cfg.Controls, cfg.Paused, cfg.GateState = w.Controls, w.Paused, w.GateState
+	cfg.Lanes, cfg.Controls, cfg.Paused, cfg.GateState = w.Lanes, w.Controls, w.Paused, w.GateState
 	events := w.Events
 	rendered := make(chan struct{})
 	var own chan scheduler.Event
