@@ -1,16 +1,21 @@
 package issues
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
 )
 
-// An issue labelled lane:<id> runs its agent with that lane's command and
-// CLAUDOPILOT_LANE; an issue without one runs the default agent; a label
-// naming no lane in LANES is said in the log and the default runs.
-func TestLaneLabelPicksTheLanesCommand(t *testing.T) {
+// An issue labelled lane:<id> is pinned to that lane of the scheduler (its
+// command, CLAUDOPILOT_LANE); an issue without one takes the first lane
+// with a free slot; a label naming no lane in LANES is said in the log and
+// any lane runs the issue.
+func TestLaneLabelPinsTheIssue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	record := filepath.Join(e.dir, "record")
@@ -22,25 +27,38 @@ func TestLaneLabelPicksTheLanesCommand(t *testing.T) {
 	plain := e.fake.NewIssue("alice", "plain", "x", []string{"agent-ready"}, "")
 	unknown := e.fake.NewIssue("alice", "typo", "x", []string{"agent-ready", "lane:nosuch"}, "")
 	log := &syncBuf{}
+	claude, codex := tagged("claude"), tagged("codex")
 	q := e.queue("one", log, func(c *Config) {
 		c.Agent = tagged("default")
-		c.Lanes = map[string]LaneCmds{"codex": {Agent: tagged("codex"), Supervisor: tagged("codex")}}
+		c.Lanes = map[string]LaneCmds{"claude": {Agent: claude}, "codex": {Agent: codex}}
 		c.Env = append(c.Env, "RECORD="+record)
 	})
-	run(t, q, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
+	defer cancel()
+	lanes := []scheduler.Lane{{ID: "claude", Cmd: claude, SupervisorCmd: claude, Slots: 1}, {ID: "codex", Cmd: codex, SupervisorCmd: codex, Slots: 1}}
+	if _, err := q.RunWith(ctx, Wiring{Lanes: lanes}); err != nil {
+		t.Fatalf("Run: %v\nlog:\n%s", err, log)
+	}
 	b, err := os.ReadFile(record)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := string(b)
+	// The pinned issue comes first and takes codex; plain, the first
+	// free lane, claude; the typo whichever frees first.
 	for _, want := range []string{
 		"#" + itoa(pinned) + " codex codex",
-		"#" + itoa(plain) + " default none",
-		"#" + itoa(unknown) + " default none",
+		"#" + itoa(plain) + " claude claude",
 	} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("record lacks %q:\n%s", want, got)
 		}
+	}
+	if !strings.Contains(got, "#"+itoa(unknown)+" codex codex\n") && !strings.Contains(got, "#"+itoa(unknown)+" claude claude\n") {
+		t.Errorf("record lacks #%d on a lane:\n%s", unknown, got)
+	}
+	if strings.Contains(got, " default ") {
+		t.Errorf("AGENT_CMD ran beside LANES:\n%s", got)
 	}
 	if !strings.Contains(log.String(), "label lane:nosuch names no lane in LANES") {
 		t.Errorf("log:\n%s", log)

@@ -59,8 +59,10 @@ type Config struct {
 	Gate        string
 	Agent       string // AGENT_CMD (required)
 	Supervisor  string // default Agent
-	// Lanes are LANES' commands by lane id: an issue labelled
-	// "lane:<id>" runs its agents with that lane's (docs/lanes.md).
+	// Lanes are LANES by lane id: an issue labelled "lane:<id>" of one
+	// of them is pinned to that lane of the scheduler (docs/lanes.md); a
+	// label naming none is logged. The scheduler's lanes themselves come
+	// with the run (Wiring.Lanes).
 	Lanes                 map[string]LaneCmds
 	Prepare               string
 	Poll                  time.Duration // default 60s

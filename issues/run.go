@@ -130,8 +130,8 @@ func (q *Queue) IssueRunner(base *work.Runner) *work.Runner {
 // SchedulerConfig is the scheduler's configuration for a queue alone: an
 // issue never halts the run, and one supervisor policy covers local
 // failures and red checks (the larger of MAX_SUPERVISOR_ATTEMPTS and
-// CHECK_ROUNDS). An issue labelled lane:<id> runs that lane's commands on
-// the same MaxParallel slots (the runner picks them, see Runner).
+// CHECK_ROUNDS). Lanes come with the Wiring (LANES): an issue labelled
+// lane:<id> is pinned to that lane, its slots and its cooldown.
 func (q *Queue) SchedulerConfig() scheduler.Config {
 	c := q.cfg
 	cfg := scheduler.Config{

@@ -263,7 +263,7 @@ func (q *Queue) node(is *Issue, deps []string) scheduler.OutsideNode {
 		URL:    is.URL,
 	}}
 	if lane, _, ok := q.cfg.laneOf(is); ok {
-		nd.Lane, nd.Work.Lane = lane, lane
+		nd.Lane = lane
 	} else if lane != "" {
 		q.logIssue(n, "label %s%s names no lane in LANES: any lane runs it", LaneLabel, lane)
 	}
@@ -309,16 +309,6 @@ func (r *claimRunner) Run(ctx context.Context, j scheduler.Job, started func(pgi
 		if away := r.s.claim(ctx, n); away != "" {
 			o.Away, o.Detail, o.Ended = true, away, time.Now()
 			return o
-		}
-	}
-	if j.Lane == "" && j.Outside.Lane != "" {
-		// No scheduler lane of that name (a queue alone): the label's
-		// lane's commands run on the shared slots.
-		if lc, ok := r.s.q.cfg.Lanes[j.Outside.Lane]; ok {
-			j.Lane, j.Cmd = j.Outside.Lane, lc.Agent
-			if j.Role == scheduler.Supervisor && lc.Supervisor != "" {
-				j.Cmd = lc.Supervisor
-			}
 		}
 	}
 	if err := r.s.q.bringIn(ctx, n); err != nil {

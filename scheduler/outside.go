@@ -43,10 +43,6 @@ type OutsideWork struct {
 	Prompt string // the prompt templates' prefix: "issue-" renders issue-worker.md
 	Number int    // the issue's number, for the templates
 	URL    string // the issue's page, for the templates
-	// Lane is the lane its label names, for a runner that picks the
-	// command itself when the scheduler has no such lane (a queue
-	// without LANES' slots).
-	Lane string
 }
 
 // Source supplies outside nodes and lands them. Nodes and Record are
