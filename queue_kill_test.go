@@ -53,6 +53,7 @@ if [ ! -f work/issue.txt ]; then
 	mkdir -p work && echo issue > work/issue.txt
 	git add -A && git commit -qm "issue"
 fi
+echo $$ > "$STARTED.pid"
 touch "$STARTED"
 while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 `), 0o755); err != nil {
@@ -93,7 +94,11 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 		t.Fatal(err)
 	}
 	<-done
-	if err := os.WriteFile(release, nil, 0o644); err != nil { // the orphaned agent ends
+	// The killed driver's agent still runs; the restarted driver must
+	// stop it before the issue resumes. The release is for a failed test.
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+	pid, err := os.ReadFile(started + ".pid")
+	if err != nil {
 		t.Fatal(err)
 	}
 	name, err := os.ReadFile(filepath.Join(work, ".claudopilot", "state", "instance"))
@@ -141,6 +146,9 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 	}
 	if claims != 1 || ends != 1 {
 		t.Errorf("%d claim and %d end comments, want 1 and 1:\n%+v\n%s", claims, ends, is.Comments, logs)
+	}
+	if st, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Errorf("the killed driver's agent (pid %s) still runs after the restart:\n%s", pid, logs)
 	}
 	// The kept branch already had its commit: the resumed issue went
 	// straight to the gate, its agent not run again.

@@ -14,6 +14,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -94,6 +95,15 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 		return issues.Summary{}, err
 	}
 	defer jn.Close()
+	// Agents a killed driver left running must stop before its issues
+	// resume (their claims are this clone's): two agents never work in
+	// one worktree.
+	if err := work.Reap(work.ReapOptions{
+		Journal: jn.Path(), Layout: l, Grace: 10 * time.Second,
+		Say: func(msg string) { fmt.Fprintln(log, "claudopilot: "+msg) },
+	}); err != nil {
+		return issues.Summary{}, err
+	}
 	// The switches (pause, resume, drain: the commands' and the page's)
 	// and the web page live as long as this run.
 	wctx, stop := context.WithCancel(ctx)
