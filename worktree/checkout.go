@@ -131,7 +131,9 @@ func (c *Client) AdvanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 // env is added to every git command that reads or writes the index (a
 // GIT_INDEX_FILE, under IndexLock).
 func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip, env []string) error {
-	out, err := c.run(ctx, dir, nil, nil, "diff-tree", "-r", "--no-renames", "--name-status", "-z", oldSHA, newSHA)
+	// The raw format: each changed path with its new mode and blob, so
+	// the skip files' index entries need no ls-tree of their own.
+	out, err := c.run(ctx, dir, nil, nil, "diff-tree", "-r", "--no-renames", "--raw", "-z", oldSHA, newSHA)
 	if err != nil {
 		return err
 	}
@@ -140,12 +142,22 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 	for _, p := range skip {
 		skipSet[p] = true
 	}
-	var upd, del, own []string
+	var upd, del []string
+	var own [][3]string // mode, blob, path; mode "" for a deletion
 	for i := 0; i+1 < len(fields); i += 2 {
-		status, p := fields[i], fields[i+1]
+		// ":<old mode> <new mode> <old blob> <new blob> <status>"
+		meta, p := strings.Fields(strings.TrimPrefix(fields[i], ":")), fields[i+1]
+		if len(meta) != 5 {
+			return fmt.Errorf("diff-tree: unexpected %q", fields[i])
+		}
+		status := meta[4]
 		switch {
 		case skipSet[p]:
-			own = append(own, p)
+			e := [3]string{meta[1], meta[3], p}
+			if status == "D" {
+				e[0] = ""
+			}
+			own = append(own, e)
 		case status == "D":
 			del = append(del, p)
 		default:
@@ -169,25 +181,15 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 	if err := c.removePaths(ctx, dir, later, env); err != nil {
 		return err
 	}
-	for _, p := range own {
-		ls, err := c.run(ctx, dir, nil, nil, "--literal-pathspecs", "ls-tree", "-z", newSHA, "--", p)
-		if err != nil {
-			return err
-		}
-		entry := strings.TrimSuffix(string(ls), "\x00")
-		if entry == "" {
+	for _, e := range own {
+		mode, blob, p := e[0], e[1], e[2]
+		if mode == "" {
 			if _, err := c.run(ctx, dir, nil, env, "update-index", "--force-remove", "--", p); err != nil {
 				return err
 			}
 			continue
 		}
-		// "<mode> blob <sha>\t<path>"
-		meta, _, _ := strings.Cut(entry, "\t")
-		f := strings.Fields(meta)
-		if len(f) != 3 {
-			return fmt.Errorf("ls-tree %s: unexpected %q", p, entry)
-		}
-		if _, err := c.run(ctx, dir, nil, env, "update-index", "--add", "--cacheinfo", f[0]+","+f[2]+","+p); err != nil {
+		if _, err := c.run(ctx, dir, nil, env, "update-index", "--add", "--cacheinfo", mode+","+blob+","+p); err != nil {
 			return err
 		}
 	}
