@@ -54,3 +54,20 @@ func TestChecksFailClosed(t *testing.T) {
 		t.Errorf("Markers with an unreadable tip = %v, nil; want an error", bad)
 	}
 }
+
+// The merge base is read once, before the build, and also tells whether
+// the branch landed already: when it cannot be read (here the tip is a
+// commit the store lacks) that is no answer, and the build asks again and
+// stops the landing as the marker check that could not run.
+func TestMergeStopsWithoutAMergeBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	base := f.rev("main")
+	out := f.owner.Merge(f.ctx, job("p1", "first phase", "0000000000000000000000000000000000000001"))
+	if out.OK || out.Err == nil || !strings.Contains(out.Err.Error(), "conflict-marker check") {
+		t.Fatalf("outcome = %+v, want an error naming the conflict-marker check", out)
+	}
+	if got := f.rev("main"); got != base {
+		t.Errorf("main moved to %s", got)
+	}
+}

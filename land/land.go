@@ -154,7 +154,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 			out.Err = err
 			return out, false
 		}
-		o.cleanup(ctx, j.ID, tip, base)
+		o.cleanup(ctx, j.ID, tip, base, true)
 		out.OK, out.Commit = true, base
 		return out, false
 	}
@@ -373,6 +373,8 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 	// Off the critical path: the worktree's removal (it writes as many
 	// files as the checkout holds) and the branch's deletion do not hold
 	// up the report, nor the next merge.
+	// commit holds every tip: each is a parent of its link's merge
+	// commit, and the chain leads up to commit.
 	for i, j := range js {
 		o.cleanupLater(ctx, j.ID, tips[i], commit)
 	}
@@ -587,18 +589,21 @@ func InScope(path string, owns []string) bool {
 }
 
 // cleanup removes a landed phase's worktree and branch. The branch goes
-// only when the base contains its tip.
-func (o *Owner) cleanup(ctx context.Context, id, tip, base string) error {
+// only when the base contains its tip: contained says the caller knows it
+// does (the merge it just built, or found, holds tip), else git is asked.
+func (o *Owner) cleanup(ctx context.Context, id, tip, base string, contained bool) error {
 	ctx = context.WithoutCancel(ctx)
 	// A folder that is no worktree (a killed add) fails the removal; the
 	// branch goes all the same (branch -D refuses one still checked out).
 	werr := o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
-	ok, err := o.Git.IsAncestor(ctx, tip, base)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return nil // not landed: the branch is kept
+	if !contained {
+		ok, err := o.Git.IsAncestor(ctx, tip, base)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil // not landed: the branch is kept
+		}
 	}
 	branch := o.Layout.Branch(id)
 	if cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch); err != nil || cur != tip {
@@ -610,12 +615,13 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string) error {
 	return nil
 }
 
-// cleanupLater runs cleanup in the background; Wait waits for it.
+// cleanupLater runs cleanup in the background for a phase whose tip the
+// caller knows base holds (it landed it); Wait waits for it.
 func (o *Owner) cleanupLater(ctx context.Context, id, tip, base string) {
 	o.cleaning.Add(1)
 	go func() {
 		defer o.cleaning.Done()
-		_ = o.cleanup(ctx, id, tip, base) // the end-of-run sweep tries again
+		_ = o.cleanup(ctx, id, tip, base, true) // the end-of-run sweep tries again
 	}()
 }
 
@@ -637,7 +643,7 @@ func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
 		if err != nil {
 			continue // gone already
 		}
-		if err := o.cleanup(ctx, id, tip, base); err != nil {
+		if err := o.cleanup(ctx, id, tip, base, false); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
 	}
@@ -687,7 +693,7 @@ func (o *Owner) CleanupMerged(ctx context.Context, rm *roadmap.Roadmap) {
 		if err != nil {
 			continue
 		}
-		_ = o.cleanup(ctx, n.ID, tip, base) // what is left is swept at the end
+		_ = o.cleanup(ctx, n.ID, tip, base, false) // what is left is swept at the end
 	}
 }
 
