@@ -292,3 +292,47 @@ func TestOutsideJournalFoldsToTheirStates(t *testing.T) {
 		t.Errorf("b waits on %q, want #3 (the issue to retry)", w)
 	}
 }
+
+// TestOutsideResumeTakesItsCounts: an outside node offered with Resume
+// (its driver was killed while it ran) gets its attempt counts back from
+// the journal, counted since it last ended: an earlier round that ended
+// blocked does not count.
+func TestOutsideResumeTakesItsCounts(t *testing.T) {
+	src := newSource()
+	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1}, src)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	jn, err := state.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jn.Close()
+	for _, r := range []state.Record{
+		// An earlier round: four attempts, then blocked.
+		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 4},
+		{Phase: "#1", Event: "fail", Role: Worker, Attempt: 4, Reason: ReasonNoDone},
+		{Phase: "#1", Event: "blocked", Reason: ReasonNoDone},
+		// This round, queued again: two attempts, the driver killed in
+		// the second.
+		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 1},
+		{Phase: "#1", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonNoDone},
+		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 2},
+	} {
+		if err := jn.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.s.jn = jn
+	n := issueNode(1)
+	n.Resume = true
+	src.ch <- []OutsideNode{n, issueNode(2)}
+	close(src.ch)
+	if _, err, evs := h.run(context.Background()); err != nil {
+		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
+	}
+	if js := h.runner.jobsOf("#1", Worker); len(js) != 1 || !js[0].Resume || js[0].Attempt != 3 {
+		t.Errorf("#1's jobs %+v, want one, resumed, attempt 3", js)
+	}
+	if js := h.runner.jobsOf("#2", Worker); len(js) != 1 || js[0].Resume || js[0].Attempt != 1 {
+		t.Errorf("#2's jobs %+v, want one, fresh, attempt 1", js)
+	}
+}
