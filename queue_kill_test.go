@@ -18,6 +18,9 @@ import (
 // resumes the issue at once, on its kept branch, instead of leaving it to
 // go stale for CLAIM_STALE_HOURS. The issue is merged exactly once, by
 // one pull request, in the one claim round the first run opened.
+//
+// It runs for queue --once and for run --issues --once (the issue a node
+// of the roadmap's scheduler).
 func TestQueueKillResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the driver against a fake GitHub")
@@ -27,11 +30,27 @@ func TestQueueKillResume(t *testing.T) {
 	}
 	t.Parallel()
 	bin := selfAs(t, "claudopilot")
+	t.Run("queue", func(t *testing.T) {
+		t.Parallel()
+		queueKillResume(t, bin, false)
+	})
+	t.Run("run-issues", func(t *testing.T) {
+		t.Parallel()
+		queueKillResume(t, bin, true)
+	})
+}
+
+func queueKillResume(t *testing.T, bin string, roadmap bool) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace")
 	env := crashEnv(dir, trace)
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", map[string]string{"README": "seed\n"})
+	files := map[string]string{"README": "seed\n"}
+	if roadmap {
+		files["roadmap/EXECUTION-MANIFEST.md"] = "# Kill\n\n1. [merged] **p0** — done before (deps: none)\n"
+		files["roadmap/p0.md"] = "# p0\n"
+	}
+	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", files)
 
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
@@ -60,8 +79,15 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 		t.Fatal(err)
 	}
 	run := func() (*exec.Cmd, *bytes.Buffer, chan error) {
-		cmd := exec.Command(bin, "queue", "--once", "--base", "main", "--agent", agent,
-			"--max-parallel", "1", "--poll-seconds", "1")
+		args := []string{"queue", "--once"}
+		if roadmap {
+			args = []string{"run", "--issues", "--once"}
+		}
+		args = append(args, "--base", "main", "--agent", agent, "--max-parallel", "1", "--poll-seconds", "1")
+		if roadmap {
+			args = append(args, "roadmap")
+		}
+		cmd := exec.Command(bin, args...)
 		cmd.Dir = work
 		cmd.Env = append(env, "GITHUB_TOKEN=tok-kill-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 			"AUTO_MERGE=1", "CHECKS_GRACE=0.2", "STARTED="+started, "RELEASE="+release)
