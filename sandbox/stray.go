@@ -35,6 +35,7 @@ type stamp struct {
 type Snapshot struct {
 	wt    string
 	start time.Time
+	dirs  []string         // the checkouts Begin looked at
 	files map[string]stamp // absolute path → stamp, for every file git status listed
 }
 
@@ -49,7 +50,8 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 	w.active[wt]++
 	w.mu.Unlock()
 	s := &Snapshot{wt: wt, start: time.Now(), files: map[string]stamp{}}
-	for _, dir := range watched(ctx, git, top, wt) {
+	s.dirs = watched(ctx, git, top, wt)
+	for _, dir := range s.dirs {
 		for _, p := range dirty(ctx, git, dir) {
 			s.files[p] = stampOf(p)
 		}
@@ -60,14 +62,16 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 // End names the files that appeared in git status, or changed, since Begin
 // (skip: paths the driver itself writes, like the manifest). Worktrees in
 // which another attempt ran meanwhile are left out: their own agent
-// changed them.
+// changed them. It looks at the checkouts Begin listed, without listing
+// them again: a worktree made since is made for an attempt of its own.
+// A worktree removed since reads as clean.
 func (w *Watch) End(ctx context.Context, git *worktree.Client, top string, s *Snapshot, skip ...string) []string {
 	var changed []string
 	skipped := map[string]bool{}
 	for _, p := range skip {
 		skipped[p] = true
 	}
-	for _, dir := range watched(ctx, git, top, s.wt) {
+	for _, dir := range s.dirs {
 		if dir != top && w.busy(dir, s.start) {
 			continue
 		}

@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/sandbox"
 )
 
 // One worker attempt that finishes and passes its gate runs at most
 // budget git processes of the driver's own (the agent's aside): the
 // worktree's admin folder and HEAD are read from their files, and the
-// done check reads both docs in one process (issue #17: git calls per
+// done check reads both docs in one process, and the watch for writes
+// outside the worktree lists the worktrees once (issue #17: git calls per
 // landed phase). Each check still runs; only its process goes.
 func TestRunGitCalls(t *testing.T) {
 	t.Parallel()
@@ -18,6 +21,7 @@ func TestRunGitCalls(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace")
 	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 	f.runner.Agent = f.agent(doneBody)
+	f.runner.Stray = &sandbox.Watch{} // as run sets it without the sandbox
 	o := f.run(job())
 	if !o.OK {
 		t.Fatalf("outcome %+v", o)
@@ -32,10 +36,11 @@ func TestRunGitCalls(t *testing.T) {
 			calls = append(calls, c)
 		}
 	}
-	// 12 of the driver's, 3 that `git worktree add` runs itself (branch,
-	// symbolic-ref, reset) and the new Client's one look-up of the
-	// common dir; 23 before.
-	const budget = 16
+	// 15 of the driver's (3 of them the watch's: a worktree list and a
+	// status of the base checkout before and after), 3 that `git worktree
+	// add` runs itself (branch, symbolic-ref, reset) and the new Client's
+	// one look-up of the common dir; 27 before.
+	const budget = 19
 	if len(calls) > budget {
 		t.Errorf("%d git processes for one attempt, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
 	}
