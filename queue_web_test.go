@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,14 +15,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/web"
 )
 
 // queue --listen without a roadmap serves the page and the API: the issue
-// is a node of /api/v1/state while its agent runs, and a drain posted to
-// the API reaches the queue's scheduler (the same control.json switches
-// as a run's): the issue's work still merges, then the queue ends, exit 0.
+// is a node of /api/v1/state while its agent runs (and, with chromium, a
+// running node of the page's graph and a row of its table), and a drain
+// (the page's button; the API's without chromium) reaches the queue's
+// scheduler through the same control.json switches as a run's: the
+// issue's work still merges, then the queue ends, exit 0.
 func TestQueueListenServesIssues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
@@ -78,11 +82,11 @@ git add -A && git commit -qm "issue work"
 		}
 	})
 	sc := bufio.NewScanner(stderr)
-	addr := ""
+	addr, login := "", ""
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
-		if m := regexp.MustCompile(`web page: http://(\S+)/login\?code=\S+`).FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
+		if m := regexp.MustCompile(`web page: (http://(\S+)/login\?code=\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			login, addr = m[1], m[2]
 			break
 		}
 	}
@@ -147,7 +151,41 @@ git add -A && git commit -qm "issue work"
 	if p := issue(st); !p.Outside || p.State != "running" || p.Attempts != 1 || len(st.Running) != 1 || st.Running[0] != "#1" {
 		t.Errorf("#1 in the state: %+v, running %v", p, st.Running)
 	}
-	if resp := call("POST", "/api/v1/actions", `{"action":"drain"}`); resp.StatusCode != http.StatusOK {
+	if browser := findChromium(); browser != "" {
+		// The page shows the issue in the graph and the table, and its
+		// Drain button reaches the queue.
+		actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(420, 900))...)
+		defer acancel()
+		bctx, bcancel := chromedp.NewContext(actx)
+		defer bcancel()
+		for i, step := range []struct {
+			what string
+			act  chromedp.Action[chromedp.Void]
+		}{
+			{"open the login URL", chromedp.Navigate(login)},
+			{"#1 is a running node of the graph", chromedp.WaitVisible(chromedp.CSS(`g.node[data-id="#1"][data-state="running"]`))},
+			{"#1 is a row of the table", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="#1"] td.state.running`))},
+			{"click Drain (and say yes)", clickYes("#btn-drain")},
+		} {
+			sctx, scancel := bctx, context.CancelFunc(func() {})
+			if i > 0 { // the first Run starts the browser: no timeout of its own
+				sctx, scancel = context.WithTimeout(bctx, 90*time.Second) // an upper bound
+			}
+			_, err := chromedp.Run(sctx, step.act)
+			scancel()
+			if err != nil {
+				png, _ := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+				os.WriteFile(filepath.Join(dir, "failed.png"), png, 0o644)
+				t.Fatalf("page: %s: %v\n%s", step.what, err, out.String())
+			}
+			t.Logf("ok: %s", step.what)
+		}
+		if p := os.Getenv("CLAUDOPILOT_SCREENSHOT"); p != "" {
+			png, _ := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+			os.WriteFile(p, png, 0o644)
+		}
+	} else if resp := call("POST", "/api/v1/actions", `{"action":"drain"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("drain: %s", resp.Status)
 	}
 	waitState("draining", func(st web.State) bool { return st.Draining })
@@ -167,5 +205,17 @@ git add -A && git commit -qm "issue work"
 	}
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed by its merged pull request\n%s", is, out.String())
+	}
+}
+
+// clickYes clicks the element sel finds, answering yes to the confirm()
+// it asks (the Drain button's).
+func clickYes(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.WaitVisible(chromedp.CSS(sel))(ctx, t); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { window.confirm = () => true; document.querySelector(%q).click(); return true; })()`, sel))(ctx, t)
+		return chromedp.Void{}, err
 	}
 }
