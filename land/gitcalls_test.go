@@ -48,3 +48,21 @@ func TestMergeGitCalls(t *testing.T) {
 		t.Errorf("%d git processes for one landing, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
 	}
 }
+
+// The end-of-run sweep of landed phases lists the phase branches once,
+// instead of looking each landed phase's branch up: with every branch
+// gone already (their cleanups ran), it is one git process for any
+// number of phases (it was one per phase, plus a read of the base).
+func TestCleanupLandedGitCalls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.owner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	ids := []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10"}
+	if err := f.owner.CleanupLanded(f.ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	if calls := gitCalls(t, trace); len(calls) > 1 {
+		t.Errorf("%d git processes for a sweep with nothing left, want 1:\n%s", len(calls), strings.Join(calls, "\n"))
+	}
+}

@@ -633,15 +633,30 @@ func (o *Owner) Wait() { o.cleaning.Wait() }
 // ids that still has them, when the base contains the branch's tip (as
 // cleanup does). It runs synchronously, after Wait, at the end of a run.
 func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
-	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
+	if len(ids) == 0 {
+		return nil
+	}
+	// One listing of the phase branches, not a look-up per landed phase:
+	// most are gone already (their cleanup ran after their merge).
+	left, err := o.Git.BranchTips(ctx, manifest.BranchPrefix)
 	if err != nil {
 		return err
 	}
+	tips := make(map[string]string, len(left))
+	for _, b := range left {
+		tips[b.Name] = b.Tip
+	}
+	var base string
 	var errs []error
 	for _, id := range ids {
-		tip, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(id))
-		if err != nil {
+		tip, ok := tips[o.Layout.Branch(id)]
+		if !ok {
 			continue // gone already
+		}
+		if base == "" {
+			if base, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base); err != nil {
+				return err
+			}
 		}
 		if err := o.cleanup(ctx, id, tip, base, false); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
@@ -681,20 +696,13 @@ func samePath(a, b string) bool {
 // deleted.
 func (o *Owner) CleanupMerged(ctx context.Context, rm *roadmap.Roadmap) {
 	_ = o.Git.Prune(ctx)
-	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
-	if err != nil {
-		return
-	}
+	var ids []string
 	for _, n := range rm.Nodes {
-		if n.State != manifest.Merged {
-			continue
+		if n.State == manifest.Merged {
+			ids = append(ids, n.ID)
 		}
-		tip, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Branch(n.ID))
-		if err != nil {
-			continue
-		}
-		_ = o.cleanup(ctx, n.ID, tip, base, false) // what is left is swept at the end
 	}
+	_ = o.CleanupLanded(ctx, ids) // what is left is swept at the end
 }
 
 // lockfileCmds regenerate each kind of lockfile from its manifest.
