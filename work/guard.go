@@ -226,7 +226,7 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	// A merge of the base that still has conflicts must not be concluded:
 	// committing it would put the markers on the branch, and from there on
 	// the base. Abort it; the next supervisor merges again.
-	if r.Git.MergeInProgress(ctx, wt) {
+	if r.Git.MergeInProgressIn(ctx, wt, gd) {
 		if paths, err := r.unmerged(ctx, wt); err == nil && len(paths) > 0 {
 			if err := r.Git.MergeAbort(ctx, wt); err != nil {
 				return fmt.Errorf("abort the unfinished merge in %s: %w", wt, err)
@@ -281,7 +281,9 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if len(marked) > 0 {
 		noteInLog(r.Layout.LogPath(j.ID, string(j.Role), j.Attempt), "claudopilot: left uncommitted, conflict markers: "+strings.Join(marked, ", "))
 	}
-	if !r.Git.HasStaged(ctx, wt) {
+	// With nothing unstaged since, the list above says whether anything
+	// is staged; after an unstage git is asked.
+	if len(keepOut) == 0 && len(staged) == 0 || len(keepOut) > 0 && !r.Git.HasStaged(ctx, wt) {
 		return nil
 	}
 	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,17 @@ func (c *Client) HeadRef(ctx context.Context, dir string) (string, error) {
 func (c *Client) MergeInProgress(ctx context.Context, dir string) bool {
 	_, err := c.GitIn(ctx, dir, "rev-parse", "-q", "--verify", "MERGE_HEAD")
 	return err == nil
+}
+
+// MergeInProgressIn is MergeInProgress for a worktree whose admin folder
+// gitDir the caller has checked: without a MERGE_HEAD file there (git
+// writes it as a file whatever its ref storage) no merge is under way,
+// and no git process is needed to say so; with one, git is asked.
+func (c *Client) MergeInProgressIn(ctx context.Context, dir, gitDir string) bool {
+	if _, err := os.Lstat(filepath.Join(gitDir, "MERGE_HEAD")); errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return c.MergeInProgress(ctx, dir)
 }
 
 // MergeInto merges ref into the branch checked out in dir (a merge commit
