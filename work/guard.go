@@ -76,6 +76,24 @@ func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, er
 	if !samePath(link, filepath.Join(wt, ".git")) {
 		return "", fmt.Errorf("git in the worktree %s works on %s, which belongs to %s", wt, gd, filepath.Dir(link))
 	}
+	// What git checks of an admin folder before it works on it (and what
+	// a `git worktree add` cut off by a kill leaves missing or empty): a
+	// commondir naming the repository, and a HEAD. Such a worktree is
+	// not usable, and is set aside and made again.
+	cd, err := os.ReadFile(filepath.Join(gd, "commondir"))
+	if err != nil {
+		return "", fmt.Errorf("the worktree %s: %w", wt, err)
+	}
+	cdp := strings.TrimSpace(string(cd))
+	if cdp != "" && !filepath.IsAbs(cdp) {
+		cdp = filepath.Join(gd, cdp)
+	}
+	if cdp == "" || !samePath(cdp, common) {
+		return "", fmt.Errorf("the worktree %s: its admin folder %s names no repository, or another (commondir %q)", wt, gd, strings.TrimSpace(string(cd)))
+	}
+	if head, err := os.ReadFile(filepath.Join(gd, "HEAD")); err != nil || len(bytes.TrimSpace(head)) == 0 {
+		return "", fmt.Errorf("the worktree %s: its admin folder %s has no HEAD", wt, gd)
+	}
 	return gd, nil
 }
 

@@ -185,6 +185,31 @@ func TestOwnGitDir(t *testing.T) {
 	if _, err := work.OwnGitDir(f.ctx, f.git, f.top); err == nil {
 		t.Error("the main checkout passed")
 	}
+	// A `git worktree add` killed half-way leaves an empty commondir,
+	// which git refuses to work on.
+	gd, err := work.OwnGitDir(f.ctx, f.git, f.wt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := os.ReadFile(filepath.Join(gd, "commondir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gd, "commondir"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.OwnGitDir(f.ctx, f.git, f.wt()); err == nil {
+		t.Error("a worktree whose admin folder has an empty commondir passed")
+	}
+	if err := os.WriteFile(filepath.Join(gd, "commondir"), cd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gd, "HEAD"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := work.OwnGitDir(f.ctx, f.git, f.wt()); err == nil {
+		t.Error("a worktree whose admin folder has an empty HEAD passed")
+	}
 	os.Remove(filepath.Join(f.wt(), ".git"))
 	if _, err := work.OwnGitDir(f.ctx, f.git, f.wt()); err == nil {
 		t.Error("a worktree without its .git passed")
