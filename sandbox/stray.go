@@ -64,7 +64,7 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 // which another attempt ran meanwhile are left out: their own agent
 // changed them. It looks at the checkouts Begin listed, without listing
 // them again: a worktree made since is made for an attempt of its own.
-// A worktree removed since reads as clean.
+// One removed since is left out, as git would no longer list it.
 func (w *Watch) End(ctx context.Context, git *worktree.Client, top string, s *Snapshot, skip ...string) []string {
 	var changed []string
 	skipped := map[string]bool{}
@@ -73,6 +73,12 @@ func (w *Watch) End(ctx context.Context, git *worktree.Client, top string, s *Sn
 	}
 	for _, dir := range s.dirs {
 		if dir != top && w.busy(dir, s.start) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); dir != top && err != nil {
+			// Removed since Begin (a landed phase's, whose removal was
+			// under way): git would no longer list it, and a status
+			// there can only fail.
 			continue
 		}
 		for _, p := range dirty(ctx, git, dir) {

@@ -1,6 +1,7 @@
 package work_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +56,36 @@ func TestRunNoStrayWarningForAWellBehavedAgent(t *testing.T) {
 	o := f.run(job())
 	if !o.OK || len(o.Warnings) != 0 {
 		t.Fatalf("outcome %+v, warnings %q", o, o.Warnings)
+	}
+}
+
+// A worktree removed while the attempt ran (a landed phase's, whose
+// removal runs in the background) is not looked at when the attempt ends:
+// git no longer lists it, and a status there fails, or reads the base
+// checkout's repository from a folder left behind.
+func TestStrayWatchSkipsARemovedWorktree(t *testing.T) {
+	f := newFixture(t)
+	other := filepath.Join(f.top, ".claudopilot", "worktrees", "p2")
+	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p2", other, "main")
+	// An empty folder left, as a removal under way leaves it: git run
+	// there would find the base checkout's repository instead.
+	f.runner.Agent = f.agent(`git -C "$TOP" worktree remove --force "$OTHER" && mkdir "$OTHER" || exit 30
+` + doneBody)
+	f.runner.Env = append(f.runner.Env, "TOP="+f.top, "OTHER="+other)
+	f.runner.Stray = &sandbox.Watch{}
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	o := f.run(job())
+	if !o.OK || len(o.Warnings) != 0 {
+		t.Fatalf("outcome %+v, warnings %q", o, o.Warnings)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The base checkout at the start and the end, p2 at the start only;
+	// the attempt's own status of its worktree (the start note).
+	if n := strings.Count(string(b), "trace: built-in: git status"); n != 4 {
+		t.Errorf("%d git status, want 4:\n%s", n, b)
 	}
 }
