@@ -1101,7 +1101,16 @@ func (s *Scheduler) finish() (Summary, error) {
 		s.emit(Event{Kind: EvEnd, Detail: s.halt.Error()})
 		return sum, s.halt
 	case s.draining && s.halt == nil:
-		s.emit(Event{Kind: EvEnd, Detail: fmt.Sprintf("drained: %d merged, %d not merged", len(m.Phases)-unmerged-blocked, unmerged+blocked)})
+		merged, not := len(m.Phases)-unmerged-blocked, unmerged+blocked
+		for _, p := range s.phases {
+			// The issues of a queue count too (their states are the loop's).
+			if p.n.Outside && p.state == manifest.Merged {
+				merged++
+			} else if p.n.Outside {
+				not++
+			}
+		}
+		s.emit(Event{Kind: EvEnd, Detail: fmt.Sprintf("drained: %d merged, %d not merged", merged, not)})
 		return sum, nil
 	case s.budgetHit && unmerged+blocked > 0:
 		s.emit(Event{Kind: EvEnd, Detail: "run budget reached"})

@@ -336,3 +336,27 @@ func TestOutsideResumeTakesItsCounts(t *testing.T) {
 		t.Errorf("#2's jobs %+v, want one, fresh, attempt 1", js)
 	}
 }
+
+// A drained queue's end line counts its issues: a merged one is merged,
+// one not started is not.
+func TestOutsideDrainCountsIssues(t *testing.T) {
+	controls := make(chan Control)
+	src := newSource()
+	hold := make(chan struct{})
+	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1, Controls: controls}, src)
+	h.runner.on("#1", Worker, step{OK: true, Wait: true, Hold: hold})
+	h.runner.entered = make(chan Job, 2)
+	src.ch <- []OutsideNode{issueNode(1), issueNode(2)}
+	ch := h.start(context.Background())
+	<-h.runner.entered
+	controls <- Control{Drain: true}
+	h.ev.wait(t, "drain", isEv(EvDrain, ""))
+	close(hold)
+	_, err, evs := h.await(ch)
+	if err != nil {
+		t.Fatalf("drain ended with %v", err)
+	}
+	if end := evs[len(evs)-1]; end.Kind != EvEnd || end.Detail != "drained: 2 merged, 1 not merged" {
+		t.Errorf("end %q, want a and #1 merged, #2 not", end.Detail)
+	}
+}
