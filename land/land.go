@@ -392,7 +392,9 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 // index).
 func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.IndexLock, dir, base, commit string, keep []string) (out scheduler.MergeOutcome, again, moved bool) {
 	out.ID = j.ID
-	blocking, err := o.Git.WouldOverwrite(ctx, dir, base, commit)
+	// The difference of the two commits is read once, for this check and
+	// for the move below.
+	blocking, diff, err := o.Git.WouldOverwriteDiff(ctx, dir, base, commit)
 	if err != nil {
 		out.Err = err
 		return out, false, false
@@ -426,7 +428,7 @@ func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.I
 	// The live manifest is never written by git: a human may be saving it
 	// right now. Its index entry moves; its bytes get the one-token flip,
 	// through the re-reading writer.
-	if err := lock.Advance(ctx, base, commit, keep); err != nil {
+	if err := lock.AdvanceDiff(ctx, base, commit, keep, diff); err != nil {
 		// The base has moved and is correct; only the checkout lags,
 		// and advance.json says so until the move is finished.
 		out.Detail = "the base checkout was not brought forward yet (finished before the next merge, or by the next run): " + err.Error()

@@ -26,10 +26,48 @@ import (
 // AdvanceCheckout's skip; filter those out yourself. Empty means the
 // advance clobbers nothing (barring concurrent changes).
 func (c *Client) WouldOverwrite(ctx context.Context, dir, oldSHA, newSHA string) ([]string, error) {
-	changed, err := c.DiffNames(ctx, oldSHA, newSHA)
+	hits, _, err := c.WouldOverwriteDiff(ctx, dir, oldSHA, newSHA)
+	return hits, err
+}
+
+// TreeDiff is the difference between two commits as the checkout's move
+// reads it (diff-tree --raw), read once by WouldOverwriteDiff and handed
+// to IndexLock.AdvanceDiff: two commits' difference cannot change.
+type TreeDiff struct {
+	old, new string
+	fields   []string // NUL-separated diff-tree -z --raw output
+}
+
+// treeDiff reads the raw difference between two commits.
+func (c *Client) treeDiff(ctx context.Context, oldSHA, newSHA string) (*TreeDiff, error) {
+	out, err := c.run(ctx, "", nil, nil, "diff-tree", "-r", "--no-renames", "--raw", "-z", "--end-of-options", oldSHA, newSHA)
 	if err != nil {
-		return nil, fmt.Errorf("would overwrite: %w", err)
+		return nil, err
 	}
+	return &TreeDiff{old: oldSHA, new: newSHA, fields: splitNUL(out)}, nil
+}
+
+// paths lists the changed paths.
+func (d *TreeDiff) paths() []string {
+	var ps []string
+	for i := 0; i+1 < len(d.fields); i += 2 {
+		ps = append(ps, d.fields[i+1])
+	}
+	return ps
+}
+
+// WouldOverwriteDiff is WouldOverwrite that also returns the difference it
+// read, for IndexLock.AdvanceDiff.
+func (c *Client) WouldOverwriteDiff(ctx context.Context, dir, oldSHA, newSHA string) ([]string, *TreeDiff, error) {
+	d, err := c.treeDiff(ctx, oldSHA, newSHA)
+	if err != nil {
+		return nil, nil, fmt.Errorf("would overwrite: diff %s %s: %w", oldSHA, newSHA, err)
+	}
+	hits, err := c.wouldOverwrite(ctx, dir, oldSHA, d.paths())
+	return hits, d, err
+}
+
+func (c *Client) wouldOverwrite(ctx context.Context, dir, oldSHA string, changed []string) ([]string, error) {
 	if len(changed) == 0 {
 		return nil, nil
 	}
@@ -122,7 +160,7 @@ func short(sha string) string {
 // this never needs to reset the skip files, so no edit to them can fall in
 // a window where git has put the committed version on disk.
 func (c *Client) AdvanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip []string) error {
-	if err := c.advanceCheckout(ctx, dir, oldSHA, newSHA, skip, nil); err != nil {
+	if err := c.advanceCheckout(ctx, dir, oldSHA, newSHA, skip, nil, nil); err != nil {
 		return fmt.Errorf("advance checkout %s %s..%s: %w", c.abs(dir), short(oldSHA), short(newSHA), err)
 	}
 	return nil
@@ -130,14 +168,18 @@ func (c *Client) AdvanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 
 // env is added to every git command that reads or writes the index (a
 // GIT_INDEX_FILE, under IndexLock).
-func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip, env []string) error {
+// d, when it is the difference of oldSHA and newSHA, is used instead of
+// reading it again.
+func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string, skip, env []string, d *TreeDiff) error {
 	// The raw format: each changed path with its new mode and blob, so
 	// the skip files' index entries need no ls-tree of their own.
-	out, err := c.run(ctx, dir, nil, nil, "diff-tree", "-r", "--no-renames", "--raw", "-z", oldSHA, newSHA)
-	if err != nil {
-		return err
+	if d == nil || d.old != oldSHA || d.new != newSHA {
+		var err error
+		if d, err = c.treeDiff(ctx, oldSHA, newSHA); err != nil {
+			return err
+		}
 	}
-	fields := splitNUL(out)
+	fields := d.fields
 	skipSet := make(map[string]bool, len(skip))
 	for _, p := range skip {
 		skipSet[p] = true

@@ -82,6 +82,12 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 // Advance is AdvanceCheckout under the lock: the files on disk move at
 // once, the index moves at Release.
 func (l *IndexLock) Advance(ctx context.Context, oldSHA, newSHA string, skip []string) error {
+	return l.AdvanceDiff(ctx, oldSHA, newSHA, skip, nil)
+}
+
+// AdvanceDiff is Advance with the difference of the two commits already
+// read (WouldOverwriteDiff); nil reads it.
+func (l *IndexLock) AdvanceDiff(ctx context.Context, oldSHA, newSHA string, skip []string, d *TreeDiff) error {
 	// A git of a killed driver, working on the private copy, leaves its
 	// lock behind, and every later move would fail on it. Holding
 	// index.lock, and with the driver lock keeping other drivers out,
@@ -92,7 +98,7 @@ func (l *IndexLock) Advance(ctx context.Context, oldSHA, newSHA string, skip []s
 	if err := copyFile(l.index, l.tmp); err != nil {
 		return fmt.Errorf("advance checkout %s: copy the index: %w", l.c.abs(l.dir), err)
 	}
-	if err := l.c.advanceCheckout(ctx, l.dir, oldSHA, newSHA, skip, []string{"GIT_INDEX_FILE=" + l.tmp}); err != nil {
+	if err := l.c.advanceCheckout(ctx, l.dir, oldSHA, newSHA, skip, []string{"GIT_INDEX_FILE=" + l.tmp}, d); err != nil {
 		return fmt.Errorf("advance checkout %s %s..%s: %w", l.c.abs(l.dir), short(oldSHA), short(newSHA), err)
 	}
 	l.moved = true
