@@ -700,5 +700,3 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 
 // rel names a path from the current folder.
 func (d *doctorState) rel(p string) string { return relTo(d.a.cwd, p) }
-
-func joinLines(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

@@ -219,10 +219,6 @@ func (p *progress) draw() {
 	io.WriteString(p.s.Err, b.String())
 }
 
-func colorState(on bool, s string) string {
-	return colorOnly(on, fmt.Sprintf("%-8s", s))
-}
-
 // colorOnly colours a state's text (which may carry padding) when on.
 func colorOnly(on bool, text string) string {
 	code := map[string]string{"merged": "32", "running": "36", "failed": "31", "blocked": "33", "stopped": "33"}[strings.TrimSpace(text)]

@@ -41,7 +41,7 @@ func TestCooldownRelaunchCarriesSession(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.runner.on("a", Worker, step{Cooldown: 1, Usage: cost(0.01, "sess-a")})
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	js := h.runner.jobsOf("a", Worker)
@@ -56,7 +56,7 @@ func TestRunBudgetEndsWithRepairDue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, RunMaxCost: 1})
 	h.runner.on("a", Worker, step{Reason: ReasonExit, Usage: cost(1.5, "")})
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrBudget)
 	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs after the budget was reached", n)
@@ -77,7 +77,7 @@ func TestDrain(t *testing.T) {
 	controls <- Control{Drain: true}
 	h.ev.wait(t, "drain", isEv(EvDrain, ""))
 	close(hold)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("drain ended with %v", err)
 	}

@@ -43,7 +43,7 @@ func TestJournalSyncsPerLanding(t *testing.T) {
 	h.jn = openJournal(t)
 	h.build()
 	noteUnsyncedMerges(t, h)
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if h.jn.Unsynced() {
@@ -92,7 +92,7 @@ func TestJournalSyncsOncePerTrain(t *testing.T) {
 		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == Worker })
 	}
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged, "d": manifest.Merged})
@@ -128,7 +128,7 @@ func TestJournalSyncedBeforeTheEnd(t *testing.T) {
 			unsynced = h.jn.Unsynced()
 		}
 	}
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantHalt(t, err)
 	if unsynced {
 		t.Errorf("the end was told with records not on disk")

@@ -86,7 +86,7 @@ func TestEditRetriesParkedPhase(t *testing.T) {
 	h.humanEdit(edits, "[blocked] **a**", "[pending] **a**")
 	h.ev.wait(t, "merge of b", isEv(EvMerged, "b"))
 	close(releaseC)
-	sum, err, evs := h.await(ch)
+	sum, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestEditLiftsHalt(t *testing.T) {
 	h.humanEdit(edits, "[failed] **a**", "[pending] **a**")
 	h.ev.wait(t, "merge of d", isEv(EvMerged, "d"))
 	close(releaseC)
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v (the halt should have been lifted)", err)
 	}
@@ -146,7 +146,7 @@ func TestEditInvalidIgnored(t *testing.T) {
 		t.Errorf("warning %q does not say what is wrong", w.Detail)
 	}
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -170,7 +170,7 @@ func TestEditKeepsDriverStateForRunningPhase(t *testing.T) {
 		t.Errorf("store has a [%s], want the driver's [running] back", st)
 	}
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if n := h.runner.callsOf("a"); n != 1 {
@@ -190,7 +190,7 @@ func TestEditRemovesCheckpoint(t *testing.T) {
 	h.humanEdit(edits, "<!-- LOOP-CHECKPOINT: look -->\n\n", "")
 	h.ev.wait(t, "launch of two", isEv(EvLaunch, "two"))
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	h.store.wantStates(t, allMerged("one", "two"))
@@ -209,7 +209,7 @@ func TestEditAddsPhase(t *testing.T) {
 	h.humanEdit(edits, "a (deps: none)\n", "a (deps: none)\n2. [pending] **n** — new (deps: none)\n")
 	h.ev.wait(t, "merge of n", isEv(EvMerged, "n"))
 	close(release)
-	sum, err, _ := h.await(ch)
+	sum, _, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -248,7 +248,7 @@ func TestOverlappingScopesSerialized(t *testing.T) {
 		t.Errorf("first launches %v, want a, c, d (b overlaps a)", first)
 	}
 	close(release)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -285,7 +285,7 @@ func TestEditDoesNotUndoDeferredWrites(t *testing.T) {
 	broken.Store(false)
 	h.humanEdit(edits, "## Phases", "## Phases\n\nA note.")
 	close(releaseC)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	wantErrIs(t, err, ErrParked)
 	for _, e := range evs {
 		if e.Kind == EvEdit && strings.Contains(e.Detail, "retry") {
@@ -318,7 +318,7 @@ func TestEditReadsTheStore(t *testing.T) {
 	h.humanEdit(edits, "a (deps: none)\n", "a (deps: none)\n2. [pending] **n** — new (deps: none)\n")
 	h.ev.wait(t, "merge of n", isEv(EvMerged, "n"))
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	h.store.wantStates(t, allMerged("a", "n"))
@@ -356,7 +356,7 @@ func TestEditDuringCheckoutAdvanceAppliesAfterMerge(t *testing.T) {
 	ch := h.start(context.Background())
 	h.ev.wait(t, "b parked", isEv(EvBlocked, "b"))
 	close(releaseC)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v (b should have been retried)", err)
 	}

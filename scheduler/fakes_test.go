@@ -683,14 +683,14 @@ func (h *harness) start(ctx context.Context) <-chan runResult {
 
 // await waits for a started run to end, then stops event collection and
 // checks the fakes' invariants.
-func (h *harness) await(ch <-chan runResult) (Summary, error, []Event) {
+func (h *harness) await(ch <-chan runResult) (Summary, []Event, error) {
 	h.t.Helper()
 	select {
 	case r := <-ch:
 		evs := h.ev.close()
 		h.runner.check(h.t)
 		h.merger.check(h.t)
-		return r.sum, r.err, evs
+		return r.sum, evs, r.err
 	case <-time.After(hangTimeout):
 		h.t.Fatalf("Run did not return within %v; events:\n%s", hangTimeout, fmtEvents(h.ev.all()))
 		return Summary{}, nil, nil
@@ -698,7 +698,7 @@ func (h *harness) await(ch <-chan runResult) (Summary, error, []Event) {
 }
 
 // run runs the scheduler to the end.
-func (h *harness) run(ctx context.Context) (Summary, error, []Event) {
+func (h *harness) run(ctx context.Context) (Summary, []Event, error) {
 	h.t.Helper()
 	return h.await(h.start(ctx))
 }

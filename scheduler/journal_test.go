@@ -64,7 +64,7 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	ch := h1.start(ctx)
 	h1.ev.wait(t, "second worker launch", isLaunch("a", Worker, 2))
 	cancel()
-	_, err, _ := h1.await(ch)
+	_, _, err := h1.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if st := h1.store.state(t, "a"); st != manifest.Running {
 		t.Fatalf("a is [%s] after the interrupt, want [running]", st)
@@ -74,7 +74,7 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	h2 := newHarness(t, h1.store.text(), cfg)
 	h2.jn = reopen(t, h1.jn)
 	h2.runner.on("a", Worker, fail(ReasonGate))
-	sum, err, _ := h2.run(context.Background())
+	sum, _, err := h2.run(context.Background())
 	if err != nil {
 		t.Fatalf("second Run: %v", err)
 	}
@@ -114,14 +114,14 @@ func TestResumeFoundDoneIsNoAttempt(t *testing.T) {
 	h1.ev.wait(t, "a's worker", isLaunch("a", Worker, 1))
 	h1.ev.wait(t, "b's worker", isLaunch("b", Worker, 1))
 	cancel()
-	_, err, _ := h1.await(ch)
+	_, _, err := h1.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 
 	h2 := newHarness(t, h1.store.text(), cfg)
 	h2.jn = reopen(t, h1.jn)
 	h2.runner.on("a", Worker, step{OK: true, Found: true})
 	h2.runner.on("b", Worker, step{OK: true, Found: true})
-	sum, err, _ := h2.run(context.Background())
+	sum, _, err := h2.run(context.Background())
 	if err != nil {
 		t.Fatalf("second Run: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestRestoreResumesSupervisorAfterFail(t *testing.T) {
 		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
 		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate, Detail: "red"},
 	)
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	jobs := h.runner.allJobs()
@@ -176,7 +176,7 @@ func TestRestoreExhaustedSupervisor(t *testing.T) {
 		state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
 	)
 	h.runner.on("a", Worker, fail(ReasonGate))
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantHalt(t, err)
 	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs beyond the limit", n)
@@ -205,7 +205,7 @@ func TestRestoreRetryAfterFlip(t *testing.T) {
 				state.Record{Phase: "b", Event: "blocked", WaitsOn: "a"},
 			)
 			h.runner.on("a", Worker, fail(ReasonGate))
-			sum, err, _ := h.run(context.Background())
+			sum, _, err := h.run(context.Background())
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -246,7 +246,7 @@ func TestRestoredCooldownDelaysResume(t *testing.T) {
 		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
 		state.Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
 	)
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -271,7 +271,7 @@ func TestRestoreSkipsMerged(t *testing.T) {
 		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
 		state.Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1},
 	)
-	sum, err, _ := h.run(context.Background())
+	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -301,7 +301,7 @@ func TestRestoreJournalReadError(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.jn = jn
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err == nil {
 		t.Fatal("Run succeeded with an unreadable journal")
 	}
@@ -321,7 +321,7 @@ func TestResumeUnfinishedMergeGoesToSupervisor(t *testing.T) {
 	appendAll(t, h.jn, state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1})
 	h.runner.on("a", Worker, step{Reason: ReasonConflict, Detail: "conflicts with main: x", Found: true})
 	h.runner.on("a", Supervisor, step{OK: true})
-	sum, err, _ := h.run(context.Background())
+	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

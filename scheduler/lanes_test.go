@@ -35,7 +35,7 @@ func TestLanesSplitByAnnotationAndFreeSlot(t *testing.T) {
 		lanes[j.ID] = j
 	}
 	close(hold)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	if j := lanes["pinned"]; j.Lane != "codex" || j.Cmd != "codex exec" {
@@ -61,7 +61,7 @@ func TestLaneFallbackOnRateLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)"), Config{Lanes: twoLanes(1, 1), MaxSupervisorAttempts: 1})
 	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
-	sum, err, _ := h.run(context.Background())
+	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLanePinnedWaitsForItsLane(t *testing.T) {
 	h.ev.wait(t, "cooldown", isEv(EvCooldown, "a"))
 	h.ev.wait(t, "merge of b", isEv(EvMerged, "b"))
 	cancel()
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if js := h.runner.jobsOf("a", Worker); len(js) != 1 {
 		t.Errorf("a ran %d times during its lane's cooldown", len(js))
@@ -131,7 +131,7 @@ func TestPauseResumeAndSlots(t *testing.T) {
 	<-h.runner.entered
 	<-h.runner.entered
 	close(holdBC)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	if h.runner.peakSeen() != 2 {
@@ -149,7 +149,7 @@ func TestStartPausedWaits(t *testing.T) {
 	// The loop takes the control only once it is waiting in select, so
 	// the send itself shows the run did not end while paused.
 	controls <- Control{Pause: &no}
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	if h.runner.callsOf("a") != 1 {
@@ -165,7 +165,7 @@ func TestGateStateReported(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1,
 		GateState: func(red bool) { got = append(got, red) }})
 	h.merger.on("a", mstep{Reason: ReasonGate, Detail: "red"})
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || !got[0] || got[1] {

@@ -48,7 +48,7 @@ func TestDiamondAllMerged(t *testing.T) {
 	ch := h.start(context.Background())
 	h.ev.wait(t, "exit of phase-03", isEv(EvExit, "phase-03"))
 	close(hold02)
-	sum, err, _ := h.await(ch)
+	sum, _, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestJobCarriesPhaseFields(t *testing.T) {
 	)
 	h := newHarness(t, text, Config{MaxParallel: 2, Gate: "make all"})
 	h.rm = parseRoadmap(t, text, "a-thing.md", "DONE_b.md", "EXECUTION-MANIFEST.md")
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	a := h.runner.jobsOf("a", Worker)[0]
@@ -144,7 +144,7 @@ func TestMaxParallelRespectedAndReached(t *testing.T) {
 		t.Errorf("%d agents running while 3 hold, want 3", cur)
 	}
 	close(release)
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestMaxParallelZeroMeansOne(t *testing.T) {
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 0})
 	h.runner.maxParallel = 1
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if peak := h.runner.peakSeen(); peak != 1 {
@@ -233,7 +233,7 @@ func TestCriticalPathFirst(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, manifestOf(c.lines...), Config{MaxParallel: 1, FileOrder: c.fileOrder})
-			if _, err, _ := h.run(context.Background()); err != nil {
+			if _, _, err := h.run(context.Background()); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			jobs := h.runner.allJobs()
@@ -264,7 +264,7 @@ func TestHaltStopsLaunchesRunningPhaseFinishes(t *testing.T) {
 	ch := h.start(context.Background())
 	h.ev.wait(t, "halt", isEv(EvHalt, "a"))
 	close(releaseB)
-	sum, err, evs := h.await(ch)
+	sum, evs, err := h.await(ch)
 
 	he := wantHalt(t, err)
 	if he.ID != "a" || he.Reason != ReasonExit || he.LogPath != "/logs/a.log" {
@@ -323,7 +323,7 @@ func TestSupervisorRepairs(t *testing.T) {
 			for i := 0; i < c.superFail; i++ {
 				h.runner.on("a", Supervisor, step{Reason: ReasonGate, Detail: "still red", Log: "/logs/a/s.log"})
 			}
-			sum, err, evs := h.run(context.Background())
+			sum, evs, err := h.run(context.Background())
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -382,7 +382,7 @@ func TestSupervisorHandsBackToWorker(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
 	h.runner.on("a", Worker, fail(ReasonGate), okStep)
 	h.runner.on("a", Supervisor, fail(ReasonNoDone))
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	w := h.runner.jobsOf("a", Worker)
@@ -407,7 +407,7 @@ func TestSupervisorExhaustedHalts(t *testing.T) {
 			), Config{MaxParallel: 2, MaxSupervisorAttempts: 2})
 			h.runner.on("a", Worker, fail(ReasonGate), fail(ReasonTimeout))
 			h.runner.on("a", Supervisor, fail(ReasonExit), step{Reason: last, Detail: "last", Log: "/logs/last"})
-			_, err, evs := h.run(context.Background())
+			_, evs, err := h.run(context.Background())
 			he := wantHalt(t, err)
 			if he.ID != "a" || he.Reason != last || he.LogPath != "/logs/last" {
 				t.Errorf("HaltError = %+v, want a/%s", he, last)
@@ -443,7 +443,7 @@ func TestKeepGoingParks(t *testing.T) {
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 2, KeepGoing: true})
 	h.runner.on("a", Worker, fail(ReasonGate), fail(ReasonGate))
 	h.runner.on("a", Supervisor, fail(ReasonExit), fail(ReasonNoDone))
-	sum, err, evs := h.run(context.Background())
+	sum, evs, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	var he *HaltError
 	if errors.As(err, &he) {
@@ -483,7 +483,7 @@ func TestKeepGoingNoSupervisor(t *testing.T) {
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 1, KeepGoing: true})
 	h.runner.on("a", Worker, fail(ReasonStuck))
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Merged})
 	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
@@ -512,7 +512,7 @@ func TestCooldownPausesLaunchesNotMerges(t *testing.T) {
 	// b merged during the cooldown. The cooldown lasts an hour, so c
 	// cannot have started and a cannot have been relaunched; end the run.
 	cancel()
-	sum, err, evs := h.await(ch)
+	sum, evs, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if n := h.runner.callsOf("c"); n != 0 {
 		t.Errorf("c launched during the cooldown")
@@ -549,7 +549,7 @@ func TestCooldownRelaunchSameAttempt(t *testing.T) {
 	ch := h.start(context.Background())
 	cool := h.ev.wait(t, "cooldown", isEv(EvCooldown, "a"))
 	close(releaseB)
-	sum, err, evs := h.await(ch)
+	sum, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -580,7 +580,7 @@ func TestSupervisorCooldownSpendsNoAttempt(t *testing.T) {
 		Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red"})
 	h.runner.on("a", Supervisor, step{Cooldown: 10 * time.Millisecond}, okStep)
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v (a cooldown must not use up the only supervisor attempt)", err)
 	}
@@ -628,7 +628,7 @@ func TestTransientRetries(t *testing.T) {
 			for i := 0; i < c.transient; i++ {
 				h.runner.on("a", Worker, step{Transient: true, Reason: ReasonExit, Detail: "overloaded"})
 			}
-			_, err, evs := h.run(context.Background())
+			_, evs, err := h.run(context.Background())
 			if c.wantErr {
 				he := wantHalt(t, err)
 				if he.Reason != ReasonExit {
@@ -681,7 +681,7 @@ func TestTransientCounterResetsAfterFailure(t *testing.T) {
 	tr := step{Transient: true, Reason: ReasonExit}
 	h.runner.on("a", Worker, tr, tr)
 	h.runner.on("a", Supervisor, tr, okStep)
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	mu.Lock()
@@ -702,7 +702,7 @@ func TestMergeConflictGoesToSupervisor(t *testing.T) {
 		"[pending] **b** — b (deps: a)",
 	), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.merger.on("a", mstep{Reason: ReasonConflict, Detail: "both modified: x.go"})
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -731,7 +731,7 @@ func TestMergeConflictHalts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
 	h.merger.on("a", mstep{Reason: ReasonConflict, Detail: "x.go"})
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	if he := wantHalt(t, err); he.Reason != ReasonConflict || he.ID != "a" {
 		t.Errorf("HaltError %+v", he)
 	}
@@ -743,7 +743,7 @@ func TestMergeWaitRetries(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, Poll: time.Millisecond})
 	h.merger.on("a", mstep{Wait: []string{"README.md", "go.sum"}}, mstep{Wait: []string{"go.sum"}})
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -777,7 +777,7 @@ func TestMergeWaitDoesNotBlockOthers(t *testing.T) {
 	close(releaseB)
 	h.ev.wait(t, "merge of b", isEv(EvMerged, "b"))
 	cancel()
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if got := h.merger.landed(); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("landed %v, want [b]", got)
@@ -819,7 +819,7 @@ func TestCheckpoint(t *testing.T) {
 			if len(h.rm.Manifest.Checkpoints) != 1 {
 				t.Fatalf("checkpoints %+v", h.rm.Manifest.Checkpoints)
 			}
-			_, err, _ := h.run(context.Background())
+			_, _, err := h.run(context.Background())
 			if c.name != "stops" {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
@@ -849,7 +849,7 @@ func TestNoProgress(t *testing.T) {
 		"[failed] **a** — a (deps: none)",
 		"[pending] **b** — b (deps: a)",
 	), Config{MaxParallel: 2})
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	wantErrIs(t, err, ErrNoProgress)
 	if !strings.Contains(err.Error(), "a is [failed]") {
 		t.Errorf("error %q does not name the failed phase", err)
@@ -872,7 +872,7 @@ func TestAllMergedAlready(t *testing.T) {
 		"[merged] **a** — a (deps: none)",
 		"[merged] **b** — b (deps: a)",
 	), Config{MaxParallel: 2})
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if n := len(h.runner.allJobs()); n != 0 {
@@ -887,7 +887,7 @@ func TestBlockedAtStartIsParked(t *testing.T) {
 		"[blocked] **a** — a (deps: none)",
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 2})
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Merged})
 }
@@ -906,7 +906,7 @@ func TestStoreWriteErrorIsFatal(t *testing.T) {
 		}
 		return nil
 	}
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run error %v, want the store's", err)
 	}
@@ -927,7 +927,7 @@ func TestMergeErrorIsFatal(t *testing.T) {
 	), Config{MaxParallel: 1})
 	boom := errors.New("index.lock exists")
 	h.merger.on("a", mstep{Err: boom})
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "merge a") {
 		t.Fatalf("Run error %v", err)
 	}
@@ -942,7 +942,7 @@ func TestEventStream(t *testing.T) {
 	h := newHarness(t, diamondText, Config{MaxParallel: 2, MaxSupervisorAttempts: 1, Poll: time.Millisecond})
 	h.runner.on("phase-02", Worker, fail(ReasonGate))
 	h.merger.on("phase-03", mstep{Wait: []string{"f"}})
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -1035,7 +1035,7 @@ func TestInterrupt(t *testing.T) {
 		}
 	}
 	cancel()
-	sum, err, evs := h.await(ch)
+	sum, evs, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	h.runner.mu.Lock()
 	cancelled := h.runner.cancelled
@@ -1088,7 +1088,7 @@ func TestInterruptLetsMergeFinish(t *testing.T) {
 	}
 	cancel()
 	close(hold)
-	sum, err, _ := h.await(ch)
+	sum, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if p := phaseSummary(t, sum, "a"); p.State != "merged" {
 		t.Errorf("summary a = %+v, want merged", p)
@@ -1120,7 +1120,7 @@ func TestInterruptCancelsTheMergeGate(t *testing.T) {
 		t.Fatal("merge did not start")
 	}
 	cancel()
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	if indexOf(evs, isEv(EvHalt, "")) >= 0 || indexOf(evs, isEv(EvFailed, "")) >= 0 {
 		t.Errorf("a cancelled merge gate was handled as a failure:\n%s", fmtEvents(evs))
@@ -1142,7 +1142,7 @@ func TestMergeWaitIsRetriedAndToldOnce(t *testing.T) {
 	h.merger.on("b", mstep{Wait: []string{"f.txt"}}, mstep{Wait: []string{"f.txt"}})
 	jn := openJournal(t)
 	h.jn = jn
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -1200,7 +1200,7 @@ func TestMergeWaitWokenByItsWatch(t *testing.T) {
 	close(changed) // the user cleaned the file at once
 	h.merger.on("a", mstep{Wait: []string{"f.txt"}, Changed: changed})
 	ch := h.start(context.Background())
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged})
@@ -1212,7 +1212,7 @@ func TestPGIDJournaled(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
 	jn := openJournal(t)
 	h.jn = jn
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	recs, err := state.ReadJournal(jn.Path())
@@ -1239,7 +1239,7 @@ func TestJournalWriteFailureWarns(t *testing.T) {
 	jn := openJournal(t)
 	jn.Close() // appends fail from now on; the file still reads
 	h.jn = jn
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -1275,7 +1275,7 @@ func TestGateEvents(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
 	h.runner.onRun = func(j Job) { j.Gating() }
 	h.merger.onMerge = func(j MergeJob) { j.Gating() }
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

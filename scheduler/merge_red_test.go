@@ -20,7 +20,7 @@ func TestMergeRedUsesUpSupervisorAttempts(t *testing.T) {
 	h.merger.on("a", red, red, red, red, red, red)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err, _ := h.run(ctx)
+	_, _, err := h.run(ctx)
 	wantErrIs(t, err, ErrParked)
 	if n := len(h.runner.jobsOf("a", Supervisor)); n != 2 {
 		t.Errorf("%d supervisor runs, want 2", n)
@@ -43,7 +43,7 @@ func TestSlotKeptForPhaseUnblockedByMerge(t *testing.T) {
 		"[pending] **d** — d (deps: c)",
 	)
 	h := newHarness(t, text, Config{MaxParallel: 1})
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

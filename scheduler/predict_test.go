@@ -72,7 +72,7 @@ func TestPredictedConflictIsTold(t *testing.T) {
 		}
 	}
 	close(told)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range fp.asked {
@@ -162,7 +162,7 @@ func TestPredictedConflictGivesTheBaseBetweenAttempts(t *testing.T) {
 	close(told)
 	h.ev.wait(t, "a merged", isEv(EvMerged, "a"))
 	close(hold) // b's and c's first attempts end after a landed
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged})

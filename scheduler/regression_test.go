@@ -77,7 +77,7 @@ func TestRegressionInterruptBeforeStartReportsNoProgress(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err, _ := h.run(ctx)
+	_, _, err := h.run(ctx)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Run with a cancelled context returned %v, want ErrInterrupted", err)
 	}
@@ -102,7 +102,7 @@ func TestRegressionSupervisorCooldownLosesFailureLog(t *testing.T) {
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Log: "/logs/a/worker-1.log"})
 	h.runner.on("a", Supervisor, step{Cooldown: time.Millisecond, Log: "/logs/a/supervisor-1.log"}, okStep)
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	sup := h.runner.jobsOf("a", Supervisor)
@@ -136,7 +136,7 @@ func TestRegressionSameCommandCooldownNotShared(t *testing.T) {
 	ch := h.start(context.Background())
 	cool := h.ev.wait(t, "cooldown", isEv(EvCooldown, "b"))
 	close(holdA)
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -168,7 +168,7 @@ func TestRegressionRestoredCooldownEndsRunWithNoProgress(t *testing.T) {
 		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
 		state.Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
 	)
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Errorf("Run over a journal with a cooldown in force returned %v; want it to wait and merge a", err)
 		return
@@ -215,7 +215,7 @@ func TestRegressionLoopSpinsWhileRelaunchWaitsForSlot(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	spun := ticks.Load() - before
 	close(release)
-	if _, err, _ := h.await(ch); err != nil {
+	if _, _, err := h.await(ch); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if spun > 20 {
@@ -231,7 +231,7 @@ func TestRegressionNoEndEventWhenFinalReadFails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
 	h.store.readErr = errors.New("manifest vanished")
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "manifest vanished") {
 		t.Fatalf("Run error %v", err)
 	}
@@ -257,7 +257,7 @@ func TestRegressionInterruptedAttemptsHaveNoExitEvent(t *testing.T) {
 		ch := h.start(ctx)
 		h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
 		cancel()
-		_, err, evs := h.await(ch)
+		_, evs, err := h.await(ch)
 		if !errors.Is(err, ErrInterrupted) {
 			continue // the other bug's path
 		}
@@ -315,7 +315,7 @@ func TestRegressionInterruptedAgentCountedAsFailure(t *testing.T) {
 			}
 		}
 		ch := h.start(ctx)
-		_, err, evs := h.await(ch)
+		_, evs, err := h.await(ch)
 		st := h.store.state(t, "a")
 		if !errors.Is(err, ErrInterrupted) || st != manifest.Running || indexOf(evs, isEv(EvHalt, "")) >= 0 {
 			t.Fatalf("BUG (trial %d): the agent killed by the interrupt was handled as a failure: a is [%s], Run returned %v\n%s", trial, st, err, fmtEvents(evs))
@@ -343,7 +343,7 @@ func TestRegressionRestoreAfterSupervisorFailureSkipsWorkerHandback(t *testing.T
 		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
 		state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
 	)
-	if _, err, _ := h.run(context.Background()); err != nil {
+	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	jobs := h.runner.allJobs()
@@ -372,7 +372,7 @@ func TestDistinctCommandsDoNotShareCooldown(t *testing.T) {
 	h.ev.wait(t, "supervisor launch", isLaunch("a", Supervisor, 1))
 	h.ev.wait(t, "merge of a", isEv(EvMerged, "a"))
 	cancel()
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Running})
 }

@@ -105,7 +105,7 @@ func newReviewHarness(t *testing.T, text string, cfg Config) (*harness, *fakeRev
 
 func TestReviewPassLands(t *testing.T) {
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(3))
-	_, err, evs := h.run(t.Context())
+	_, evs, err := h.run(t.Context())
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -128,7 +128,7 @@ func TestReviewOffMergesUnreviewed(t *testing.T) {
 	cfg := reviewCfg(3)
 	cfg.Review.On = false
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), cfg)
-	if _, err, _ := h.run(t.Context()); err != nil {
+	if _, _, err := h.run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if len(rv.jobsOf("a")) != 0 || h.merger.jobsOf("a")[0].ReviewBase != "" {
@@ -139,7 +139,7 @@ func TestReviewOffMergesUnreviewed(t *testing.T) {
 func TestReviewBlockOnceThenPass(t *testing.T) {
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(3))
 	rv.on("a", blockStep, passStep)
-	_, err, evs := h.run(t.Context())
+	_, evs, err := h.run(t.Context())
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -159,7 +159,7 @@ func TestReviewBlockOnceThenPass(t *testing.T) {
 func TestReviewRoundsExhaustedHalt(t *testing.T) {
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)", "[pending] **b** — B (deps: a)"), reviewCfg(2))
 	rv.on("a", blockStep, blockStep, passStep)
-	sum, err, evs := h.run(t.Context())
+	sum, evs, err := h.run(t.Context())
 	he := wantHalt(t, err)
 	if he.ID != "a" || he.Reason != ReasonReview {
 		t.Fatalf("halt %+v", he)
@@ -185,7 +185,7 @@ func TestReviewRoundsExhaustedKeepGoing(t *testing.T) {
 	cfg.KeepGoing = true
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)", "[pending] **b** — B (deps: a)", "[pending] **c** — C (deps: none)"), cfg)
 	rv.on("a", blockStep)
-	_, err, evs := h.run(t.Context())
+	_, evs, err := h.run(t.Context())
 	wantErrIs(t, err, ErrParked)
 	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == ReasonReview })
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
@@ -195,7 +195,7 @@ func TestReviewNoVerdictRerunsOnce(t *testing.T) {
 	t.Run("then pass", func(t *testing.T) {
 		h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(3))
 		rv.on("a", noneStep, passStep)
-		if _, err, evs := h.run(t.Context()); err != nil {
+		if _, evs, err := h.run(t.Context()); err != nil {
 			t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 		}
 		if rs := rv.jobsOf("a"); len(rs) != 2 || rs[1].Round != 1 {
@@ -208,7 +208,7 @@ func TestReviewNoVerdictRerunsOnce(t *testing.T) {
 	t.Run("twice blocks", func(t *testing.T) {
 		h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(1))
 		rv.on("a", noneStep, noneStep, passStep)
-		_, err, _ := h.run(t.Context())
+		_, _, err := h.run(t.Context())
 		if he := wantHalt(t, err); he.Reason != ReasonReview {
 			t.Fatalf("halt %+v", he)
 		}
@@ -225,7 +225,7 @@ func TestReviewStaleAtMergeReviewsAgain(t *testing.T) {
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(1))
 	rv.on("a", passStep, rstep{Kind: review.PassKind, Base: "base-2"})
 	h.merger.on("a", mstep{Stale: true, Detail: "the base moved"})
-	_, err, evs := h.run(t.Context())
+	_, evs, err := h.run(t.Context())
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -243,7 +243,7 @@ func TestReviewSkepticsShareLenses(t *testing.T) {
 	cfg.Review.Skeptics, cfg.Review.Slots = 2, 1
 	h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), cfg)
 	rv.on("a", passStep, blockStep, passStep, passStep)
-	if _, err, evs := h.run(t.Context()); err != nil {
+	if _, evs, err := h.run(t.Context()); err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
 	rs := rv.jobsOf("a")
@@ -282,7 +282,7 @@ func TestReviewSlotNeverBorrowed(t *testing.T) {
 		t.Fatalf("second worker %s", second.ID)
 	}
 	close(hold)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -309,7 +309,7 @@ func TestReviewRoundSurvivesRestart(t *testing.T) {
 	)
 	rv := newReviewer().on("a", blockStep, passStep)
 	h.build().SetReviewer(rv)
-	_, err, evs := h.run(t.Context())
+	_, evs, err := h.run(t.Context())
 	if he := wantHalt(t, err); he.Reason != ReasonReview {
 		t.Fatalf("halt %+v\n%s", he, fmtEvents(evs))
 	}
@@ -329,7 +329,7 @@ func TestReviewCostsInTheLedger(t *testing.T) {
 	costly.Usage = cost(2, "r")
 	rv.on("a", costly, costly, costly)
 	rv.on("b", rstep{Kind: review.PassKind, Usage: cost(1, "rb")})
-	sum, err, evs := h.run(t.Context())
+	sum, evs, err := h.run(t.Context())
 	wantErrIs(t, err, ErrParked)
 	if n := len(rv.jobsOf("a")); n != 2 {
 		t.Fatalf("%d reviewer runs of a, want 2 (the second takes it to $4)\n%s", n, fmtEvents(evs))

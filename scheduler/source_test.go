@@ -111,7 +111,7 @@ func TestOutsideNodesAreScheduledWithPhases(t *testing.T) {
 	// #1 waits on phase a; phase b waits on #1: one graph.
 	src.ch <- []OutsideNode{issueNode(1, "a"), issueNode(2)}
 	close(src.ch)
-	sum, err, evs := h.run(context.Background())
+	sum, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -150,7 +150,7 @@ func TestOutsideRedChecksGoToTheSupervisor(t *testing.T) {
 	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1}, src)
 	src.ch <- []OutsideNode{issueNode(1)}
 	close(src.ch)
-	sum, err, evs := h.run(context.Background())
+	sum, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -180,7 +180,7 @@ func TestOutsideLandingHoldsNoSlot(t *testing.T) {
 	h.ev.wait(t, "#2 launched while #1 waits on its checks", isLaunch("#2", Worker, 1))
 	close(hold)
 	close(src.ch)
-	sum, err, evs := h.await(done)
+	sum, evs, err := h.await(done)
 	if err != nil || phaseSummary(t, sum, "#1").State != "merged" || phaseSummary(t, sum, "#2").State != "merged" {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -197,7 +197,7 @@ func TestOutsideAwayIsDropped(t *testing.T) {
 	close(src.ch)
 	awayRunner := &awayOn{fakeRunner: h.runner, id: "#1"}
 	h.s.runner = awayRunner
-	sum, err, evs := h.run(context.Background())
+	sum, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
@@ -230,7 +230,7 @@ func TestOutsideFailureParksWithoutHalting(t *testing.T) {
 	h := sourceHarness(t, text, Config{MaxParallel: 2, MaxSupervisorAttempts: 2}, src)
 	src.ch <- []OutsideNode{issueNode(1)}
 	close(src.ch)
-	sum, err, evs := h.run(context.Background())
+	sum, evs, err := h.run(context.Background())
 	// Without KEEP_GOING a failed phase halts; a failed issue does not,
 	// but what waits on it is parked with it.
 	if err == nil || phaseSummary(t, sum, "a").State != "merged" {
@@ -265,7 +265,7 @@ func TestOutsideJournalFoldsToTheirStates(t *testing.T) {
 	h.s.jn = jn
 	src.ch <- []OutsideNode{issueNode(1), issueNode(2), issueNode(3)}
 	close(src.ch)
-	if _, err, evs := h.run(context.Background()); err == nil {
+	if _, evs, err := h.run(context.Background()); err == nil {
 		t.Fatalf("run ended well with #3 and b parked\n%s", fmtEvents(evs))
 	}
 	recs, err := state.ReadJournal(path)
@@ -326,7 +326,7 @@ func TestOutsideResumeTakesItsCounts(t *testing.T) {
 	n.Resume = true
 	src.ch <- []OutsideNode{n, issueNode(2)}
 	close(src.ch)
-	if _, err, evs := h.run(context.Background()); err != nil {
+	if _, evs, err := h.run(context.Background()); err != nil {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
 	if js := h.runner.jobsOf("#1", Worker); len(js) != 1 || !js[0].Resume || js[0].Attempt != 3 {
@@ -352,7 +352,7 @@ func TestOutsideDrainCountsIssues(t *testing.T) {
 	controls <- Control{Drain: true}
 	h.ev.wait(t, "drain", isEv(EvDrain, ""))
 	close(hold)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	if err != nil {
 		t.Fatalf("drain ended with %v", err)
 	}

@@ -28,7 +28,7 @@ func TestStackStartsOnTheDepsTip(t *testing.T) {
 	h.ev.wait(t, "b stacked", isEv(EvStacked, "b"))
 	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == Worker })
 	close(gate)
-	if _, err, evs := h.await(ch); err != nil {
+	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
 	js := h.runner.jobsOf("b", Worker)
@@ -45,7 +45,7 @@ func TestStackStartsOnTheDepsTip(t *testing.T) {
 func TestNoStackWaitsForTheLanding(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 2, MaxSupervisorAttempts: 1})
-	_, err, evs := h.run(context.Background())
+	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestStackTakesTheBaseWhenTheDepLands(t *testing.T) {
 	close(gate)
 	h.ev.wait(t, "a merged", isEv(EvMerged, "a"))
 	close(hold)
-	if _, err, evs := h.await(ch); err != nil {
+	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
 	w, s := h.runner.jobsOf("b", Worker), h.runner.jobsOf("b", Supervisor)
@@ -98,7 +98,7 @@ func TestStackStopsWhenTheDepIsParked(t *testing.T) {
 	ch := h.start(ctx)
 	h.ev.wait(t, "b stacked", isEv(EvStacked, "b"))
 	close(gate)
-	_, err, evs := h.await(ch)
+	_, evs, err := h.await(ch)
 	wantErrIs(t, err, ErrParked)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked})
 	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "b" })
@@ -122,7 +122,7 @@ func TestStackStopsWhenTheDepIsParked(t *testing.T) {
 	h2.store = newMemStore(text)
 	h2.merger = newMerger(h2.store)
 	h2.jn = reopen(t, h.jn)
-	if _, err, evs := h2.run(context.Background()); err != nil {
+	if _, evs, err := h2.run(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
 	js := h2.runner.jobsOf("b", Worker)
@@ -152,7 +152,7 @@ func TestStackChecksTheTipWhenTheDepLandsFromAnother(t *testing.T) {
 	ch := h.start(ctx)
 	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == Worker })
 	close(gate)
-	if _, err, evs := h.await(ch); err != nil {
+	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
 	js := h.runner.jobsOf("b", Worker)
@@ -170,7 +170,7 @@ func TestStackRestartParksWhatWasStackedOnAParkedDep(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[blocked] **a** — a (deps: none)", "[running] **b** — b (deps: a)"), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, KeepGoing: true, Stack: true})
 	h.jn = openJournal(t)
-	_, err, _ := h.run(context.Background())
+	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked})
 	if n := len(h.runner.allJobs()); n != 0 {

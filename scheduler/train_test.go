@@ -89,7 +89,7 @@ func TestMergeTrainHandsOverWaitingPhases(t *testing.T) {
 		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == Worker })
 	}
 	close(release)
-	_, err, _ := h.await(ch)
+	_, _, err := h.await(ch)
 	if err != nil {
 		t.Fatal(err)
 	}

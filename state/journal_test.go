@@ -18,20 +18,6 @@ func openJournal(t *testing.T) *Journal {
 	return jn
 }
 
-// reopen closes jn and opens the same file again, as a restarted driver.
-func reopen(t *testing.T, jn *Journal) *Journal {
-	t.Helper()
-	if err := jn.Close(); err != nil {
-		t.Fatal(err)
-	}
-	jn2, err := OpenJournal(jn.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jn2.Close() })
-	return jn2
-}
-
 func appendAll(t *testing.T, jn *Journal, recs ...Record) {
 	t.Helper()
 	for _, r := range recs {
