@@ -195,27 +195,10 @@ func prepareQueue(ctx context.Context, a *app, git *worktree.Client, fs flagLook
 // its clients) and the GitHub client's.
 func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings) (issues.Config, issues.GitHubConfig, error) {
 	var c issues.Config
-	var g issues.GitHubConfig
-	var err error
-	g.Token = a.env["GITHUB_TOKEN"]
-	if g.Token == "" {
-		g.Token = a.env["GH_TOKEN"]
+	g, err := resolveGitHub(ctx, a, git, s, "queue")
+	if err != nil {
+		return c, g, err
 	}
-	if g.Token == "" {
-		return c, g, usageErrorf("queue needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN (it is never passed to agents)")
-	}
-	repo := strings.TrimSpace(s.str("GH_REPO"))
-	if repo == "" {
-		u, _ := git.RemoteURL(ctx, "origin")
-		if repo = repoFromRemote(u); repo == "" {
-			return c, g, usageErrorf("cannot tell the GitHub repository from the origin remote (%q): pass --repo owner/name or set GH_REPO", u)
-		}
-	}
-	if g.Owner, g.Repo, err = splitRepo(repo); err != nil {
-		return c, g, usageErrorf("GH_REPO=%q from %s: %v", repo, s.source["GH_REPO"], err)
-	}
-	g.APIURL = s.str("GITHUB_API_URL")
-	g.Timeout = 30 * time.Second
 
 	c.Token = g.Token
 	c.Labels = issues.Labels{Ready: s.str("READY_LABEL"), Claim: s.str("CLAIM_LABEL"), Blocked: s.str("BLOCKED_LABEL"), Review: s.str("REVIEW_LABEL")}
@@ -296,6 +279,34 @@ func resolveQueue(ctx context.Context, a *app, git *worktree.Client, s settings)
 	c.Base = s.str("BASE_BRANCH")
 	c.Env = gitEnv(a)
 	return c, g, nil
+}
+
+// resolveGitHub resolves the GitHub client's settings as the queue does:
+// the token (GITHUB_TOKEN, else GH_TOKEN), the repository (GH_REPO, else
+// the origin remote) and GITHUB_API_URL. who names the command in errors.
+func resolveGitHub(ctx context.Context, a *app, git *worktree.Client, s settings, who string) (issues.GitHubConfig, error) {
+	var g issues.GitHubConfig
+	var err error
+	g.Token = a.env["GITHUB_TOKEN"]
+	if g.Token == "" {
+		g.Token = a.env["GH_TOKEN"]
+	}
+	if g.Token == "" {
+		return g, usageErrorf("%s needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN (it is never passed to agents)", who)
+	}
+	repo := strings.TrimSpace(s.str("GH_REPO"))
+	if repo == "" {
+		u, _ := git.RemoteURL(ctx, "origin")
+		if repo = repoFromRemote(u); repo == "" {
+			return g, usageErrorf("%s: cannot tell the GitHub repository from the origin remote (%q): pass --repo owner/name or set GH_REPO", who, u)
+		}
+	}
+	if g.Owner, g.Repo, err = splitRepo(repo); err != nil {
+		return g, usageErrorf("GH_REPO=%q from %s: %v", repo, s.source["GH_REPO"], err)
+	}
+	g.APIURL = s.str("GITHUB_API_URL")
+	g.Timeout = 30 * time.Second
+	return g, nil
 }
 
 // repoFromRemote reads owner/name from a remote URL (https, ssh, scp-like

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -20,12 +20,18 @@ branch and worktree are reused, brought up to date with the base first, and
 the attempt counters start over. Phases parked only because they waited on
 a retried phase are flipped back too.
 
-Only the state tokens change; every other byte of the manifest stays. An
-issue of the queue ("#12") is retried on GitHub, by its labels: retry says
-which, changes nothing and exits 64.`,
-		"  claudopilot retry phase-03\n  claudopilot retry --all-blocked --roadmap plans/q3")
+Only the state tokens change; every other byte of the manifest stays.
+
+An issue of the queue ("#12") is retried on GitHub, as a person would:
+BLOCKED_LABEL comes off, READY_LABEL goes on, and one comment says
+claudopilot retry queued it again; a running queue takes it up at its next
+poll. The token, repository and labels are the queue's settings
+(docs/queue.md). Only a blocked issue can be retried. Everything is checked
+first: an id that cannot be retried changes nothing.`,
+		"  claudopilot retry phase-03\n  claudopilot retry --all-blocked --roadmap plans/q3\n  GITHUB_TOKEN=… claudopilot retry '#12'")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	all := fs.Bool("all-blocked", false, "retry every [blocked] phase")
+	addKnobFlags(fs, retryKnobs()[:1])
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,32 +42,69 @@ which, changes nothing and exits 64.`,
 	if err != nil {
 		return err
 	}
-	done, already, err := engine.Retry(ctx, dir, fs.Args(), *all)
-	if oe := (*engine.OutsideRetryError)(nil); errors.As(err, &oe) {
-		// Nothing changed: say where an issue is retried, with this
-		// repository's labels.
-		top := a.cwd
-		if git, err := worktree.Open(ctx, dir, gitEnv(a)); err == nil {
-			top = git.Dir
-		}
-		return usageErrorf("retry: %s is an issue, not a phase of the manifest, so nothing changed: %s", oe.ID, retryIssueText(a, top, oe.ID))
-	}
+	res, err := engine.Retry(ctx, dir, fs.Args(), engine.RetryOptions{All: *all, Issues: func(ctx context.Context) (*engine.IssueRetry, error) {
+		return resolveIssueRetry(ctx, a, fs)
+	}})
 	if err != nil {
 		return err
 	}
-	for _, id := range already {
+	for _, id := range res.Already {
 		// Flipped by hand already, as the docs invite: what retry
 		// would do is done.
 		fmt.Fprintf(a.s.Out, "%s is already [pending]: the next run starts it (a kept branch is brought up to date first)\n", id)
 	}
+	for _, id := range res.Issues {
+		fmt.Fprintf(a.s.Out, "retrying issue %s: queued again on GitHub (the queue takes it up at its next poll)\n", id)
+	}
 	manifestPath := filepath.Join(dir, roadmap.ManifestName)
-	if len(done) == 0 {
-		if len(already) == 0 {
+	if len(res.Done) == 0 {
+		if len(res.Already) == 0 && len(res.Issues) == 0 {
 			fmt.Fprintln(a.s.Out, "nothing to retry: no phase is [blocked]")
 		}
 		return nil
 	}
 	rel, _ := filepath.Rel(a.cwd, manifestPath)
-	fmt.Fprintf(a.s.Out, "retrying %s (now [pending] in %s)\n", strings.Join(done, ", "), rel)
+	fmt.Fprintf(a.s.Out, "retrying %s (now [pending] in %s)\n", strings.Join(res.Done, ", "), rel)
 	return nil
+}
+
+// retryKnobs are the queue's settings retry '#N' needs; GH_REPO first (its
+// --repo is retry's flag too).
+func retryKnobs() []knob {
+	want := map[string]bool{"GH_REPO": true, "GITHUB_API_URL": true, "READY_LABEL": true, "CLAIM_LABEL": true, "BLOCKED_LABEL": true, "REVIEW_LABEL": true}
+	var ks []knob
+	for _, k := range queueKnobs() {
+		if want[k.env] {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// resolveIssueRetry resolves the GitHub client and labels as the queue
+// does (flags, environment, claudopilot.config, defaults).
+func resolveIssueRetry(ctx context.Context, a *app, fs flagLookup) (*engine.IssueRetry, error) {
+	git, err := worktree.Open(ctx, a.cwd, gitEnv(a))
+	if err != nil {
+		return nil, err
+	}
+	ks := retryKnobs()
+	file, _, err := readConfig(git.Dir, append(runKnobs(), queueKnobs()...))
+	if err != nil {
+		return nil, err
+	}
+	s := resolveWith(fs, ks, a.env, file, nil)
+	if err := checkKnobs(s, ks, nil); err != nil {
+		return nil, err
+	}
+	g, err := resolveGitHub(ctx, a, git, s, "retry of an issue")
+	if err != nil {
+		return nil, err
+	}
+	gh, err := issues.NewGitHub(g)
+	if err != nil {
+		return nil, &engine.SettingsError{Err: err}
+	}
+	l := issues.Labels{Ready: s.str("READY_LABEL"), Claim: s.str("CLAIM_LABEL"), Blocked: s.str("BLOCKED_LABEL"), Review: s.str("REVIEW_LABEL")}
+	return &engine.IssueRetry{GitHub: gh, Labels: l}, nil
 }

@@ -228,7 +228,11 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.onClose(n.Close)
 		listeners = append(listeners, n.Send)
 	}
-	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused, board)
+	var ir *IssueRetry // the page's retry of an issue, when the queue runs
+	if e.queue != nil {
+		ir = &IssueRetry{GitHub: e.queue.gh, Labels: qs.Cfg.Labels}
+	}
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused, board, ir)
 	if err != nil {
 		return nil, err
 	}

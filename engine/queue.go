@@ -81,7 +81,7 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 		return issues.Summary{}, err
 	}
 	qs.Cfg.Lanes = qs.Lanes.IssueCmds()
-	q, _, err := qs.build(log, git)
+	q, gh, err := qs.build(log, git)
 	if err != nil {
 		return issues.Summary{}, err
 	}
@@ -126,7 +126,7 @@ func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.
 	// The page of a queue alone: the issues are its nodes (an empty
 	// roadmap: no phases), its rules the queue's (an issue never halts).
 	page := Settings{Listen: qs.Listen, ListenPublic: qs.ListenPublic, KeepGoing: true, Lanes: lanes}
-	listeners, err := startWeb(wctx, log, rel, page, roadmap.Empty(git.Dir), l, scfg.Paused, board)
+	listeners, err := startWeb(wctx, log, rel, page, roadmap.Empty(git.Dir), l, scfg.Paused, board, &IssueRetry{GitHub: gh, Labels: qs.Cfg.Labels})
 	if err != nil {
 		return issues.Summary{}, err
 	}

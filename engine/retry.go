@@ -2,7 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/claudopilot/claudopilot/issues"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -19,35 +27,128 @@ func (e *OutsideRetryError) Error() string {
 	return fmt.Sprintf("retry: %s is an issue, not a phase of the manifest: it is retried on GitHub, by its labels", e.ID)
 }
 
-// Retry flips ids (and, with all, every [blocked] phase) back to
+// IssueRetry reaches the queue's issues on GitHub, for retry '#N': the
+// client and the labels the queue resolves (docs/queue.md).
+type IssueRetry struct {
+	GitHub *issues.GitHub
+	Labels issues.Labels
+}
+
+// RetryOptions are what a retry takes besides its ids.
+type RetryOptions struct {
+	// All retries every [blocked] phase too.
+	All bool
+	// Issues reaches GitHub when an id is an issue ("#12"); it is called
+	// only then, so a retry of phases needs no token. Nil: an issue is
+	// *OutsideRetryError.
+	Issues func(ctx context.Context) (*IssueRetry, error)
+}
+
+// Retried is what a retry did: phases flipped back to [pending], phases
+// already [pending], and issues queued again on GitHub.
+type Retried struct {
+	Done, Already, Issues []string
+}
+
+// Retry flips ids (and, with All, every [blocked] phase) back to
 // [pending], with the dependents parked only because they waited on one of
-// them. It returns what it flipped and the ids already [pending]. An id
-// from outside the manifest ("#12") changes nothing: *OutsideRetryError. The
-// command and the web page's retry button both use it.
-func Retry(ctx context.Context, dir string, ids []string, all bool) (done, already []string, err error) {
+// them, and queues the issues among ids ("#12") again on GitHub
+// (issues.Requeue). Everything is checked before anything changes: a phase
+// that cannot be retried, a missing token or repository, an issue that is
+// not blocked change nothing, not the other ids either (except an issue
+// queued before a later one's GitHub answer failed). The command and the
+// web page's retry button both use it.
+func Retry(ctx context.Context, dir string, ids []string, o RetryOptions) (Retried, error) {
+	var res Retried
+	var phases, issueIDs []string
+	for _, id := range ids {
+		if roadmap.IsIssueRef(id) {
+			issueIDs = append(issueIDs, id)
+		} else {
+			phases = append(phases, id)
+		}
+	}
+	// A queue alone has no roadmap: retrying its issues needs none.
+	var f *roadmap.File
+	var want []*roadmap.Node
+	if len(phases) > 0 || o.All || !noManifest(dir) {
+		var err error
+		if f, want, res.Already, err = retryPlan(ctx, dir, phases, o.All); err != nil {
+			return Retried{}, err
+		}
+	}
+	if len(issueIDs) > 0 {
+		if o.Issues == nil {
+			return Retried{}, &OutsideRetryError{ID: issueIDs[0]}
+		}
+		ir, err := o.Issues(ctx)
+		if err != nil {
+			return Retried{}, err
+		}
+		if err := requeueIssues(ctx, ir, issueIDs); err != nil {
+			return Retried{}, err
+		}
+		res.Issues = issueIDs
+	}
+	for _, n := range want {
+		if err := f.SetState(n.ID, manifest.Pending); err != nil {
+			return res, err
+		}
+		res.Done = append(res.Done, n.ID)
+	}
+	return res, nil
+}
+
+// noManifest: dir holds no manifest at all.
+func noManifest(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, roadmap.ManifestName))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// requeueIssues checks every issue is blocked (reads only), then queues
+// them again.
+func requeueIssues(ctx context.Context, ir *IssueRetry, ids []string) error {
+	nums := make([]int, len(ids))
+	for i, id := range ids {
+		n, err := strconv.Atoi(strings.TrimPrefix(id, "#"))
+		if err != nil {
+			return fmt.Errorf("retry: %s: not an issue number", id)
+		}
+		nums[i] = n
+	}
+	for _, n := range nums {
+		if err := issues.CheckBlocked(ctx, ir.GitHub, ir.Labels, n); err != nil {
+			return fmt.Errorf("retry: %w", err)
+		}
+	}
+	for _, n := range nums {
+		if err := issues.Requeue(ctx, ir.GitHub, ir.Labels, n, "`claudopilot retry`"); err != nil {
+			return fmt.Errorf("retry: #%d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// retryPlan loads the roadmap and decides which phases flip, writing
+// nothing.
+func retryPlan(ctx context.Context, dir string, ids []string, all bool) (f *roadmap.File, want []*roadmap.Node, already []string, err error) {
 	// Deps on issues ("#12") load: a roadmap run with --issues parks
 	// phases too.
 	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	for _, id := range ids {
-		if rm.Node(id) == nil && roadmap.IsIssueRef(id) {
-			return nil, nil, &OutsideRetryError{ID: id}
-		}
-	}
-	var want []*roadmap.Node
 	for _, id := range ids {
 		n := rm.Node(id)
 		if n == nil {
-			return nil, nil, fmt.Errorf("retry: no phase %q in %s", id, rm.ManifestPath)
+			return nil, nil, nil, fmt.Errorf("retry: no phase %q in %s", id, rm.ManifestPath)
 		}
 		if n.State == manifest.Pending {
 			already = append(already, id)
 			continue
 		}
 		if n.State != manifest.Blocked && n.State != manifest.Failed {
-			return nil, nil, fmt.Errorf("retry: phase %s is [%s]; only [blocked] or [failed] phases can be retried", id, n.State)
+			return nil, nil, nil, fmt.Errorf("retry: phase %s is [%s]; only [blocked] or [failed] phases can be retried", id, n.State)
 		}
 		want = append(want, n)
 	}
@@ -80,12 +181,5 @@ func Retry(ctx context.Context, dir string, ids []string, all bool) (done, alrea
 			}
 		}
 	}
-	f := roadmap.NewFile(rm.ManifestPath)
-	for _, n := range want {
-		if err := f.SetState(n.ID, manifest.Pending); err != nil {
-			return nil, nil, err
-		}
-		done = append(done, n.ID)
-	}
-	return done, already, nil
+	return roadmap.NewFile(rm.ManifestPath), want, already, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,7 @@ const WebTokenFile = "web-token"
 
 // startWeb serves the API and page of this run when LISTEN is set, until
 // ctx ends. It returns the listeners the event fan-out feeds.
-func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard) ([]func(scheduler.Event), error) {
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard, ir *IssueRetry) ([]func(scheduler.Event), error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	}
 	srv := &web.Server{
 		Token: tok, Model: model, Hub: hub,
-		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes},
+		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 	}
 	addr, err := srv.Serve(ctx, cfg.Listen, nil)
@@ -73,6 +74,8 @@ type webActions struct {
 	ctx        context.Context
 	state, dir string
 	lanes      Lanes
+	// issues reaches the queue's issues on GitHub (nil without a queue).
+	issues *IssueRetry
 }
 
 // Lane switches a lane of LANES, as `claudopilot lane on|off ID` does.
@@ -115,15 +118,20 @@ func (w webActions) Resume() error { return SetPaused(w.state, false) }
 func (w webActions) Drain() error  { return SetDrain(w.state) }
 
 func (w webActions) Retry(id string) error {
-	if roadmap.IsIssueRef(id) {
-		// Its state is on GitHub, in labels: a human asks again there.
+	o := RetryOptions{}
+	if w.issues != nil {
+		o.Issues = func(context.Context) (*IssueRetry, error) { return w.issues, nil }
+	}
+	res, err := Retry(w.ctx, w.dir, []string{id}, o)
+	if oe := (*OutsideRetryError)(nil); errors.As(err, &oe) {
+		// No queue runs here: its state is on GitHub, in labels, and a
+		// human asks again there.
 		return fmt.Errorf("%s is an issue: label it ready again on GitHub to retry it (docs/queue.md)", id)
 	}
-	done, already, err := Retry(w.ctx, w.dir, []string{id}, false)
 	if err != nil {
 		return err
 	}
-	if len(done) == 0 && len(already) == 0 {
+	if len(res.Done) == 0 && len(res.Already) == 0 && len(res.Issues) == 0 {
 		return fmt.Errorf("%s: nothing to retry", id)
 	}
 	return nil

@@ -346,3 +346,56 @@ func (q *Queue) requeueLabels(ctx context.Context, n int) error {
 	}
 	return q.gh.RemoveLabel(ctx, n, q.cfg.Labels.Claim)
 }
+
+// NotBlockedError is a retry of an issue that is not blocked: open and
+// ready or claimed, or closed. Nothing was changed.
+type NotBlockedError struct {
+	N   int
+	Why string
+}
+
+func (e *NotBlockedError) Error() string {
+	return fmt.Sprintf("issue #%d is %s, not blocked: only a blocked issue can be retried; nothing changed", e.N, e.Why)
+}
+
+// Requeue queues blocked issue n again, as a person does: READY_LABEL on,
+// BLOCKED_LABEL off, and one comment saying by what. It needs no claim
+// marker: the blocking comment ended the claim's round (endMarker), and a
+// claim left open anyway is released by the next claimer, which sees
+// READY_LABEL applied after the holder's claim (claim). Ready goes on
+// first: an issue left carrying both is still taken (claimLabels drops
+// BLOCKED_LABEL), one left carrying neither would be lost from the queue.
+// A running driver offers it again at its next poll, its counters reset.
+func Requeue(ctx context.Context, gh *GitHub, l Labels, n int, by string) error {
+	if err := CheckBlocked(ctx, gh, l, n); err != nil {
+		return err
+	}
+	if err := gh.AddLabels(ctx, n, l.Ready); err != nil {
+		return err
+	}
+	if err := gh.RemoveLabel(ctx, n, l.Blocked); err != nil {
+		return err
+	}
+	_, err := gh.PostComment(ctx, n, fmt.Sprintf("queued again by %s: `%s` removed, `%s` added", by, l.Blocked, l.Ready))
+	return err
+}
+
+// CheckBlocked reads issue n: nil when it is blocked (open, BLOCKED_LABEL,
+// not claimed), else *NotBlockedError.
+func CheckBlocked(ctx context.Context, gh *GitHub, l Labels, n int) error {
+	is, err := gh.Issue(ctx, n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case is.State != "open":
+		return &NotBlockedError{N: n, Why: "closed"}
+	case is.HasLabel(l.Claim):
+		return &NotBlockedError{N: n, Why: fmt.Sprintf("claimed (%q)", l.Claim)}
+	case !is.HasLabel(l.Blocked) && is.HasLabel(l.Ready):
+		return &NotBlockedError{N: n, Why: fmt.Sprintf("already queued (%q)", l.Ready)}
+	case !is.HasLabel(l.Blocked):
+		return &NotBlockedError{N: n, Why: fmt.Sprintf("open without %q", l.Blocked)}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package issues
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -763,6 +764,39 @@ func TestRequeueByHandReleasesAnOldClaim(t *testing.T) {
 		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
 	}
 	if is := e.issue(n); commentsWith(is, "released the claim of ghost-1-aaaaaa: alice queued the issue again") != 1 {
+		t.Errorf("%s", dump(e, n))
+	}
+}
+
+// TestRequeueAfterBlockIsWorkedAgain: Requeue (retry '#N') queues a
+// blocked issue as a person does, and the queue works it again and merges
+// it, on its kept branch; one comment says who queued it.
+func TestRequeueAfterBlockIsWorkedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "twice", "x", []string{"agent-ready"}, "")
+	failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
+	log := &syncBuf{}
+	q := e.queue("m1", log, func(c *Config) { c.Agent = failing })
+	if sum := run(t, q, log); sum.Count(Blocked) != 1 {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	if err := Requeue(context.Background(), q.gh, DefaultLabels, n, "`claudopilot retry`"); err != nil {
+		t.Fatal(err)
+	}
+	if is := e.issue(n); hasLabel(is, "agent-blocked") || !hasLabel(is, "agent-ready") || commentsWith(is, "queued again by `claudopilot retry`") != 1 {
+		t.Fatalf("after Requeue:\n%s", dump(e, n))
+	}
+	// Queued already: a second Requeue is refused.
+	if err := Requeue(context.Background(), q.gh, DefaultLabels, n, "x"); !errors.As(err, new(*NotBlockedError)) {
+		t.Fatalf("second Requeue: %v", err)
+	}
+	log2 := &syncBuf{}
+	check := e.script("check.sh", "set -e\ntest -f first.txt\n"+okAgent)
+	if sum := run(t, e.queue("m2", log2, func(c *Config) { c.Agent = check }), log2); sum.Count(Merged) != 1 {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log2, dump(e, n))
+	}
+	if is := e.issue(n); hasLabel(is, "agent-blocked") || !e.onMain("first.txt") {
 		t.Errorf("%s", dump(e, n))
 	}
 }
