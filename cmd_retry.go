@@ -13,7 +13,7 @@ import (
 )
 
 func cmdRetry(ctx context.Context, a *app, args []string) error {
-	fs := newFlags(a, "retry", "retry ID... [--roadmap DIR] | retry --all-blocked", `
+	fs := newFlags(a, "retry", "retry ID... [--roadmap DIR] [--repo owner/name] | retry --all-blocked", `
 Flip [blocked] or [failed] phases back to [pending], so the next run (or the
 run going on now, which watches the manifest) tries them again. The kept
 branch and worktree are reused, brought up to date with the base first, and
