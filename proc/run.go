@@ -348,15 +348,34 @@ func terminate(pgid int, grace time.Duration, exited <-chan struct{}) error {
 	return errors.Join(errs...)
 }
 
-// stopMarked stops every process carrying mark (MarkVar=value).
+// stopMarked stops every process carrying mark (MarkVar=value). A process
+// forked after a scan (a daemon's next `git commit`, started just before
+// the daemon got its signal) is not in that scan's list and would outlive
+// the stop, holding the worktree's index.lock; so it scans again until none
+// is left.
 func stopMarked(mark string, grace time.Duration) error {
 	_, want, _ := strings.Cut(mark, "=")
-	ps, err := marked(func(m string) bool { return m == want })
-	if errors.Is(err, ErrNoProcs) {
-		// Without /proc (macOS) marks cannot be read: the group is all.
-		return nil
-	} else if err != nil {
-		return err
+	for pass := 0; ; pass++ {
+		ps, err := marked(func(m string) bool { return m == want })
+		if errors.Is(err, ErrNoProcs) {
+			// Without /proc (macOS) marks cannot be read: the group is all.
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if len(ps) == 0 {
+			return nil
+		}
+		if pass == maxStopPasses {
+			return fmt.Errorf("supervisor: %d processes carrying %s still appear after %d rounds of stopping", len(ps), want, pass)
+		}
+		if err := stopProcs(ps, grace); err != nil {
+			return err
+		}
 	}
-	return stopProcs(ps, grace)
 }
+
+// maxStopPasses bounds stopMarked's rounds: each round's processes are
+// dead before the next scan, so only ones forking faster than they are
+// stopped could use them all.
+const maxStopPasses = 10
