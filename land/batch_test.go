@@ -115,11 +115,6 @@ func TestMergeBatchBisectsToTheCulprit(t *testing.T) {
 	}
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // MERGE_BATCH_GATE=each gates every prefix of the train side by side, in
 // a gate worktree each: the same outcome as the bisection, one gate run
 // per commit.

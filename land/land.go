@@ -489,16 +489,11 @@ func flip(src []byte, j scheduler.MergeJob) ([]byte, error) {
 // are serial), reused so that only the files that differ are written.
 func GateDir(l state.Layout) string { return filepath.Join(l.Dir(), "gate") }
 
-// gate runs the phase's gate on the exact merge commit, in the gate
-// worktree cleaned to hold exactly that commit's tree, after
-// WORKTREE_PREPARE_CMD. It returns the gate's log (or prepare's, when
-// prepare fails).
-func (o *Owner) gate(ctx context.Context, j scheduler.MergeJob, commit string) (bool, string, error) {
-	return o.gateIn(ctx, j, commit, GateDir(o.Layout))
-}
-
-// gateIn is gate in the worktree dir (MERGE_BATCH_GATE=each gates a
-// train's prefixes side by side, each in a worktree of its own).
+// gateIn runs the phase's gate on the exact merge commit, in the gate
+// worktree dir cleaned to hold exactly that commit's tree, after
+// WORKTREE_PREPARE_CMD; it returns the gate's log (or prepare's, when
+// prepare fails). The merge owner's dir is GateDir; MERGE_BATCH_GATE=each
+// gates a train's prefixes side by side, each in a worktree of its own.
 func (o *Owner) gateIn(ctx context.Context, j scheduler.MergeJob, commit, dir string) (bool, string, error) {
 	if err := o.Git.CleanCheckout(ctx, dir, commit); err != nil {
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)

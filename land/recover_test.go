@@ -91,10 +91,10 @@ func TestMergeWithTheBaseIndexLocked(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	base := f.rev("main")
 	f.owner.LockWait = time.Millisecond
-	_, tip := f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
+	f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
 	f.gitIn(f.layout.Worktree("p1"), "rm", "-q", "b.txt")
 	f.gitIn(f.layout.Worktree("p1"), "commit", "-q", "-m", "drop b")
-	tip = f.rev("auto/p1")
+	tip := f.rev("auto/p1")
 	lock := filepath.Join(f.top, ".git", "index.lock")
 	f.write(f.top, ".git/index.lock", "held by an editor\n")
 
