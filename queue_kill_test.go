@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
 // TestQueueKillResume kills the queue's driver with SIGKILL while an
@@ -52,11 +50,7 @@ func queueKillResume(t *testing.T, bin string, roadmap bool) {
 	}
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", files)
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-kill-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-kill-123")
 	fake.NewIssue("alice", "Issue", "Write a file.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")

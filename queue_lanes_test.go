@@ -76,11 +76,7 @@ func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 	}
 	seedOrigin(t, env, origin, seed, "seed", files)
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(merged, nil, 0o644) })
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/review"
 )
 
@@ -32,11 +31,7 @@ func TestQueueReviewFlag(t *testing.T) {
 	seed := filepath.Join(dir, "seed")
 	seedOrigin(t, env, origin, seed, "init", map[string]string{"README.md": "# widgets\n"})
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")

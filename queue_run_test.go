@@ -37,11 +37,7 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 		"roadmap/p0.md":                 "# p0\n",
 	})
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
 	// Green CI on every head: with no checks at all the queue would wait
 	// out CHECKS_GRACE (2 minutes) before it merges.
@@ -132,11 +128,7 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 	}
 	seedOrigin(t, env, origin, seed, "roadmap", files)
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
 	})
@@ -247,11 +239,7 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 		"roadmap/p0.md":                 "# p0\n",
 	})
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		if _, err := os.Stat(phaseRan); err != nil {
 			return []ghfake.CheckRun{{Name: "ci/test", Status: "in_progress"}}, nil
@@ -319,6 +307,19 @@ esac
 
 // seedOrigin makes a bare origin whose main holds files, committed with
 // msg in a seed clone: the repository the fake GitHub serves.
+// fakeGitHub is the fake GitHub of acme/widgets over the bare origin, with
+// alice (admin) who files and labels issues and the driver's user bot
+// (write) behind token; closed with the test.
+func fakeGitHub(t *testing.T, origin string, env []string, token string) *ghfake.Server {
+	t.Helper()
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("alice", "admin")
+	fake.AddUser("bot", "write")
+	fake.AddToken(token, "bot")
+	return fake
+}
+
 func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[string]string) {
 	t.Helper()
 	git(t, filepath.Dir(origin), env, "init", "-q", "--bare", "-b", "main", origin)

@@ -39,11 +39,7 @@ func TestQueueListenServesIssues(t *testing.T) {
 	env := crashEnv(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"a.txt": "a\n"})
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
 	})

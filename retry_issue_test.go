@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
 // retry '#N' queues a blocked issue again on GitHub, as a person does:
@@ -33,11 +31,7 @@ func TestRetryIssue(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	git(t, dir, env, "clone", "-q", origin, work)
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-123")
 	blocked := fake.NewIssue("alice", "Blocked", "b", []string{"agent-blocked"}, "alice")
 	ready := fake.NewIssue("alice", "Ready", "r", []string{"agent-ready"}, "alice")
 	claimed := fake.NewIssue("alice", "Claimed", "c", []string{"agent-running"}, "alice")

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
 // Queue mode under SANDBOX=bwrap (issue 13): issue #1's agent
@@ -43,11 +41,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 	seed := filepath.Join(dir, "seed")
 	seedOrigin(t, env, origin, seed, "seed", map[string]string{"README": "seed\n"})
 
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddUser("alice", "admin")
-	fake.AddUser("bot", "write")
-	fake.AddToken("tok-sandbox-123", "bot")
+	fake := fakeGitHub(t, origin, env, "tok-sandbox-123")
 	fake.NewIssue("alice", "Hostile", "Try to escape.", []string{"agent-ready"}, "alice")
 	fake.NewIssue("alice", "Neighbour", "Work beside it.", []string{"agent-ready"}, "alice")
 
