@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,22 +51,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 	cmd := exec.Command(bin, "queue", "--once", "--agent", agent, "--review", reviewer, "--review-lenses", "security", "--poll-seconds", "1", "--checks-grace", "0.1")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("queue: %v\n%s", err, out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("queue did not end:\n%s", out.String())
-	}
+	out := runWithin(t, cmd, "queue", 3*time.Minute)
 	prs := fake.Pulls()
 	if len(prs) != 1 || prs[0].Merged {
 		t.Fatalf("pull requests %+v\n%s", prs, out.String())

@@ -73,22 +73,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "MERGED_FLAG="+mergedFlag)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run --issues: %v\n%s", err, out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("run --issues did not end:\n%s", out.String())
-	}
+	out := runWithin(t, cmd, "run --issues", 3*time.Minute)
 	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
 	if !strings.Contains(string(live), "[merged] **p1**") || !strings.Contains(string(live), "[merged] **p0**") {
 		t.Fatalf("manifest:\n%s\n%s", live, out.String())
@@ -170,22 +155,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "RUNNING="+running, "SEEN="+seen)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run --issues: %v\n%s", err, out.String())
-		}
-	case <-time.After(4 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("run --issues did not end:\n%s", out.String())
-	}
+	out := runWithin(t, cmd, "run --issues", 4*time.Minute)
 	b, err := os.ReadFile(seen)
 	if err != nil {
 		t.Fatal(err)
@@ -280,22 +250,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "PHASE_RAN="+phaseRan, "ISSUE_DONE="+issueDone)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run --issues: %v\n%s", err, out.String())
-		}
-	case <-time.After(4 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("run --issues did not end:\n%s", out.String())
-	}
+	out := runWithin(t, cmd, "run --issues", 4*time.Minute)
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed\n%s", is, out.String())
 	}
@@ -307,6 +262,30 @@ esac
 
 // seedOrigin makes a bare origin whose main holds files, committed with
 // msg in a seed clone: the repository the fake GitHub serves.
+// runWithin runs the driver's cmd to its end and fails the test if it
+// fails or has not ended within bound (an upper bound against a hang, not
+// a wait); it returns what it printed.
+func runWithin(t *testing.T, cmd *exec.Cmd, what string, bound time.Duration) *bytes.Buffer {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out.String())
+		}
+	case <-time.After(bound):
+		cmd.Process.Kill()
+		t.Fatalf("%s did not end:\n%s", what, out.String())
+	}
+	return &out
+}
+
 // fakeGitHub is the fake GitHub of acme/widgets over the bare origin, with
 // alice (admin) who files and labels issues and the driver's user bot
 // (write) behind token; closed with the test.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,22 +53,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 		"--max-parallel", "2", "--poll-seconds", "1")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-sandbox-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "CHECKS_GRACE=0.2")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("queue --sandbox: %v\n%s", err, out.String())
-		}
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("queue --sandbox did not end:\n%s", out.String())
-	}
+	out := runWithin(t, cmd, "queue --sandbox", 3*time.Minute)
 	for _, n := range []int{1, 2} {
 		if is, ok := fake.Issue(n); !ok || is.State != "closed" {
 			t.Errorf("issue #%d = %+v, want closed by its merged pull request\n%s", n, is, out.String())
