@@ -25,6 +25,24 @@ git add FIXED
 git commit -qm "fix ci/test"
 `
 
+// readyBeforeChecks fails unless the pull request was marked ready before
+// its checks were first read (the fake's request log).
+func readyBeforeChecks(t *testing.T, e *env) {
+	t.Helper()
+	var ready, firstChecks time.Time
+	for _, r := range e.fake.Requests() {
+		switch {
+		case r.Path == "/graphql" && strings.Contains(r.Body, "markPullRequestReadyForReview") && ready.IsZero():
+			ready = r.At
+		case strings.HasSuffix(r.Path, "/check-runs") && firstChecks.IsZero():
+			firstChecks = r.At
+		}
+	}
+	if ready.IsZero() || firstChecks.Before(ready) {
+		t.Errorf("checks read at %v, before the pull request was marked ready at %v", firstChecks, ready)
+	}
+}
+
 // TestDraftCIIsNotGreen: CI that skips drafts reports no checks on one.
 // The pull request is marked ready first, so the real (red) checks are
 // counted, repaired, and only then merged.
@@ -40,18 +58,7 @@ func TestDraftCIIsNotGreen(t *testing.T) {
 	if sum.Count(Merged) != 1 || !e.onMain("FIXED") {
 		t.Fatalf("merged without its CI having passed: summary %+v, FIXED on main %v\n%s\n%s", sum, e.onMain("FIXED"), log, dump(e, n))
 	}
-	var ready, firstChecks time.Time
-	for _, r := range e.fake.Requests() {
-		switch {
-		case r.Path == "/graphql" && strings.Contains(r.Body, "markPullRequestReadyForReview") && ready.IsZero():
-			ready = r.At
-		case strings.HasSuffix(r.Path, "/check-runs") && firstChecks.IsZero():
-			firstChecks = r.At
-		}
-	}
-	if ready.IsZero() || firstChecks.Before(ready) {
-		t.Errorf("checks read at %v, before the pull request was marked ready at %v", firstChecks, ready)
-	}
+	readyBeforeChecks(t, e)
 }
 
 // TestChecksGrace: checks appear a minute after the push; with the

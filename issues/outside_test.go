@@ -164,18 +164,7 @@ func TestLandDraftCIIsNotGreen(t *testing.T) {
 	if out := l.land(l.commit(t, "work.txt", "work\n")); out.Reason != state.ReasonChecks || out.OK {
 		t.Fatalf("a draft's missing checks read as green: %+v\n%s", out, l.log)
 	}
-	var ready, firstChecks time.Time
-	for _, r := range e.fake.Requests() {
-		switch {
-		case r.Path == "/graphql" && strings.Contains(r.Body, "markPullRequestReadyForReview") && ready.IsZero():
-			ready = r.At
-		case strings.HasSuffix(r.Path, "/check-runs") && firstChecks.IsZero():
-			firstChecks = r.At
-		}
-	}
-	if ready.IsZero() || firstChecks.Before(ready) {
-		t.Errorf("checks read at %v, before the pull request was marked ready at %v", firstChecks, ready)
-	}
+	readyBeforeChecks(t, e)
 }
 
 // TestLandChecksGrace: checks that appear a minute after the push are
