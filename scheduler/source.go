@@ -55,7 +55,7 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 		if _, offered := next[id]; offered {
 			continue
 		}
-		if p := s.byID[id]; p != nil && (s.inFlight(p) || p.state != manifest.Pending || s.out.landingNow(p)) {
+		if p := s.byID[id]; p != nil && (s.inFlight(p) || p.state != manifest.Pending || p.landing) {
 			next[id] = n
 		}
 	}
@@ -131,8 +131,6 @@ func (s *Scheduler) restoreOutside(p *phase) {
 		p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 	}
 }
-
-func (o *outsideState) landingNow(p *phase) bool { return p.landing }
 
 // drop takes an outside node out of the graph (it left the driver's
 // hands). Nodes waiting on it then wait on it as an outside dep.
@@ -232,7 +230,6 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 		s.durable()
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 	case m.Away:
-		p.state = manifest.Merged // settled, whatever the graph does next
 		s.drop(p, m.Detail)
 	case m.Err != nil:
 		s.giveUp(p, ReasonMerge, m.Err.Error())
