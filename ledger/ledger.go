@@ -3,8 +3,10 @@ package ledger
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -29,12 +31,36 @@ func (u Usage) Known() bool {
 // tool result can be megabytes; the result event is small).
 const maxLine = 16 << 20
 
-// Parse reads an agent's output (a log) and returns what it reported.
-// Lines that are not JSON are skipped, so a log with the driver's own notes
-// or plain text parses too. Several results (a run restarted in the same
+// MaxAttemptCostUSD bounds one reported cost: an attempt that says it
+// spent more is not believed (CheckCost).
+const MaxAttemptCostUSD = 1000
+
+// CheckCost says why a reported total_cost_usd is not a cost, or nil:
+// negative, not finite, or over MaxAttemptCostUSD. The agent writes the
+// figure, and the agent is not trusted: a negative one subtracted from
+// the run's spend would let it run past RUN_MAX_COST_USD.
+func CheckCost(c float64) error {
+	switch {
+	case math.IsNaN(c) || math.IsInf(c, 0):
+		return fmt.Errorf("total_cost_usd %v is not a finite number", c)
+	case c < 0:
+		return fmt.Errorf("total_cost_usd %v is negative", c)
+	case c > MaxAttemptCostUSD:
+		return fmt.Errorf("total_cost_usd %v is over $%d for one attempt", c, MaxAttemptCostUSD)
+	}
+	return nil
+}
+
+// Parse reads an agent's output (a log) and returns what it reported,
+// with a note for each cost it skipped as unreadable (CheckCost). Lines
+// that are not JSON are skipped, so a log with the driver's own notes or
+// plain text parses too. Several results (a run restarted in the same
 // log) add up.
-func Parse(r io.Reader) Usage {
-	var u Usage
+func Parse(r io.Reader) (Usage, []string) {
+	var (
+		u     Usage
+		notes []string
+	)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for sc.Scan() {
@@ -43,12 +69,25 @@ func Parse(r io.Reader) Usage {
 			continue
 		}
 		var ev event
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			// A number too large for a float64 (1e999) leaves the rest
+			// of the event read: the cost alone is unreadable.
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) || te.Field != "total_cost_usd" {
+				continue
+			}
+			notes = append(notes, "unreadable cost skipped: total_cost_usd "+te.Value+" is not a finite number")
+			ev.TotalCostUSD = nil
+		}
+		if ev.TotalCostUSD != nil {
+			if err := CheckCost(*ev.TotalCostUSD); err != nil {
+				notes = append(notes, "unreadable cost skipped: "+err.Error())
+				ev.TotalCostUSD = nil
+			}
 		}
 		ev.apply(&u)
 	}
-	return u
+	return u, notes
 }
 
 // event is the union of the fields this package reads from Claude's and
@@ -105,8 +144,11 @@ func (ev event) apply(u *Usage) {
 	}
 }
 
+// addF adds a cost. A negative or non-finite one is never added: Parse
+// skips them, but a journal written before it did may hold one. (A sum
+// may well be over MaxAttemptCostUSD.)
 func addF(dst **float64, v *float64) {
-	if v == nil {
+	if v == nil || *v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return
 	}
 	if *dst == nil {

@@ -20,7 +20,7 @@ const codexLog = `{"type":"thread.started","thread_id":"th_abc"}
 `
 
 func TestParseClaude(t *testing.T) {
-	u := Parse(strings.NewReader(claudeLog))
+	u, _ := Parse(strings.NewReader(claudeLog))
 	if c, ok := u.Cost(); !ok || c != 0.4211 {
 		t.Errorf("cost %v %v", c, ok)
 	}
@@ -30,7 +30,7 @@ func TestParseClaude(t *testing.T) {
 }
 
 func TestParseCodex(t *testing.T) {
-	u := Parse(strings.NewReader(codexLog))
+	u, _ := Parse(strings.NewReader(codexLog))
 	if _, ok := u.Cost(); ok {
 		t.Errorf("codex reports no cost, got one")
 	}
@@ -44,7 +44,7 @@ func TestParseCodex(t *testing.T) {
 
 func TestParseNothingIsUnknown(t *testing.T) {
 	for _, in := range []string{"", "plain text\n", `{"type":"result"}` + "\n", "{not json\n"} {
-		u := Parse(strings.NewReader(in))
+		u, _ := Parse(strings.NewReader(in))
 		if _, ok := u.Cost(); ok || u.InputTokens != nil {
 			t.Errorf("%q: %+v, want unknown", in, u)
 		}
@@ -81,8 +81,37 @@ func TestAddToTheCent(t *testing.T) {
 
 func TestLongLinesAreSkippedNotFatal(t *testing.T) {
 	long := `{"type":"assistant","text":"` + strings.Repeat("x", 1<<20) + `"}` + "\n"
-	u := Parse(strings.NewReader(long + claudeLog))
+	u, _ := Parse(strings.NewReader(long + claudeLog))
 	if _, ok := u.Cost(); !ok {
 		t.Error("the result after a 1 MiB line was not read")
+	}
+}
+
+// A cost the agent reports negative, not finite or absurd is unreadable:
+// skipped with a note, never subtracted (#22 §5: an agent printing -1000
+// let a run spend past RUN_MAX_COST_USD, its summary "cost $-997.60").
+func TestUnreadableCostIsSkipped(t *testing.T) {
+	good := `{"type":"result","total_cost_usd":2.40,"session_id":"s"}` + "\n"
+	for _, bad := range []string{"-1000", "-0.01", "1e999", "1000.01", "1e308"} {
+		log := good + `{"type":"result","total_cost_usd":` + bad + `,"num_turns":3}` + "\n"
+		u, notes := Parse(strings.NewReader(log))
+		if c, ok := u.Cost(); !ok || c != 2.40 {
+			t.Errorf("%s: cost %v %v, want 2.40 (the bad figure skipped)", bad, c, ok)
+		}
+		if u.Turns == nil || *u.Turns != 3 {
+			t.Errorf("%s: the rest of the event was lost: %+v", bad, u)
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], "unreadable cost skipped: total_cost_usd") {
+			t.Errorf("%s: notes %q", bad, notes)
+		}
+	}
+	if _, notes := Parse(strings.NewReader(`{"type":"result","total_cost_usd":1000}` + "\n")); len(notes) != 0 {
+		t.Errorf("$1000 is readable: %q", notes)
+	}
+	// A journal written before the check may hold a negative cost: sums
+	// leave it out.
+	neg, pos := -1000.0, 2.5
+	if c, _ := Add(Usage{CostUSD: &pos}, Usage{CostUSD: &neg}).Cost(); c != 2.5 {
+		t.Errorf("Add subtracted a negative cost: %v", c)
 	}
 }

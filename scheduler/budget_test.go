@@ -109,3 +109,21 @@ func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
 		t.Errorf("q: spent %d of %d runs, want 0 of 1", h["q"].SuperSpent, h["q"].SuperRuns)
 	}
 }
+
+// RUN_MAX_COST_USD holds against an agent that reports a negative cost:
+// the figure is never subtracted (#22 §5), so the next attempt's spend
+// reaches the budget.
+func TestRunBudgetIgnoresNegativeCost(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)", "[pending] **c** — c (deps: b)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, RunMaxCost: 1})
+	h.runner.on("a", Worker, step{OK: true, Usage: cost(-1000, "")})
+	h.runner.on("b", Worker, step{OK: true, Usage: cost(1.5, "")})
+	sum, _, err := h.run(context.Background())
+	wantErrIs(t, err, ErrBudget)
+	if n := len(h.runner.jobsOf("c", Worker)); n != 0 {
+		t.Errorf("c launched after the budget was spent")
+	}
+	if c, _ := sum.Usage.Cost(); c != 1.5 {
+		t.Errorf("run cost %v, want 1.5", c)
+	}
+}

@@ -176,7 +176,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		),
 	}
 	out, res, err := rp.Run(ctx)
-	o.Usage = usageOf(o.LogPath, 0) // its own fresh log: this run's spend
+	o.Usage, _ = usageOf(o.LogPath, 0) // its own fresh log: this run's spend (skipped costs noted in it)
 	if ctx.Err() != nil {
 		return none("interrupted")
 	}

@@ -248,7 +248,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started, Wrap: jail.Wrap(), Slots: r.Slots,
 	})
-	o.Usage = usageOf(log, logStart)
+	var costNotes []string
+	o.Usage, costNotes = usageOf(log, logStart)
+	o.Warnings = append(o.Warnings, costNotes...)
 	if j.Lane != "" {
 		noteInLog(log, fmt.Sprintf("claudopilot: %s attempt %d of %s ran on lane %s", j.Role, j.Attempt, j.ID, j.Lane))
 	}
