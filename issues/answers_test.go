@@ -3,8 +3,11 @@ package issues
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -325,5 +328,61 @@ func TestMergeGivenUpButMerged(t *testing.T) {
 	}
 	if !e.onMain("f.txt") {
 		t.Error("not merged")
+	}
+}
+
+// TestSecondaryLimitWithoutRetryAfter: GitHub answers a secondary rate
+// limit with 403 "You have exceeded a secondary rate limit",
+// X-RateLimit-Remaining well above 0, a reset up to an hour ahead and no
+// Retry-After. Its rate-limit docs: use the reset only when remaining is
+// 0; otherwise wait at least a minute, then back off exponentially.
+// go-github's fallback takes the reset header: an hour's wait per call.
+func TestSecondaryLimitWithoutRetryAfter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(nil)
+	ctx := context.Background()
+	n := e.fake.NewIssue("alice", "x", "y", nil, "")
+	if _, err := g.Issue(ctx, n); err != nil { // opens the token's hour
+		t.Fatal(err)
+	}
+	// The fake answers as GitHub does: no Retry-After, remaining > 0, the
+	// reset about an hour ahead.
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1$", Secondary: true})
+	req, _ := http.NewRequest("GET", e.fake.URL()+"repos/acme/widgets/issues/1", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	reset, _ := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64)
+	if resp.StatusCode != 403 || resp.Header.Get("Retry-After") != "" || resp.Header.Get("X-RateLimit-Remaining") == "0" ||
+		time.Until(time.Unix(reset, 0).Add(-e.clock.Now().Sub(time.Now()))) < 50*time.Minute {
+		t.Fatalf("the fake's secondary limit: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	before := len(e.clock.Slept())
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1$", Secondary: true, Times: 3})
+	if _, err := g.Issue(ctx, n); err != nil {
+		t.Fatalf("after three secondary limits: %v", err)
+	}
+	if s := e.clock.Slept()[before:]; !reflect.DeepEqual(s, []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}) {
+		t.Errorf("secondary limits without Retry-After waited %v, want 1m 2m 4m", s)
+	}
+	// Remaining 0: the primary limit, whose reset is the time to wait.
+	before = len(e.clock.Slept())
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1$", RateLimit: true, Reset: 30 * time.Minute})
+	if _, err := g.Issue(ctx, n); err != nil {
+		t.Fatalf("after a primary limit: %v", err)
+	}
+	if s := e.clock.Slept()[before:]; len(s) != 1 || s[0] < 29*time.Minute || s[0] > 31*time.Minute {
+		t.Errorf("the primary limit waited %v, want ~30m (its reset)", s)
+	}
+	// A 403 that is no limit is a refusal, at once.
+	before = len(e.clock.Slept())
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1$", Status: 403, Message: "Must have admin rights to Repository."})
+	if _, err := g.Issue(ctx, n); err == nil || len(e.clock.Slept()) != before {
+		t.Errorf("a plain 403: %v, waits %v", err, e.clock.Slept()[before:])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,8 +62,8 @@ type GitHubConfig struct {
 }
 
 // GitHub is the queue's client for one repository: go-github calls wrapped
-// in retries (5xx, timeouts: backoff; primary rate limit: wait for its
-// reset; secondary: wait for Retry-After), with every posted text scrubbed.
+// in retries (5xx, timeouts: backoff; rate limits: rateWait), with every
+// posted text scrubbed.
 // It is safe for concurrent use.
 type GitHub struct {
 	c            *github.Client
@@ -180,7 +181,7 @@ func (g *GitHub) do(ctx context.Context, what string, call func(ctx context.Cont
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		wait, kind := g.classify(resp, err, transient)
+		wait, kind := g.classify(resp, err, transient, limited)
 		switch kind {
 		case faultNotFound:
 			return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
@@ -232,25 +233,20 @@ func backoff(n int) time.Duration {
 	return min(d, time.Minute)
 }
 
-func (g *GitHub) classify(resp *github.Response, err error, transient int) (time.Duration, faultKind) {
+func (g *GitHub) classify(resp *github.Response, err error, transient, limited int) (time.Duration, faultKind) {
 	var (
-		rl    *github.RateLimitError
-		abuse *github.AbuseRateLimitError
-		er    *github.ErrorResponse
-		acc   *github.AcceptedError
-		ue    *url.Error
-		ne    net.Error
+		er  *github.ErrorResponse
+		acc *github.AcceptedError
+		ue  *url.Error
+		ne  net.Error
 	)
-	switch {
-	case errors.As(err, &rl):
-		wait := rl.Rate.Reset.Sub(g.clock.Now()) + time.Second
-		return min(max(wait, time.Second), g.maxWait), faultLimit
-	case errors.As(err, &abuse):
-		wait := time.Minute
-		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
-			wait = *abuse.RetryAfter
+	if r, msg, doc := errorAnswer(err); r != nil && (r.StatusCode == http.StatusForbidden || r.StatusCode == http.StatusTooManyRequests) {
+		if wait, ok := g.rateWait(r, msg, doc, limited); ok {
+			return min(wait, g.maxWait), faultLimit
 		}
-		return min(wait, g.maxWait), faultLimit
+		return 0, faultFatal // a 403 that is no rate limit is a refusal
+	}
+	switch {
 	case errors.As(err, &acc):
 		return backoff(transient), faultTransient
 	case errors.As(err, &er):
@@ -258,16 +254,7 @@ func (g *GitHub) classify(resp *github.Response, err error, transient int) (time
 		if er.Response != nil {
 			code = er.Response.StatusCode
 		}
-		d, hasRetryAfter := retryAfter(er.Response)
 		switch {
-		case code == http.StatusTooManyRequests || (code == http.StatusForbidden && hasRetryAfter):
-			// A 403 or 429 carrying Retry-After is a rate limit whatever
-			// documentation URL it names (go-github knows only some).
-			wait := time.Minute
-			if hasRetryAfter {
-				wait = max(d, time.Second)
-			}
-			return min(wait, g.maxWait), faultLimit
 		case code == http.StatusNotFound || code == http.StatusGone:
 			return 0, faultNotFound
 		case code == http.StatusUnauthorized:
@@ -283,6 +270,55 @@ func (g *GitHub) classify(resp *github.Response, err error, transient int) (time
 		return backoff(transient), faultTransient
 	}
 	return 0, faultFatal
+}
+
+// errorAnswer returns the HTTP answer behind a go-github error, with its
+// message and documentation URL (nil when err carries none).
+func errorAnswer(err error) (r *http.Response, msg, doc string) {
+	var (
+		rl    *github.RateLimitError
+		abuse *github.AbuseRateLimitError
+		er    *github.ErrorResponse
+	)
+	switch {
+	case errors.As(err, &rl):
+		return rl.Response, rl.Message, ""
+	case errors.As(err, &abuse):
+		return abuse.Response, abuse.Message, ""
+	case errors.As(err, &er):
+		return er.Response, er.Message, er.DocumentationURL
+	}
+	return nil, "", ""
+}
+
+// rateWait decides how long a 403 or 429 answer asks to wait, as GitHub's
+// rate-limit documentation says (go-github's fallback to the reset header
+// for a secondary limit without Retry-After would wait up to an hour):
+//
+//   - Retry-After: wait that long;
+//   - X-RateLimit-Remaining 0: the primary limit, wait until
+//     X-RateLimit-Reset (the reset is used only then);
+//   - a secondary limit (its message or documentation URL says so, or a
+//     429) without Retry-After: wait a minute, then longer, doubling with
+//     each wait of the same call (limited before this one), up to 16 min.
+//
+// ok is false for a 403 that is none of these: a refusal.
+func (g *GitHub) rateWait(r *http.Response, msg, doc string, limited int) (time.Duration, bool) {
+	if d, ok := retryAfter(r); ok {
+		return max(d, time.Second), true
+	}
+	if r.Header.Get("X-RateLimit-Remaining") == "0" {
+		if reset, err := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			return max(time.Unix(reset, 0).Sub(g.clock.Now())+time.Second, time.Second), true
+		}
+		return time.Minute, true
+	}
+	lower := strings.ToLower(msg + " " + doc)
+	if r.StatusCode == http.StatusTooManyRequests || strings.Contains(lower, "secondary rate limit") ||
+		strings.Contains(lower, "secondary-rate-limits") || strings.Contains(lower, "abuse") {
+		return min(time.Minute<<min(limited, 4), 16*time.Minute), true
+	}
+	return 0, false
 }
 
 func retryAfter(r *http.Response) (time.Duration, bool) {

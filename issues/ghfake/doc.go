@@ -24,9 +24,17 @@
 // "invalid"}; with CIRules, a draft's commit has no checks (CI that skips
 // drafts) and checks appear some time after a push, not at once.
 //
+// Every answer carries the token's X-RateLimit headers (limit, remaining,
+// used, reset, resource), counted as GitHub counts (Counted): an hour's
+// window per token, every authenticated request but a 304. A successful
+// GET carries an ETag, and a GET whose If-None-Match names the current
+// ETag is answered 304 without a body.
+//
 // Faults are injected per request: 5xx answers with any message or body,
 // primary rate limits (403 with X-RateLimit-Remaining: 0 and a reset time),
-// secondary rate limits (403 with Retry-After, any documentation URL), slow
+// secondary rate limits (403 "You have exceeded a secondary rate limit"
+// with remaining above 0, the window's reset, and Retry-After only when
+// the fault sets one; any documentation URL), slow
 // answers (the request is carried out at once, the answer comes late, as
 // when a real response times out) and lost answers (carried out, answered
 // with an error, as a 502 from a proxy after GitHub acted).

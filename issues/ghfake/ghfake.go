@@ -2,6 +2,7 @@ package ghfake
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,9 +59,12 @@ type Fault struct {
 	Status       int           // answer with this status (e.g. 502)
 	RateLimit    bool          // primary rate limit: 403, X-RateLimit-Remaining: 0, reset after Reset
 	Reset        time.Duration // for RateLimit
-	Secondary    bool          // secondary rate limit: 403 with Retry-After
-	RetryAfter   time.Duration // for Secondary
-	Delay        time.Duration // carry out the request, answer after Delay (or when the client gives up)
+	// Secondary: a secondary rate limit, 403 MsgSecondary with the
+	// token's real X-RateLimit headers (remaining above 0, a reset up to
+	// an hour ahead), and Retry-After only when RetryAfter is set.
+	Secondary  bool
+	RetryAfter time.Duration // for Secondary and Status answers
+	Delay      time.Duration // carry out the request, answer after Delay (or when the client gives up)
 	// Lost carries out the request, then answers Status instead of the
 	// real answer: a write that went through whose answer was lost (a 502
 	// from a proxy after GitHub acted).
@@ -82,6 +86,9 @@ const (
 	MsgBaseModified = "Base branch was modified. Review and try the merge again."
 	// MsgHeadModified: the merge's sha is no longer the head, 409.
 	MsgHeadModified = "Head branch was modified. Review and try the merge again."
+	// MsgSecondary: a secondary rate limit, 403, often without Retry-After
+	// and with X-RateLimit-Remaining above 0.
+	MsgSecondary = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID."
 )
 
 // HeadInvalid is GitHub's 422 answer to a pull request whose head branch
@@ -97,6 +104,10 @@ type Request struct {
 	Method, Path, Login string
 	Body                string
 	At                  time.Time // on the fake's clock
+	Status              int       // the answer's status
+	// Counted: the request counted against the rate limit (a 304 to a
+	// conditional request does not).
+	Counted bool
 }
 
 // Issue is an issue or pull request as the fake holds it.
@@ -175,6 +186,11 @@ type Server struct {
 	onMerge func(pr int)
 	// noViewer: GraphQL viewer answers an error (as some tokens' might).
 	noViewer bool
+	// rate: each token's window of counted requests ("login resource");
+	// counted: every counted request by resource; limit: per hour.
+	rate    map[string]*rateWindow
+	counted map[string]int
+	limit   int
 	// foreign holds issues of other repositories ("owner/repo" lowercased
 	// → number → issue), readable with GET /repos/{o}/{r}/issues/{n} only.
 	foreign map[string]map[int]*Issue
@@ -201,6 +217,7 @@ func New(opt Options) *Server {
 	s := &Server{
 		opt: opt, now: opt.Now, users: map[string]string{}, token: map[string]string{}, bots: map[string]bool{}, seen: map[string]time.Time{},
 		issues: map[int]*Issue{}, pulls: map[int]*Pull{}, nextNum: 1, nextID: 1000,
+		rate: map[string]*rateWindow{}, counted: map[string]int{}, limit: 5000,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -514,7 +531,9 @@ func (s *Server) label(name string) *Label {
 	return nil
 }
 
-// serve applies faults, authenticates and routes.
+// serve applies faults, authenticates, routes, answers a conditional
+// GET whose ETag still holds with 304, and counts the request against the
+// token's rate limit (a 304 is not counted, as on GitHub).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
@@ -522,50 +541,142 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	login := s.token[tokenOf(r)]
 	now := s.now()
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.EscapedPath(), Login: login, Body: string(body), At: now})
+	idx := len(s.reqs) - 1
 	f := s.fault(r)
 	s.mu.Unlock()
-	if f != nil {
-		switch {
-		case f.RateLimit:
-			w.Header().Set("X-RateLimit-Limit", "5000")
-			w.Header().Set("X-RateLimit-Remaining", "0")
-			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(f.Reset).Unix(), 10))
-			writeJSON(w, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
-			return
-		case f.Secondary:
-			doc := f.DocURL
-			if doc == "" {
-				doc = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
-			writeJSON(w, http.StatusForbidden, map[string]string{"message": "You have exceeded a secondary rate limit", "documentation_url": doc})
-			return
-		case f.Lost:
-			s.route(httptest.NewRecorder(), r, login)
-			f.answer(w)
-			return
-		case f.Status != 0:
-			f.answer(w)
-			return
-		case f.Delay > 0:
-			rec := httptest.NewRecorder()
-			s.route(rec, r, login)
-			t := time.NewTimer(f.Delay)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				return
-			}
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.Code)
-			w.Write(rec.Body.Bytes())
+	rec := httptest.NewRecorder()
+	var delay time.Duration
+	switch {
+	case f == nil:
+		s.route(rec, r, login)
+	case f.RateLimit:
+		s.mu.Lock()
+		rec.Header().Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(f.Reset).Unix(), 10))
+		s.mu.Unlock()
+		writeJSON(rec, http.StatusForbidden, map[string]string{"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"})
+	case f.Secondary:
+		doc := f.DocURL
+		if doc == "" {
+			doc = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+		}
+		// Retry-After only when the fault has one: GitHub often sends
+		// none, with X-RateLimit-Remaining well above 0.
+		if f.RetryAfter > 0 {
+			rec.Header().Set("Retry-After", strconv.Itoa(int(f.RetryAfter/time.Second)))
+		}
+		writeJSON(rec, http.StatusForbidden, map[string]string{"message": MsgSecondary, "documentation_url": doc})
+	case f.Lost:
+		s.route(httptest.NewRecorder(), r, login)
+		f.answer(rec)
+	case f.Status != 0:
+		f.answer(rec)
+	case f.Delay > 0:
+		s.route(rec, r, login)
+		delay = f.Delay
+	}
+	s.mu.Lock()
+	s.conditional(rec, r)
+	s.count(rec, r, login, f != nil && f.RateLimit)
+	s.reqs[idx].Status = rec.Code
+	s.reqs[idx].Counted = rec.Code != http.StatusNotModified && login != ""
+	s.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
 			return
 		}
 	}
-	s.route(w, r, login)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// conditional gives a successful GET its ETag and turns it into a 304
+// without a body when the request's If-None-Match names that ETag.
+// s.mu is held.
+func (s *Server) conditional(rec *httptest.ResponseRecorder, r *http.Request) {
+	if r.Method != http.MethodGet || rec.Code != http.StatusOK {
+		return
+	}
+	h := sha256.New()
+	h.Write([]byte(rec.Header().Get("Link")))
+	h.Write(rec.Body.Bytes())
+	etag := fmt.Sprintf(`W/"%x"`, h.Sum(nil)[:16])
+	rec.Header().Set("ETag", etag)
+	for _, m := range strings.Split(r.Header.Get("If-None-Match"), ",") {
+		if strings.TrimSpace(m) == etag {
+			rec.Code = http.StatusNotModified
+			rec.Body.Reset()
+			rec.Header().Del("Content-Type")
+			return
+		}
+	}
+}
+
+// count books one request against login's hourly rate limit and sets the
+// X-RateLimit headers, as GitHub does on every answer: a 304 is not
+// counted; the window starts at the first counted request and resets an
+// hour later. A primary rate-limit fault answers with 0 remaining.
+// s.mu is held.
+func (s *Server) count(rec *httptest.ResponseRecorder, r *http.Request, login string, limited bool) {
+	if login == "" {
+		return
+	}
+	resource := "core"
+	if r.URL.Path == "/graphql" {
+		resource = "graphql"
+	}
+	key := login + " " + resource
+	rl := s.rate[key]
+	now := s.now()
+	if rl == nil || !now.Before(rl.reset) {
+		rl = &rateWindow{reset: now.Add(time.Hour)}
+		s.rate[key] = rl
+	}
+	if rec.Code != http.StatusNotModified {
+		rl.used++
+		s.counted[resource]++
+	}
+	limit := s.limit
+	remaining := max(limit-rl.used, 0)
+	if limited {
+		remaining = 0
+	}
+	rec.Header().Set("X-RateLimit-Limit", strconv.Itoa(limit))
+	rec.Header().Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	rec.Header().Set("X-RateLimit-Used", strconv.Itoa(rl.used))
+	rec.Header().Set("X-RateLimit-Resource", resource)
+	if rec.Header().Get("X-RateLimit-Reset") == "" {
+		rec.Header().Set("X-RateLimit-Reset", strconv.FormatInt(rl.reset.Unix(), 10))
+	}
+}
+
+// rateWindow is one token's hour of counted requests.
+type rateWindow struct {
+	used  int
+	reset time.Time
+}
+
+// SetRateLimit sets the requests an hour each token is allowed (default
+// 5000; Actions' GITHUB_TOKEN has 1000 per repository).
+func (s *Server) SetRateLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = n
+}
+
+// Counted is how many requests of resource ("core" for REST, "graphql")
+// counted against the rate limit so far: every authenticated request but
+// a 304 answer to a conditional one.
+func (s *Server) Counted(resource string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counted[resource]
 }
 
 // answer writes a Status fault's answer.
