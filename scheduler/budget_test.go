@@ -102,8 +102,8 @@ func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
 		{Phase: "q", Event: "launch", Role: Supervisor, Attempt: 1}, // the driver died here
 	}
 	h, _ := state.History(recs)
-	if h["p"].SuperSpent != 1 || h["p"].SuperRuns != 2 {
-		t.Errorf("p: spent %d of %d runs, want 1 of 2", h["p"].SuperSpent, h["p"].SuperRuns)
+	if h["p"].SuperSpent != 0 || h["p"].SuperRuns != 2 {
+		t.Errorf("p: spent %d of %d runs, want 0 of 2", h["p"].SuperSpent, h["p"].SuperRuns)
 	}
 	if h["q"].SuperSpent != 0 || h["q"].SuperRuns != 1 {
 		t.Errorf("q: spent %d of %d runs, want 0 of 1", h["q"].SuperSpent, h["q"].SuperRuns)

@@ -163,6 +163,33 @@ func TestRestoreResumesSupervisorAfterFail(t *testing.T) {
 	}
 }
 
+// Kill rounds do not use up a phase's repairs: two supervisors the
+// driver's death cut short (no outcome) and a worker failing again after
+// each restart leave every attempt of MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, so
+// the restarted driver sends a supervisor instead of halting.
+func TestRestoreAfterKilledRepairsSendsSupervisor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
+	h.jn = openJournal(t)
+	appendAll(t, h.jn,
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1}, // killed
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
+		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 2, Reason: ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 2}, // killed
+		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 3},
+		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 3, Reason: ReasonGate},
+	)
+	if _, _, err := h.run(context.Background()); err != nil {
+		t.Fatalf("Run: %v (the killed repairs were counted)", err)
+	}
+	sup := h.runner.jobsOf("a", Supervisor)
+	if len(sup) != 1 || sup[0].Attempt != 3 || sup[0].Mode != "standard" {
+		t.Errorf("supervisor jobs %+v, want one, attempt 3, standard (none of the two spent)", sup)
+	}
+}
+
 // A [running] phase whose supervisors are used up is resumed as a worker
 // and halts on its next failure without another supervisor.
 func TestRestoreExhaustedSupervisor(t *testing.T) {

@@ -328,9 +328,16 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			if h.Last == "merged" {
 				*h = PhaseHistory{}
 			}
+			if h.inFlight == Supervisor {
+				// The repair launched before this one has no outcome:
+				// the driver died during it (SIGKILL, a second
+				// Ctrl-C). The driver cut it short, so it spent
+				// nothing (its log number stays used).
+				h.SuperSpent--
+			}
 			if r.Role == Supervisor {
 				h.SuperRuns = max(h.SuperRuns, r.Attempt)
-				h.SuperSpent = h.SuperRuns // spent when started
+				h.SuperSpent++ // spent when started
 			} else {
 				h.WorkerRuns = max(h.WorkerRuns, r.Attempt)
 			}

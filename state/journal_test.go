@@ -183,6 +183,26 @@ func TestHistory(t *testing.T) {
 			cool: map[Role]time.Time{},
 		},
 		{
+			name: "repairs the driver's death or an interrupt cut short spend nothing, once relaunched too",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				with(rec(1, "a", "fail", Worker, 1), func(r *Record) { r.Reason = ReasonGate }),
+				rec(2, "a", "launch", Supervisor, 1), // SIGKILL: no outcome
+				rec(3, "a", "launch", Worker, 2),
+				with(rec(4, "a", "fail", Worker, 2), func(r *Record) { r.Reason = ReasonGate }),
+				rec(5, "a", "launch", Supervisor, 2),
+				rec(6, "a", "interrupted", Supervisor, 2), // Ctrl-C
+				rec(7, "a", "launch", Supervisor, 3),      // SIGKILL again
+				rec(8, "a", "launch", Supervisor, 4),
+				with(rec(9, "a", "fail", Supervisor, 4), func(r *Record) { r.Reason = ReasonExit }),
+			},
+			want: map[string]*PhaseHistory{"a": {
+				WorkerRuns: 2, SuperRuns: 4, SuperSpent: 1, Reason: ReasonExit, Last: "fail", LastFailBy: Supervisor,
+				Spent: 4 * time.Second,
+			}},
+			cool: map[Role]time.Time{},
+		},
+		{
 			name: "interrupted attempt still counts",
 			recs: []Record{
 				rec(0, "a", "launch", Worker, 1),
