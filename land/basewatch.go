@@ -21,13 +21,23 @@ type baseTrack struct {
 	mu      sync.Mutex
 	last    string // what the driver wrote, or found at start
 	pending string // a write under way
-	notes   []BaseMove
+	// writes counts the driver's own writes begun: a read of the ref
+	// during which one began may be older than last, and is not judged.
+	writes uint64
+	// own holds every value the driver moved the base to in this run.
+	own   map[string]bool
+	notes []BaseMove
 }
 
 // writing and wrote bracket the driver's own move of the base ref.
 func (b *baseTrack) writing(sha string) {
 	b.mu.Lock()
 	b.pending = sha
+	b.writes++
+	if b.own == nil {
+		b.own = map[string]bool{}
+	}
+	b.own[sha] = true
 	b.mu.Unlock()
 }
 
@@ -74,13 +84,24 @@ func (o *Owner) CheckBase(ctx context.Context) (*BaseMove, error) {
 
 // checkBase is CheckBase that also returns the base's value it read.
 func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
+	b := &o.base
+	b.mu.Lock()
+	writes, busy := b.writes, b.pending != ""
+	b.mu.Unlock()
 	now, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
 		return nil, "", err
 	}
-	b := &o.base
 	b.mu.Lock()
 	from := b.last
+	if busy || b.writes != writes {
+		// The driver moved the base while this read ran (the poll
+		// beside a merge): the value read may be the one before, and
+		// judged against the new one it looked like a move backwards.
+		// The next read tells.
+		b.mu.Unlock()
+		return nil, now, nil
+	}
 	if from == "" || now == b.last || now == b.pending {
 		if from == "" {
 			b.last = now
@@ -88,6 +109,21 @@ func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
 		b.mu.Unlock()
 		return nil, now, nil
 	}
+	own := b.own[now]
+	b.mu.Unlock()
+	if own {
+		// A move forward along the driver's own merges (a write whose
+		// success was not seen) is not a foreign move.
+		if fwd, err := o.Git.IsAncestor(ctx, from, now); err == nil && fwd {
+			b.mu.Lock()
+			if b.last == from {
+				b.last = now
+			}
+			b.mu.Unlock()
+			return nil, now, nil
+		}
+	}
+	b.mu.Lock()
 	b.last = now
 	b.mu.Unlock()
 	m := &BaseMove{Branch: o.Layout.Base, From: from, To: now, At: time.Now().UTC()}

@@ -1,8 +1,12 @@
 package land_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claudopilot/claudopilot/land"
 )
@@ -58,5 +62,105 @@ func TestCheckBaseReportsForeignMoves(t *testing.T) {
 	m, err = f.owner.CheckBase(f.ctx)
 	if err != nil || m == nil || m.To != human || m.Stale {
 		t.Errorf("CheckBase after a human commit = %+v, %v; want a move with the checkout following", m, err)
+	}
+}
+
+// The poll's read of the base can race the driver's own move of it: read
+// before the merge's compare-and-swap, judged after it. Judged against the
+// value the driver has just written, that stale read looked like a move
+// backwards ("moved outside the driver: <merge> -> <old>"), and the next
+// poll saw the driver's merge as a second foreign move ("<old> -> <merge>").
+// A git first on PATH that holds the poll's read until the merge has
+// landed makes the race happen every time. (Not parallel: exec finds git
+// on the process's PATH, which only t.Setenv changes.)
+func TestCheckBaseIgnoresAReadThatRacedTheDriversMove(t *testing.T) {
+	f := newFixture(t, manifestSrc)
+	shim := t.TempDir()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	script := `#!/bin/sh
+case "$*" in
+*"rev-parse --verify -q --end-of-options refs/heads/main^{commit}"*)
+  if mv "` + shim + `/arm" "` + shim + `/armed" 2>/dev/null; then
+    out=$("` + real + `" "$@") || exit $?
+    echo "$out" > "` + shim + `/read"
+    while [ ! -e "` + shim + `/go" ]; do sleep 0.01; done
+    echo "$out"
+    exit 0
+  fi;;
+esac
+exec "` + real + `" "$@"
+`
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {
+		t.Fatalf("first CheckBase = %v, %v", m, err)
+	}
+	old := f.rev("main")
+	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a by p1\n"})
+
+	if err := os.WriteFile(filepath.Join(shim, "arm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		m   *land.BaseMove
+		err error
+	}
+	polled := make(chan result, 1)
+	go func() {
+		m, err := f.owner.CheckBase(f.ctx)
+		polled <- result{m, err}
+	}()
+	// The poll has read the base: now the driver lands a merge.
+	for deadline := time.Now().Add(time.Minute); ; {
+		if b, err := os.ReadFile(filepath.Join(shim, "read")); err == nil && strings.TrimSpace(string(b)) == old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the poll never read the base")
+		}
+		time.Sleep(10 * time.Millisecond) // waiting on the shim's file
+	}
+	out := f.mustMerge(job("p1", "first", tip))
+	if err := os.WriteFile(filepath.Join(shim, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-polled; r.m != nil || r.err != nil {
+		t.Errorf("the poll that raced the driver's merge reported %v (%v)", r.m, r.err)
+	}
+	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {
+		t.Errorf("the next poll reported the driver's own merge %.12s: %v (%v)", out.Commit, m, err)
+	}
+	if mv := f.owner.TakeBaseMoves(); len(mv) != 0 {
+		t.Errorf("the merge noted %v", mv)
+	}
+	if m, err := land.LastBaseMove(f.layout); m != nil || err != nil {
+		t.Errorf("base-moved.json says %v (%v)", m, err)
+	}
+}
+
+// A move forward along the driver's own merges is no foreign move, even
+// when the driver did not see its write succeed; a move past them still is.
+func TestCheckBaseTakesAForwardMoveToItsOwnMerge(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {
+		t.Fatalf("first CheckBase = %v, %v", m, err)
+	}
+	old := f.rev("main")
+	tree := f.gitIn(f.top, "rev-parse", "main^{tree}")
+	own := f.gitIn(f.top, "commit-tree", "-p", old, "-m", "Merge p1: first", tree)
+	land.OwnMove(f.owner, func() { f.gitIn(f.top, "update-ref", "refs/heads/main", own, old) }, own, false)
+	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {
+		t.Errorf("the driver's own merge, its write not seen, reported as %v (%v)", m, err)
+	}
+	foreign := f.gitIn(f.top, "commit-tree", "-p", own, "-m", "an agent's", tree)
+	f.gitIn(f.top, "update-ref", "refs/heads/main", foreign, own)
+	if m, err := f.owner.CheckBase(f.ctx); err != nil || m == nil || m.From != own || m.To != foreign {
+		t.Errorf("a move past the driver's merge = %+v, %v; want %.12s -> %.12s", m, err, own, foreign)
 	}
 }

@@ -6,3 +6,11 @@ var (
 	OutOfScope = (*Owner).outOfScope
 	Markers    = (*Owner).markers
 )
+
+// OwnMove moves the base ref to sha as the merge owner does, with ok the
+// success the owner saw (false: the update-ref reported an error).
+func OwnMove(o *Owner, move func(), sha string, ok bool) {
+	o.base.writing(sha)
+	move()
+	o.base.wrote(sha, ok)
+}
