@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
+
+	"github.com/claudopilot/claudopilot/launch"
 )
 
 // Streams are the command's standard streams. Tests swap them for buffers.
@@ -31,10 +33,18 @@ type Streams struct {
 }
 
 func main() {
+	// First: the token leaves the process's environment (a re-exec hands
+	// it over a pipe) and the process becomes non-dumpable, so agents
+	// cannot read it from /proc (package launch).
+	env, err := launch.Hide(os.Environ())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "claudopilot: "+err.Error())
+		os.Exit(1)
+	}
 	ctx, cause := signalContext()
 	s := &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	s.ErrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
-	s.Color = colorOn(s.ErrIsTTY, envMap(os.Environ()))
+	s.Color = colorOn(s.ErrIsTTY, envMap(env))
 	if s.ErrIsTTY {
 		s.Width = func() int {
 			w, _, err := term.GetSize(int(os.Stderr.Fd()))
@@ -54,7 +64,7 @@ func main() {
 		signal.Notify(resize, syscall.SIGWINCH)
 		s.Resize = resize
 	}
-	err := run(ctx, os.Args[1:], s, os.Environ())
+	err = run(ctx, os.Args[1:], s, env)
 	code := exitCode(err, cause())
 	if err != nil && !isSilent(err) {
 		fmt.Fprintln(os.Stderr, formatError(err))
