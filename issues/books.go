@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/secret"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // failure is why an attempt did not succeed.
@@ -45,7 +47,9 @@ type worker struct {
 	round  int64
 	pr     *PR
 	pushed bool
-	stopHB func()
+	// unpushed says why the branch was not pushed (a secret in it).
+	unpushed string
+	stopHB   func()
 }
 
 func (q *Queue) logIssue(n int, format string, args ...any) {
@@ -168,15 +172,43 @@ func (q *Queue) moveOldWorktree(ctx context.Context, w *worker) error {
 	return q.git.MoveWorktree(ctx, old, w.wt)
 }
 
-// push pushes the branch to the remote (a fast-forward; never forced).
+// push pushes the branch to the remote (a fast-forward; never forced),
+// once scanPush found nothing in it to hide.
 func (w *worker) push(ctx context.Context) *failure {
 	q := w.q
+	if f := w.scanPush(ctx); f != nil {
+		return f
+	}
 	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &failure{reason: "interrupted"}
 		}
 		return &failure{reason: "push", detail: err.Error()}
+	}
+	return nil
+}
+
+// scanPush checks what a push of the branch would publish beyond
+// <remote>/<base>: every commit's added lines and message, for the
+// driver's own secrets (the token, raw, URL-escaped, base64) and the
+// secret shapes the local landing refuses (package secret). A hit is a
+// failure with reason secret naming file and line, never the value; a
+// scan that cannot run is one too (it fails closed). Nothing is pushed
+// then: unpushed says why, for the block comment.
+func (w *worker) scanPush(ctx context.Context) *failure {
+	q := w.q
+	found, err := secret.Push(ctx, q.git, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch, q.known())
+	switch {
+	case ctx.Err() != nil:
+		return &failure{reason: "interrupted"}
+	case err != nil:
+		w.unpushed = "the secret scan could not run: " + err.Error()
+		return &failure{reason: string(state.ReasonSecret), detail: "nothing was pushed: " + w.unpushed}
+	case len(found) > 0:
+		w.unpushed = secret.Describe(found)
+		q.logIssue(w.n, "not pushed: %s", w.unpushed)
+		return &failure{reason: string(state.ReasonSecret), detail: "nothing was pushed: " + w.unpushed}
 	}
 	return nil
 }
@@ -235,6 +267,8 @@ func (w *worker) block(ctx context.Context, f *failure) error {
 	}
 	var keep string
 	switch {
+	case w.unpushed != "":
+		keep = fmt.Sprintf("The branch `%s` is kept in the driver's clone and was not pushed: %s", w.branch, w.unpushed)
 	case w.pr != nil:
 		keep = fmt.Sprintf("The branch `%s` and pull request #%d are kept", w.branch, w.pr.Number)
 	case w.pushed:
@@ -242,7 +276,7 @@ func (w *worker) block(ctx context.Context, f *failure) error {
 	default:
 		keep = "Nothing was committed"
 	}
-	fmt.Fprintf(&b, "\n%s. To try again, remove `%s` and add `%s`.\n%s", keep, q.cfg.Labels.Blocked, q.cfg.Labels.Ready, endMarker(q.instance, w.round))
+	fmt.Fprintf(&b, "\n%s. %s\n%s", keep, w.advice(f), endMarker(q.instance, w.round))
 	if _, err := q.gh.PostComment(ctx, w.n, b.String()); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
@@ -253,6 +287,18 @@ func (w *worker) block(ctx context.Context, f *failure) error {
 		return err
 	}
 	return q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Ready)
+}
+
+// advice is what the block comment tells a person to do: never a retry
+// that would fail the same way.
+func (w *worker) advice(f *failure) string {
+	l := w.q.cfg.Labels
+	again := fmt.Sprintf("remove `%s` and add `%s`", l.Blocked, l.Ready)
+	switch f.reason {
+	case string(state.ReasonSecret):
+		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
+	}
+	return "To try again, " + again + "."
 }
 
 // finish records a merged or review-ready pull request: a comment ending

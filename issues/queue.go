@@ -13,6 +13,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -242,6 +243,9 @@ func New(cfg Config) (*Queue, error) {
 	q.initReview()
 	return q, nil
 }
+
+// known is the driver's own secrets a push must not carry: the token.
+func (q *Queue) known() *secret.Known { return secret.NewKnown(q.cfg.Token) }
 
 // Base is the branch pull requests go into (known after Start).
 func (q *Queue) Base() string { return q.cfg.Base }

@@ -1,8 +1,6 @@
 package issues
 
 import (
-	"encoding/base64"
-	"net/url"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/secret"
@@ -22,22 +20,7 @@ type Scrubber struct {
 // very short values (under 6 bytes, which would redact ordinary words) are
 // ignored.
 func NewScrubber(secrets ...string) *Scrubber {
-	s := &Scrubber{}
-	for _, v := range secrets {
-		if len(v) < 6 {
-			continue
-		}
-		s.values = append(s.values, v, url.QueryEscape(v),
-			base64.StdEncoding.EncodeToString([]byte(v)),
-			base64.StdEncoding.EncodeToString([]byte("x-access-token:"+v)))
-	}
-	// Longest first, so a value containing another is replaced whole.
-	for i := 1; i < len(s.values); i++ {
-		for j := i; j > 0 && len(s.values[j]) > len(s.values[j-1]); j-- {
-			s.values[j], s.values[j-1] = s.values[j-1], s.values[j]
-		}
-	}
-	return s
+	return &Scrubber{values: secret.NewKnown(secrets...).Forms()}
 }
 
 // Scrub returns text with every secret replaced by Redacted.

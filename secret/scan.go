@@ -44,11 +44,16 @@ func Describe(fs []Finding) string {
 // commits aside), since a merge carries the branch's history onto the
 // base too: a secret committed and removed later is still there.
 func Landing(ctx context.Context, git *worktree.Client, from, to string) ([]Finding, error) {
-	tree, err := scanDiff(ctx, git, "diff", from, to)
+	return landing(ctx, git, from, to, Line)
+}
+
+// landing is Landing with check telling the kind of secret a line holds.
+func landing(ctx context.Context, git *worktree.Client, from, to string, check func(string) string) ([]Finding, error) {
+	tree, err := scanDiff(ctx, git, "diff", from, to, check)
 	if err != nil {
 		return nil, err
 	}
-	hist, err := scanDiff(ctx, git, "log", from, to)
+	hist, err := scanDiff(ctx, git, "log", from, to, check)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,7 @@ func Landing(ctx context.Context, git *worktree.Client, from, to string) ([]Find
 
 // scanDiff reads `git diff from to` or `git log -p from..to` with no
 // context lines and scans each added line.
-func scanDiff(ctx context.Context, git *worktree.Client, how, from, to string) ([]Finding, error) {
+func scanDiff(ctx context.Context, git *worktree.Client, how, from, to string, check func(string) string) ([]Finding, error) {
 	out, err := git.AddedLines(ctx, from, to, how != "diff")
 	if err != nil {
 		return nil, fmt.Errorf("scan for secrets: %w", err)
@@ -95,7 +100,7 @@ func scanDiff(ctx context.Context, git *worktree.Client, how, from, to string) (
 		case strings.HasPrefix(l, "@@ "):
 			inHunk, line = true, hunkStart(l)
 		case inHunk && strings.HasPrefix(l, "+"):
-			if kind := Line(l[1:]); kind != "" && path != "" {
+			if kind := check(l[1:]); kind != "" && path != "" {
 				found = append(found, Finding{Path: path, Line: line, Kind: kind, Commit: commit})
 			}
 			line++
