@@ -51,7 +51,8 @@ type GitHubConfig struct {
 	// https://HOST/api/v3 (what GitHub Actions puts in GITHUB_API_URL) and a
 	// test server takes its plain URL.
 	APIURL string
-	// HTTPClient is used as is when set; otherwise one with Timeout.
+	// HTTPClient is used when set (a copy, its transport wrapped to make
+	// GETs conditional); otherwise one with Timeout.
 	HTTPClient *http.Client
 	Timeout    time.Duration // per request (default 30s); a timeout is retried
 	MaxRetries int           // tries after 5xx and timeouts (default 6)
@@ -93,14 +94,19 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	if cfg.Owner == "" || cfg.Repo == "" {
 		return nil, fmt.Errorf("github: repository not set (want owner/name)")
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
+	var hc *http.Client
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		hc = &c
+	} else {
 		t := cfg.Timeout
 		if t <= 0 {
 			t = 30 * time.Second
 		}
 		hc = &http.Client{Timeout: t}
 	}
+	// Every GET is conditional: a 304 costs none of the rate limit.
+	hc.Transport = newETagCache(hc.Transport)
 	c := github.NewClient(hc)
 	if cfg.Token != "" {
 		c = c.WithAuthToken(cfg.Token)
@@ -356,6 +362,7 @@ type Issue struct {
 	StateReason string // completed, not_planned, reopened, …
 	IsPR        bool
 	CreatedAt   time.Time
+	UpdatedAt   time.Time // any change: labels, comments, state
 	URL         string
 }
 
@@ -374,7 +381,7 @@ func toIssue(gi *github.Issue) *Issue {
 	is := &Issue{
 		Number: gi.GetNumber(), Title: gi.GetTitle(), Body: gi.GetBody(), Author: gi.GetUser().GetLogin(),
 		State: gi.GetState(), StateReason: gi.GetStateReason(), IsPR: gi.PullRequestLinks != nil,
-		CreatedAt: gi.GetCreatedAt().Time, URL: gi.GetHTMLURL(),
+		CreatedAt: gi.GetCreatedAt().Time, UpdatedAt: gi.GetUpdatedAt().Time, URL: gi.GetHTMLURL(),
 	}
 	for _, l := range gi.Labels {
 		is.Labels = append(is.Labels, l.GetName())

@@ -108,6 +108,12 @@ func baseEnv(t *testing.T, dir string) []string {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvPaged(t, 2)
+}
+
+// newEnvPaged is newEnv with the fake's pages perPage long.
+func newEnvPaged(t *testing.T, perPage int) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, dir: dir, origin: filepath.Join(dir, "origin.git"), clock: &vclock{}}
 	e.genv = baseEnv(t, dir)
@@ -119,7 +125,7 @@ func newEnv(t *testing.T) *env {
 	e.git(seed, "add", "-A")
 	e.git(seed, "commit", "-qm", "init")
 	e.git(seed, "push", "-q", e.origin, "main")
-	e.fake = ghfake.New(ghfake.Options{Owner: owner, Repo: repo, Origin: e.origin, GitEnv: e.genv, Now: e.clock.Now, MaxPerPage: 2})
+	e.fake = ghfake.New(ghfake.Options{Owner: owner, Repo: repo, Origin: e.origin, GitEnv: e.genv, Now: e.clock.Now, MaxPerPage: perPage})
 	t.Cleanup(e.fake.Close)
 	e.fake.AddUser("alice", "admin")
 	e.fake.AddUser("bot", "write")

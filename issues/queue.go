@@ -7,6 +7,7 @@ import (
 	"github.com/claudopilot/claudopilot/sandbox"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -118,7 +119,9 @@ type Queue struct {
 	lands      map[int]*landing // issues between their claim and their end
 	sumMu      sync.Mutex
 	sum        Summary // what Land and Record recorded (Summary)
-	books      books   // Record's and Land's bookkeeping on GitHub
+	trustMu    sync.Mutex
+	trustSeen  map[int]readyEntry // readyBy's last reads
+	books      books              // Record's and Land's bookkeeping on GitHub
 }
 
 // Outcome kinds a worker reports.
@@ -533,7 +536,7 @@ func (q *Queue) trusted(ctx context.Context, is *Issue) (bool, string, error) {
 			return true, "", nil
 		}
 	}
-	who, _, err := q.gh.LabeledBy(ctx, is.Number, q.cfg.Labels.Ready)
+	who, err := q.readyBy(ctx, is)
 	if err != nil {
 		return false, "", err
 	}
@@ -548,6 +551,39 @@ func (q *Queue) trusted(ctx context.Context, is *Issue) (bool, string, error) {
 		return false, fmt.Sprintf("%s was applied by %s, who has no write access, and the author %s is not in TRUSTED_AUTHORS", q.cfg.Labels.Ready, who, is.Author), nil
 	}
 	return true, "", nil
+}
+
+// readyBy returns who last applied READY_LABEL to is, reading the
+// issue's events only when the issue changed (its labels, or its
+// updated_at, which any label event moves) since they were last read:
+// an idle poll reads no events (docs/queue.md, "The poll's cost").
+func (q *Queue) readyBy(ctx context.Context, is *Issue) (string, error) {
+	key := strings.ToLower(strings.Join(slices.Sorted(slices.Values(is.Labels)), "\x00"))
+	q.trustMu.Lock()
+	e, ok := q.trustSeen[is.Number]
+	q.trustMu.Unlock()
+	if ok && !is.UpdatedAt.IsZero() && e.updated.Equal(is.UpdatedAt) && e.labels == key {
+		return e.who, nil
+	}
+	who, _, err := q.gh.LabeledBy(ctx, is.Number, q.cfg.Labels.Ready)
+	if err != nil {
+		return "", err
+	}
+	q.trustMu.Lock()
+	if q.trustSeen == nil {
+		q.trustSeen = map[int]readyEntry{}
+	}
+	q.trustSeen[is.Number] = readyEntry{updated: is.UpdatedAt, labels: key, who: who}
+	q.trustMu.Unlock()
+	return who, nil
+}
+
+// readyEntry is who applied READY_LABEL to an issue, as read when the
+// issue had these labels and this updated_at.
+type readyEntry struct {
+	updated time.Time
+	labels  string
+	who     string
 }
 
 // blockDeps blocks an issue whose deps are invalid: one comment saying

@@ -120,6 +120,7 @@ type Issue struct {
 	StateReason  string
 	IsPR         bool
 	CreatedAt    time.Time
+	UpdatedAt    time.Time // any change: labels, comments, state, title, body
 	Deleted      bool
 	Comments     []Comment
 	Events       []Event
@@ -151,6 +152,7 @@ type Pull struct {
 	Draft       bool
 	State       string
 	Merged      bool
+	MergedAt    time.Time
 	MergeSHA    string
 	NodeID      string
 	Author      string
@@ -417,6 +419,7 @@ func (s *Server) CommentOn(n int, author, body string) int64 {
 	}
 	c := Comment{ID: s.id(), Author: author, Body: body, CreatedAt: s.now()}
 	is.Comments = append(is.Comments, c)
+	is.UpdatedAt = s.now()
 	return c.ID
 }
 
@@ -501,6 +504,7 @@ func (s *Server) addLabel(is *Issue, name, actor string) {
 	}
 	is.Labels = append(is.Labels, l.Name)
 	is.Events = append(is.Events, Event{ID: s.id(), Event: "labeled", Actor: actor, Label: l.Name, CreatedAt: s.now()})
+	is.UpdatedAt = s.now()
 }
 
 func (s *Server) removeLabel(is *Issue, name, actor string) bool {
@@ -508,6 +512,7 @@ func (s *Server) removeLabel(is *Issue, name, actor string) bool {
 		if strings.EqualFold(have, name) {
 			is.Labels = append(is.Labels[:i:i], is.Labels[i+1:]...)
 			is.Events = append(is.Events, Event{ID: s.id(), Event: "unlabeled", Actor: actor, Label: have, CreatedAt: s.now()})
+			is.UpdatedAt = s.now()
 			return true
 		}
 	}
@@ -520,6 +525,7 @@ func (s *Server) closeIssue(is *Issue, reason, actor string) {
 	}
 	is.State, is.StateReason = "closed", reason
 	is.Events = append(is.Events, Event{ID: s.id(), Event: "closed", Actor: actor, CreatedAt: s.now()})
+	is.UpdatedAt = s.now()
 }
 
 func (s *Server) label(name string) *Label {
@@ -876,7 +882,7 @@ func (s *Server) htmlURL(kind string, n int) string {
 func (s *Server) issueJSON(is *Issue) *github.Issue {
 	gi := &github.Issue{
 		Number: github.Ptr(is.Number), Title: github.Ptr(is.Title), Body: github.Ptr(is.Body),
-		User: s.user(is.Author), State: github.Ptr(is.State), CreatedAt: ts(is.CreatedAt),
+		User: s.user(is.Author), State: github.Ptr(is.State), CreatedAt: ts(is.CreatedAt), UpdatedAt: ts(updated(is)),
 		HTMLURL: github.Ptr(s.htmlURL("issues", is.Number)),
 	}
 	if is.StateReason != "" {
@@ -888,10 +894,18 @@ func (s *Server) issueJSON(is *Issue) *github.Issue {
 	if is.IsPR {
 		gi.PullRequestLinks = &github.PullRequestLinks{URL: github.Ptr(s.htmlURL("pull", is.Number))}
 		if p := s.pulls[is.Number]; p != nil && p.Merged {
-			gi.PullRequestLinks.MergedAt = ts(s.now())
+			gi.PullRequestLinks.MergedAt = ts(p.MergedAt)
 		}
 	}
 	return gi
+}
+
+// updated is when is last changed (its creation if never since).
+func updated(is *Issue) time.Time {
+	if is.UpdatedAt.IsZero() {
+		return is.CreatedAt
+	}
+	return is.UpdatedAt
 }
 
 func (s *Server) getUser(c *call) {
@@ -1001,6 +1015,7 @@ func (s *Server) editIssue(c *call) {
 		c.fail(http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
+	is.UpdatedAt = s.now()
 	if in.Title != nil {
 		is.Title = *in.Title
 	}
@@ -1109,6 +1124,7 @@ func (s *Server) createComment(c *call) {
 	}
 	cm := Comment{ID: s.id(), Author: c.login, Body: in.GetBody(), CreatedAt: s.now()}
 	is.Comments = append(is.Comments, cm)
+	is.UpdatedAt = s.now()
 	c.json(http.StatusCreated, s.commentJSON(cm))
 }
 
@@ -1155,7 +1171,7 @@ func (s *Server) pullJSON(p *Pull) *github.PullRequest {
 		Base: &github.PullRequestBranch{Ref: github.Ptr(p.Base)},
 	}
 	if p.Merged {
-		gp.MergedAt = ts(s.now())
+		gp.MergedAt = ts(p.MergedAt)
 		gp.MergeCommitSHA = github.Ptr(p.MergeSHA)
 	}
 	return gp
@@ -1310,7 +1326,7 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusMethodNotAllowed, MsgBaseModified)
 		return
 	}
-	p.Merged, p.State, p.MergeSHA = true, "closed", sha
+	p.Merged, p.State, p.MergeSHA, p.MergedAt = true, "closed", sha, s.now()
 	s.issues[p.Number].State = "closed"
 	if p.Base == s.opt.DefaultBranch {
 		for _, m := range closes.FindAllStringSubmatch(p.Body, -1) {
