@@ -739,7 +739,12 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 		return fmt.Errorf("lockfile conflict: the worktree %s is gone", wt)
 	}
 	abort := func() { _ = o.Git.MergeAbort(context.WithoutCancel(ctx), wt) }
-	if err := o.Git.MergeInto(ctx, wt, "refs/heads/"+o.Layout.Base); err == nil {
+	if _, err := work.OwnGitDir(ctx, o.Git, wt); err != nil {
+		return fmt.Errorf("lockfile conflict: %w", err)
+	}
+	// Recorded while git runs: a merge cut off by the driver's death is
+	// set back and made again by the phase's next attempt.
+	if err := work.GuardedMerge(ctx, o.Git, o.Layout, j.ID, wt, "refs/heads/"+o.Layout.Base); err == nil {
 		return nil // merged cleanly after all
 	}
 	for _, p := range paths {

@@ -35,6 +35,7 @@ func (r *Runner) notePath(id, kind string) string {
 func (r *Runner) forgetNotes(id string) {
 	os.Remove(r.notePath(id, "environment"))
 	os.Remove(r.notePath(id, "attempt"))
+	os.Remove(MergingMark(r.Layout, id)) // a record of the worktree set aside
 }
 
 // OwnGitDir returns the admin folder of the phase worktree wt, and fails
@@ -231,6 +232,11 @@ func (e *refusedError) Error() string { return e.msg }
 // file that was already missing when the agent started (the agent did not
 // delete it: the checkout was broken), which refuses the whole commit.
 func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string) error {
+	return r.commitLeft(ctx, j, wt, fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID))
+}
+
+// commitLeft is commitLeftovers with the commit's message.
+func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string) error {
 	if _, err := os.Stat(wt); err != nil {
 		return &refusedError{fmt.Sprintf("the worktree %s is gone", wt)}
 	}
@@ -304,7 +310,6 @@ func (r *Runner) commitLeftovers(ctx context.Context, j scheduler.Job, wt string
 	if len(keepOut) == 0 && len(staged) == 0 || len(keepOut) > 0 && !r.Git.HasStaged(ctx, wt) {
 		return nil
 	}
-	msg := fmt.Sprintf("claudopilot: commit work left uncommitted by %s attempt %d of %s", j.Role, j.Attempt, j.ID)
 	if err := r.Git.CommitStaged(ctx, wt, msg); err != nil {
 		return fmt.Errorf("commit the leftovers in %s: %w", wt, err)
 	}

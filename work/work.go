@@ -139,6 +139,13 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
+	// A merge of the driver's cut off by its death or an interrupt is
+	// set back and made again before anything reads the worktree.
+	if note, err := r.redoCutMerge(ctx, j, wt); err != nil {
+		return fail(scheduler.ReasonWorktree, err.Error())
+	} else if note != "" {
+		o.Warnings = append(o.Warnings, note)
+	}
 	if j.Resume && (j.Role != scheduler.Supervisor || j.Failure != scheduler.ReasonConflict) {
 		// A killed driver (or agent) left a merge of the base with
 		// conflicts: it is the supervisor's, as a conflict. Neither the
@@ -154,14 +161,14 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if j.Retry {
 		// A kept branch starts current: the base is merged in first. A
 		// conflict there is left in place for the supervisor.
-		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
+		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
 			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
 		}
 		if kept && j.StackOn != "" {
 			// Stacked on a dep's tip: a kept branch takes it too.
-			if paths, err := r.mergeRef(ctx, wt, j.StackOn); err != nil {
+			if paths, err := r.mergeRef(ctx, j, wt, j.StackOn); err != nil {
 				return fail(scheduler.ReasonWorktree, err.Error())
 			} else if len(paths) > 0 {
 				return fail(scheduler.ReasonConflict, "conflicts with the tip it is stacked on: "+strings.Join(paths, ", "))
@@ -172,20 +179,20 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// The base holds a phase this branch was predicted to conflict
 		// with: merged in now, between attempts, so the conflict is met
 		// here rather than at the merge.
-		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
+		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
 			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+", which has landed a phase predicted to conflict with this one: "+strings.Join(paths, ", "))
 		}
 	}
 	if j.Role == scheduler.Supervisor && j.Failure == scheduler.ReasonConflict {
-		if _, err := r.mergeBase(ctx, wt, t); err != nil {
+		if _, err := r.mergeBase(ctx, j, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		}
 	} else if j.Role == scheduler.Supervisor && j.TakeBase {
 		// A supervisor taking the base resolves what the merge leaves,
 		// told as a conflict.
-		if paths, err := r.mergeBase(ctx, wt, t); err != nil {
+		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
 			j.Failure, j.Detail = scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
@@ -522,29 +529,9 @@ func (r *Runner) checkHead(ctx context.Context, wt, branch string) error {
 }
 
 // mergeBase merges the base (an outside node's From) into the branch in
-// its worktree. Conflicts are left in place and their paths returned; a
-// merge already in progress is left alone.
-func (r *Runner) mergeBase(ctx context.Context, wt string, t target) ([]string, error) {
-	return r.mergeRef(ctx, wt, t.from)
-}
-
-// mergeRef merges ref into the branch checked out in wt, as mergeBase.
-func (r *Runner) mergeRef(ctx context.Context, wt, ref string) ([]string, error) {
-	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
-		return nil, err
-	}
-	if r.Git.MergeInProgress(ctx, wt) {
-		return r.unmerged(ctx, wt)
-	}
-	err := r.Git.MergeInto(ctx, wt, ref)
-	if err == nil {
-		return nil, nil
-	}
-	paths, uerr := r.unmerged(ctx, wt)
-	if uerr != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("merge %s into the branch: %w", ref, err)
-	}
-	return paths, nil
+// its worktree (mergeRef).
+func (r *Runner) mergeBase(ctx context.Context, j scheduler.Job, wt string, t target) ([]string, error) {
+	return r.mergeRef(ctx, j, wt, t.from)
 }
 
 // unfinishedMerge lists the conflicting paths of a merge in progress in

@@ -210,6 +210,18 @@ func (c *Client) Unstage(ctx context.Context, dir string, paths []string) error 
 	return err
 }
 
+// RestorePaths checks paths (literal) out from the index in dir,
+// discarding their changes in the checkout; a deleted file comes back.
+// Paths are passed on stdin; none is nothing to do.
+func (c *Client) RestorePaths(ctx context.Context, dir string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	in := []byte(strings.Join(paths, "\x00") + "\x00")
+	_, err := c.GitInput(ctx, dir, in, "--literal-pathspecs", "checkout", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", "--")
+	return err
+}
+
 // IndexMatches is true when dir's index holds from's version of every
 // one of paths (literal).
 func (c *Client) IndexMatches(ctx context.Context, dir, from string, paths []string) bool {
