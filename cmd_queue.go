@@ -14,7 +14,6 @@ import (
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
-	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -31,8 +30,9 @@ by" comment; exactly one instance wins, even across machines) and worked
 like a roadmap phase, in a worktree on branch claudopilot/issue-N cut from
 origin/<base>. The driver runs the gate, pushes the branch, opens a draft
 pull request that closes the issue, and watches its checks: red checks go
-to the repair supervisor (3 rounds), green ones are merged (AUTO_MERGE) or
-marked ready for review (REVIEW_LABEL). Any failure sets BLOCKED_LABEL with
+to the repair supervisor (MAX_SUPERVISOR_ATTEMPTS_PER_PHASE runs, as for a
+phase: one retry policy whatever the command), green ones are merged
+(AUTO_MERGE) or marked ready for review (REVIEW_LABEL). Any failure sets BLOCKED_LABEL with
 one comment saying why. Missing labels are created at startup.
 
 The token (GITHUB_TOKEN, else GH_TOKEN) never reaches agents, and
@@ -77,7 +77,7 @@ func queueKnobs() []knob {
 		byEnv[k.env] = k
 	}
 	for _, name := range []string{"MAX_PARALLEL", "BASE_BRANCH", "GATE_CMD", "WORKTREE_PREPARE_CMD", "AGENT_CMD", "AGENT_DRIVER", "AGENT_MODEL", "SUPERVISOR_CMD",
-		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
+		"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", "TRANSIENT_API_MAX_RETRIES", "POLL_SECONDS", "STUCK_TIMEOUT", "AGENT_TIMEOUT", "DEFAULT_RATE_LIMIT_SLEEP", "LOG_CAP_MB",
 		"SANDBOX", "SANDBOX_NET", "SANDBOX_GATE", "SANDBOX_RW",
 		"REVIEW_CMD", "REVIEW_LENSES", "REVIEW_SKEPTICS", "REVIEW_SLOTS", "REVIEW_MAX_ROUNDS",
 		"LISTEN", "LISTEN_PUBLIC"} {
@@ -90,7 +90,7 @@ func queueKnobs() []knob {
 		case "AGENT_CMD":
 			k.help = "agent command, run with sh -c in the issue's worktree"
 		case "MAX_SUPERVISOR_ATTEMPTS_PER_PHASE":
-			k.help = "repair runs after a local failure (agent exit, no commit, red gate)"
+			k.help = "repair runs per failed issue: after a local failure (agent exit, no commit, red gate) or red checks"
 		}
 		ks = append(ks, k)
 	}
@@ -147,28 +147,14 @@ func cmdQueue(ctx context.Context, a *app, args []string) error {
 	} else if fs.Arg(0) != "" {
 		return &roadmap.InvalidError{Path: manifestPath, Problems: []roadmap.Problem{{Msg: "manifest not found"}}}
 	}
+	// One process, one lock, one engine: beside the roadmap's phases, or
+	// alone (an empty roadmap, no local merger); the same retry policy,
+	// slots, lanes, review gate and base either way.
+	qs := &engine.QueueSetup{Cfg: cfg, GitHub: ghc}
 	if withRoadmap {
-		// One process, one lock: the roadmap's run drives the queue too.
-		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: &engine.QueueSetup{Cfg: cfg, GitHub: ghc}})
+		return runRoadmap(ctx, a, runOptions{dir: dir, flags: fs, knobs: runKnobs(), queue: qs})
 	}
-	qs := &engine.QueueSetup{Cfg: cfg, GitHub: ghc, Listen: s.str("LISTEN"), Rel: func(p string) string { return relTo(a.cwd, p) }}
-	if qs.ListenPublic, err = s.bool("LISTEN_PUBLIC"); err != nil {
-		return err
-	}
-	// LANES: the queue's scheduler has the same lanes as a run's (each
-	// lane's slots, cooldown and fallback; a lane:<id> label pins an issue).
-	if qs.Lanes, err = resolveLanes(a, file, cfg.Agent, cfg.Supervisor); err != nil {
-		return err
-	}
-	for _, l := range qs.Lanes.Lanes {
-		ls := settings{source: map[string]string{"AGENT_CMD": pacer.EnvName(l.ID, "CMD"), "SUPERVISOR_CMD": pacer.EnvName(l.ID, "SUPERVISOR_CMD")}}
-		if err := checkAgentCommands(a, ls, l.Cmd, l.SupervisorCmd, git.Dir); err != nil {
-			return err
-		}
-	}
-	sum, err := engine.RunQueue(ctx, git, qs, a.s.Err)
-	printQueueSummary(a.s.Out, sum)
-	return err
+	return runRoadmap(ctx, a, runOptions{dir: a.cwd, flags: fs, knobs: runKnobs(), queue: qs, alone: true})
 }
 
 // prepareQueue resolves the queue's settings for `run --issues`, from the

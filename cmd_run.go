@@ -74,16 +74,21 @@ type runOptions struct {
 	issues bool
 	once   bool
 	queue  *engine.QueueSetup
+	// alone runs the queue without a roadmap (queue): dir is any folder
+	// in the repository, and the base is where pull requests go.
+	alone bool
 	// explicitBase marks BASE_BRANCH as chosen by the caller (demo).
 	explicitBase bool
 }
 
 func runRoadmap(ctx context.Context, a *app, o runOptions) error {
-	if err := checkRoadmapDir(ctx, a, o.dir); err != nil {
-		return err
+	if !o.alone {
+		if err := checkRoadmapDir(ctx, a, o.dir); err != nil {
+			return err
+		}
 	}
 	eng, err := engine.Open(ctx, engine.Options{
-		Dir: o.dir, Env: gitEnv(a), Log: a.s.Err, Rel: func(p string) string { return relTo(a.cwd, p) },
+		Dir: o.dir, NoRoadmap: o.alone, Env: gitEnv(a), Log: a.s.Err, Rel: func(p string) string { return relTo(a.cwd, p) },
 		Resolve: func(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap) (engine.Settings, error) {
 			return resolveRun(ctx, a, git, rm, o)
 		},
@@ -100,14 +105,20 @@ func runRoadmap(ctx context.Context, a *app, o runOptions) error {
 	view.cwd = a.cwd
 	done := make(chan struct{})
 	go func() {
-		view.consume(eng.Events())
+		if o.alone {
+			eng.QueueLog(eng.Events()) // the queue's log lines, as ever
+		} else {
+			view.consume(eng.Events())
+		}
 		close(done)
 	}()
 	sum, runErr := eng.Run(ctx)
 	<-done
-	if o.json {
+	switch {
+	case o.alone:
+	case o.json:
 		view.jsonSummary(sum)
-	} else {
+	default:
 		printSummary(a.s.Out, stoppedIf(sum, errors.Is(runErr, scheduler.ErrInterrupted)), a.cwd)
 	}
 	if eng.HasQueue() {
@@ -246,6 +257,12 @@ func resolveRun(ctx context.Context, a *app, git *worktree.Client, rm *roadmap.R
 	}
 	c.Base = s.str("BASE_BRANCH")
 	c.BaseExplicit = c.Base != "" || o.explicitBase
+	if o.alone {
+		// No local merge: pull requests go into BASE_BRANCH, else into
+		// the repository's default branch (read from GitHub at start).
+		noteQueuePolicy(a, s)
+		return c, nil
+	}
 	if c.Base == "" {
 		if c.Base, err = git.CurrentBranch(ctx); err != nil {
 			return c, err
@@ -375,4 +392,15 @@ func boolFlagValues(fs *pflag.FlagSet, args []string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// noteQueuePolicy announces the queue's changed retry defaults until the
+// user sets either knob: a queue alone used to repair red checks 3 times
+// and retry passing API errors 3 times; it now keeps run's policy.
+func noteQueuePolicy(a *app, s settings) {
+	if s.source["MAX_SUPERVISOR_ATTEMPTS_PER_PHASE"] != "the default" || s.source["TRANSIENT_API_MAX_RETRIES"] != "the default" {
+		return
+	}
+	fmt.Fprintf(a.s.Err, "claudopilot: note: the queue retries as run does: %s repair runs per issue (MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, was 3) and %s retries of passing API errors (TRANSIENT_API_MAX_RETRIES, was 3); set either to hide this note\n",
+		s.str("MAX_SUPERVISOR_ATTEMPTS_PER_PHASE"), s.str("TRANSIENT_API_MAX_RETRIES"))
 }

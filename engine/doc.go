@@ -7,6 +7,8 @@
 // queue. It exposes the event stream and the controls; rendering them is
 // the caller's.
 //
-// `run`, `queue` and `run --issues` call it, and so will any other front
-// end: package main parses flags and renders, nothing else.
+// `run`, `run --issues` and `queue` call it (`queue` without a roadmap as
+// an empty roadmap with no local merger: Options.NoRoadmap), and so will
+// any other front end: package main parses flags and renders, nothing
+// else.
 package engine

@@ -25,8 +25,12 @@ import (
 
 // Options say what to run and how the caller's side is reached.
 type Options struct {
-	// Dir is the roadmap folder (it holds the manifest).
+	// Dir is the roadmap folder (it holds the manifest); with NoRoadmap,
+	// any folder inside the repository.
 	Dir string
+	// NoRoadmap runs the issue queue alone (`queue` without a roadmap):
+	// the same composition with an empty roadmap and no local merger.
+	NoRoadmap bool
 	// Env is the driver's environment, for git and for agents.
 	Env []string
 	// Log receives notes and warnings, one line each.
@@ -39,9 +43,9 @@ type Options struct {
 	// lines are among the sources).
 	Resolve func(ctx context.Context, git *worktree.Client, rm *roadmap.Roadmap) (Settings, error)
 
-	// Issues adds the GitHub issue queue (run --issues, or queue with a
-	// roadmap). Queue is its resolved setup; when nil, ResolveQueue
-	// makes it once the repository is open.
+	// Issues adds the GitHub issue queue (run --issues, or queue). Queue
+	// is its resolved setup; when nil, ResolveQueue makes it once the
+	// repository is open.
 	Issues       bool
 	Queue        *QueueSetup
 	ResolveQueue func(ctx context.Context, git *worktree.Client) (*QueueSetup, error)
@@ -61,9 +65,9 @@ type Engine struct {
 	Settings Settings
 
 	sched   *scheduler.Scheduler
-	merger  *land.Owner
-	log     io.Writer           // notes and warnings
-	rel     func(string) string // a path as the user is shown it
+	merger  *land.Owner // nil for the queue alone
+	log     io.Writer   // notes and warnings
+	rel     func(string) string
 	poll    time.Duration
 	raw     chan scheduler.Event
 	events  <-chan scheduler.Event
@@ -80,147 +84,208 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	e := &Engine{}
+	e := &Engine{log: o.Log, rel: o.Rel}
 	defer func() {
 		if err != nil {
 			e.Close()
 		}
 	}()
-	git, err := worktree.Open(ctx, o.Dir, o.Env)
+	qs, jn, err := e.open(ctx, o)
 	if err != nil {
-		if errors.Is(err, worktree.ErrNotRepo) {
-			return nil, NotRepo(o.Dir)
-		}
 		return nil, err
 	}
-	e.Git = git
-	if err := recoverCheckout(ctx, git); err != nil {
-		return nil, err
-	}
-	qs := o.Queue
-	if o.Issues && qs == nil {
-		if qs, err = o.ResolveQueue(ctx, git); err != nil {
+	cfg := e.Settings
+	runner := e.runner(o)
+	var store scheduler.Store = emptyStore{}
+	var live *roadmap.File
+	if !o.NoRoadmap {
+		live = roadmap.NewFile(e.Roadmap.ManifestPath)
+		live.RemoveTemps()
+		store = live
+		if err := e.openMerger(ctx, o, live); err != nil {
 			return nil, err
 		}
-		qs.Cfg.Once = o.Once
 	}
-	lopt := roadmap.Options{RequireDocs: true}
-	if qs != nil {
-		lopt.External = roadmap.IsIssueRef
-	}
-	rm, err := roadmap.Load(o.Dir, lopt)
-	if err != nil {
-		return nil, err
-	}
-	e.Roadmap = rm
-	cfg, err := o.Resolve(ctx, git, rm)
-	if err != nil {
-		return nil, err
-	}
-	e.Settings = cfg
-	layout, err := MakeLayout(git, o.Dir, cfg.Base)
-	if err != nil {
-		return nil, err
-	}
-	e.Layout = layout
-	if err := CheckCommitted(ctx, git, rm, layout); err != nil {
-		return nil, err
-	}
-	lock, err := Lock(ctx, git)
-	if err != nil {
-		return nil, err
-	}
-	e.onClose(func() { lock.Release() })
-	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
-		return nil, err
-	}
-	jn, err := state.OpenJournal(layout.JournalPath())
-	if err != nil {
-		return nil, err
-	}
-	e.onClose(func() { jn.Close() })
-
-	// Agents a killed driver left running must stop before any phase
-	// resumes: two agents never work in one worktree.
-	if err := work.Reap(work.ReapOptions{
-		Journal: jn.Path(), Layout: layout, Grace: 10 * time.Second,
-		Say: func(msg string) { fmt.Fprintln(o.Log, "claudopilot: "+msg) },
-	}); err != nil {
-		return nil, err
-	}
-	if err := bootstrap(ctx, o.Log, o.Rel, layout, cfg, o.Env); err != nil {
-		return nil, err
-	}
-	live := roadmap.NewFile(rm.ManifestPath)
-	live.RemoveTemps()
-	runner := &work.Runner{
-		Git: git, Layout: layout, Agent: cfg.Agent, Super: cfg.Super, Prepare: cfg.Prepare,
-		Env: o.Env, Prompts: prompts.Set{Dirs: []string{filepath.Join(o.Dir, "prompts"), filepath.Join(layout.Dir(), "prompts")}},
-		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20,
-		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
-	}
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: git, Layout: layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
-	// The base's value now: a later move the driver did not make is
-	// reported (watchBase).
-	if _, err := merger.CheckBase(ctx); err != nil {
-		return nil, err
-	}
-	e.merger, e.poll, e.log, e.rel = merger, cfg.Poll, o.Log, o.Rel
-	// Removals of landed worktrees run in the background: done before the
-	// lock is given back.
-	e.onClose(merger.Wait)
 	e.raw = make(chan scheduler.Event, 64)
-	scfg := scheduler.Config{
-		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
-		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
-		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
-		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost,
-	}
+	scfg := schedulerConfig(cfg)
 	board := &planBoard{}
-	if err := wireControls(ctx, o.Log, layout, cfg.Lanes, &scfg, board); err != nil {
+	if err := wireControls(ctx, o.Log, e.Layout, cfg.Lanes, &scfg, board); err != nil {
 		return nil, err
 	}
+	var run scheduler.Runner = runner
 	if qs != nil {
-		qs.Cfg.Sandbox, qs.Cfg.Stray = cfg.Sandbox, cfg.Stray
-		qs.Cfg.Lanes = cfg.Lanes.IssueCmds()
-		// One pool of MAX_PARALLEL agent slots for phases and issues
-		// together: run --issues never runs more agents than that.
-		slots := proc.NewSlots(cfg.MaxParallel)
-		runner.Slots, qs.Cfg.Slots = slots, slots
-		if e.queue, err = startQueue(ctx, o.Log, git, qs, rm, layout, cfg.Poll); err != nil {
+		if err := e.startQueue(ctx, o, qs, &scfg, runner); err != nil {
 			return nil, err
 		}
-		scfg.ExternalDone, scfg.ExternalWait = e.queue.done, e.queue.working
-	}
-	scfg.Review = cfg.Review.Cfg
-	var run scheduler.Runner = runner
-	if e.queue != nil {
 		// One runner for both: an issue's attempt is a phase's with the
 		// issue's branch, doc and prompts, in an environment without the
 		// token, after its claim.
 		run = e.queue.src.Runner(runner, e.queue.q.IssueRunner(runner))
 	}
-	e.sched = scheduler.New(scfg, rm, live, run, merger, jn, e.raw)
+	var merger scheduler.Merger
+	if e.merger != nil {
+		merger = e.merger
+	}
+	e.sched = scheduler.New(scfg, e.Roadmap, store, run, merger, jn, e.raw)
 	if e.queue != nil {
 		e.sched.SetSource(e.queue.src)
 	}
+	if cfg.Review.Cfg.On {
+		e.sched.SetReviewer(cfg.Review.reviewer(e.Git, e.Layout, o.Env, runner))
+	}
+	if e.merger != nil {
+		e.watchRoadmap(ctx)
+	}
+	return e, e.listen(ctx, o, scfg.Paused, board)
+}
+
+// open opens the repository, takes the lock and the journal, loads the
+// roadmap (an empty one for the queue alone) and resolves the settings.
+func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journal, error) {
+	git, err := worktree.Open(ctx, o.Dir, o.Env)
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotRepo) {
+			return nil, nil, NotRepo(o.Dir)
+		}
+		return nil, nil, err
+	}
+	e.Git = git
+	if err := recoverCheckout(ctx, git); err != nil {
+		return nil, nil, err
+	}
+	qs := o.Queue
+	if (o.Issues || o.NoRoadmap) && qs == nil {
+		if qs, err = o.ResolveQueue(ctx, git); err != nil {
+			return nil, nil, err
+		}
+	}
+	if qs != nil && o.Once {
+		qs.Cfg.Once = true
+	}
+	if err := e.loadRoadmap(ctx, o, qs != nil); err != nil {
+		return nil, nil, err
+	}
+	lock, err := Lock(ctx, git)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.onClose(func() { lock.Release() })
+	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
+		return nil, nil, err
+	}
+	jn, err := state.OpenJournal(e.Layout.JournalPath())
+	if err != nil {
+		return nil, nil, err
+	}
+	e.onClose(func() { jn.Close() })
+	// Agents a killed driver left running must stop before any phase or
+	// issue resumes: two agents never work in one worktree.
+	if err := work.Reap(work.ReapOptions{
+		Journal: jn.Path(), Layout: e.Layout, Grace: 10 * time.Second,
+		Say: func(msg string) { fmt.Fprintln(o.Log, "claudopilot: "+msg) },
+	}); err != nil {
+		return nil, nil, err
+	}
+	return qs, jn, bootstrap(ctx, o.Log, o.Rel, e.Layout, e.Settings, o.Env)
+}
+
+// loadRoadmap loads the roadmap (issue refs allowed as deps when the
+// queue runs beside it), resolves the settings and places the run; the
+// queue alone has an empty roadmap in the repository's top folder.
+func (e *Engine) loadRoadmap(ctx context.Context, o Options, withQueue bool) error {
+	if o.NoRoadmap {
+		e.Roadmap = roadmap.Empty(e.Git.Dir)
+	} else {
+		lopt := roadmap.Options{RequireDocs: true}
+		if withQueue {
+			lopt.External = roadmap.IsIssueRef
+		}
+		rm, err := roadmap.Load(o.Dir, lopt)
+		if err != nil {
+			return err
+		}
+		e.Roadmap = rm
+	}
+	cfg, err := o.Resolve(ctx, e.Git, e.Roadmap)
+	if err != nil {
+		return err
+	}
+	e.Settings, e.poll = cfg, cfg.Poll
+	if o.NoRoadmap {
+		e.Layout = state.Layout{Top: e.Git.Dir, Base: cfg.Base}
+		return nil
+	}
+	if e.Layout, err = MakeLayout(e.Git, o.Dir, cfg.Base); err != nil {
+		return err
+	}
+	return CheckCommitted(ctx, e.Git, e.Roadmap, e.Layout)
+}
+
+// runner is the one worker runner, for phases and (through the queue)
+// issues.
+func (e *Engine) runner(o Options) *work.Runner {
+	cfg, layout := e.Settings, e.Layout
+	dirs := []string{filepath.Join(layout.Dir(), "prompts")}
+	if !o.NoRoadmap {
+		dirs = append([]string{filepath.Join(o.Dir, "prompts")}, dirs...)
+	}
+	return &work.Runner{
+		Git: e.Git, Layout: layout, Agent: cfg.Agent, Super: cfg.Super, Prepare: cfg.Prepare,
+		Env: o.Env, Prompts: prompts.Set{Dirs: dirs},
+		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20,
+		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
+	}
+}
+
+// openMerger makes the local merge owner of a roadmap's phases.
+func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File) error {
+	cfg := e.Settings
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	// The base's value now: a later move the driver did not make is
+	// reported (watchBase).
+	if _, err := merger.CheckBase(ctx); err != nil {
+		return err
+	}
+	e.merger = merger
+	// Removals of landed worktrees run in the background: done before the
+	// lock is given back.
+	e.onClose(merger.Wait)
+	return nil
+}
+
+// schedulerConfig is the loop's configuration from the settings: one
+// retry policy (MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, TRANSIENT_API_MAX_RETRIES,
+// proc.Backoff) for phases and issues, whatever the command.
+func schedulerConfig(cfg Settings) scheduler.Config {
+	return scheduler.Config{
+		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
+		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
+		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
+		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost, Review: cfg.Review.Cfg,
+	}
+}
+
+// watchRoadmap clears what a killed driver left (ref locks, merged
+// phases' branches) and watches the manifest for edits.
+func (e *Engine) watchRoadmap(ctx context.Context) {
+	clearRefLocks(ctx, e.Git, e.log, e.rel)
+	e.merger.CleanupMerged(ctx, e.Roadmap)
 	// Conflict prediction: merge-tree dry runs between running branches
 	// (docs/landing.md).
-	e.sched.SetPredictor(merger)
-	if cfg.Review.Cfg.On {
-		e.sched.SetReviewer(cfg.Review.reviewer(git, layout, o.Env, runner))
-	}
-
-	clearRefLocks(ctx, git, o.Log, o.Rel)
-	merger.CleanupMerged(ctx, rm)
+	e.sched.SetPredictor(e.merger)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	e.onClose(stopWatch)
-	if edits, err := roadmap.Watch(watchCtx, rm.ManifestPath, 150*time.Millisecond, cfg.Poll); err == nil {
+	mp := e.Roadmap.ManifestPath
+	if edits, err := roadmap.Watch(watchCtx, mp, 150*time.Millisecond, e.Settings.Poll); err == nil {
 		e.sched.SetEdits(edits)
 	} else {
-		fmt.Fprintf(o.Log, "claudopilot: warning: cannot watch %s (%v); edits apply at the next run\n", rm.ManifestPath, err)
+		fmt.Fprintf(e.log, "claudopilot: warning: cannot watch %s (%v); edits apply at the next run\n", mp, err)
 	}
+}
 
+// listen starts the notifier and the web page and makes the event stream.
+func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *planBoard) error {
+	cfg := e.Settings
 	listeners := o.Listeners
 	if cfg.Notify != "" {
 		n := &notify.Notifier{Cmd: cfg.Notify, Env: o.Env, Log: o.Log}
@@ -230,15 +295,20 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	var ir *IssueRetry // the page's retry of an issue, when the queue runs
 	if e.queue != nil {
-		ir = &IssueRetry{GitHub: e.queue.gh, Labels: qs.Cfg.Labels}
+		ir = &IssueRetry{GitHub: e.queue.gh, Labels: e.queue.q.Labels()}
 	}
-	webListeners, err := startWeb(ctx, o.Log, o.Rel, cfg, rm, layout, scfg.Paused, board, ir)
+	page := cfg
+	if e.merger == nil {
+		// The page of a queue alone: its rules are the queue's (an issue
+		// never halts the run).
+		page.KeepGoing = true
+	}
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	listeners = append(listeners, webListeners...)
-	e.events = fanOut(e.raw, listeners...)
-	return e, nil
+	e.events = fanOut(e.raw, append(listeners, webListeners...)...)
+	return nil
 }
 
 // watchBase reports, as warnings, every move of the base branch that the
@@ -281,7 +351,9 @@ func (e *Engine) Events() <-chan scheduler.Event { return e.events }
 // Run runs the roadmap until it is done, halts or ctx ends.
 func (e *Engine) Run(ctx context.Context) (scheduler.Summary, error) {
 	defer close(e.raw)
-	defer e.watchBase(ctx)()
+	if e.merger != nil {
+		defer e.watchBase(ctx)()
+	}
 	sum, err := e.sched.Run(ctx)
 	if e.queue != nil {
 		e.queue.finish(ctx)
@@ -314,12 +386,22 @@ func (e *Engine) sweep(ctx context.Context, sum scheduler.Summary) {
 // HasQueue is true when the issue queue runs beside the roadmap.
 func (e *Engine) HasQueue() bool { return e.queue != nil }
 
-// WaitQueue waits for the issue queue to end: it goes on after the
-// roadmap is done until it is done itself (Once) or ctx ends.
+// WaitQueue waits for the issue queue's polling to end and says how the
+// queue ended. The scheduler runs while the queue polls (until it is
+// worked, with Once, or ctx ends); a scheduler that ended before it
+// (drained, halted) stopped it.
 func (e *Engine) WaitQueue(ctx context.Context) (issues.Summary, error) {
 	<-e.queue.src.Done()
-	return e.queue.q.Summary(), queueErr(ctx, e.queue.src.Err())
+	err := e.queue.src.Err()
+	if e.queue.stopped && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil // stopped by the run's end, not by an interrupt
+	}
+	return e.queue.q.Summary(), queueErr(ctx, err)
 }
+
+// QueueLog renders ch, the run's events, as the queue's log lines (the
+// output of `queue` without a roadmap), until it is closed.
+func (e *Engine) QueueLog(ch <-chan scheduler.Event) { e.queue.q.Render(ch) }
 
 // SetPaused switches this run's launches off or on (see SetPaused).
 func (e *Engine) SetPaused(paused bool) error { return SetPaused(e.Layout.StateDir(), paused) }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -23,14 +25,6 @@ import (
 type QueueSetup struct {
 	Cfg    issues.Config
 	GitHub issues.GitHubConfig
-	// Listen and ListenPublic serve the web page and API of a queue alone
-	// (docs/web.md), as LISTEN and LISTEN_PUBLIC do a run's; Rel shows a
-	// path to the user. A queue beside a roadmap uses the run's Settings.
-	Listen       string
-	ListenPublic bool
-	Rel          func(string) string
-	// Lanes are LANES for a queue alone (RunQueue); a run wires its own.
-	Lanes Lanes
 }
 
 // build makes the GitHub client and the queue.
@@ -67,80 +61,15 @@ func (qs *QueueSetup) stableInstance(l state.Layout) error {
 	return nil
 }
 
-// RunQueue works the issue queue alone (no roadmap): it takes the
-// repository lock and runs the queue until it is done (Once) or ctx ends.
-func RunQueue(ctx context.Context, git *worktree.Client, qs *QueueSetup, log io.Writer) (issues.Summary, error) {
-	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(git.Dir, ".claudopilot", "prompts"))
-	lock, err := Lock(ctx, git)
-	if err != nil {
-		return issues.Summary{}, err
-	}
-	defer lock.Release()
-	l := state.Layout{Top: git.Dir}
-	if err := qs.stableInstance(l); err != nil {
-		return issues.Summary{}, err
-	}
-	qs.Cfg.Lanes = qs.Lanes.IssueCmds()
-	q, gh, err := qs.build(log, git)
-	if err != nil {
-		return issues.Summary{}, err
-	}
-	// The one journal: status, explain '#N' and a restarted driver read
-	// what the queue's scheduler did.
-	if err := git.Exclude(ctx, "/.claudopilot/"); err != nil {
-		return issues.Summary{}, err
-	}
-	jn, err := state.OpenJournal(l.JournalPath())
-	if err != nil {
-		return issues.Summary{}, err
-	}
-	defer jn.Close()
-	// Agents a killed driver left running must stop before its issues
-	// resume (their claims are this clone's): two agents never work in
-	// one worktree.
-	if err := work.Reap(work.ReapOptions{
-		Journal: jn.Path(), Layout: l, Grace: 10 * time.Second,
-		Say: func(msg string) { fmt.Fprintln(log, "claudopilot: "+msg) },
-	}); err != nil {
-		return issues.Summary{}, err
-	}
-	// The switches (pause, resume, drain: the commands' and the page's)
-	// and the web page live as long as this run.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var scfg scheduler.Config
-	board := &planBoard{}
-	// The same lanes, pacer and switches (lane off too) as a run's: an
-	// issue labelled lane:<id> takes that lane's slots and cooldown.
-	lanes := qs.Lanes
-	if lanes.Pace <= 0 {
-		lanes.Pace = time.Minute // without LANES: only the watcher's idle passes
-	}
-	if err := wireControls(wctx, log, l, lanes, &scfg, board); err != nil {
-		return issues.Summary{}, err
-	}
-	rel := qs.Rel
-	if rel == nil {
-		rel = func(p string) string { return p }
-	}
-	// The page of a queue alone: the issues are its nodes (an empty
-	// roadmap: no phases), its rules the queue's (an issue never halts).
-	page := Settings{Listen: qs.Listen, ListenPublic: qs.ListenPublic, KeepGoing: true, Lanes: lanes}
-	listeners, err := startWeb(wctx, log, rel, page, roadmap.Empty(git.Dir), l, scfg.Paused, board, &IssueRetry{GitHub: gh, Labels: qs.Cfg.Labels})
-	if err != nil {
-		return issues.Summary{}, err
-	}
-	raw := make(chan scheduler.Event, 64)
-	rendered := make(chan struct{})
-	go func() {
-		defer close(rendered)
-		q.Render(fanOut(raw, listeners...))
-	}()
-	sum, err := q.RunWith(ctx, issues.Wiring{Journal: jn, Events: raw, Lanes: scfg.Lanes, Controls: scfg.Controls, Paused: scfg.Paused, GateState: scfg.GateState})
-	close(raw)
-	<-rendered
-	return sum, queueErr(ctx, err)
+// emptyStore is the store of the queue alone: no manifest, so no phase
+// has a state to write.
+type emptyStore struct{}
+
+func (emptyStore) SetState(id string, _ manifest.State) error {
+	return fmt.Errorf("%w: %s", manifest.ErrUnknownPhase, id)
 }
+func (emptyStore) Read() (*manifest.Manifest, error) { return &manifest.Manifest{}, nil }
+func (emptyStore) Source() ([]byte, error)           { return nil, nil }
 
 // queueErr maps a queue error: an interruption is ErrInterrupted.
 func queueErr(ctx context.Context, err error) error {
@@ -165,6 +94,11 @@ type queueRun struct {
 	snap     atomic.Pointer[map[string]bool]
 	endBooks context.CancelFunc
 	booked   <-chan struct{}
+	// stopSource ends the source's polling once the scheduler has ended
+	// (drained, halted): nothing would take what it offers; stopped says
+	// it was.
+	stopSource context.CancelFunc
+	stopped    bool
 	// load reads the manifest as it is now and ask asks GitHub which of
 	// ids are done (roadmap.Load and IssuesDone; tests stand in).
 	load func() (*roadmap.Roadmap, error)
@@ -173,40 +107,59 @@ type queueRun struct {
 	pause time.Duration
 }
 
-// startQueue builds the queue, checks the manifest's issue deps exist,
-// starts the source, the bookkeeping on GitHub and the refresher of issue
-// states.
-func startQueue(ctx context.Context, log io.Writer, git *worktree.Client, qs *QueueSetup, rm *roadmap.Roadmap, l state.Layout, poll time.Duration) (*queueRun, error) {
-	mp := rm.ManifestPath
-	qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
-	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(rm.Dir, "prompts"), filepath.Join(l.Dir(), "prompts"))
+// startQueue builds the queue and starts its source and its bookkeeping
+// on GitHub. Beside a roadmap it also checks that the manifest's issue
+// deps exist and starts the refresher of their states; the scheduler
+// learns them through cfg.
+func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg *scheduler.Config, runner *work.Runner) error {
+	l := e.Layout
+	qs.Cfg.Sandbox, qs.Cfg.Stray = e.Settings.Sandbox, e.Settings.Stray
+	qs.Cfg.Lanes = e.Settings.Lanes.IssueCmds()
+	// One pool of MAX_PARALLEL agent slots for phases and issues
+	// together: run --issues never runs more agents than that.
+	slots := proc.NewSlots(e.Settings.MaxParallel)
+	runner.Slots, qs.Cfg.Slots = slots, slots
+	if !o.NoRoadmap {
+		mp := e.Roadmap.ManifestPath
+		qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }
+		qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(e.Roadmap.Dir, "prompts"))
+	}
+	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(l.Dir(), "prompts"))
 	if err := qs.stableInstance(l); err != nil {
-		return nil, err
+		return err
 	}
-	q, gh, err := qs.build(log, git)
+	q, gh, err := qs.build(e.log, e.Git)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	q.PhasesAreNodes()
-	r := newQueueRun(mp, log, gh.IssuesDone)
+	r := newQueueRun(e.Roadmap.ManifestPath, e.log, gh.IssuesDone)
 	r.q, r.gh = q, gh
-	if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
-		if errors.Is(err, issues.ErrNotFound) {
-			return nil, &roadmap.InvalidError{Path: mp, Problems: []roadmap.Problem{{Msg: err.Error()}}}
+	if !o.NoRoadmap {
+		q.PhasesAreNodes()
+		if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
+			if errors.Is(err, issues.ErrNotFound) {
+				return &roadmap.InvalidError{Path: r.manifest, Problems: []roadmap.Problem{{Msg: err.Error()}}}
+			}
+			return err
 		}
-		return nil, err
 	}
 	// The bookkeeping outlives an interrupt: what the scheduler recorded
 	// reaches GitHub before the run ends (finish).
 	bctx, end := context.WithCancel(context.WithoutCancel(ctx))
 	r.endBooks, r.booked = end, q.Bookkeep(bctx)
-	r.src = q.Source(ctx)
+	sctx, stop := context.WithCancel(ctx)
+	r.src, r.stopSource = q.Source(sctx), stop
+	e.queue = r
+	if o.NoRoadmap {
+		return nil
+	}
 	go func() {
 		<-r.src.Done()
 		r.lastRefresh(ctx)
 	}()
-	go r.loop(ctx, poll)
-	return r, nil
+	go r.loop(ctx, e.Settings.Poll)
+	cfg.ExternalDone, cfg.ExternalWait = r.done, r.working
+	return nil
 }
 
 func newQueueRun(manifest string, log io.Writer, ask func(context.Context, []string) (map[string]bool, error)) *queueRun {
@@ -236,9 +189,12 @@ func (r *queueRun) lastRefresh(ctx context.Context) {
 	}
 }
 
-// finish ends the queue's side of a run: claims still held after an
-// interrupt are released, and the bookkeeping is written out.
+// finish ends the queue's side of a run once the scheduler has ended: the
+// source stops polling, claims still held after an interrupt are
+// released, and the bookkeeping is written out.
 func (r *queueRun) finish(ctx context.Context) {
+	r.stopped = true
+	r.stopSource()
 	if ctx.Err() != nil {
 		r.src.Release("interrupted")
 	}

@@ -240,7 +240,7 @@ func run(t *testing.T, q *Queue, log *syncBuf) Summary {
 	// many times a quiet one's few seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sum, err := q.Run(ctx)
+	sum, err := runQueue(ctx, q, harness{})
 	if err != nil {
 		t.Fatalf("Run: %v\nlog:\n%s", err, log)
 	}

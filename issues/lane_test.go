@@ -36,7 +36,7 @@ func TestLaneLabelPinsTheIssue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
 	defer cancel()
 	lanes := []scheduler.Lane{{ID: "claude", Cmd: claude, SupervisorCmd: claude, Slots: 1}, {ID: "codex", Cmd: codex, SupervisorCmd: codex, Slots: 1}}
-	if _, err := q.RunWith(ctx, Wiring{Lanes: lanes}); err != nil {
+	if _, err := runQueue(ctx, q, harness{lanes: lanes}); err != nil {
 		t.Fatalf("Run: %v\nlog:\n%s", err, log)
 	}
 	b, err := os.ReadFile(record)

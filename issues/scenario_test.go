@@ -542,7 +542,7 @@ func TestInterruptReleasesTheClaim(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := q.Run(ctx)
+		_, err := runQueue(ctx, q, harness{})
 		done <- err
 	}()
 	deadline := time.Now().Add(20 * time.Second)

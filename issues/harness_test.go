@@ -1,0 +1,81 @@
+package issues
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
+)
+
+// harness is what these tests add to a queue run, as engine.Open does for
+// `queue` alone: the scheduler's lanes (LANES; none: one implicit lane of
+// AGENT_CMD and MaxParallel).
+type harness struct {
+	lanes []scheduler.Lane
+}
+
+// runQueue works q alone through the one scheduler, composed as
+// engine.Open composes `queue` without a roadmap (an empty roadmap, no
+// local merger), reduced to what these tests need: the queue's own
+// runner settings stand in for the run's, and the log renders the events.
+// With Once it returns when nothing more can start and nothing runs; when
+// ctx is done, running agents stop, this instance's claims are released,
+// and it returns an error wrapping ctx's.
+func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
+	bctx, endBooks := context.WithCancel(context.WithoutCancel(ctx))
+	defer endBooks()
+	booked := q.Bookkeep(bctx)
+	src := q.Source(ctx)
+	runner := q.IssueRunner(q.testRunner())
+	c := q.cfg
+	cfg := scheduler.Config{
+		MaxParallel: c.MaxParallel, KeepGoing: true, MaxSupervisorAttempts: max(c.MaxSupervisorAttempts, c.CheckRounds),
+		Gate: c.Gate, AgentCmd: c.Agent, SupervisorCmd: c.Supervisor, Poll: c.Poll, TransientMaxRetries: 3, Lanes: h.lanes,
+	}
+	events := make(chan scheduler.Event, 64)
+	rendered := make(chan struct{})
+	go func() { defer close(rendered); q.Render(events) }()
+	s := scheduler.New(cfg, roadmap.Empty(q.git.Dir), noManifest{}, src.Runner(runner, runner), nil, nil, events)
+	s.SetSource(src)
+	_, err := s.Run(ctx)
+	close(events)
+	<-rendered
+	if ctx.Err() != nil {
+		src.Release("interrupted")
+	}
+	endBooks()
+	<-booked
+	sum := q.Summary()
+	switch {
+	case ctx.Err() != nil:
+		return sum, fmt.Errorf("queue: %w", context.Cause(ctx))
+	case src.Err() != nil:
+		return sum, src.Err()
+	}
+	return sum, err
+}
+
+// testRunner is the worker runner the run's settings would make, from the
+// queue's config.
+func (q *Queue) testRunner() *work.Runner {
+	c := q.cfg
+	return &work.Runner{
+		Agent: c.Agent, Super: c.Supervisor, Prepare: c.Prepare,
+		StuckTimeout: c.StuckTimeout, AgentTimeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace,
+		DefaultCooldown: c.RateLimitSleep, Slots: c.Slots, Sandbox: c.Sandbox, Stray: c.Stray,
+		Layout: state.Layout{Top: q.git.Dir, Base: c.Base},
+	}
+}
+
+// noManifest is the store of a run without a roadmap.
+type noManifest struct{}
+
+func (noManifest) SetState(id string, _ manifest.State) error {
+	return fmt.Errorf("%w: %s", manifest.ErrUnknownPhase, id)
+}
+func (noManifest) Read() (*manifest.Manifest, error) { return &manifest.Manifest{}, nil }
+func (noManifest) Source() ([]byte, error)           { return nil, nil }
