@@ -155,6 +155,9 @@ during a run. See docs/status.md.`,
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Running now: %s\n", listOrNone(st.Running))
+	if len(st.Stopped) > 0 {
+		fmt.Fprintf(w, "Stopped mid-way (the next run resumes them): %s\n", strings.Join(st.Stopped, ", "))
+	}
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
 	if mv := st.PendingMove; mv != nil {
 		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.rel(mv.Dir), short(mv.To))

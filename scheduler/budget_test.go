@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/state"
 	"testing"
 
@@ -87,6 +88,45 @@ func TestDrain(t *testing.T) {
 	if indexOf(evs, isEv(EvMerged, "a")) < 0 {
 		t.Error("a did not merge")
 	}
+}
+
+// A phase that goes red while the run drains is owed its repair, and no
+// driver holds it once the run has ended: it is left [pending], not
+// [running] (status said both "No run is going on" and "Running now: a"),
+// and the next run starts it with that repair, the supervisor, at once:
+// no worker first, no launch that runs nothing.
+func TestDrainLeavesARedPhasePendingWithItsRepairOwed(t *testing.T) {
+	t.Parallel()
+	controls := make(chan Control)
+	cfg := Config{MaxParallel: 1, MaxSupervisorAttempts: 2, Controls: controls}
+	h1 := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), cfg)
+	h1.jn = openJournal(t)
+	hold := make(chan struct{})
+	h1.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Wait: true, Hold: hold})
+	h1.runner.entered = make(chan Job, 2)
+	ch := h1.start(context.Background())
+	<-h1.runner.entered
+	controls <- Control{Drain: true}
+	h1.ev.wait(t, "drain", isEv(EvDrain, ""))
+	close(hold)
+	if _, _, err := h1.await(ch); err != nil {
+		t.Fatalf("drain ended with %v", err)
+	}
+	if n := len(h1.runner.jobsOf("a", Supervisor)); n != 0 {
+		t.Fatalf("%d supervisors launched while draining", n)
+	}
+	h1.store.wantStates(t, map[string]manifest.State{"a": manifest.Pending, "b": manifest.Pending})
+
+	h2 := newHarness(t, h1.store.text(), cfg)
+	h2.jn = reopen(t, h1.jn)
+	if _, _, err := h2.run(context.Background()); err != nil {
+		t.Fatalf("next run: %v", err)
+	}
+	jobs := h2.runner.jobsOf("a", "")
+	if len(jobs) != 1 || jobs[0].Role != Supervisor || jobs[0].Attempt != 1 || jobs[0].Failure != ReasonGate || jobs[0].Detail != "red" {
+		t.Fatalf("a's jobs in the next run %+v, want its supervisor #1 (gate, red) alone", jobs)
+	}
+	h2.store.wantStates(t, allMerged("a", "b"))
 }
 
 // A repair cut short by the driver's own stop (an interrupt, or a SIGKILL

@@ -153,7 +153,10 @@ type phase struct {
 	tip        string
 	waitsOn    string
 	retry      bool
-	takeBase   bool // its next attempt merges the base in first (predict.go)
+	// owed is the attempt a [pending] phase starts with instead of a
+	// first worker: what the run that left it mid-way (a drain) owed it.
+	owed     *Job
+	takeBase bool // its next attempt merges the base in first (predict.go)
 	// stop cancels the attempt in flight; stopping is set once unstack
 	// used it, fresh when the next start sets the branch aside (stack.go).
 	stop     context.CancelFunc
@@ -551,7 +554,11 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		if s.scopeFree(p) != nil {
 			continue // a phase started in this round overlaps it
 		}
-		l := s.laneFor(p, Worker, now)
+		j := Job{Role: Worker, Retry: p.retry}
+		if p.owed != nil {
+			j = *p.owed
+		}
+		l := s.laneFor(p, j.Role, now)
 		if l == nil {
 			continue // its lane is full or cooling down
 		}
@@ -561,8 +568,8 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		}
 		p.started = now
 		launched++
-		s.launch(ctx, p, Job{Role: Worker, Retry: p.retry}, l)
-		p.retry = false
+		s.launch(ctx, p, j, l)
+		p.retry, p.owed = false, nil
 	}
 }
 
@@ -1062,6 +1069,9 @@ func (s *Scheduler) record(r state.Record) {
 // finish decides how the run ended. Parked phases are counted from the
 // manifest on disk, not from this process's memory.
 func (s *Scheduler) finish() (Summary, error) {
+	if s.draining && s.halt == nil && s.fatal == nil {
+		s.pendAfterDrain()
+	}
 	s.flushStates()
 	if len(s.unwritten) > 0 && s.fatal == nil {
 		s.fatal = fmt.Errorf("the manifest %s does not parse, so the final states could not be written: fix it and run again", s.rm.ManifestPath)
@@ -1127,6 +1137,23 @@ func (s *Scheduler) finish() (Summary, error) {
 	}
 	s.emit(Event{Kind: EvEnd, Detail: "nothing can progress"})
 	return sum, fmt.Errorf("%w: %s", ErrNoProgress, s.stuckReason())
+}
+
+// pendAfterDrain gives back, at the end of a drain, every phase the run
+// held without an attempt in flight (a red one owed its repair, one
+// waiting out a cooldown, one never resumed): [pending], not [running],
+// since no driver holds it now. The journal keeps what it is owed, and the
+// next run starts it with that (restore). A phase stacked on a dep that
+// has not landed stays [running]: a restart treats it as stacked.
+func (s *Scheduler) pendAfterDrain() {
+	for _, p := range s.phases {
+		if p.n.Outside || p.state != manifest.Running || p.busy || !s.depsMerged(p) {
+			continue
+		}
+		if err := s.setState(p, manifest.Pending); err != nil {
+			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: err.Error()})
+		}
+	}
 }
 
 // stuckReason names what holds the remaining phases.

@@ -45,7 +45,7 @@ func (s *Scheduler) restore() error {
 			p.fresh = h.Fresh // stopped while stacked: start over
 			p.stackTip = h.StackTip
 		}
-		if h == nil || h.Last == "merged" {
+		if h == nil || h.Last == "merged" || h.Last == "" {
 			continue
 		}
 		switch p.state {
@@ -64,12 +64,23 @@ func (s *Scheduler) restore() error {
 		p.reason, p.detail, p.waitsOn, p.spent = h.Reason, h.Detail, h.WaitsOn, h.Spent
 		p.runsBefore, p.spentBefore = p.workerRuns+p.superRuns, p.spent
 		p.logPath = h.Log
-		if p.next != nil && p.next.Resume {
-			// A crash: resume the agent's session where it was.
-			p.next.Session = h.Session[Worker]
+		if p.state == manifest.Pending && h.Last != "retry" {
+			// Left mid-way by a drain (or flipped back by hand from
+			// [running]): it goes on as a [running] phase would, once
+			// it may start.
+			p.owed = &Job{Role: Worker, Resume: true}
 		}
-		if p.state == manifest.Running && h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
-			p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
+		job := p.next
+		if job == nil {
+			job = p.owed
+		}
+		if job == nil {
+			continue
+		}
+		// A crash: resume the agent's session where it was.
+		job.Session = h.Session[Worker]
+		if h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
+			*job = Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 		}
 	}
 	s.restoreReviews(recs)

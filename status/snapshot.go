@@ -86,9 +86,13 @@ type Report struct {
 	PID      int            `json:"pid,omitempty"`
 	Counts   map[string]int `json:"counts"` // the manifest's phases by state
 	Phases   []Phase        `json:"phases"`
-	Running  []string       `json:"running"`
-	Eligible []string       `json:"eligible"`
-	Cooldown string         `json:"cooldown_until,omitempty"`
+	// Running are the nodes a live run holds; Stopped, those left
+	// [running] with no run going on (killed, interrupted): the next run
+	// resumes them.
+	Running  []string `json:"running"`
+	Stopped  []string `json:"stopped,omitempty"`
+	Eligible []string `json:"eligible"`
+	Cooldown string   `json:"cooldown_until,omitempty"`
 	// PendingMove is set while the base checkout has not followed a
 	// merge yet (its move is recorded in .claudopilot/state/advance.json).
 	PendingMove *PendingMove `json:"pending_checkout_move,omitempty"`
@@ -176,8 +180,10 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 			r.addUsage(n)
 		}
 		r.Phases = append(r.Phases, p)
-		if n.State == manifest.Running {
+		if n.State == manifest.Running && s.Live {
 			r.Running = append(r.Running, n.ID)
+		} else if n.State == manifest.Running {
+			r.Stopped = append(r.Stopped, n.ID)
 		}
 	}
 	for _, n := range scheduler.Eligible(s.View(rules)) {

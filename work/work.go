@@ -198,9 +198,12 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 			j.Failure, j.Detail = scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
 		}
 	}
-	if j.Resume {
+	if j.Resume && j.Role == scheduler.Worker {
 		// The driver died during this phase. If the branch is done, go
-		// straight to the gate.
+		// straight to the gate. (A resumed supervisor is owed for a
+		// failure the journal recorded, of an attempt that ended: the
+		// gate would only meet it again, or pass the branch's own gate
+		// and meet the red merge again, with no agent run between.)
 		if tip, ok, _ := r.doneCheck(ctx, j, t); ok {
 			o.Found = true
 			return r.gate(ctx, j, wt, tip, o)

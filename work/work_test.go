@@ -725,6 +725,21 @@ func TestRunResume(t *testing.T) {
 			t.Errorf("the agent ran")
 		}
 	})
+	// A supervisor the journal owed (a failure recorded, the driver gone
+	// before it launched, or a drain) runs: its branch being done is why
+	// it failed at the merge. Before, it went to the branch's gate (green),
+	// ran no agent, and the merge sent supervisor #1 again.
+	t.Run("done branch: a resumed supervisor runs", func(t *testing.T) {
+		t.Parallel()
+		f, _, marker := doneBranch(t)
+		f.runner.Super = f.runner.Agent
+		j := job()
+		j.Role, j.Failure, j.Mode, j.Resume = scheduler.Supervisor, scheduler.ReasonGate, "standard", true
+		o := f.run(j)
+		if !exists(marker) || o.Found {
+			t.Errorf("outcome = %+v; the supervisor's agent did not run", o)
+		}
+	})
 	t.Run("already landed", func(t *testing.T) {
 		t.Parallel()
 		f, tip, marker := doneBranch(t)
