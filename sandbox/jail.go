@@ -19,6 +19,7 @@ type Jail struct {
 	args  []string
 	refs  *Refs
 	links Links
+	admin string // the worktree's admin folder, which the process could write
 }
 
 // Enter sets up the sandbox for an agent in the worktree wt on branch, with
@@ -68,7 +69,7 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		// made writable.
 		return nil, fmt.Errorf("sandbox: %s is not a linked worktree of this repository (its git dir is %s)", wt, admin)
 	}
-	j := &Jail{}
+	j := &Jail{admin: admin}
 	a := Attempt{Worktree: wt, Common: common, Admin: admin}
 	for _, s := range show {
 		a.Show = append(a.Show, Real(s))
@@ -110,6 +111,11 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 	changed, lerr := j.links.Restore()
 	for _, p := range changed {
 		notes = append(notes, "restored "+p+", which the sandboxed process changed")
+	}
+	// A link planted in the admin folder would be followed by the next
+	// git command the driver runs there, outside the sandbox.
+	if err := worktree.CheckAdmin(j.admin); err != nil {
+		lerr = errors.Join(lerr, fmt.Errorf("sandbox: %w", err))
 	}
 	if j.refs == nil {
 		return notes, lerr

@@ -66,6 +66,12 @@ func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, er
 	if !samePath(filepath.Dir(gd), filepath.Join(common, "worktrees")) {
 		return "", fmt.Errorf("git in the worktree %s works on %s, not on an admin folder of its own", wt, gd)
 	}
+	// The agent could write the admin folder: nothing in it may be a link
+	// the driver's git (or the reads below) would follow, nor a pipe that
+	// would block them (issue 21).
+	if err := worktree.CheckAdmin(gd); err != nil {
+		return "", fmt.Errorf("the worktree %s: %w", wt, err)
+	}
 	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
 	if err != nil {
 		return "", fmt.Errorf("the worktree %s: %w", wt, err)
@@ -96,6 +102,30 @@ func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, er
 		return "", fmt.Errorf("the worktree %s: its admin folder %s has no HEAD", wt, gd)
 	}
 	return gd, nil
+}
+
+// scannable is OwnGitDir for a worktree the driver is about to scan
+// (git status, git add -A) after an agent, a gate or prepare ran in it: it
+// also fails when a gitlink there holds a repository (Populated), whose
+// own config git would run outside the sandbox.
+func scannable(ctx context.Context, git *worktree.Client, wt string) (string, error) {
+	gd, err := OwnGitDir(ctx, git, wt)
+	if err != nil {
+		return "", err
+	}
+	return gd, noNested(ctx, git, wt)
+}
+
+// noNested is scannable's second half, for a worktree OwnGitDir checked.
+func noNested(ctx context.Context, git *worktree.Client, wt string) error {
+	nested, err := git.Populated(ctx, wt)
+	if err != nil {
+		return err
+	}
+	if len(nested) > 0 {
+		return fmt.Errorf("the worktree %s holds a repository at %s (a gitlink with a .git in its checkout): the driver's git status and git add would run git there, with that repository's config and filters; a submodule cannot be checked out in a phase's worktree", wt, strings.Join(first(nested, 5), ", "))
+	}
+	return nil
 }
 
 // usable reports why an existing phase worktree cannot be used as it is:
@@ -143,7 +173,7 @@ func (r *Runner) setAside(ctx context.Context, wt string) error {
 // recordEnvironment notes what is untracked in a freshly prepared
 // worktree: leftover commits never take it.
 func (r *Runner) recordEnvironment(ctx context.Context, id, wt string) error {
-	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+	if _, err := scannable(ctx, r.Git, wt); err != nil {
 		return err
 	}
 	st, err := r.Git.Status(ctx, wt)
@@ -166,13 +196,20 @@ func (r *Runner) environment(id string) (map[string]bool, error) {
 
 // recordAttemptStart notes the tracked paths missing from the checkout
 // before the agent starts, unless an interrupted attempt's note is there.
-func (r *Runner) recordAttemptStart(ctx context.Context, id, wt string) error {
+// fresh: the worktree was made for this attempt, and nothing of an
+// agent's ran in it yet (recordEnvironment checked it after prepare).
+func (r *Runner) recordAttemptStart(ctx context.Context, id, wt string, fresh bool) error {
 	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
 		return err
 	}
 	file := r.notePath(id, "attempt")
 	if _, err := os.Stat(file); err == nil {
 		return nil
+	}
+	if !fresh {
+		if err := noNested(ctx, r.Git, wt); err != nil {
+			return err
+		}
 	}
 	st, err := r.Git.Status(ctx, wt)
 	if err != nil {
@@ -240,7 +277,7 @@ func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string
 	if _, err := os.Stat(wt); err != nil {
 		return &refusedError{fmt.Sprintf("the worktree %s is gone", wt)}
 	}
-	gd, err := OwnGitDir(ctx, r.Git, wt)
+	gd, err := scannable(ctx, r.Git, wt)
 	if err != nil {
 		return &refusedError{err.Error()}
 	}

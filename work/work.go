@@ -236,7 +236,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if len(j.Findings) > 0 {
 		env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+FindingsPath(r.Layout, j.ID, j.Attempt))
 	}
-	if err := r.recordAttemptStart(ctx, j.ID, wt); err != nil {
+	if err := r.recordAttemptStart(ctx, j.ID, wt, fresh); err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.

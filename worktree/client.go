@@ -80,6 +80,14 @@ func scrubbed(name string) bool {
 	return false
 }
 
+// hardened goes before every git command the driver runs: whatever an
+// agent planted in the repository or a worktree, the driver's own git runs
+// no hook (core.hooksPath), no fsmonitor (core.fsmonitor: git status and
+// add would start it, 20 times in one run of issue 21's), and does not
+// recurse into submodules on checkout. Git hands these on to the git it
+// starts itself (in a submodule), through GIT_CONFIG_PARAMETERS.
+var hardened = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false"}
+
 // waitDelay bounds how long a finished or cancelled git may hold its output
 // pipes open through leftover children (hooks).
 const waitDelay = 10 * time.Second
@@ -185,7 +193,9 @@ func (c *Client) environ(extra []string) []string {
 // 1). Failures are *GitError.
 func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
 	dir = c.abs(dir)
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	argv := make([]string, 0, len(hardened)+2+len(args))
+	argv = append(append(append(argv, hardened...), "-C", dir), args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = c.environ(extraEnv)
 	dieWithUs(cmd)
 	var stdout, stderr bytes.Buffer

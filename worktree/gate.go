@@ -62,5 +62,7 @@ func (c *Client) ownWorktree(ctx context.Context, path string) bool {
 		return false
 	}
 	f := strings.Split(trimNL(out), "\n")
-	return len(f) == 3 && samePath(f[0], path) && !samePath(f[1], f[2])
+	// A gate run in the sandbox could write the admin folder: one with a
+	// link in it is made afresh, not checked out through.
+	return len(f) == 3 && samePath(f[0], path) && !samePath(f[1], f[2]) && CheckAdmin(f[1]) == nil
 }

@@ -22,7 +22,8 @@ const zeroOID = "0000000000000000000000000000000000000000"
 
 // CommitAll stages everything in the worktree dir (git add -A) and commits it
 // with message msg if anything is staged. It reports whether it committed.
-// Hooks run as usual (no --no-verify). Identity comes from Env/config.
+// No hook runs (no git the driver runs does: see hardened). Identity
+// comes from Env/config.
 func (c *Client) CommitAll(ctx context.Context, dir, msg string) (bool, error) {
 	if _, err := c.run(ctx, dir, nil, nil, "add", "-A"); err != nil {
 		return false, fmt.Errorf("commit all %s: %w", c.abs(dir), err)

@@ -85,7 +85,8 @@ func TestCommitAll(t *testing.T) {
 		t.Errorf("second CommitAll = %v, %v", ok, err)
 	}
 
-	// Hooks run: a failing pre-commit hook fails CommitAll.
+	// No hook runs, even one that would fail (issue 21: an agent could
+	// have planted it).
 	hooks := filepath.Join(c.Dir, ".git", "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
 		t.Fatal(err)
@@ -94,10 +95,8 @@ func TestCommitAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, wt, "more.txt", "x")
-	_, err = c.CommitAll(ctx, wt, "blocked")
-	var ge *GitError
-	if !errors.As(err, &ge) || !strings.Contains(err.Error(), "hook says no") {
-		t.Errorf("CommitAll with failing hook = %v", err)
+	if ok, err := c.CommitAll(ctx, wt, "not blocked"); !ok || err != nil {
+		t.Errorf("CommitAll beside a failing hook = %v, %v; want a commit", ok, err)
 	}
 }
 

@@ -235,7 +235,9 @@ func (c *Client) IndexMatches(ctx context.Context, dir, from string, paths []str
 // takes no optional lock: the look never holds the index lock against
 // the user or the driver.
 func (c *Client) ChangedPaths(ctx context.Context, dir string) ([]string, error) {
-	out, err := c.GitIn(ctx, dir, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	// Submodules are not looked into: git would run git there, with
+	// their config (Populated).
+	out, err := c.GitIn(ctx, dir, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
 	if err != nil {
 		return nil, err
 	}
