@@ -13,6 +13,7 @@ import (
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -66,20 +67,23 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	ks := []knob{{env: "BASE_BRANCH", flag: "base", kind: "string"}}
-	file, _, err := readConfig(git.Dir, runKnobs())
-	if err != nil {
+	// The base as the one base rule gives it (no trunk guard: clean only
+	// reads the base). A bad value elsewhere is run's and doctor's to
+	// report; a settings file that cannot be read stops clean too.
+	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Flags: fs, Env: a.env, Top: git.Dir})
+	var serr *settings.Error
+	if errors.As(err, &serr) && serr.Unreadable() {
 		return err
 	}
-	base := resolveWith(fs, ks, a.env, file, nil).str("BASE_BRANCH")
-	if base == "" {
-		if base, err = git.CurrentBranch(ctx); err != nil {
-			return fmt.Errorf("clean: %w", err)
-		}
-		if base == "" {
-			return errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
-		}
+	b, err := s.Base(ctx, git, settings.ReadHere)
+	var be *settings.BaseError
+	if errors.As(err, &be) && be.Kind == settings.BaseDetached {
+		return errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
 	}
+	if err != nil && (be == nil || be.Kind != settings.BaseMissing && be.Kind != settings.BaseUnborn) {
+		return fmt.Errorf("clean: %w", err)
+	}
+	base := b.Branch
 	baseTip, err := git.RevParse(ctx, "refs/heads/"+base)
 	if err != nil {
 		return fmt.Errorf("clean: base branch %s does not exist", base)

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/settings"
 )
 
 //go:embed examples/demo
@@ -60,14 +62,14 @@ git has none configured.`,
 	for k, v := range a.env {
 		// The demo's settings are its own: a KEEP_GOING or AGENT_CMD in
 		// the caller's environment must not change it.
-		if !isKnob(k) && !strings.HasPrefix(k, "CLAUDOPILOT_") {
+		if _, knob := settings.Lookup(k); !knob && !strings.HasPrefix(k, "CLAUDOPILOT_") {
 			sub.env[k] = v
 		}
 	}
 	sub.env["AGENT_CMD"] = "script"
 	sub.env["MAX_PARALLEL"] = *par
 	sub.env["BASE_BRANCH"] = "main"
-	err := runRoadmap(ctx, &sub, runOptions{dir: filepath.Join(repo, "roadmap"), knobs: runKnobs(), json: *jsonOut, explicitBase: true})
+	err := runRoadmap(ctx, &sub, runOptions{dir: filepath.Join(repo, "roadmap"), json: *jsonOut})
 	// With --json, stdout holds JSON lines only.
 	out := a.s.Out
 	if *jsonOut {
@@ -75,15 +77,6 @@ git has none configured.`,
 	}
 	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --graph --oneline\n", repo, repo)
 	return err
-}
-
-func isKnob(k string) bool {
-	for _, kn := range runKnobs() {
-		if kn.env == k || knobAliases[kn.env] == k {
-			return true
-		}
-	}
-	return false
 }
 
 // makeDemoRepo writes the example into dir and commits it on main, with a

@@ -16,12 +16,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
-	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -93,8 +95,8 @@ type doctorState struct {
 	dirGiven bool             // named on the command line
 	rm       *roadmap.Roadmap // nil when invalid
 	rmErr    error
-	set      settings
-	base     string // the base branch, when it exists
+	set      *settings.Settings // nil until checkSettings
+	base     string             // the base branch, when it exists
 	baseTip  string
 	layout   state.Layout
 	checks   []doctorCheck
@@ -106,9 +108,8 @@ func (d *doctorState) add(level doctorLevel, msg, fix string, detail ...string) 
 
 func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "doctor", "doctor [ROADMAP_DIR] [run's setting flags]", doctorAbout, doctorExample)
-	ks := runKnobs()
-	addKnobFlags(fs, ks)
-	dir, err := parseSettingFlags(ctx, a, fs, ks, args)
+	settings.AddFlags(fs, settings.ForScope(settings.Run))
+	dir, err := parseSettingFlags(ctx, a, fs, settings.Run, args)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func cmdDoctor(ctx context.Context, a *app, args []string) error {
 	d.checkGit(ctx)
 	d.checkRepo(ctx)
 	d.loadRoadmap()
-	d.checkSettings(fs, ks)
+	d.checkSettings(fs)
 	d.checkBase(ctx)
 	d.checkIdentity(ctx)
 	d.checkAgent()
@@ -148,11 +149,14 @@ func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
 	if d.git == nil || d.a.env["GITHUB_TOKEN"] == "" && d.a.env["GH_TOKEN"] == "" {
 		return []doctorCheck{{level: doctorOK, msg: "queue mode: no GITHUB_TOKEN or GH_TOKEN set (only `claudopilot queue` and `run --issues` need one)"}}
 	}
-	qs, err := prepareQueue(ctx, d.a, d.git, nilFlags{})
+	if d.set == nil {
+		return nil
+	}
+	g, err := wire.GitHub(ctx, d.set, d.git, d.a.env, "queue")
 	if err != nil {
 		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "set GH_REPO=owner/name, or give the repository an origin remote on GitHub (docs/queue.md)"}}
 	}
-	gh, err := issues.NewGitHub(qs.GitHub)
+	gh, err := issues.NewGitHub(g)
 	if err != nil {
 		return []doctorCheck{{level: doctorFail, msg: "queue mode: " + err.Error(), fix: "see docs/queue.md"}}
 	}
@@ -254,89 +258,87 @@ func (d *doctorState) loadRoadmap() {
 	d.rmErr = err
 }
 
-// checkSettings resolves the settings as run does: flags, environment,
-// claudopilot.config, the manifest's lines, defaults.
-func (d *doctorState) checkSettings(fs flagLookup, ks []knob) {
-	var file map[string]fileValue
-	var read []string
-	configBad := false
+// checkSettings resolves the settings as run does (settings.Resolve:
+// flags, environment, the settings files, the manifest's lines,
+// defaults), reports every problem with its source, and shows where each
+// value that is not a default came from.
+func (d *doctorState) checkSettings(fs settings.Flags) {
+	in := settings.Input{Scope: settings.Run, Flags: fs, Env: d.a.env}
 	if d.git != nil {
-		f, notes, err := readConfig(d.git.Dir, ks)
-		file = f
-		// One bad line costs that line only: the rest is read and
-		// checked, so the checks below do not fail for settings the
-		// file does set.
-		var cerr *ConfigError
-		configBad = err != nil
-		if errors.As(err, &cerr) {
-			for _, p := range cerr.Problems {
-				d.add(doctorFail, "settings: "+p, "fix or delete this line (the file is read as data, never run)")
-			}
-		} else if err != nil {
-			d.add(doctorFail, "settings: "+err.Error(), "")
-		}
-		for _, n := range notes {
-			d.add(doctorWarn, "settings: "+n.String(), "")
-		}
-		for _, src := range configSources {
-			if _, err := os.Stat(filepath.Join(d.git.Dir, filepath.FromSlash(src.rel))); err == nil {
-				read = append(read, src.rel)
-			}
-		}
+		in.Top = d.git.Dir
 	}
-	fromManifest := map[string]string{}
 	if m := d.manifest(); m != nil {
-		fromManifest["GATE_CMD"], fromManifest["WORKTREE_PREPARE_CMD"] = m.Gate.Value, m.Prepare.Value
+		in.Manifest = m
 	}
-	d.set = resolveWith(fs, ks, d.a.env, file, fromManifest)
-	if err := checkKnobs(d.set, ks, nil); err != nil {
-		d.add(doctorFail, "settings: "+err.Error(), "fix the value where it comes from")
-	} else if n, _ := d.set.int("MAX_PARALLEL"); n < 1 {
-		d.add(doctorFail, fmt.Sprintf("settings: MAX_PARALLEL must be at least 1 (from %s)", d.set.source["MAX_PARALLEL"]), "set it to 1 or more")
-	} else if len(read) > 0 && configBad {
-		d.add(doctorOK, "settings: the other lines valid ("+strings.Join(read, ", ")+" read)", "")
-	} else if len(read) > 0 {
-		d.add(doctorOK, "settings: valid ("+strings.Join(read, ", ")+" read)", "")
-	} else {
-		d.add(doctorOK, "settings: valid (no "+ConfigFile+")", "")
+	s, err := settings.Resolve(in)
+	d.set = s // one bad line costs that line only: the rest is read and checked
+	values := false
+	var serr *settings.Error
+	if errors.As(err, &serr) {
+		for _, p := range serr.Problems {
+			if p.Unreadable {
+				d.add(doctorFail, "settings: "+p.String(), "fix or delete this line (the file is read as data, never run)")
+				continue
+			}
+			values = true
+			d.add(doctorFail, "settings: "+p.String(), "fix the value where it comes from")
+		}
+	}
+	for _, n := range s.Notes {
+		d.add(doctorWarn, "settings: "+n.String(), "")
+	}
+	if values {
+		return
+	}
+	var from []string
+	for _, v := range s.Set() {
+		from = append(from, fmt.Sprintf("%s=%s (from %s)", v.Env, clipCmd(v.Raw), v.Src))
+	}
+	switch {
+	case len(s.Read) > 0 && err != nil:
+		d.add(doctorOK, "settings: the other lines valid ("+strings.Join(s.Read, ", ")+" read)", "", from...)
+	case len(s.Read) > 0:
+		d.add(doctorOK, "settings: valid ("+strings.Join(s.Read, ", ")+" read)", "", from...)
+	default:
+		d.add(doctorOK, "settings: valid (no "+settings.ConfigFile+")", "", from...)
 	}
 }
 
-// checkBase finds the base branch as run does: BASE_BRANCH, else the
-// current branch.
+// checkBase finds the base branch by the base rule run applies
+// (settings.Base), trunk guard included: what run refuses fails here.
 func (d *doctorState) checkBase(ctx context.Context) {
-	if d.git == nil {
+	if d.git == nil || d.set == nil {
 		return
 	}
-	base, src := d.set.str("BASE_BRANCH"), "from "+d.set.source["BASE_BRANCH"]
-	if base == "" {
-		cur, err := d.git.CurrentBranch(ctx)
-		switch {
-		case err != nil:
-			d.add(doctorFail, fmt.Sprintf("base branch: %v", err), "")
-		case cur == "":
-			d.add(doctorFail, "base branch: HEAD is detached", "check out the branch to merge into, or set BASE_BRANCH in "+ConfigFile)
-		default:
-			base, src = cur, "the current branch"
+	b, err := d.set.Base(ctx, d.git, settings.MergeHere)
+	var be *settings.BaseError
+	if errors.As(err, &be) {
+		switch be.Kind {
+		case settings.BaseDetached:
+			d.add(doctorFail, "base branch: HEAD is detached", "check out the branch to merge into, or set BASE_BRANCH in "+settings.ConfigFile)
+			return
+		case settings.BaseUnborn:
+			d.add(doctorFail, be.Error(), "commit the roadmap: git add -A && git commit")
+			return
+		case settings.BaseMissing:
+			d.add(doctorFail, be.Error(), "create it, or name another with --base or BASE_BRANCH")
+			return
+		case settings.BaseTrunk:
+			d.add(doctorFail, fmt.Sprintf("base branch %s (%s): run refuses to merge into %s unless it is named", b.Branch, b.Src, b.Branch),
+				fmt.Sprintf("pass --base %s (to doctor and run), or set BASE_BRANCH=%s in %s, or switch to another branch", b.Branch, b.Branch, settings.ConfigFile))
 		}
+	} else if err != nil {
+		d.add(doctorFail, fmt.Sprintf("base branch: %v", err), "")
+		return
 	}
-	if base != "" {
-		tip, err := d.git.RevParse(ctx, "refs/heads/"+base)
-		switch {
-		case errors.Is(err, worktree.ErrNoRev) && d.unborn(ctx, base):
-			d.add(doctorFail, fmt.Sprintf("base branch %s (%s) has no commit yet", base, src), "commit the roadmap: git add -A && git commit")
-		case errors.Is(err, worktree.ErrNoRev):
-			d.add(doctorFail, fmt.Sprintf("base branch %s (%s) does not exist", base, src), "create it, or name another with --base or BASE_BRANCH")
-		case err != nil:
-			d.add(doctorFail, fmt.Sprintf("base branch %s: %v", base, err), "")
-		case src == "the current branch" && (base == "main" || base == "master"):
-			d.base, d.baseTip = base, tip
-			d.add(doctorWarn, fmt.Sprintf("base branch %s (%s): run merges into %s only when told to", base, src, base),
-				fmt.Sprintf("pass --base %s to run, or set BASE_BRANCH=%s in %s", base, base, ConfigFile))
-		default:
-			d.base, d.baseTip = base, tip
-			d.add(doctorOK, fmt.Sprintf("base branch %s (%s)", base, src), "")
-		}
+	tip, err := d.git.RevParse(ctx, "refs/heads/"+b.Branch)
+	if err != nil {
+		d.add(doctorFail, fmt.Sprintf("base branch %s: %v", b.Branch, err), "")
+		return
+	}
+	d.base, d.baseTip = b.Branch, tip
+	if be == nil {
+		d.add(doctorOK, fmt.Sprintf("base branch %s (%s)", b.Branch, b.Src), "")
 	}
 }
 
@@ -354,13 +356,6 @@ func (d *doctorState) checkIdentity(ctx context.Context) {
 	}
 }
 
-// unborn reports whether branch is the current branch, still without a
-// commit (a fresh git init).
-func (d *doctorState) unborn(ctx context.Context, branch string) bool {
-	cur, err := d.git.CurrentBranch(ctx)
-	return err == nil && cur == branch
-}
-
 func (d *doctorState) manifest() *manifest.Manifest {
 	if d.rm != nil {
 		return d.rm.Manifest
@@ -374,203 +369,61 @@ func (d *doctorState) manifest() *manifest.Manifest {
 	return m
 }
 
+// checkAgent finds every program run starts (settings.Programs: the
+// lanes' commands with LANES, else the agent and its supervisor; the
+// reviewer), by the lookup run refuses to start without, and the gate
+// and prepare commands, whose absence is a warning.
 func (d *doctorState) checkAgent() {
-	if d.set.val == nil {
+	if d.set == nil {
 		return
 	}
 	top := ""
 	if d.git != nil {
 		top = d.git.Dir
 	}
-	agent := d.set.str("AGENT_CMD")
-	d.commandCheck("agent", agent, d.set.source["AGENT_CMD"], top, doctorFail, agentFix)
-	if sup := d.set.str("SUPERVISOR_CMD"); sup != "" && sup != agent {
-		d.commandCheck("supervisor", sup, d.set.source["SUPERVISOR_CMD"], top, doctorFail, supervisorFix)
+	for _, p := range d.set.Programs() {
+		d.commandCheck(p.What, p.Cmd, p.Src, top, doctorFail, p.Fix)
 	}
-
-	gate, src := strings.TrimSpace(d.set.str("GATE_CMD")), d.set.source["GATE_CMD"]
+	gate, src := strings.TrimSpace(d.set.Gate), d.set.Source("GATE_CMD").String()
 	switch gate {
 	case "", "true", ":":
 		d.add(doctorWarn, fmt.Sprintf("gate: none (%q, from %s): phases merge without any check", gate, src),
-			"put your test command in the manifest's **Gate:** line, or GATE_CMD in "+ConfigFile)
+			"put your test command in the manifest's **Gate:** line, or GATE_CMD in "+settings.ConfigFile)
 	default:
 		d.commandCheck("gate", gate, src, top, doctorWarn, "install it, or have WORKTREE_PREPARE_CMD make it")
 	}
-	if rev := strings.TrimSpace(d.set.str("REVIEW_CMD")); rev != "" {
-		d.commandCheck("reviewer", rev, d.set.source["REVIEW_CMD"], top, doctorFail, "install it, or set REVIEW_CMD (--review) to a command on PATH, or unset it to run without the review gate")
-	}
-	if rev := strings.TrimSpace(d.set.str("REVIEW_CMD")); rev != "" {
-		d.commandCheck("reviewer", rev, d.set.source["REVIEW_CMD"], top, doctorFail, "install it, or set REVIEW_CMD (--review) to a command on PATH, or unset it to run without the review gate")
-	}
-	if prep := strings.TrimSpace(d.set.str("WORKTREE_PREPARE_CMD")); prep == "" {
+	if prep := strings.TrimSpace(d.set.Prepare); prep == "" {
 		d.add(doctorOK, "prepare: none (worktrees start as plain checkouts)", "")
 	} else {
-		d.commandCheck("prepare", prep, d.set.source["WORKTREE_PREPARE_CMD"], top, doctorWarn, "install it, or change WORKTREE_PREPARE_CMD")
+		d.commandCheck("prepare", prep, d.set.Source("WORKTREE_PREPARE_CMD").String(), top, doctorWarn, "install it, or change WORKTREE_PREPARE_CMD")
 	}
 }
 
-// The fixes of a missing agent or supervisor, said by doctor and by run.
-const (
-	agentFix      = `install it (and log in), or set AGENT_CMD (--agent); "script" runs each phase doc's sh block`
-	supervisorFix = "install it (and log in), or set SUPERVISOR_CMD (--supervisor)"
-)
-
-// commandCheck looks up the program a shell command line starts with.
+// commandCheck looks up the program a shell command line starts with, as
+// run does (settings.Find).
 func (d *doctorState) commandCheck(what, cmd, src, top string, level doctorLevel, fix string) {
 	if strings.TrimSpace(cmd) == "" {
 		d.add(doctorFail, fmt.Sprintf("%s: empty (from %s)", what, src), fix)
 		return
 	}
-	if what == "agent" || what == "supervisor" {
-		if cmd == work.ScriptAgent {
-			d.add(doctorOK, fmt.Sprintf("%s: the built-in script agent (from %s)", what, src), "")
-			return
-		}
+	if cmd == settings.ScriptAgent && level == doctorFail && what != "reviewer" {
+		d.add(doctorOK, fmt.Sprintf("%s: the built-in script agent (from %s)", what, src), "")
+		return
 	}
-	prog, ok := commandWord(cmd)
+	l := settings.Find(cmd, d.a.getenv("PATH"), top)
 	switch {
-	case !ok:
+	case l.Unknown:
 		d.add(doctorWarn, fmt.Sprintf("%s: %s (from %s): cannot tell which program it runs", what, clipCmd(cmd), src), "make sure it runs from a phase worktree")
-	case shellBuiltin(prog):
+	case l.Builtin:
 		d.add(doctorOK, fmt.Sprintf("%s: %s (from %s)", what, clipCmd(cmd), src), "")
+	case !l.Found:
+		d.add(level, fmt.Sprintf("%s: %s (from %s): %s not found", what, clipCmd(cmd), src, l.Prog), fix)
 	default:
-		path, found := lookPathIn(prog, d.a.getenv("PATH"), top)
-		if !found {
-			d.add(level, fmt.Sprintf("%s: %s (from %s): %s not found", what, clipCmd(cmd), src, prog), fix)
-			return
-		}
-		d.add(doctorOK, fmt.Sprintf("%s: %s (from %s; %s)", what, clipCmd(cmd), src, path), "")
+		d.add(doctorOK, fmt.Sprintf("%s: %s (from %s; %s)", what, clipCmd(cmd), src, l.Path), "")
 	}
 }
 
-func clipCmd(cmd string) string {
-	if r := []rune(cmd); len(r) > 60 {
-		return string(r[:57]) + "..."
-	}
-	return cmd
-}
-
-// commandWord returns the program a sh command line runs: its first word
-// after VAR=value assignments (and exec or command). ok is false when that
-// word depends on expansions or is shell syntax.
-func commandWord(cmd string) (string, bool) {
-	words, ok := shellWords(cmd)
-	if !ok {
-		return "", false
-	}
-	for _, w := range words {
-		if i := strings.IndexByte(w, '='); i > 0 && isName(w[:i]) {
-			continue
-		}
-		if w == "exec" || w == "command" {
-			continue
-		}
-		if strings.ContainsAny(w, "$`(){}<>|&;*?[") {
-			return "", false
-		}
-		return w, true
-	}
-	return "", false
-}
-
-// shellWords splits the start of a command line into words, with sh's
-// quoting; it stops at the first operator.
-func shellWords(s string) ([]string, bool) {
-	var (
-		words []string
-		cur   strings.Builder
-		in    bool // inside a word
-	)
-	end := func() {
-		if in {
-			words = append(words, cur.String())
-			cur.Reset()
-			in = false
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			end()
-		case c == ';' || c == '|' || c == '&':
-			end()
-			return words, true
-		case c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-			in = true
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			in = true
-		case c == '"':
-			j := strings.IndexByte(s[i+1:], '"')
-			if j < 0 {
-				return nil, false
-			}
-			q := s[i+1 : i+1+j]
-			if strings.ContainsAny(q, "$`\\") {
-				return nil, false
-			}
-			cur.WriteString(q)
-			i += j + 1
-			in = true
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	end()
-	return words, true
-}
-
-func isName(s string) bool {
-	for i, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-func shellBuiltin(w string) bool {
-	switch w {
-	case ".", ":", "true", "false", "cd", "eval", "set", "export", "test", "[", "echo", "printf", "exit", "source", "if", "for", "while", "case", "{", "(":
-		return true
-	}
-	return false
-}
-
-// lookPathIn finds an executable the way sh would with PATH=pathEnv; a name
-// with a slash is taken from the repository's top (agents and gates run at
-// a worktree's top, which holds the same files).
-func lookPathIn(name, pathEnv, top string) (string, bool) {
-	isExec := func(p string) bool {
-		st, err := os.Stat(p)
-		return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
-	}
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && top != "" {
-			p = filepath.Join(top, p)
-		}
-		return p, isExec(p)
-	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		if p := filepath.Join(dir, name); isExec(p) {
-			return p, true
-		}
-	}
-	return "", false
-}
+func clipCmd(cmd string) string { return settings.ClipCmd(cmd) }
 
 func (d *doctorState) checkManifest(ctx context.Context) {
 	mpath := filepath.Join(d.dir, roadmap.ManifestName)
@@ -700,3 +553,28 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 
 // rel names a path from the current folder.
 func (d *doctorState) rel(p string) string { return relTo(d.a.cwd, p) }
+
+// checkSandbox reports the sandbox: FAIL when SANDBOX=bwrap cannot work
+// here; when it is off, whether bubblewrap would work, recommending it
+// either way (agents are then unconfined: docs/sandbox.md).
+func (d *doctorState) checkSandbox(ctx context.Context) {
+	if d.set == nil {
+		return
+	}
+	src := d.set.Source("SANDBOX")
+	probe := (&sandbox.Config{}).Probe(ctx)
+	if d.set.Sandbox == sandbox.Bwrap {
+		if probe != nil {
+			d.add(doctorFail, fmt.Sprintf("sandbox: SANDBOX=bwrap (from %s) cannot work here: %v", src, probe),
+				"install bubblewrap (apt-get install bubblewrap) and allow user namespaces, or set SANDBOX=off")
+			return
+		}
+		d.add(doctorOK, "sandbox: bwrap (agents can write only their worktree and branch)", "")
+		return
+	}
+	if probe == nil {
+		d.add(doctorOK, "sandbox: off; bubblewrap works here: SANDBOX=bwrap (--sandbox) keeps agents inside their worktree (docs/sandbox.md)", "")
+		return
+	}
+	d.add(doctorOK, "sandbox: off, and bubblewrap does not work here; to keep agents inside their worktree, install it and set SANDBOX=bwrap (docs/sandbox.md)", "")
+}

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -37,55 +34,5 @@ func TestDoctorMarkers(t *testing.T) {
 	}
 	if got := (&DoctorError{Problems: 3}).Error(); got != "doctor: 3 problems found" {
 		t.Errorf("DoctorError = %q", got)
-	}
-}
-
-func TestCommandWord(t *testing.T) {
-	for _, c := range []struct {
-		cmd, want string
-		ok        bool
-	}{
-		{DefaultAgent, "claude", true},
-		{"FOO=1 BAR='a b' codex exec --full-auto", "codex", true},
-		{"exec ./bin/agent.sh -x", "./bin/agent.sh", true},
-		{`'my agent' -p`, "my agent", true},
-		{`"$HOME/bin/agent"`, "", false},
-		{"$AGENT --x", "", false},
-		{"go test ./... && make lint", "go", true},
-		{"npm ci; npm run build", "npm", true},
-		{"( cd web && npm test )", "", false},
-		{"X=1", "", false},
-		{"'unclosed", "", false},
-	} {
-		got, ok := commandWord(c.cmd)
-		if got != c.want || ok != c.ok {
-			t.Errorf("commandWord(%q) = %q, %v; want %q, %v", c.cmd, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestLookPathIn(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, mode := range map[string]os.FileMode{"tool": 0o755, "data": 0o644} {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := strings.Join([]string{filepath.Join(dir, "nothing"), bin}, string(os.PathListSeparator))
-	if p, ok := lookPathIn("tool", path, ""); !ok || p != filepath.Join(bin, "tool") {
-		t.Errorf("tool: %q, %v", p, ok)
-	}
-	if _, ok := lookPathIn("data", path, ""); ok {
-		t.Error("a file without an executable bit was found")
-	}
-	if _, ok := lookPathIn("bin", path, dir); ok {
-		t.Error("a folder was found")
-	}
-	if p, ok := lookPathIn("./bin/tool", "", dir); !ok || p != filepath.Join(dir, "bin", "tool") {
-		t.Errorf("./bin/tool from the top: %q, %v", p, ok)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/status"
 	"github.com/claudopilot/claudopilot/work"
@@ -19,8 +20,8 @@ func cmdExplain(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "explain", "explain ID [--roadmap DIR]", `
 Say why a phase is not running: which of its deps are not merged and their
 states, a declared scope that overlaps a running phase's, a rate-limit
-cooldown with the time left, a LOOP-CHECKPOINT above it, or no free slot
-(MAX_PARALLEL agents already running). For a failed or blocked phase, the
+cooldown with the time left, a LOOP-CHECKPOINT above it, a paused run
+(claudopilot pause), or no free slot (MAX_PARALLEL agents already running). For a failed or blocked phase, the
 reason and the log to read. An issue of the queue ('#12', quoted) is
 explained from the run journal. It changes nothing.`,
 		"  claudopilot explain phase-04")
@@ -131,6 +132,10 @@ explained from the run journal. It changes nothing.`,
 		}
 	}
 	running := s.Roadmap.Counts()[manifest.Running]
+	if len(why) == 0 && s.Paused {
+		// The loop's own switch: no launch while it is on.
+		why = append(why, "the run is paused: nothing new starts until `claudopilot resume` (running agents finish)")
+	}
 	if len(why) == 0 && s.Live {
 		if max := max(rules.Slots, 1); running >= max {
 			why = append(why, fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", running, max))
@@ -199,42 +204,20 @@ func explainOutside(a *app, s *snapshot, id string) error {
 
 // runRules are the rules status and explain decide eligibility by: the
 // newest run's journal record, which holds its flags too; before any run,
-// the settings resolved as a run would resolve them (environment,
-// claudopilot.config, defaults). Slots is MAX_PARALLEL.
+// the rules of the settings a run would resolve (settings.Rules: the
+// scheduler's own defaults, not a copy of them).
 func runRules(a *app, s *snapshot) state.Rules {
 	if r := s.Rules; r != nil && len(r.Lanes) > 0 {
 		return *r
 	}
-	ks := runKnobs()
-	file, _, _ := readConfig(s.Layout.Top, ks)
-	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
-	r := state.Rules{Slots: 3}
-	if n, err := set.int("MAX_PARALLEL"); err == nil && n >= 1 {
-		r.Slots = n
-	}
-	r.KeepGoing, _ = set.bool("KEEP_GOING")
-	r.IgnoreCheckpoints, _ = set.bool("IGNORE_LOOP_CHECKPOINTS")
-	agent, super := set.str("AGENT_CMD"), set.str("SUPERVISOR_CMD")
-	if super == "" {
-		super = agent
-	}
-	r.Lanes = []state.RuleLane{{Cmd: agent, SupervisorCmd: super}}
-	if ls, err := resolveLanes(a, file, agent, set.str("SUPERVISOR_CMD")); err == nil && len(ls.Lanes) > 0 {
-		r.Lanes = nil
-		for _, l := range ls.Lanes {
-			r.Lanes = append(r.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
-		}
-	}
-	return r
+	set, _ := settings.Resolve(settings.Input{Scope: settings.Run, Env: a.env, Top: s.Layout.Top, Manifest: s.Roadmap.Manifest})
+	return set.Rules() // a bad value is doctor's and run's to report; the rest still holds
 }
 
-// issueLabels are the queue's labels as a queue here would resolve them
-// (environment, claudopilot.config, defaults).
+// issueLabels are the queue's labels as a queue here would resolve them.
 func issueLabels(a *app, top string) issues.Labels {
-	ks := queueKnobs()
-	file, _, _ := readConfig(top, ks)
-	set := resolveWith(nilFlags{}, ks, a.env, file, nil)
-	return issues.Labels{Ready: set.str("READY_LABEL"), Claim: set.str("CLAIM_LABEL"), Blocked: set.str("BLOCKED_LABEL"), Review: set.str("REVIEW_LABEL")}
+	set, _ := settings.Resolve(settings.Input{Scope: settings.Queue, Env: a.env, Top: top})
+	return issues.Labels(set.Labels)
 }
 
 // retryIssueText says how to retry an issue: on GitHub, by its labels;

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -101,8 +102,8 @@ func cmdInit(ctx context.Context, a *app, args []string) error {
 		report(false, manifestPath, "it exists (the example phase docs are only written with a new manifest)")
 	}
 
-	configPath := filepath.Join(git.Dir, ConfigFile)
-	made, err = createNew(configPath, initConfig(runKnobs()))
+	configPath := filepath.Join(git.Dir, settings.ConfigFile)
+	made, err = createNew(configPath, initConfig(settings.ForScope(settings.Run)))
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
@@ -322,7 +323,7 @@ echo "and from phase-02, which ran after it" >> hello/phase-02.txt
 
 // initConfig is claudopilot.config with every run setting commented out at
 // its default.
-func initConfig(ks []knob) string {
+func initConfig(ks []settings.Knob) string {
 	var b strings.Builder
 	b.WriteString(`# claudopilot.config: settings of claudopilot for this repository.
 #
@@ -333,7 +334,7 @@ func initConfig(ks []knob) string {
 # commented out with its default: remove the # to change one.
 `)
 	for _, k := range ks {
-		fmt.Fprintf(&b, "\n# %s (--%s)\n#%s=%s\n", k.help, k.flag, k.env, k.def)
+		fmt.Fprintf(&b, "\n# %s (--%s)\n#%s=%s\n", k.Help, k.Flag, k.Env, k.Def)
 	}
 	return b.String()
 }

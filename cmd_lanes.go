@@ -7,107 +7,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
-
-// laneKnobs are the lanes' and the pacer's global settings. They have no
-// flags: lanes are set up once, in claudopilot.config or the environment.
-// LANE_<id>_<KEY> overrides each per lane (see docs/lanes.md).
-func laneKnobs() []knob {
-	ks := []knob{
-		{"LANES", "", "", `lanes in order, e.g. "claude codex" (empty: one lane of AGENT_CMD and MAX_PARALLEL)`, "string"},
-		{"PACE_SECONDS", "", "300", "seconds between pacer passes", "seconds"},
-		{"CORES_PER_WORKER", "", "2", "cores one agent needs, for the resource budget", "string"},
-		{"MEM_MB_PER_WORKER", "", "3000", "MiB of memory one agent needs, for the resource budget", "string"},
-		{"RESOURCE_MIN_BUDGET", "", "3", "least number of agents the resource budget allows", "int"},
-		{"RESOURCE_PROBE_CMD", "", "", "prints <cores> <load5> <mem_available_mb> instead of the machine's own figures", "string"},
-	}
-	for _, k := range pacer.Keys() {
-		if k.Global == "" || k.Global == "AGENT_CMD" || k.Global == "SUPERVISOR_CMD" {
-			continue // no global, or a run knob already
-		}
-		ks = append(ks, knob{k.Global, "", k.Default, k.Help, "string"})
-	}
-	return ks
-}
-
-// isLaneKey is true for a per-lane setting, LANE_<id>_<KEY>.
-func isLaneKey(k string) bool {
-	if !strings.HasPrefix(k, "LANE_") {
-		return false
-	}
-	for _, pk := range pacer.Keys() {
-		if strings.HasSuffix(k, "_"+pk.Name) && len(k) > len("LANE_")+len(pk.Name)+1 {
-			return true
-		}
-	}
-	return false
-}
-
-// resolveLanes reads LANES and the pacer's settings: the environment, then
-// claudopilot.config, then defaults. agent and super are the run's
-// AGENT_CMD and SUPERVISOR_CMD as set (super "" when not set), the lanes'
-// default commands; a lane's supervisor defaults to its own CMD.
-func resolveLanes(a *app, file map[string]fileValue, agent, super string) (engine.Lanes, error) {
-	var ls engine.Lanes
-	get := func(k string) (string, bool) {
-		switch k {
-		case "AGENT_CMD":
-			return agent, agent != ""
-		case "SUPERVISOR_CMD":
-			return super, super != ""
-		}
-		if v, ok := a.env[k]; ok {
-			return v, true
-		}
-		if f := file[k]; f.set {
-			return f.v, true
-		}
-		return "", false
-	}
-	s := resolveWith(nilFlags{}, laneKnobs(), a.env, file, nil)
-	if err := checkKnobs(s, laneKnobs(), nil); err != nil {
-		return ls, err
-	}
-	var err error
-	if ls.Lanes, err = pacer.Parse(s.str("LANES"), get); err != nil {
-		return ls, usageErrorf("%v", err)
-	}
-	if ls.Pace, err = s.seconds("PACE_SECONDS"); err != nil {
-		return ls, err
-	}
-	if ls.Pace <= 0 {
-		ls.Pace = 300 * time.Second
-	}
-	num := func(k string) (float64, error) {
-		x, err := strconv.ParseFloat(strings.TrimSpace(s.str(k)), 64)
-		if err != nil || x <= 0 {
-			return 0, usageErrorf("%s=%q from %s: want a number > 0", k, s.str(k), s.source[k])
-		}
-		return x, nil
-	}
-	r := pacer.Resources{}
-	if r.CoresPerWorker, err = num("CORES_PER_WORKER"); err != nil {
-		return ls, err
-	}
-	if r.MemMBPerWorker, err = num("MEM_MB_PER_WORKER"); err != nil {
-		return ls, err
-	}
-	if r.MinBudget, err = s.int("RESOURCE_MIN_BUDGET"); err != nil {
-		return ls, err
-	}
-	ls.Settings = pacer.Settings{Lanes: ls.Lanes, ProbeCmd: s.str("RESOURCE_PROBE_CMD"), Resources: r, Env: agentEnv(a)}
-	return ls, nil
-}
 
 // stateDirOf finds the state folder of the repository holding dir.
 func stateDirOf(ctx context.Context, a *app, dir string) (*worktree.Client, string, error) {
@@ -221,7 +132,7 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 	if err != nil {
 		return err
 	}
-	ls, err := lanesOf(ctx, a, git)
+	ls, err := lanesOf(a, git)
 	if err != nil {
 		return err
 	}
@@ -242,14 +153,14 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 	return nil
 }
 
-// lanesOf resolves the lane setup of the repository as `run` would.
-func lanesOf(ctx context.Context, a *app, git *worktree.Client) (engine.Lanes, error) {
-	file, _, err := readConfig(git.Dir, runKnobs())
+// lanesOf resolves the lane setup of the repository as run does: the
+// same settings model, every problem reported.
+func lanesOf(a *app, git *worktree.Client) (engine.Lanes, error) {
+	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Env: a.env, Top: git.Dir})
 	if err != nil {
 		return engine.Lanes{}, err
 	}
-	s := resolveWith(nilFlags{}, runKnobs(), a.env, file, nil)
-	return resolveLanes(a, file, s.str("AGENT_CMD"), s.str("SUPERVISOR_CMD"))
+	return wire.Lanes(s, a.env), nil
 }
 
 type laneRow struct {
@@ -276,7 +187,7 @@ its result is saved as the previous value, as a pass of the driver's is.`, "  cl
 	if err != nil {
 		return err
 	}
-	ls, err := lanesOf(ctx, a, git)
+	ls, err := lanesOf(a, git)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -47,15 +49,15 @@ the current folder and then at the repository's top level.`,
 		return err
 	}
 	// The same checks as run's, so a roadmap plan accepts does not fail
-	// at run's start: every phase has its doc, the settings files read.
-	r, err := roadmap.Load(dir, roadmap.Options{RequireDocs: true})
-	if err != nil {
-		return err
-	}
+	// at run's start: every phase has its doc, every setting reads. Every
+	// problem at once, the manifest's and the settings'.
+	r, rerr := roadmap.Load(dir, roadmap.Options{RequireDocs: true})
+	var serr error
 	if top, err := gitTopLevel(ctx, dir); err == nil {
-		if _, _, err := readConfig(top, runKnobs()); err != nil {
-			return err
-		}
+		_, serr = settings.Resolve(settings.Input{Scope: settings.Run, Env: a.env, Top: top, Manifest: looseManifest(dir)})
+	}
+	if err := errors.Join(rerr, serr); err != nil {
+		return err
 	}
 	p := makePlan(r)
 	for _, w := range p.Warnings {

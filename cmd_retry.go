@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -31,7 +33,7 @@ first: an id that cannot be retried changes nothing.`,
 		"  claudopilot retry phase-03\n  claudopilot retry --all-blocked --roadmap plans/q3\n  GITHUB_TOKEN=… claudopilot retry '#12'")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	all := fs.Bool("all-blocked", false, "retry every [blocked] phase")
-	addKnobFlags(fs, retryKnobs()[:1])
+	settings.AddFlags(fs, settings.Only(settings.ForScope(settings.Queue), "GH_REPO"))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,36 +70,18 @@ first: an id that cannot be retried changes nothing.`,
 	return nil
 }
 
-// retryKnobs are the queue's settings retry '#N' needs; GH_REPO first (its
-// --repo is retry's flag too).
-func retryKnobs() []knob {
-	want := map[string]bool{"GH_REPO": true, "GITHUB_API_URL": true, "READY_LABEL": true, "CLAIM_LABEL": true, "BLOCKED_LABEL": true, "REVIEW_LABEL": true}
-	var ks []knob
-	for _, k := range queueKnobs() {
-		if want[k.env] {
-			ks = append(ks, k)
-		}
-	}
-	return ks
-}
-
 // resolveIssueRetry resolves the GitHub client and labels as the queue
-// does (flags, environment, claudopilot.config, defaults).
-func resolveIssueRetry(ctx context.Context, a *app, fs flagLookup) (*engine.IssueRetry, error) {
+// does (the one settings model).
+func resolveIssueRetry(ctx context.Context, a *app, fs settings.Flags) (*engine.IssueRetry, error) {
 	git, err := worktree.Open(ctx, a.cwd, gitEnv(a))
 	if err != nil {
 		return nil, err
 	}
-	ks := retryKnobs()
-	file, _, err := readConfig(git.Dir, append(runKnobs(), queueKnobs()...))
+	s, err := settings.Resolve(settings.Input{Scope: settings.Queue, Flags: fs, Env: a.env, Top: git.Dir})
 	if err != nil {
 		return nil, err
 	}
-	s := resolveWith(fs, ks, a.env, file, nil)
-	if err := checkKnobs(s, ks, nil); err != nil {
-		return nil, err
-	}
-	g, err := resolveGitHub(ctx, a, git, s, "retry of an issue")
+	g, err := wire.GitHub(ctx, s, git, a.env, "retry of an issue")
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +89,5 @@ func resolveIssueRetry(ctx context.Context, a *app, fs flagLookup) (*engine.Issu
 	if err != nil {
 		return nil, &engine.SettingsError{Err: err}
 	}
-	l := issues.Labels{Ready: s.str("READY_LABEL"), Claim: s.str("CLAIM_LABEL"), Blocked: s.str("BLOCKED_LABEL"), Review: s.str("REVIEW_LABEL")}
-	return &engine.IssueRetry{GitHub: gh, Labels: l}, nil
+	return &engine.IssueRetry{GitHub: gh, Labels: issues.Labels(s.Labels)}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/settings"
 )
 
 // The crash test kills the driver with SIGKILL after every few journal
@@ -303,7 +305,7 @@ func crashEnv(home, trace string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "CLAUDOPILOT_") || isKnob(k) {
+		if _, knob := settings.Lookup(k); strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "CLAUDOPILOT_") || knob {
 			continue
 		}
 		env = append(env, kv)

@@ -41,7 +41,9 @@ func TestDoctorQueueChecks(t *testing.T) {
 	}
 	check := func(token string) doctorCheck {
 		a := &app{s: &Streams{}, cwd: repo, env: envMap(append(env, "GITHUB_TOKEN="+token, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets"))}
-		cs := doctorQueueChecks(context.Background(), &doctorState{a: a, git: wt})
+		d := &doctorState{a: a, git: wt}
+		d.checkSettings(nil)
+		cs := doctorQueueChecks(context.Background(), d)
 		if len(cs) != 1 {
 			t.Fatalf("%d checks", len(cs))
 		}
@@ -55,7 +57,9 @@ func TestDoctorQueueChecks(t *testing.T) {
 	}
 	// No token: nothing to check, and no failure.
 	a := &app{s: &Streams{}, cwd: repo, env: envMap(env)}
-	if cs := doctorQueueChecks(context.Background(), &doctorState{a: a, git: wt}); len(cs) != 1 || cs[0].level != doctorOK {
+	d := &doctorState{a: a, git: wt}
+	d.checkSettings(nil)
+	if cs := doctorQueueChecks(context.Background(), d); len(cs) != 1 || cs[0].level != doctorOK {
 		t.Errorf("no token: %+v", cs)
 	}
 }

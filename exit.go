@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -76,15 +78,21 @@ func exitCode(err error, sig os.Signal) int {
 		usage *usageError
 		halt  *scheduler.HaltError
 	)
+	var set *settings.Error
 	switch {
-	case errors.As(err, &usage), errors.As(err, new(*engine.SettingsError)):
+	case errors.As(err, &usage):
 		return exitUsage
 	case sig == syscall.SIGTERM:
 		return exitSIGTERM
 	case sig != nil || errors.Is(err, scheduler.ErrInterrupted):
 		return exitSIGINT
-	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress), errors.As(err, new(*ConfigError)):
+	// Every problem is reported at once: an invalid manifest or an
+	// unreadable settings file among them makes it 3, bad values alone
+	// are misuse (64).
+	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress), errors.As(err, &set) && set.Unreadable():
 		return exitInvalid
+	case set != nil, errors.As(err, new(*engine.SettingsError)):
+		return exitUsage
 	case errors.Is(err, scheduler.ErrCheckpoint):
 		return exitCheckpoint
 	case errors.As(err, &halt):
@@ -108,14 +116,38 @@ func isSilent(err error) bool {
 		errors.As(err, new(*scheduler.HaltError)) || errors.Is(err, scheduler.ErrCheckpoint)
 }
 
-// formatError renders an error for stderr as "claudopilot: <what>: <why>".
-// An invalid roadmap is already "path:line: message" lines.
+// formatError renders an error for stderr as "claudopilot: <what>: <why>",
+// one line per problem when several are reported at once. An invalid
+// roadmap and an unreadable settings line are already "path:line:
+// message".
 func formatError(err error) string {
 	var usage *usageError
 	if errors.As(err, &usage) {
 		return "claudopilot: " + usage.msg
 	}
-	if roadmap.IsInvalid(err) || errors.As(err, new(*ConfigError)) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var lines []string
+		for _, e := range j.Unwrap() {
+			lines = append(lines, formatError(e))
+		}
+		return strings.Join(lines, "\n")
+	}
+	var set *settings.Error
+	var miss *settings.MissingError
+	if errors.As(err, &miss) {
+		set = &settings.Error{Problems: miss.Problems}
+	}
+	if set != nil || errors.As(err, &set) {
+		lines := make([]string, len(set.Problems))
+		for i, p := range set.Problems {
+			lines[i] = p.String()
+			if !p.Unreadable {
+				lines[i] = "claudopilot: " + lines[i]
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if roadmap.IsInvalid(err) {
 		return err.Error()
 	}
 	return "claudopilot: " + err.Error()

@@ -316,3 +316,58 @@ func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[
 	git(t, seed, env, "commit", "-qm", msg)
 	git(t, seed, env, "push", "-q", origin, "main")
 }
+
+// One base for phases and issues: with BASE_BRANCH unset, run --issues on
+// a branch other than main merges its phases into that branch and opens
+// the issues' pull requests into it too (they used to go into GitHub's
+// default branch while the phases merged into the current one).
+func TestRunIssuesOneBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the driver against a fake GitHub")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	t.Parallel()
+	bin := selfAs(t, "claudopilot")
+	dir := t.TempDir()
+	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	origin := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "# One base\n\n1. [pending] **p0** — a phase (deps: none)\n",
+		"roadmap/p0.md":                 "# p0\n",
+	})
+	git(t, seed, env, "push", "-q", origin, "main:develop")
+	fake := fakeGitHub(t, origin, env, "tok-123")
+	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
+	})
+	fake.NewIssue("alice", "Add a file", "Write issue.txt.", []string{"agent-ready"}, "alice")
+	work := filepath.Join(dir, "work")
+	git(t, dir, env, "clone", "-q", "-b", "develop", origin, work)
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(`#!/bin/sh
+set -e
+echo "$CLAUDOPILOT_PHASE" > out.txt
+git add -A && git commit -qm "work"
+case "$CLAUDOPILOT_PHASE" in
+"#"*) ;;
+*) d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+   git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm done ;;
+esac
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--agent", agent, "--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
+	cmd.Dir = work
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1")
+	out := runWithin(t, cmd, "run --issues", 3*time.Minute)
+	if log := git(t, work, env, "log", "--merges", "--format=%s", "develop"); !strings.Contains(log, "Merge p0: a phase") {
+		t.Errorf("p0 did not merge into develop:\n%s\n%s", log, out)
+	}
+	pulls := fake.Pulls()
+	if len(pulls) != 1 || pulls[0].Base != "develop" {
+		t.Fatalf("pull requests %+v, want one into develop, the run's base:\n%s", pulls, out)
+	}
+}

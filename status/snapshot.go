@@ -29,7 +29,10 @@ type Snapshot struct {
 	Live    bool // a driver holds the lock
 	Lock    state.LockInfo
 	LockSet bool // a lock file is there, held or stale
-	Now     time.Time
+	// Paused: `claudopilot pause` holds every new launch, the switch the
+	// loop itself reads (control.Switches).
+	Paused bool
+	Now    time.Time
 }
 
 // Read reads the journal of layout l and the lock at lockPath ("": none
@@ -42,6 +45,9 @@ func Read(rm *roadmap.Roadmap, l state.Layout, lockPath string, now time.Time) (
 	}
 	s.Hist, s.Cool = state.History(recs)
 	s.Rules = state.LastRules(recs)
+	if sw, err := control.Load(l.StateDir()); err == nil {
+		s.Paused = sw.Paused
+	}
 	if lockPath != "" {
 		s.Lock, s.LockSet = state.ReadLock(lockPath)
 		_, s.Live = state.LockHeld(lockPath)

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"bufio"
@@ -13,14 +13,18 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/roadmap"
 )
 
-// configSources are the settings files read at the repository root,
-// highest precedence first: claudopilot's own file, then Claudopilot's
-// (1.0's JSON, then the shell files of earlier versions), so a migrating
+// ConfigFile is claudopilot's own settings file at the repository root.
+const ConfigFile = "claudopilot.config"
+
+// sources are the settings files read at the repository root, highest
+// precedence first: claudopilot's own file, then Claudopilot's (1.0's
+// JSON, then the shell files of earlier versions), so a migrating
 // repository keeps its gate and agent without a change.
-var configSources = []struct {
+var sources = []struct {
 	rel    string
 	format string // "kv": claudopilot.config; "sh": a Claudopilot shell file; "json"
 }{
@@ -28,6 +32,17 @@ var configSources = []struct {
 	{".claudopilot/config.json", "json"},
 	{".claudopilot/config.sh", "sh"},
 	{"claudopilot.config.sh", "sh"},
+}
+
+// Files lists every file the settings model reads under the repository
+// root top, highest precedence first, whether or not it exists: what an
+// agent must not be able to change (docs/landing.md).
+func Files(top string) []string {
+	out := make([]string, len(sources))
+	for i, src := range sources {
+		out[i] = filepath.Join(top, filepath.FromSlash(src.rel))
+	}
+	return out
 }
 
 // claudopilotOnly are Claudopilot's settings that mean nothing here. They
@@ -52,43 +67,41 @@ var claudopilotOnly = map[string]string{
 	"BASE_BRANCH_EXPLICIT":      "naming the branch is enough: set BASE_BRANCH (or pass --base)",
 }
 
-// ConfigError lists the problems of the settings files, each as
-// "file:line: message". The lines that are fine are still read (doctor
-// reports the bad ones and checks the rest).
-type ConfigError struct{ Problems []string }
+// Note is a setting that was read and has no effect here.
+type Note struct{ Where, Key, Hint string }
 
-func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
-
-// configNote is a setting that was read and has no effect here.
-type configNote struct{ where, key, hint string }
-
-func (n configNote) String() string {
-	return fmt.Sprintf("%s: %s is Claudopilot's and has no effect here: %s", n.where, n.key, n.hint)
+func (n Note) String() string {
+	return fmt.Sprintf("%s: %s is Claudopilot's and has no effect here: %s", n.Where, n.Key, n.Hint)
 }
 
-// readConfig reads every settings file at the repository root top. For
-// each key the first file (in configSources order) that sets it wins.
-// The values of the good lines are returned even with an error, which is
-// a *ConfigError.
-func readConfig(top string, ks []knob) (map[string]fileValue, []configNote, error) {
+// fileValue is a value a settings file sets, and where.
+type fileValue struct {
+	v   string
+	src Source
+}
+
+// readFiles reads every settings file at the repository root top. For
+// each key the first file (in sources order) that sets it wins. The
+// values of the good lines are returned with the problems of the bad ones.
+func readFiles(top string) (map[string]fileValue, []Note, []Problem) {
 	known := map[string]string{} // name or alias → knob name
-	for _, k := range ks {
-		known[k.env] = k.env
-		if al := knobAliases[k.env]; al != "" {
-			known[al] = k.env
+	for _, k := range Knobs() {
+		known[k.Env] = k.Env
+		if al := Aliases[k.Env]; al != "" {
+			known[al] = k.Env
 		}
 	}
 	out := map[string]fileValue{}
-	var notes []configNote
-	var bad []string
-	for _, src := range configSources {
+	var notes []Note
+	var bad []Problem
+	for _, src := range sources {
 		path := filepath.Join(top, filepath.FromSlash(src.rel))
 		b, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
 			continue
 		}
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %v", src.rel, err))
+			bad = append(bad, Problem{Src: Source{Kind: FromFile, Name: src.rel}, Msg: err.Error(), Unreadable: true})
 			continue
 		}
 		var ents []configEntry
@@ -101,36 +114,43 @@ func readConfig(top string, ks []knob) (map[string]fileValue, []configNote, erro
 			ents = parseKVConfig(b)
 		}
 		for _, e := range ents {
-			where := src.rel
-			if e.line > 0 {
-				where = fmt.Sprintf("%s:%d", src.rel, e.line)
-			}
+			where := Source{Kind: FromFile, Name: src.rel, Line: e.line}
 			if e.err != "" {
-				bad = append(bad, where+": "+e.err)
+				bad = append(bad, Problem{Src: where, Msg: e.err, Unreadable: true})
 				continue
 			}
 			name, ok := known[e.key]
-			if !ok && laneSetting(e.key) {
-				name, ok = e.key, true // LANES, LANE_<id>_<KEY>, the pacer's globals
+			if !ok && isLaneKey(e.key) {
+				name, ok = e.key, true // LANE_<id>_<KEY>
 			}
 			switch {
 			case ok:
 			case src.format != "kv" && claudopilotOnly[e.key] != "":
-				notes = append(notes, configNote{where: where, key: e.key, hint: claudopilotOnly[e.key]})
+				notes = append(notes, Note{Where: where.String(), Key: e.key, Hint: claudopilotOnly[e.key]})
 				continue
 			default:
-				bad = append(bad, fmt.Sprintf("%s: unknown setting %s%s", where, e.key, suggestKey(e.key, known)))
+				bad = append(bad, Problem{Src: where, Msg: "unknown setting " + e.key + suggestKey(e.key, known), Unreadable: true})
 				continue
 			}
 			if _, seen := out[name]; !seen {
-				out[name] = fileValue{v: e.val, where: where, set: true}
+				out[name] = fileValue{v: e.val, src: where}
 			}
 		}
 	}
-	if len(bad) > 0 {
-		return out, notes, &ConfigError{Problems: bad}
+	return out, notes, bad
+}
+
+// isLaneKey is true for a per-lane setting, LANE_<id>_<KEY>.
+func isLaneKey(k string) bool {
+	if !strings.HasPrefix(k, "LANE_") {
+		return false
 	}
-	return out, notes, nil
+	for _, pk := range pacer.Keys() {
+		if strings.HasSuffix(k, "_"+pk.Name) && len(k) > len("LANE_")+len(pk.Name)+1 {
+			return true
+		}
+	}
+	return false
 }
 
 // suggestKey names the closest known setting, for a misspelt one.
@@ -381,4 +401,15 @@ func shouty(k string) string {
 		b.WriteRune(unicode.ToUpper(r))
 	}
 	return b.String()
+}
+
+// existing lists the settings files under top that exist, relative to it.
+func existing(top string) []string {
+	var out []string
+	for _, src := range sources {
+		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(src.rel))); err == nil {
+			out = append(out, src.rel)
+		}
+	}
+	return out
 }

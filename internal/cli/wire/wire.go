@@ -1,0 +1,231 @@
+// Package wire derives from the one settings model (package settings)
+// the configurations the engine, the issue queue and the pacer take. Each
+// derivation is the only one: run, queue, doctor, lanes and explain all
+// come through here, so they agree by construction.
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Env is the process environment as given, as a map (nothing below main
+// reads os.Getenv).
+type Env map[string]string
+
+// EnvMap reads "K=V" lines.
+func EnvMap(environ []string) Env {
+	m := make(Env, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Driver is the environment for the driver's own git commands and the
+// agents it starts: the caller's, marked so a restarted driver finds this
+// one's processes (work.Reap).
+func (e Env) Driver() []string {
+	out := make([]string, 0, len(e)+1)
+	for _, k := range slices.Sorted(maps.Keys(e)) {
+		out = append(out, k+"="+e[k])
+	}
+	return append(out, proc.Mark("git"))
+}
+
+// Lanes are the lanes and the pacer's settings (docs/lanes.md).
+func Lanes(s *settings.Settings, env Env) engine.Lanes {
+	return engine.Lanes{Lanes: s.Lanes, Pace: s.Pace,
+		Settings: pacer.Settings{Lanes: s.Lanes, ProbeCmd: s.ProbeCmd, Resources: s.Resources, Env: env.Driver()}}
+}
+
+// Review is the review gate (docs/review.md): on when REVIEW_CMD is set.
+func Review(s *settings.Settings) engine.Review {
+	return engine.Review{Cmd: s.ReviewCmd, Cfg: scheduler.ReviewConfig{On: s.ReviewOn(), Slots: s.ReviewSlots, Skeptics: s.ReviewSkeptics, MaxRounds: s.ReviewMaxRounds, Lenses: s.ReviewLenses}}
+}
+
+// Sandbox builds the sandbox from the settings; nil when SANDBOX is off.
+// A SANDBOX=bwrap that cannot work here is an error now, before anything
+// changes.
+func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env) (*sandbox.Config, error) {
+	if s.Sandbox == sandbox.Off {
+		return nil, nil
+	}
+	rw := make([]string, len(s.SandboxPaths))
+	for i, p := range s.SandboxPaths {
+		rw[i] = sandbox.Real(p)
+	}
+	// The base checkout holds the phases' worktrees (.claudopilot/
+	// worktrees): hiding it hides them all; each agent gets its own back.
+	c := &sandbox.Config{Net: s.SandboxNet, Gate: s.SandboxGate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
+		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd)}
+	if err := c.Probe(ctx); err != nil {
+		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.Source("SANDBOX"), err)
+	}
+	return c, nil
+}
+
+// Run is what a run needs besides its settings: the repository, the
+// environment, and whether the queue runs alone (no local merge: the base
+// is GitHub's).
+type Run struct {
+	Git   *worktree.Client
+	Env   Env
+	Alone bool
+}
+
+// Engine derives the run's engine settings: the base by the one base
+// rule, every program it starts found, the sandbox probed. The problems
+// of the settings themselves are Resolve's.
+func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, error) {
+	c := engine.Settings{
+		MaxParallel: s.MaxParallel, MaxSuper: s.MaxSupervisor, Transient: s.TransientRetries, LogCapMB: s.LogCapMB,
+		KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints, SecretScan: s.SecretScan,
+		MergeBatch: s.MergeBatch, GateRetries: s.GateRetries, MergeBatchGateEach: s.MergeBatchGate == "each", Stack: s.Stack,
+		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Super: s.Supervisor,
+		Lockfile: s.LockfileCmd, Bootstrap: s.Bootstrap, Build: s.Build, Derived: s.DerivedConflictFiles,
+		Poll: s.Poll, Stuck: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateSleep: s.RateLimitSleep,
+		Lanes: Lanes(s, r.Env), Review: Review(s), RunMaxCost: s.RunMaxCost, PhaseMaxCost: s.PhaseMaxCost,
+		ResumeCmd: s.ResumeCmd, Notify: s.Notify, Listen: s.Listen, ListenPublic: s.ListenPublic,
+	}
+	// Every program missing and a base the run cannot use, at once.
+	missing := s.Missing(r.Env["PATH"], r.Git.Dir)
+	use := settings.MergeHere
+	if r.Alone {
+		use = settings.OnGitHub
+	}
+	base, err := s.Base(ctx, r.Git, use)
+	if err != nil || missing != nil {
+		return c, errors.Join(missing, err)
+	}
+	c.Base, c.BaseExplicit = base.Branch, base.Explicit
+	if c.Sandbox, err = Sandbox(ctx, s, r.Git, r.Env); err != nil {
+		return c, err
+	}
+	if c.Sandbox == nil {
+		// Without the sandbox, writes outside a worktree are reported.
+		c.Stray = &sandbox.Watch{}
+	}
+	return c, nil
+}
+
+// Queue derives the issue queue's configuration (without its clients)
+// and the GitHub client's. base is the branch pull requests go into: the
+// run's base under run --issues (one base for phases and issues), the
+// base rule's answer for the queue alone.
+func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env, base string, sb *sandbox.Config) (issues.Config, issues.GitHubConfig, error) {
+	var c issues.Config
+	g, err := GitHub(ctx, s, git, env, "queue")
+	if err != nil {
+		return c, g, err
+	}
+	poll := s.Poll
+	if s.Source("POLL_SECONDS").Kind == settings.FromDefault {
+		poll = queueDefault("POLL_SECONDS") // GitHub is polled less often than a file
+	}
+	c = issues.Config{
+		Token: g.Token, Labels: issues.Labels(s.Labels), NewestFirst: s.IssueOrder == "newest",
+		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale,
+		TrustedAuthors: s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
+		MaxParallel: s.MaxParallel, MaxSupervisorAttempts: s.MaxSupervisor, LogCap: int64(s.LogCapMB) << 20,
+		Poll: poll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
+		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
+		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Supervisor: s.Supervisor,
+		Base: base, Env: env.Driver(), Sandbox: sb,
+	}
+	if sb == nil {
+		c.Stray = &sandbox.Watch{}
+	}
+	if s.ReviewOn() {
+		c.Review = issues.ReviewConfig{Cmd: s.ReviewCmd, Lenses: s.ReviewLenses, Skeptics: s.ReviewSkeptics, MaxRounds: s.ReviewMaxRounds, Slots: s.ReviewSlots}
+	}
+	return c, g, nil
+}
+
+func queueDefault(env string) time.Duration {
+	k, _ := settings.Lookup(env)
+	d, _ := time.ParseDuration(k.QueueDef + "s")
+	return d
+}
+
+// GitHub resolves the GitHub client's settings as the queue does: the
+// token (GITHUB_TOKEN, else GH_TOKEN), the repository (GH_REPO, else the
+// origin remote) and GITHUB_API_URL. who names the command in errors.
+func GitHub(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env, who string) (issues.GitHubConfig, error) {
+	var g issues.GitHubConfig
+	var err error
+	g.Token = env["GITHUB_TOKEN"]
+	if g.Token == "" {
+		g.Token = env["GH_TOKEN"]
+	}
+	if g.Token == "" {
+		return g, &settings.Error{Problems: []settings.Problem{{Msg: who + " needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN (it is never passed to agents)"}}}
+	}
+	repo := strings.TrimSpace(s.Repo)
+	if repo == "" {
+		u, _ := git.RemoteURL(ctx, "origin")
+		if repo = RepoFromRemote(u); repo == "" {
+			return g, &settings.Error{Problems: []settings.Problem{{Msg: fmt.Sprintf("%s: cannot tell the GitHub repository from the origin remote (%q): pass --repo owner/name or set GH_REPO", who, u)}}}
+		}
+	}
+	if g.Owner, g.Repo, err = splitRepo(repo); err != nil {
+		return g, &settings.Error{Problems: []settings.Problem{{Key: "GH_REPO", Val: repo, Src: s.Source("GH_REPO"), Msg: err.Error()}}}
+	}
+	g.APIURL = s.APIURL
+	g.Timeout = 30 * time.Second
+	return g, nil
+}
+
+// RepoFromRemote reads owner/name from a remote URL (https, ssh,
+// scp-like git@host:owner/name.git); "" when it is not one (a local path).
+func RepoFromRemote(u string) string {
+	u = strings.TrimSpace(u)
+	var p string
+	switch {
+	case strings.Contains(u, "://"):
+		pu, err := url.Parse(u)
+		if err != nil || pu.Host == "" || pu.Scheme == "file" {
+			return ""
+		}
+		p = pu.Path
+	case strings.Contains(u, "@") && strings.Contains(u, ":"):
+		_, p, _ = strings.Cut(u, ":")
+	default:
+		return ""
+	}
+	p = strings.TrimSuffix(strings.Trim(p, "/"), ".git")
+	parts := strings.Split(p, "/")
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[len(parts)-2] + "/" + parts[len(parts)-1]
+}
+
+// splitRepo accepts owner/name and HOST/owner/name.
+func splitRepo(r string) (owner, name string, err error) {
+	parts := strings.Split(strings.Trim(r, "/"), "/")
+	if len(parts) == 3 {
+		parts = parts[1:]
+	}
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", errors.New("want owner/name")
+	}
+	return parts[0], strings.TrimSuffix(parts[1], ".git"), nil
+}

@@ -1,0 +1,192 @@
+package settings
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/claudopilot/claudopilot/pacer"
+)
+
+// DefaultAgent is Claude Code in headless mode.
+const DefaultAgent = "claude -p --permission-mode bypassPermissions --output-format stream-json --verbose"
+
+// Scope says which commands take a knob as a flag: run's (and doctor's),
+// queue's, or none (the lanes' and the pacer's, set in a file or the
+// environment). Every knob is resolved and checked for every command.
+type Scope uint8
+
+const (
+	Run Scope = 1 << iota
+	Queue
+)
+
+// Kind is how a knob's value is read.
+type Kind string
+
+const (
+	String  Kind = "string"
+	Int     Kind = "int"     // a whole number ≥ Knob.Min
+	Bool    Kind = "bool"    // 1/0, true/false, yes/no, on/off
+	Seconds Kind = "seconds" // seconds ≥ 0 (fractions allowed) or a Go duration
+	Dollars Kind = "dollars" // dollars ≥ 0, "$" allowed
+	Number  Kind = "number"  // a number > 0
+	Hours   Kind = "hours"   // hours > 0
+	Choice  Kind = "choice"  // one of Knob.Choices, any case
+	List    Kind = "list"    // comma- or space-separated words
+	Regexp  Kind = "regexp"  // a regular expression ("" none)
+	Driver  Kind = "driver"  // "" or a key of agentDrivers
+	Sandbox Kind = "sandbox" // a SANDBOX mode
+)
+
+// Knob is one setting: its name in the environment and the files, its
+// flag, its default and what it means, and the typed field it fills.
+type Knob struct {
+	Env, Flag, Def, Help string
+	Kind                 Kind
+	Scope                Scope
+	Min                  int      // Int: the least value
+	Choices              []string // Choice: the values allowed
+	// QueueDef and QueueHelp are the queue's own default and help, when
+	// they differ (a queue polls GitHub, not a file).
+	QueueDef, QueueHelp string
+	// to stores the value read by Kind into its field of Settings.
+	to func(*Settings, any)
+}
+
+// Aliases are Claudopilot's other names for settings, read from the
+// environment and the files when the name itself is not set.
+var Aliases = map[string]string{"LOCKFILE_CMD": "LOCKFILE_REGEN_CMD"}
+
+// field makes a Knob's setter from the address of its typed field.
+func field[T any](f func(*Settings) *T) func(*Settings, any) {
+	return func(s *Settings, v any) { *f(s) = v.(T) }
+}
+
+// Knobs is the table of every setting, in the order --help and
+// claudopilot.config list them.
+func Knobs() []Knob {
+	rq := Run | Queue
+	ks := []Knob{
+		{Env: "MAX_PARALLEL", Flag: "max-parallel", Def: "3", Help: "agents running at once", Kind: Int, Min: 1, Scope: rq, to: field(func(s *Settings) *int { return &s.MaxParallel })},
+		{Env: "BASE_BRANCH", Flag: "base", Help: "branch to merge into (default: the current branch; main and master only when named)", Kind: String, Scope: rq,
+			QueueHelp: "branch pull requests go into (default: the repository's default branch; under run --issues, run's base)", to: field(func(s *Settings) *string { return &s.BaseBranch })},
+		{Env: "GATE_CMD", Flag: "gate", Def: "true", Help: "command that must pass in a phase's worktree before it merges", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.Gate })},
+		{Env: "WORKTREE_PREPARE_CMD", Flag: "prepare", Help: "command run once in each new worktree (install deps, …)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.Prepare })},
+		{Env: "AGENT_CMD", Flag: "agent", Def: DefaultAgent, Help: `agent command, run with sh -c; "script" runs each doc's first sh block`, Kind: String, Scope: rq,
+			QueueHelp: "agent command, run with sh -c in the issue's worktree", to: field(func(s *Settings) *string { return &s.Agent })},
+		{Env: "AGENT_DRIVER", Flag: "agent-driver", Help: "build the agent command for claude, codex or opencode (when AGENT_CMD is not set)", Kind: Driver, Scope: rq, to: field(func(s *Settings) *string { return &s.AgentDriver })},
+		{Env: "AGENT_MODEL", Flag: "model", Help: "the model AGENT_DRIVER's command asks for (default: the tool's own)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.AgentModel })},
+		{Env: "SUPERVISOR_CMD", Flag: "supervisor", Help: "repair supervisor command (default: AGENT_CMD)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.SupervisorSet })},
+		{Env: "MAX_SUPERVISOR_ATTEMPTS_PER_PHASE", Flag: "max-supervisor-attempts", Def: "2", Help: "repair runs per failed phase", Kind: Int, Scope: rq,
+			QueueHelp: "repair runs per failed issue: after a local failure (agent exit, no commit, red gate) or red checks", to: field(func(s *Settings) *int { return &s.MaxSupervisor })},
+		{Env: "KEEP_GOING", Flag: "keep-going", Def: "0", Help: "park failed phases as [blocked] and go on with the rest", Kind: Bool, Scope: Run, to: field(func(s *Settings) *bool { return &s.KeepGoing })},
+		{Env: "POLL_SECONDS", Flag: "poll-seconds", Def: "5", Help: "how often outside state is re-read (the loop itself is event-driven)", Kind: Seconds, Scope: rq,
+			QueueDef: "60", QueueHelp: "seconds between reads of the queue (and of a pull request's checks)", to: field(func(s *Settings) *time.Duration { return &s.Poll })},
+		{Env: "IGNORE_LOOP_CHECKPOINTS", Flag: "ignore-checkpoints", Def: "0", Help: "do not stop at LOOP-CHECKPOINT markers", Kind: Bool, Scope: Run, to: field(func(s *Settings) *bool { return &s.IgnoreCheckpoints })},
+		{Env: "STUCK_TIMEOUT", Flag: "stuck-timeout", Def: "0", Help: "seconds without output before an agent is stopped (0: off)", Kind: Seconds, Scope: rq, to: field(func(s *Settings) *time.Duration { return &s.StuckTimeout })},
+		{Env: "AGENT_TIMEOUT", Flag: "agent-timeout", Def: "0", Help: "wall-clock seconds per agent run (0: off)", Kind: Seconds, Scope: rq, to: field(func(s *Settings) *time.Duration { return &s.AgentTimeout })},
+		{Env: "DEFAULT_RATE_LIMIT_SLEEP", Flag: "rate-limit-sleep", Def: "3600", Help: "seconds to wait after a rate limit with no hint", Kind: Seconds, Scope: rq, to: field(func(s *Settings) *time.Duration { return &s.RateLimitSleep })},
+		{Env: "TRANSIENT_API_MAX_RETRIES", Flag: "transient-retries", Def: "10", Help: "retries of passing API errors before they count as a failure", Kind: Int, Scope: rq, to: field(func(s *Settings) *int { return &s.TransientRetries })},
+		{Env: "LOG_CAP_MB", Flag: "log-cap-mb", Def: "50", Help: "largest log kept per agent run, in MiB (the tail is kept)", Kind: Int, Scope: rq, to: field(func(s *Settings) *int { return &s.LogCapMB })},
+		{Env: "LOCKFILE_CMD", Flag: "lockfile-cmd", Help: "command that regenerates lockfiles when they are all a merge conflicts on (default: go mod tidy, npm/pnpm/yarn/bun/cargo by file)", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.LockfileCmd })},
+		{Env: "MERGE_BATCH", Flag: "merge-batch", Def: "8", Help: "done phases landed together as one merge train, only its top gated, a red train bisected (docs/landing.md); 1: one at a time", Kind: Int, Min: 1, Scope: Run, to: field(func(s *Settings) *int { return &s.MergeBatch })},
+		{Env: "MERGE_BATCH_GATE", Flag: "merge-batch-gate", Def: "top", Help: "top: gate a merge train's top (and its middle when red); each: gate every prefix side by side", Kind: Choice, Choices: []string{"top", "each"}, Scope: Run, to: field(func(s *Settings) *string { return &s.MergeBatchGate })},
+		{Env: "STACK", Flag: "stack", Def: "0", Help: "start a phase on its one unmerged dependency's gated tip while that lands (speculative stacking, docs/landing.md)", Kind: Bool, Scope: Run, to: field(func(s *Settings) *bool { return &s.Stack })},
+		{Env: "GATE_RETRIES", Flag: "gate-retries", Def: "0", Help: "reruns of a red merge gate before it counts as red; a green rerun is journaled as a flake", Kind: Int, Scope: Run, to: field(func(s *Settings) *int { return &s.GateRetries })},
+		{Env: "SECRET_SCAN", Flag: "secret-scan", Def: "1", Help: "scan what each merge adds for secrets (tokens, keys, .env-style assignments); 0 turns it off", Kind: Bool, Scope: Run, to: field(func(s *Settings) *bool { return &s.SecretScan })},
+		{Env: "DERIVED_CONFLICT_FILES", Flag: "derived-conflict-files", Help: "regular expression: a merge conflicting only on paths it matches is resolved with LOCKFILE_CMD (default: the known lockfiles)", Kind: Regexp, Scope: Run, to: field(func(s *Settings) **regexp.Regexp { return &s.DerivedConflictFiles })},
+		{Env: "BOOTSTRAP_CMD", Flag: "bootstrap", Help: "command run once in the repository when the run starts (install, …); a failure is a warning", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.Bootstrap })},
+		{Env: "BUILD_CMD", Flag: "build", Help: "command run once after BOOTSTRAP_CMD when the run starts; a failure is a warning", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.Build })},
+		{Env: "MAX_ITER", Flag: "max-iter", Def: "0", Help: "accepted for Claudopilot's files; not needed: a run ends when nothing can progress", Kind: Int, Scope: Run, to: field(func(s *Settings) *int { return &s.MaxIter })},
+		{Env: "REVIEW_CMD", Flag: "review", Help: "reviewer command: turns on the review gate before landing (docs/review.md)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.ReviewCmd })},
+		{Env: "REVIEW_LENSES", Flag: "review-lenses", Def: "correctness,security,scope,tests", Help: "the reviewers' lenses, comma-separated", Kind: List, Scope: rq, to: field(func(s *Settings) *[]string { return &s.ReviewLenses })},
+		{Env: "REVIEW_SKEPTICS", Flag: "review-skeptics", Def: "1", Help: "reviewers per review round", Kind: Int, Min: 1, Scope: rq, to: field(func(s *Settings) *int { return &s.ReviewSkeptics })},
+		{Env: "REVIEW_SLOTS", Flag: "review-slots", Def: "1", Help: "reviewers at once, reserved for them (never lent to workers)", Kind: Int, Min: 1, Scope: rq, to: field(func(s *Settings) *int { return &s.ReviewSlots })},
+		{Env: "REVIEW_MAX_ROUNDS", Flag: "review-max-rounds", Def: "3", Help: "review rounds before a still-blocked phase halts the run or is parked", Kind: Int, Min: 1, Scope: rq, to: field(func(s *Settings) *int { return &s.ReviewMaxRounds })},
+		{Env: "RUN_MAX_COST_USD", Flag: "run-max-cost", Def: "0", Help: "dollars this run's agents may spend; reached: no new launches, exit 9 (0: no limit)", Kind: Dollars, Scope: Run, to: field(func(s *Settings) *float64 { return &s.RunMaxCost })},
+		{Env: "PHASE_MAX_COST_USD", Flag: "phase-max-cost", Def: "0", Help: "dollars one phase may spend over all its attempts; reached: parked with reason budget (0: no limit)", Kind: Dollars, Scope: Run, to: field(func(s *Settings) *float64 { return &s.PhaseMaxCost })},
+		{Env: "NOTIFY_CMD", Flag: "notify", Help: "command run (sh -c) when a phase merges, parks or fails, the run ends, a cooldown starts or ends, a budget is reached, or the run is paused or resumed; the message is in $CLAUDOPILOT_NOTIFY_MSG, the event as JSON on stdin", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.Notify })},
+		{Env: "LISTEN", Flag: "listen", Help: "serve the web page and JSON API on HOST:PORT, e.g. 127.0.0.1:7777 (docs/web.md; default: off)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.Listen })},
+		{Env: "LISTEN_PUBLIC", Flag: "listen-public", Def: "0", Help: "allow --listen on an address that is not loopback (still token-only)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.ListenPublic })},
+		{Env: "AGENT_RESUME_CMD", Flag: "resume-cmd", Help: `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.ResumeCmd })},
+		{Env: "SANDBOX", Flag: "sandbox", Def: "off", Help: "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined", Kind: Sandbox, Scope: rq, to: field(func(s *Settings) *string { return &s.Sandbox })},
+		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "1", Help: "network inside the sandbox (0: none)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxNet })},
+		{Env: "SANDBOX_GATE", Flag: "sandbox-gate", Def: "0", Help: "gates and WORKTREE_PREPARE_CMD run in the sandbox too", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxGate })},
+		{Env: "SANDBOX_RW", Flag: "sandbox-rw", Help: "more writable paths inside the sandbox, ':'-separated, absolute or ~/", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxRW })},
+
+		// The issue queue's own (docs/queue.md).
+		{Env: "GH_REPO", Flag: "repo", Help: "the GitHub repository as owner/name (default: from the origin remote)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Repo })},
+		{Env: "READY_LABEL", Flag: "ready-label", Def: "agent-ready", Help: "label that queues an issue", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Ready })},
+		{Env: "CLAIM_LABEL", Flag: "claim-label", Def: "agent-running", Help: "label of an issue an instance works on", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Claim })},
+		{Env: "BLOCKED_LABEL", Flag: "blocked-label", Def: "agent-blocked", Help: "label of an issue that failed or has invalid deps", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Blocked })},
+		{Env: "REVIEW_LABEL", Flag: "review-label", Def: "user-merge-review", Help: "label of an issue whose pull request waits for a human merge", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Review })},
+		{Env: "ISSUE_ORDER", Flag: "issue-order", Def: "oldest", Help: "which ready issues go first: oldest or newest", Kind: Choice, Choices: []string{"oldest", "newest"}, Scope: Queue, to: field(func(s *Settings) *string { return &s.IssueOrder })},
+		{Env: "BATCH_SIZE", Flag: "batch-size", Def: "25", Help: "ready issues read per poll", Kind: Int, Min: 1, Scope: Queue, to: field(func(s *Settings) *int { return &s.BatchSize })},
+		{Env: "AUTO_MERGE", Flag: "auto-merge", Def: "0", Help: "merge pull requests with green checks (else mark them ready for review)", Kind: Bool, Scope: Queue, to: field(func(s *Settings) *bool { return &s.AutoMerge })},
+		{Env: "MERGE_METHOD", Flag: "merge-method", Def: "merge", Help: "merge, squash or rebase", Kind: Choice, Choices: []string{"merge", "squash", "rebase"}, Scope: Queue, to: field(func(s *Settings) *string { return &s.MergeMethod })},
+		{Env: "GITHUB_API_URL", Flag: "api-url", Help: "REST API base URL, used as given (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.APIURL })},
+		{Env: "CLAIM_STALE_HOURS", Flag: "claim-stale-hours", Def: "6", Help: "hours after which a claim without an open pull request may be released", Kind: Hours, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ClaimStale })},
+		{Env: "CHECKS_GRACE", Flag: "checks-grace", Def: "120", Help: "seconds after a push (and marking ready) before \"no checks\" counts as green", Kind: Seconds, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ChecksGrace })},
+		{Env: "CHECKS_TIMEOUT", Flag: "checks-timeout", Def: "7200", Help: "seconds after a push before checks still pending block the issue", Kind: Seconds, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ChecksTimeout })},
+		{Env: "TRUSTED_AUTHORS", Flag: "trusted-authors", Help: "comma-separated logins whose issues are trusted whoever labelled them", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.TrustedAuthors })},
+		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents keep although they hold the token (GITHUB_TOKEN, GH_TOKEN)", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
+
+		// The lanes' and the pacer's (docs/lanes.md): no flags; set up
+		// once, in claudopilot.config or the environment.
+		{Env: "LANES", Help: `lanes in order, e.g. "claude codex" (empty: one lane of AGENT_CMD and MAX_PARALLEL)`, Kind: String, to: field(func(s *Settings) *string { return &s.LaneIDs })},
+		{Env: "PACE_SECONDS", Def: "300", Help: "seconds between pacer passes", Kind: Seconds, to: field(func(s *Settings) *time.Duration { return &s.Pace })},
+		{Env: "CORES_PER_WORKER", Def: "2", Help: "cores one agent needs, for the resource budget", Kind: Number, to: field(func(s *Settings) *float64 { return &s.Resources.CoresPerWorker })},
+		{Env: "MEM_MB_PER_WORKER", Def: "3000", Help: "MiB of memory one agent needs, for the resource budget", Kind: Number, to: field(func(s *Settings) *float64 { return &s.Resources.MemMBPerWorker })},
+		{Env: "RESOURCE_MIN_BUDGET", Def: "3", Help: "least number of agents the resource budget allows", Kind: Int, to: field(func(s *Settings) *int { return &s.Resources.MinBudget })},
+		{Env: "RESOURCE_PROBE_CMD", Help: "prints <cores> <load5> <mem_available_mb> instead of the machine's own figures", Kind: String, to: field(func(s *Settings) *string { return &s.ProbeCmd })},
+	}
+	for _, k := range pacer.Keys() {
+		if k.Global == "" || k.Global == "AGENT_CMD" || k.Global == "SUPERVISOR_CMD" {
+			continue // no global, or a knob above
+		}
+		// Read by pacer.Parse, through the resolved values.
+		ks = append(ks, Knob{Env: k.Global, Def: k.Default, Help: k.Help, Kind: String})
+	}
+	return ks
+}
+
+// Lookup returns the knob named env (its name or alias).
+func Lookup(env string) (Knob, bool) {
+	for _, k := range Knobs() {
+		if k.Env == env || Aliases[k.Env] == env && env != "" {
+			return k, true
+		}
+	}
+	return Knob{}, false
+}
+
+// ForScope lists the knobs a command with scope sc takes as flags, with
+// that command's defaults and help: for the queue, its own knobs first.
+func ForScope(sc Scope) []Knob {
+	var own, shared []Knob
+	for _, k := range Knobs() {
+		if k.Scope&sc == 0 || k.Flag == "" {
+			continue
+		}
+		if sc == Queue {
+			k = k.forQueue()
+			if k.Scope == Queue {
+				own = append(own, k)
+				continue
+			}
+		}
+		shared = append(shared, k)
+	}
+	return append(own, shared...)
+}
+
+// forQueue is the knob as the queue states it.
+func (k Knob) forQueue() Knob {
+	if k.QueueDef != "" {
+		k.Def = k.QueueDef
+	}
+	if k.QueueHelp != "" {
+		k.Help = k.QueueHelp
+	}
+	return k
+}

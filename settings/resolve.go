@@ -1,0 +1,416 @@
+package settings
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/sandbox"
+)
+
+// SourceKind is where a value came from, highest precedence first.
+type SourceKind int
+
+const (
+	FromDefault SourceKind = iota
+	FromFlag
+	FromEnv
+	FromFile
+	FromManifest
+	FromDriver // AGENT_CMD built by AGENT_DRIVER (Name: the driver's source)
+)
+
+// Source is where a value came from: a flag, the environment (Name: the
+// variable, when an alias), a file and line, the manifest, or the default.
+type Source struct {
+	Kind SourceKind
+	Name string // the flag; the alias read; the file, relative to the top; the driver
+	Line int    // the file's line (0: none, e.g. a JSON file)
+	// Via is the source of the setting a derived value came from.
+	Via *Source
+}
+
+func (s Source) String() string {
+	switch s.Kind {
+	case FromFlag:
+		return "--" + s.Name
+	case FromEnv:
+		if s.Name != "" {
+			return "the environment (" + s.Name + ")"
+		}
+		return "the environment"
+	case FromFile:
+		if s.Line > 0 {
+			return fmt.Sprintf("%s:%d", s.Name, s.Line)
+		}
+		return s.Name
+	case FromManifest:
+		return "the manifest"
+	case FromDriver:
+		return "AGENT_DRIVER=" + s.Name + " from " + s.Via.String()
+	}
+	return "the default"
+}
+
+// Problem is one thing wrong with the settings, with its source.
+type Problem struct {
+	Key, Val string // the knob and its value as written ("" for a file line)
+	Src      Source
+	Msg      string
+	// Unreadable: a line of a settings file that cannot be read (exit
+	// 3); otherwise a bad value (misuse, exit 64).
+	Unreadable bool
+}
+
+func (p Problem) String() string {
+	switch {
+	case p.Unreadable:
+		return p.Src.String() + ": " + p.Msg
+	case p.Key != "":
+		return fmt.Sprintf("%s=%q from %s: %s", p.Key, p.Val, p.Src, p.Msg)
+	}
+	return p.Msg
+}
+
+// Error lists every problem of the settings at once.
+type Error struct{ Problems []Problem }
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unreadable is true when a settings file has a line that cannot be read
+// (exit 3); else every problem is a bad value (exit 64).
+func (e *Error) Unreadable() bool {
+	for _, p := range e.Problems {
+		if p.Unreadable {
+			return true
+		}
+	}
+	return false
+}
+
+// Flags are a command's parsed flags (a *pflag.FlagSet).
+type Flags interface {
+	Changed(name string) bool
+	GetString(name string) (string, error)
+	GetBool(name string) (bool, error)
+}
+
+// Input is what the settings are resolved from.
+type Input struct {
+	// Scope is the command's: Queue takes the queue's defaults.
+	Scope Scope
+	Flags Flags             // nil: none
+	Env   map[string]string // the environment as given
+	// Top is the repository's top level, where the settings files are;
+	// "": no file is read.
+	Top string
+	// Manifest gives GATE_CMD and WORKTREE_PREPARE_CMD from its
+	// **Gate:** and **Prepare:** lines; nil: none.
+	Manifest *manifest.Manifest
+	// Issues: the issue queue runs (queue, run --issues); its rules are
+	// checked too.
+	Issues bool
+}
+
+// Resolve applies the precedence (flags, the environment, the settings
+// files, the manifest's lines, the defaults) to every knob, reads each
+// value by its kind and checks the rules between them. Every problem is
+// reported at once in an *Error; the settings returned hold every value
+// that could be read, so doctor can go on checking the rest.
+func Resolve(in Input) (*Settings, error) {
+	s := &Settings{vals: map[string]Value{}}
+	var files map[string]fileValue
+	var probs []Problem
+	if in.Top != "" {
+		files, s.Notes, probs = readFiles(in.Top)
+		s.Read = existing(in.Top)
+	}
+	ks := Knobs()
+	for _, k := range ks {
+		s.vals[k.Env] = pick(k, in, files)
+	}
+	s.applyDriver()
+	for _, k := range ks {
+		v := s.vals[k.Env]
+		typed, msg := parse(k, v.Raw)
+		if msg != "" {
+			probs = append(probs, Problem{Key: k.Env, Val: v.Raw, Src: v.Src, Msg: msg})
+			typed, _ = parse(k, k.def(in.Scope)) // go on with the default
+		}
+		if k.to != nil {
+			k.to(s, typed)
+		}
+	}
+	probs = append(probs, s.derive(in, files)...)
+	if len(probs) > 0 {
+		return s, &Error{Problems: probs}
+	}
+	return s, nil
+}
+
+// CheckFlags checks the values of the flags given, before anything else
+// is looked at: a bad flag is misuse even outside a repository.
+func CheckFlags(fs Flags, sc Scope) error {
+	_, err := Resolve(Input{Scope: sc, Flags: fs})
+	e, ok := err.(*Error)
+	if !ok {
+		return nil
+	}
+	var mine []Problem
+	for _, p := range e.Problems {
+		if p.Src.Kind == FromFlag || p.Src.Kind == FromDriver && p.Src.Via.Kind == FromFlag {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	return &Error{Problems: mine}
+}
+
+func (k Knob) def(sc Scope) string {
+	if sc == Queue && k.QueueDef != "" {
+		return k.QueueDef
+	}
+	return k.Def
+}
+
+// pick takes knob k's value from the first source that sets it.
+func pick(k Knob, in Input, files map[string]fileValue) Value {
+	if in.Flags != nil && k.Flag != "" && in.Flags.Changed(k.Flag) {
+		v, _ := in.Flags.GetString(k.Flag)
+		if k.Kind == Bool {
+			v = "0"
+			if b, _ := in.Flags.GetBool(k.Flag); b {
+				v = "1"
+			}
+		}
+		return Value{Raw: v, Src: Source{Kind: FromFlag, Name: k.Flag}}
+	}
+	if v, ok := in.Env[k.Env]; ok {
+		return Value{Raw: v, Src: Source{Kind: FromEnv}}
+	}
+	if al := Aliases[k.Env]; al != "" {
+		if v, ok := in.Env[al]; ok {
+			return Value{Raw: v, Src: Source{Kind: FromEnv, Name: al}}
+		}
+	}
+	if f, ok := files[k.Env]; ok {
+		return Value{Raw: f.v, Src: f.src}
+	}
+	if m := in.Manifest; m != nil {
+		switch {
+		case k.Env == "GATE_CMD" && m.Gate.Value != "":
+			return Value{Raw: m.Gate.Value, Src: Source{Kind: FromManifest, Line: m.Gate.Line}}
+		case k.Env == "WORKTREE_PREPARE_CMD" && m.Prepare.Value != "":
+			return Value{Raw: m.Prepare.Value, Src: Source{Kind: FromManifest, Line: m.Prepare.Line}}
+		}
+	}
+	return Value{Raw: k.def(in.Scope), Src: Source{Kind: FromDefault}}
+}
+
+// parse reads a raw value by the knob's kind; the message says what is
+// wanted when it cannot.
+func parse(k Knob, raw string) (any, string) {
+	v := strings.TrimSpace(raw)
+	switch k.Kind {
+	case Int:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < k.Min {
+			return 0, fmt.Sprintf("want a whole number ≥ %d", k.Min)
+		}
+		return n, ""
+	case Bool:
+		switch strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			return true, ""
+		case "", "0", "false", "no", "off":
+			return false, ""
+		}
+		return false, "want 1 or 0"
+	case Seconds:
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+			return time.Duration(f * float64(time.Second)), ""
+		}
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			return d, ""
+		}
+		return time.Duration(0), "want seconds"
+	case Dollars:
+		f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
+		if err != nil || f < 0 {
+			return 0.0, "want dollars ≥ 0, e.g. 25 or 2.50"
+		}
+		return f, ""
+	case Number:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return 0.0, "want a number > 0"
+		}
+		return f, ""
+	case Hours:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return time.Duration(0), "want a number of hours > 0"
+		}
+		return time.Duration(f * float64(time.Hour)), ""
+	case Choice:
+		c := strings.ToLower(v)
+		if c == "" {
+			c = k.Def
+		}
+		for _, ok := range k.Choices {
+			if c == ok {
+				return c, ""
+			}
+		}
+		return "", "want " + orList(k.Choices)
+	case List:
+		return splitList(v), ""
+	case Regexp:
+		if raw == "" {
+			return (*regexp.Regexp)(nil), ""
+		}
+		re, err := regexp.Compile(raw)
+		if err != nil {
+			return (*regexp.Regexp)(nil), fmt.Sprintf("not a regular expression: %v", err)
+		}
+		return re, ""
+	case Driver:
+		if _, ok := agentDrivers[v]; v != "" && !ok {
+			return "", "want claude, codex or opencode (or set AGENT_CMD to the full command)"
+		}
+		return v, ""
+	case Sandbox:
+		mode, err := sandbox.ParseMode(raw)
+		if err != nil {
+			return "", "want bwrap or off"
+		}
+		return mode, ""
+	}
+	return raw, ""
+}
+
+func orList(ws []string) string {
+	if len(ws) < 2 {
+		return strings.Join(ws, "")
+	}
+	return strings.Join(ws[:len(ws)-1], ", ") + " or " + ws[len(ws)-1]
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+}
+
+// agentDrivers are the commands AGENT_DRIVER builds, as Claudopilot ran
+// them: headless, with the tool's permission prompts off (a phase runs
+// unattended in its own worktree). %s is the model option, or nothing.
+var agentDrivers = map[string]struct{ cmd, model string }{
+	"claude":   {"claude -p --permission-mode bypassPermissions --output-format stream-json --verbose%s", " --model %s"},
+	"codex":    {"codex exec --json --dangerously-bypass-approvals-and-sandbox%s -", " --model %s"},
+	"opencode": {`opencode run --dangerously-skip-permissions --format json%s "$(cat "$CLAUDOPILOT_PROMPT_FILE")"`, " --model %s"},
+}
+
+// applyDriver builds AGENT_CMD from AGENT_DRIVER and AGENT_MODEL when
+// AGENT_CMD itself was not set anywhere: a command given in full wins.
+func (s *Settings) applyDriver() {
+	dv, mv := s.vals["AGENT_DRIVER"], s.vals["AGENT_MODEL"]
+	driver, model := strings.TrimSpace(dv.Raw), strings.TrimSpace(mv.Raw)
+	if s.vals["AGENT_CMD"].Src.Kind != FromDefault || driver == "" && model == "" {
+		return
+	}
+	src := dv.Src
+	if driver == "" {
+		driver, src = "claude", mv.Src
+	}
+	d, ok := agentDrivers[driver]
+	if !ok {
+		return // AGENT_DRIVER's own check reports it
+	}
+	opt := ""
+	if model != "" {
+		opt = fmt.Sprintf(d.model, shellQuote(model))
+	}
+	s.vals["AGENT_CMD"] = Value{Raw: fmt.Sprintf(d.cmd, opt), Src: Source{Kind: FromDriver, Name: driver, Via: &src}}
+}
+
+// shellQuote quotes a word for sh when it needs it.
+func shellQuote(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// derive fills the derived fields and checks the rules between knobs.
+func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
+	var probs []Problem
+	bad := func(env, msg string) {
+		probs = append(probs, Problem{Src: s.Source(env), Msg: fmt.Sprintf("%s (from %s)", msg, s.Source(env))})
+	}
+	// One rule: the supervisor is the agent unless set.
+	s.Supervisor = s.SupervisorSet
+	if s.Supervisor == "" {
+		s.Supervisor = s.Agent
+	}
+	s.Bootstrap, s.Build = strings.TrimSpace(s.Bootstrap), strings.TrimSpace(s.Build)
+	s.ReviewCmd = strings.TrimSpace(s.ReviewCmd)
+	if strings.TrimSpace(s.Agent) == "" {
+		bad("AGENT_CMD", "AGENT_CMD is empty")
+	}
+	if len(s.ReviewLenses) == 0 {
+		bad("REVIEW_LENSES", "REVIEW_LENSES names no lens")
+	}
+	if in.Issues {
+		if s.Poll <= 0 {
+			bad("POLL_SECONDS", "POLL_SECONDS must be more than 0")
+		}
+		if s.Agent == "script" || s.Supervisor == "script" {
+			probs = append(probs, Problem{Msg: "the built-in script agent works on roadmap phases only; name an agent command for the queue"})
+		}
+	}
+	rw, err := sandbox.HomeRW(in.Env["HOME"], s.SandboxRW)
+	if err != nil {
+		probs = append(probs, Problem{Src: s.Source("SANDBOX_RW"), Msg: fmt.Sprintf("%v (from %s)", err, s.Source("SANDBOX_RW"))})
+	}
+	s.SandboxPaths = rw
+	if s.Pace <= 0 {
+		s.Pace = 300 * time.Second
+	}
+	get := func(k string) (string, bool) {
+		switch k {
+		case "AGENT_CMD":
+			return s.Agent, s.Agent != ""
+		case "SUPERVISOR_CMD":
+			return s.SupervisorSet, s.SupervisorSet != ""
+		}
+		if v, ok := in.Env[k]; ok {
+			return v, true
+		}
+		if f, ok := files[k]; ok {
+			return f.v, true
+		}
+		if _, ok := s.vals[k]; ok && s.vals[k].Src.Kind != FromDefault {
+			return s.vals[k].Raw, true
+		}
+		return "", false
+	}
+	lanes, err := pacer.Parse(s.LaneIDs, get)
+	if err != nil {
+		probs = append(probs, Problem{Msg: err.Error()})
+	}
+	s.Lanes = lanes
+	return probs
+}

@@ -1,0 +1,153 @@
+package settings
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// Settings are the resolved settings of one command: every knob typed,
+// with where its value came from (Source). The fields are filled from the
+// table in knobs.go; the ones marked "derived" follow from others by the
+// one rule that lives here.
+type Settings struct {
+	MaxParallel          int
+	BaseBranch           string // BASE_BRANCH as set ("": the base rule decides, see Base)
+	Gate, Prepare        string
+	Agent                string // AGENT_CMD, or what AGENT_DRIVER built
+	AgentDriver          string
+	AgentModel           string
+	SupervisorSet        string // SUPERVISOR_CMD as set ("" when not set)
+	Supervisor           string // derived: SUPERVISOR_CMD, else the agent
+	MaxSupervisor        int
+	KeepGoing            bool
+	Poll                 time.Duration
+	IgnoreCheckpoints    bool
+	StuckTimeout         time.Duration
+	AgentTimeout         time.Duration
+	RateLimitSleep       time.Duration
+	TransientRetries     int
+	LogCapMB             int
+	LockfileCmd          string
+	MergeBatch           int
+	MergeBatchGate       string // top or each
+	Stack                bool
+	GateRetries          int
+	SecretScan           bool
+	DerivedConflictFiles *regexp.Regexp // nil: the known lockfiles
+	Bootstrap, Build     string
+	MaxIter              int
+	ReviewCmd            string // "": no review gate
+	ReviewLenses         []string
+	ReviewSkeptics       int
+	ReviewSlots          int
+	ReviewMaxRounds      int
+	RunMaxCost           float64
+	PhaseMaxCost         float64
+	Notify               string
+	Listen               string
+	ListenPublic         bool
+	ResumeCmd            string
+	Sandbox              string // a sandbox mode (sandbox.ParseMode)
+	SandboxNet           bool
+	SandboxGate          bool
+	SandboxRW            string
+	SandboxPaths         []string // derived: the writable paths besides the worktree (sandbox.HomeRW)
+
+	// The issue queue's.
+	Repo           string // GH_REPO ("": from the origin remote)
+	Labels         Labels
+	IssueOrder     string // oldest or newest
+	BatchSize      int
+	AutoMerge      bool
+	MergeMethod    string
+	APIURL         string
+	ClaimStale     time.Duration
+	ChecksGrace    time.Duration
+	ChecksTimeout  time.Duration
+	TrustedAuthors []string
+	AgentEnvAllow  []string
+
+	// The lanes' and the pacer's.
+	LaneIDs   string             // LANES as set
+	Lanes     []pacer.LaneConfig // derived: LANES read with every LANE_<id>_<KEY> (empty: one lane)
+	Pace      time.Duration
+	Resources pacer.Resources
+	ProbeCmd  string
+
+	// Notes are settings of Claudopilot's files that have no effect here.
+	Notes []Note
+	// Read are the settings files that exist, relative to the top.
+	Read []string
+
+	vals map[string]Value
+}
+
+// Labels are the queue's labels.
+type Labels struct{ Ready, Claim, Blocked, Review string }
+
+// Value is one knob's value as written, and where it came from.
+type Value struct {
+	Raw string
+	Src Source
+}
+
+// Value returns the value of knob env as written and its source.
+func (s *Settings) Value(env string) Value { return s.vals[env] }
+
+// Source says where knob env's value came from.
+func (s *Settings) Source(env string) Source { return s.vals[env].Src }
+
+// Set lists the knobs whose value is not their default, in table order,
+// with their values: what doctor shows.
+func (s *Settings) Set() []Named {
+	var out []Named
+	for _, k := range Knobs() {
+		if v, ok := s.vals[k.Env]; ok && v.Src.Kind != FromDefault {
+			out = append(out, Named{Env: k.Env, Value: v})
+		}
+	}
+	return out
+}
+
+// Named is a knob's value with its name.
+type Named struct {
+	Env string
+	Value
+}
+
+// ReviewOn is true when the review gate runs (REVIEW_CMD is set).
+func (s *Settings) ReviewOn() bool { return s.ReviewCmd != "" }
+
+// Rules are the rules a run with these settings decides eligibility by,
+// as the scheduler journals them (explain and status use them before any
+// run has): one lane of the agent and MAX_PARALLEL slots, or the LANES.
+func (s *Settings) Rules() state.Rules {
+	r := state.Rules{KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints}
+	if len(s.Lanes) == 0 {
+		r.Lanes = []state.RuleLane{{Cmd: s.Agent, SupervisorCmd: s.Supervisor, Slots: s.MaxParallel}}
+		r.Slots = s.MaxParallel
+		return r
+	}
+	for _, l := range s.Lanes {
+		r.Lanes = append(r.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
+	}
+	return r
+}
+
+// LaneIDList lists the lanes' ids, in order.
+func (s *Settings) LaneIDList() []string {
+	var ids []string
+	for _, l := range s.Lanes {
+		ids = append(ids, l.ID)
+	}
+	return ids
+}
+
+// HasLane is true when LANES names id.
+func (s *Settings) HasLane(id string) bool {
+	return slices.ContainsFunc(s.Lanes, func(l pacer.LaneConfig) bool { return l.ID == id })
+}
