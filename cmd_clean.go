@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
@@ -26,7 +27,13 @@ Remove what runs left behind:
     when the base branch contains the branch's tip, so no work is lost; a
     worktree with uncommitted changes is kept;
   - registrations of worktrees whose folder is gone (git worktree prune);
-  - the merge gate's worktree (.claudopilot/gate), when no run goes on;
+  - what kills left of [merged] phases: the driver's notes about their
+    worktrees (.claudopilot/state/attempt-<id>, environment-<id>,
+    gating-<id>, merging-<id>) and a worktree folder git no longer lists
+    (its removal was cut off);
+  - the merge gate's worktree (.claudopilot/gate), and the record of the
+    last move of the base outside the driver
+    (.claudopilot/state/base-moved.json), when no run goes on;
   - a stale lock: <git common dir>/claudopilot.lock whose driver is dead.
 
 Parked phases ([blocked] or [failed]) keep their branch and worktree, which
@@ -144,6 +151,9 @@ func cmdClean(ctx context.Context, a *app, args []string) error {
 	if err := c.parked(ctx, parkedLeft, *parked, *yes, base, baseTip); err != nil {
 		return fmt.Errorf("clean: %w", err)
 	}
+	if err := c.litter(ctx, layout, rm, lock == lockLive); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
 
 	for _, gate := range land.GateDirs(layout) {
 		if lock == lockLive {
@@ -259,6 +269,40 @@ func (c *cleaner) landed(ctx context.Context, l *land.Leftover, base, baseTip st
 		}
 		c.did("deleted", "would delete", "branch %s (%s; %s contains it)", l.Branch, why, base)
 	}
+	return nil
+}
+
+// litter removes what kills left of merged phases (land.FindLitter) and,
+// when no run goes on, the record of the last foreign base move.
+func (c *cleaner) litter(ctx context.Context, l state.Layout, rm *roadmap.Roadmap, live bool) error {
+	var ids []string
+	for _, n := range rm.Nodes {
+		if n.State == manifest.Merged {
+			ids = append(ids, n.ID)
+		}
+	}
+	ls, err := land.FindLitter(ctx, c.git, l, ids)
+	if err != nil {
+		return err
+	}
+	if !c.dry {
+		if err := land.RemoveLitter(ctx, c.git, ls); err != nil {
+			return err
+		}
+	}
+	for _, x := range ls {
+		c.did("removed", "would remove", "%s (%s)", c.rel(x.Path), x.Describe())
+	}
+	moved := land.BaseMovedPath(l)
+	if _, err := os.Stat(moved); err != nil || live {
+		return nil
+	}
+	if !c.dry {
+		if err := land.ForgetBaseMove(l); err != nil {
+			return err
+		}
+	}
+	c.did("removed", "would remove", "%s (the record of the last move of the base outside the driver, which status shows)", c.rel(moved))
 	return nil
 }
 

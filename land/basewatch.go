@@ -27,6 +27,7 @@ type baseTrack struct {
 	// own holds every value the driver moved the base to in this run.
 	own   map[string]bool
 	notes []BaseMove
+	since time.Time // the first look: from then on moves are this run's finds
 }
 
 // writing and wrote bracket the driver's own move of the base ref.
@@ -104,7 +105,7 @@ func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
 	}
 	if from == "" || now == b.last || now == b.pending {
 		if from == "" {
-			b.last = now
+			b.last, b.since = now, time.Now().UTC()
 		}
 		b.mu.Unlock()
 		return nil, now, nil

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -593,6 +594,13 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string, contained boo
 	// A folder that is no worktree (a killed add) fails the removal; the
 	// branch goes all the same (branch -D refuses one still checked out).
 	werr := o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
+	// The driver's notes about the worktree, and a folder git no longer
+	// lists (a removal cut off by a kill), go with it.
+	if ls, err := FindLitter(ctx, o.Git, o.Layout, []string{id}); err == nil {
+		if err := RemoveLitter(ctx, o.Git, ls); err == nil && slices.ContainsFunc(ls, func(l Litter) bool { return l.Folder }) {
+			werr = nil
+		}
+	}
 	if !contained {
 		ok, err := o.Git.IsAncestor(ctx, tip, base)
 		if err != nil {
@@ -630,8 +638,9 @@ func (o *Owner) Wait() { o.cleaning.Wait() }
 // ids that still has them, when the base contains the branch's tip (as
 // cleanup does). It runs synchronously, after Wait, at the end of a run.
 func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
+	serr := o.sweepLitter(ctx, ids)
 	if len(ids) == 0 {
-		return nil
+		return serr
 	}
 	// One listing of the phase branches, not a look-up per landed phase:
 	// most are gone already (their cleanup ran after their merge).
@@ -659,7 +668,7 @@ func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, serr)...)
 }
 
 func without(paths, drop []string) []string {

@@ -28,7 +28,11 @@ import (
 //     current attempt's agent started. An attempt a killed driver left
 //     keeps its note: the resumed attempt continues that work.
 func (r *Runner) notePath(id, kind string) string {
-	return filepath.Join(r.Layout.StateDir(), kind+"-"+state.SafeName(id))
+	return noteIn(r.Layout, id, kind)
+}
+
+func noteIn(l state.Layout, id, kind string) string {
+	return filepath.Join(l.StateDir(), kind+"-"+state.SafeName(id))
 }
 
 // forgetNotes drops the notes of a worktree that was made anew.
