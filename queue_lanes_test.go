@@ -27,6 +27,12 @@ import (
 //     its FALLBACK, claude, takes the relaunch at no attempt.
 //
 // Phase p0 waits on #1 and #3 (so that they outrank #2) and runs last.
+//
+// MAX_PARALLEL is 1: with LANES the lanes' slots replace it in every mode
+// (the loop's one count). run --issues used to take a second, hidden slot
+// from a MAX_PARALLEL pool inside the runner after the loop had launched
+// the agent, so #2 (on claude) waited for #1's slot while #1 waited for
+// #2's merge, until #1's agent gave up.
 func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
 	out := laneLabelScenario(t, true, "run", "--issues", "--once", "--json", "--base", "main",
 		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
@@ -129,7 +135,7 @@ esac
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
-		"AUTO_MERGE=1", "RECORD="+record, "FIRST_MERGE="+merged, "MAX_PARALLEL=4",
+		"AUTO_MERGE=1", "RECORD="+record, "FIRST_MERGE="+merged, "MAX_PARALLEL=1",
 		"LANES=claude codex",
 		"LANE_CLAUDE_CMD=env LANE_SCRIPT=claude "+agent, "LANE_CLAUDE_CONCURRENCY=1",
 		"LANE_CODEX_CMD=env LANE_SCRIPT=codex "+agent, "LANE_CODEX_CONCURRENCY=1", "LANE_CODEX_FALLBACK=claude",

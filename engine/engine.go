@@ -114,7 +114,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	var run scheduler.Runner = runner
 	if qs != nil {
-		if err := e.startQueue(ctx, o, qs, &scfg, runner); err != nil {
+		if err := e.startQueue(ctx, o, qs, &scfg); err != nil {
 			return nil, err
 		}
 		// One runner for both: an issue's attempt is a phase's with the

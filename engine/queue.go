@@ -12,11 +12,9 @@ import (
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
-	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
-	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -111,14 +109,10 @@ type queueRun struct {
 // on GitHub. Beside a roadmap it also checks that the manifest's issue
 // deps exist and starts the refresher of their states; the scheduler
 // learns them through cfg.
-func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg *scheduler.Config, runner *work.Runner) error {
+func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg *scheduler.Config) error {
 	l := e.Layout
 	qs.Cfg.Sandbox, qs.Cfg.Stray = e.Settings.Sandbox, e.Settings.Stray
 	qs.Cfg.Lanes = e.Settings.Lanes.IssueCmds()
-	// One pool of MAX_PARALLEL agent slots for phases and issues
-	// together: run --issues never runs more agents than that.
-	slots := proc.NewSlots(e.Settings.MaxParallel)
-	runner.Slots, qs.Cfg.Slots = slots, slots
 	if !o.NoRoadmap {
 		mp := e.Roadmap.ManifestPath
 		qs.Cfg.Phases = func() ([]issues.Phase, error) { return issues.PhasesFromManifest(mp) }

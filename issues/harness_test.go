@@ -66,7 +66,7 @@ func (q *Queue) testRunner() *work.Runner {
 	return &work.Runner{
 		Agent: c.Agent, Super: c.Supervisor, Prepare: c.Prepare,
 		StuckTimeout: c.StuckTimeout, AgentTimeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace,
-		DefaultCooldown: c.RateLimitSleep, Slots: c.Slots, Sandbox: c.Sandbox, Stray: c.Stray,
+		DefaultCooldown: c.RateLimitSleep, Sandbox: c.Sandbox, Stray: c.Stray,
 		Layout: state.Layout{Top: q.git.Dir, Base: c.Base},
 	}
 }

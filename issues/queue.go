@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
@@ -82,13 +81,9 @@ type Config struct {
 	Env        []string // the driver's environment
 	PromptDirs []string // folders that may hold issue-worker.md / issue-supervisor.md overrides
 	Once       bool     // work the current queue, then return
-	// Slots is the driver's pool of agent slots, shared with the roadmap's
-	// runner under run --issues: an agent or supervisor holds one while
-	// it runs, and a pull request waiting on its checks holds none.
-	Slots    *proc.Slots
-	Instance string // default NewInstance()
-	Clock    Clock  // default RealClock (claim ages, check polls and their grace and timeout; GitHub waits use the GitHub's own)
-	Log      io.Writer
+	Instance   string   // default NewInstance()
+	Clock      Clock    // default RealClock (claim ages, check polls and their grace and timeout; GitHub waits use the GitHub's own)
+	Log        io.Writer
 	// Review is the review gate before landing (off unless Review.Cmd).
 	Review ReviewConfig
 	// Phases returns the manifest side of the graph, read at every poll;

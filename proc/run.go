@@ -35,12 +35,9 @@ const (
 
 // Spec describes one agent process.
 type Spec struct {
-	Command string // shell command line, run as: sh -c Command
-	// Slots, when set, is the pool the process takes a slot from before
-	// it starts and gives back once its group is dead.
-	Slots *Slots
-	Dir   string   // working directory (the worktree)
-	Env   []string // full environment; nil inherits ours (os/exec semantics)
+	Command string   // shell command line, run as: sh -c Command
+	Dir     string   // working directory (the worktree)
+	Env     []string // full environment; nil inherits ours (os/exec semantics)
 	// Wrap, when set, is a command prefix the shell runs under (a
 	// sandbox: bwrap and its options). The prefix's process leads the
 	// group and is the pid reported.
@@ -96,11 +93,6 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	if err := ctx.Err(); err != nil {
 		return fail(ReasonCanceled, fmt.Errorf("supervisor: canceled before start: %w", context.Cause(ctx)))
 	}
-	if err := s.Slots.Acquire(ctx); err != nil {
-		return fail(ReasonCanceled, fmt.Errorf("supervisor: canceled waiting for a slot: %w", err))
-	}
-	defer s.Slots.Release()
-	res.Started = time.Now() // the wait for a slot is not the process's time
 	if s.LogCap <= 0 {
 		s.LogCap = DefaultLogCap
 	}

@@ -51,9 +51,6 @@ type Runner struct {
 	// agent session; "{session}" is replaced by the session id.
 	ResumeCmd string
 	Now       func() time.Time
-	// Slots is the driver's pool of agent slots, shared with the issue
-	// queue (nil: the scheduler's own count is the only limit).
-	Slots *proc.Slots
 
 	// Sandbox confines agents (and, with its Gate set, gates and
 	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
@@ -256,7 +253,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	res := proc.Run(ctx, proc.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
-		OnStart: started, Wrap: jail.Wrap(), Slots: r.Slots,
+		OnStart: started, Wrap: jail.Wrap(),
 	})
 	var costNotes []string
 	o.Usage, costNotes = usageOf(log, logStart)
