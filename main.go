@@ -2,74 +2,35 @@
 // eligible phase gets an AI coding agent in its own git worktree, green work
 // is merged into the base branch one phase at a time, red work is repaired
 // or parked.
+//
+// Package main is a shell: it wires the process's streams and signals to
+// the command tree (internal/cli/root), and the command's error to the
+// exit code (internal/cli/cmdutil, the one place that decides it).
 package main
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"golang.org/x/term"
-
-	"github.com/claudopilot/claudopilot/launch"
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/cli/root"
 )
 
-// Streams are the command's standard streams. Tests swap them for buffers.
-type Streams struct {
-	In       io.Reader
-	Out      io.Writer
-	Err      io.Writer
-	ErrIsTTY bool // progress is redrawn in place only on a terminal
-	Color    bool
-	// Width is the terminal's width in columns now (0: unknown), read at
-	// each redraw; Resize signals a change (SIGWINCH). Tests set both to
-	// render the live table at a given width.
-	Width  func() int
-	Height func() int // the terminal's rows now (0: unknown)
-	Resize <-chan os.Signal
-}
-
 func main() {
-	// First: the token leaves the process's environment (a re-exec hands
-	// it over a pipe) and the process becomes non-dumpable, so agents
-	// cannot read it from /proc (package launch).
-	env, err := launch.Hide(os.Environ())
+	// First: the token leaves the process's environment and the process
+	// becomes non-dumpable (root.Launch).
+	env, err := root.Launch(os.Environ())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "claudopilot: "+err.Error())
 		os.Exit(1)
 	}
 	ctx, cause := signalContext()
-	s := &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
-	s.ErrIsTTY = term.IsTerminal(int(os.Stderr.Fd()))
-	s.Color = colorOn(s.ErrIsTTY, envMap(env))
-	if s.ErrIsTTY {
-		s.Width = func() int {
-			w, _, err := term.GetSize(int(os.Stderr.Fd()))
-			if err != nil {
-				return 0
-			}
-			return w
-		}
-		s.Height = func() int {
-			_, h, err := term.GetSize(int(os.Stderr.Fd()))
-			if err != nil {
-				return 0
-			}
-			return h
-		}
-		resize := make(chan os.Signal, 1)
-		signal.Notify(resize, syscall.SIGWINCH)
-		s.Resize = resize
-	}
-	err = run(ctx, os.Args[1:], s, env)
-	code := exitCode(err, cause())
-	if err != nil && !isSilent(err) {
-		fmt.Fprintln(os.Stderr, formatError(err))
-	}
-	os.Exit(code)
+	s := cmdutil.SystemStreams(cmdutil.EnvMap(env))
+	err = root.Run(ctx, os.Args[1:], s, env)
+	os.Exit(cmdutil.Exit(os.Stderr, err, cause()))
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; the returned
@@ -86,9 +47,9 @@ func signalContext() (context.Context, func() os.Signal) {
 		// A second signal means "now": leave without the graceful stop.
 		sig2 := <-ch
 		if sig2 == syscall.SIGTERM {
-			os.Exit(143)
+			os.Exit(cmdutil.ExitSIGTERM)
 		}
-		os.Exit(130)
+		os.Exit(cmdutil.ExitSIGINT)
 	}()
 	return ctx, func() os.Signal {
 		select {
@@ -99,11 +60,4 @@ func signalContext() (context.Context, func() os.Signal) {
 			return nil
 		}
 	}
-}
-
-// colorOn: colour only on a terminal, never with NO_COLOR set (to
-// anything, as no-color.org asks) or on a dumb terminal.
-func colorOn(tty bool, env map[string]string) bool {
-	_, noColor := env["NO_COLOR"]
-	return tty && !noColor && env["TERM"] != "dumb"
 }

@@ -222,7 +222,7 @@ type BatchMerger interface {
 	MergeBatch(ctx context.Context, js []MergeJob) []MergeOutcome
 }
 
-// Errors that end a run; package main maps them to exit codes.
+// Errors that end a run; the command tree maps them to exit codes (internal/cli/cmdutil).
 var (
 	// ErrParked: keep-going finished and the manifest holds [blocked] phases.
 	ErrParked = errors.New("finished with parked phases")

@@ -63,10 +63,17 @@ func field[T any](f func(*Settings) *T) func(*Settings, any) {
 }
 
 // Knobs is the table of every setting, in the order --help and
-// claudopilot.config list them.
+// claudopilot.config list them: run's (most of which the queue takes too),
+// the queue's own, and the lanes' and the pacer's.
 func Knobs() []Knob {
-	rq := Run | Queue
-	ks := []Knob{
+	return append(append(runKnobs(), queueKnobs()...), laneKnobs()...)
+}
+
+// rq: a knob of run's that the queue takes too.
+const rq = Run | Queue
+
+func runKnobs() []Knob {
+	return []Knob{
 		{Env: "MAX_PARALLEL", Flag: "max-parallel", Def: "3", Help: "agents running at once", Kind: Int, Min: 1, Scope: rq, to: field(func(s *Settings) *int { return &s.MaxParallel })},
 		{Env: "BASE_BRANCH", Flag: "base", Help: "branch to merge into (default: the current branch; main and master only when named)", Kind: String, Scope: rq,
 			QueueHelp: "branch pull requests go into (default: the repository's default branch; under run --issues, run's base)", to: field(func(s *Settings) *string { return &s.BaseBranch })},
@@ -113,8 +120,12 @@ func Knobs() []Knob {
 		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "1", Help: "network inside the sandbox (0: none)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxNet })},
 		{Env: "SANDBOX_GATE", Flag: "sandbox-gate", Def: "0", Help: "gates and WORKTREE_PREPARE_CMD run in the sandbox too", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxGate })},
 		{Env: "SANDBOX_RW", Flag: "sandbox-rw", Help: "more writable paths inside the sandbox, ':'-separated, absolute or ~/", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxRW })},
+	}
+}
 
-		// The issue queue's own (docs/queue.md).
+// queueKnobs are the issue queue's own (docs/queue.md).
+func queueKnobs() []Knob {
+	return []Knob{
 		{Env: "GH_REPO", Flag: "repo", Help: "the GitHub repository as owner/name (default: from the origin remote)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Repo })},
 		{Env: "READY_LABEL", Flag: "ready-label", Def: "agent-ready", Help: "label that queues an issue", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Ready })},
 		{Env: "CLAIM_LABEL", Flag: "claim-label", Def: "agent-running", Help: "label of an issue an instance works on", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Claim })},
@@ -130,9 +141,13 @@ func Knobs() []Knob {
 		{Env: "CHECKS_TIMEOUT", Flag: "checks-timeout", Def: "7200", Help: "seconds after a push before checks still pending block the issue", Kind: Seconds, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ChecksTimeout })},
 		{Env: "TRUSTED_AUTHORS", Flag: "trusted-authors", Help: "comma-separated logins whose issues are trusted whoever labelled them", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.TrustedAuthors })},
 		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents keep although they hold the token (GITHUB_TOKEN, GH_TOKEN)", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
+	}
+}
 
-		// The lanes' and the pacer's (docs/lanes.md): no flags; set up
-		// once, in claudopilot.config or the environment.
+// laneKnobs are the lanes' and the pacer's (docs/lanes.md): no flags; set
+// up once, in claudopilot.config or the environment.
+func laneKnobs() []Knob {
+	ks := []Knob{
 		{Env: "LANES", Help: `lanes in order, e.g. "claude codex" (empty: one lane of AGENT_CMD and MAX_PARALLEL)`, Kind: String, to: field(func(s *Settings) *string { return &s.LaneIDs })},
 		{Env: "PACE_SECONDS", Def: "300", Help: "seconds between pacer passes", Kind: Seconds, to: field(func(s *Settings) *time.Duration { return &s.Pace })},
 		{Env: "CORES_PER_WORKER", Def: "2", Help: "cores one agent needs, for the resource budget", Kind: Number, to: field(func(s *Settings) *float64 { return &s.Resources.CoresPerWorker })},

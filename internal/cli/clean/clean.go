@@ -1,0 +1,364 @@
+// Package clean is `claudopilot clean`: remove what runs left behind.
+package clean
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+const cleanAbout = `
+Remove what runs left behind:
+
+  - the worktree (.claudopilot/worktrees/<id>) and branch (auto/<id>) of
+    every [merged] phase, and of phases no longer in the manifest, but only
+    when the base branch contains the branch's tip, so no work is lost; a
+    worktree with uncommitted changes is kept;
+  - registrations of worktrees whose folder is gone (git worktree prune);
+  - what kills left of [merged] phases: the driver's notes about their
+    worktrees (.claudopilot/state/attempt-<id>, environment-<id>,
+    gating-<id>, merging-<id>) and a worktree folder git no longer lists
+    (its removal was cut off);
+  - the merge gate's worktree (.claudopilot/gate), and the record of the
+    last move of the base outside the driver
+    (.claudopilot/state/base-moved.json), when no run goes on;
+  - a stale lock: <git common dir>/claudopilot.lock whose driver is dead.
+
+Parked phases ([blocked] or [failed]) keep their branch and worktree, which
+hold the agent's unmerged work, unless --parked is given; then clean asks
+first ("remove N parked branches with their unmerged work? [y/N]") unless
+--yes is given too. --parked is refused while a run holds the lock. Pending
+and running phases are never touched: a run resumes them.
+
+Each thing removed is reported; --dry-run only reports. The base branch is
+--base, else BASE_BRANCH (environment, then claudopilot.config), else the
+current branch.`
+
+const cleanExample = `  claudopilot clean --dry-run
+  claudopilot clean roadmap/
+  claudopilot clean --parked --yes`
+
+func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+	fs := cmdutil.NewFlags(a, "clean", "clean [ROADMAP_DIR] [--parked] [--yes] [--dry-run] [--base BRANCH]", cleanAbout, cleanExample)
+	parked := fs.Bool("parked", false, "also remove the branches and worktrees of [blocked] and [failed] phases, with their unmerged work")
+	yes := fs.Bool("yes", false, "with --parked: do not ask")
+	dryRun := fs.Bool("dry-run", false, "report what would be removed, remove nothing")
+	fs.String("base", "", "the base branch (default: BASE_BRANCH, else the current branch)")
+	if err := cmdutil.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return cmdutil.UsageErrorf("clean takes at most one ROADMAP_DIR, got %d", fs.NArg())
+	}
+	dir, err := cmdutil.FindRoadmapDir(ctx, a, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	git, err := cmdutil.OpenRepoFor(ctx, a, dir)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	rm, err := roadmap.Load(dir, roadmap.Options{})
+	if err != nil {
+		return err
+	}
+	// The base as the one base rule gives it (no trunk guard: clean only
+	// reads the base). A bad value elsewhere is run's and doctor's to
+	// report; a settings file that cannot be read stops clean too.
+	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Flags: fs, Env: a.Env, Top: git.Dir})
+	var serr *settings.Error
+	if errors.As(err, &serr) && serr.Unreadable() {
+		return err
+	}
+	b, err := s.Base(ctx, git, settings.ReadHere)
+	var be *settings.BaseError
+	if errors.As(err, &be) && be.Kind == settings.BaseDetached {
+		return errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
+	}
+	if err != nil && (be == nil || be.Kind != settings.BaseMissing && be.Kind != settings.BaseUnborn) {
+		return fmt.Errorf("clean: %w", err)
+	}
+	base := b.Branch
+	baseTip, err := git.RevParse(ctx, "refs/heads/"+base)
+	if err != nil {
+		return fmt.Errorf("clean: base branch %s does not exist", base)
+	}
+	layout, err := engine.MakeLayout(git, dir, base)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	lockPath := filepath.Join(common, "claudopilot.lock")
+	holder, lock := cmdutil.LockStatus(lockPath)
+	if *parked && !*dryRun && lock == cmdutil.LockLive {
+		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(holder))
+	}
+
+	c := &cleaner{a: a, git: git, dry: *dryRun}
+	wts, err := git.Worktrees(ctx)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	var stale []worktree.Worktree
+	for _, wt := range wts {
+		if wt.Prunable && !wt.Locked {
+			stale = append(stale, wt)
+		}
+	}
+	if len(stale) > 0 {
+		if !c.dry {
+			if err := git.Prune(ctx); err != nil {
+				return fmt.Errorf("clean: %w", err)
+			}
+		}
+		for _, wt := range stale {
+			c.did("pruned", "would prune", "stale worktree registration %s (its folder is gone)", c.rel(wt.Path))
+		}
+	}
+
+	lefts, err := land.Leftovers(ctx, git, layout, rm)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	var parkedLeft []*land.Leftover
+	for _, l := range lefts {
+		switch l.Kind() {
+		case "active":
+			continue
+		case "parked":
+			parkedLeft = append(parkedLeft, l)
+			continue
+		}
+		if err := c.landed(ctx, l, base, baseTip); err != nil {
+			return fmt.Errorf("clean: %w", err)
+		}
+	}
+	if err := c.parked(ctx, parkedLeft, *parked, *yes, base, baseTip); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	if err := c.litter(ctx, layout, rm, lock == cmdutil.LockLive); err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+
+	for _, gate := range land.GateDirs(layout) {
+		if lock == cmdutil.LockLive {
+			break
+		}
+		if _, err := os.Stat(gate); err == nil {
+			if !c.dry {
+				if err := git.RemoveWorktree(ctx, gate); err != nil {
+					return fmt.Errorf("clean: %w", err)
+				}
+			}
+			c.did("removed", "would remove", "the merge gate's worktree %s (the next merge makes it again)", c.rel(gate))
+		}
+	}
+	if lock == cmdutil.LockStale {
+		if !c.dry {
+			// Remove it only if it is still the same dead holder's.
+			if now, _ := state.ReadLock(lockPath); now.PID == holder.PID {
+				if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("clean: %w", err)
+				}
+			}
+		}
+		who := "its driver died before writing it"
+		if holder.PID > 0 {
+			who = fmt.Sprintf("pid %d on %s is gone", holder.PID, holder.Host)
+		}
+		c.did("removed", "would remove", "stale lock %s (%s)", c.rel(lockPath), who)
+	}
+	switch {
+	case c.removed == 0 && c.keptN > 0:
+		fmt.Fprintln(a.S.Out, "nothing removed")
+	case c.removed == 0:
+		fmt.Fprintln(a.S.Out, "nothing to clean")
+	}
+	return nil
+}
+
+type cleaner struct {
+	a       *cmdutil.App
+	git     *worktree.Client
+	dry     bool
+	removed int
+	keptN   int
+}
+
+// did reports one removal, or with --dry-run what would be removed.
+func (c *cleaner) did(done, would, format string, args ...any) {
+	verb := done
+	if c.dry {
+		verb = would
+	}
+	c.removed++
+	fmt.Fprintf(c.a.S.Out, "%s %s\n", verb, fmt.Sprintf(format, args...))
+}
+
+func (c *cleaner) kept(format string, args ...any) {
+	c.keptN++
+	fmt.Fprintf(c.a.S.Out, "kept %s\n", fmt.Sprintf(format, args...))
+}
+
+// rel names a path from the current folder.
+func (c *cleaner) rel(p string) string { return cmdutil.RelTo(c.a.Cwd, p) }
+
+// landed removes the leftovers of a merged phase, or of one no longer in
+// the manifest, when the base contains its work.
+func (c *cleaner) landed(ctx context.Context, l *land.Leftover, base, baseTip string) error {
+	why := l.Describe()
+	in, err := l.OnBase(ctx, c.git, baseTip)
+	if err != nil {
+		return err
+	}
+	if !in {
+		c.kept("%s: %s, but %s does not contain its tip", leftoverName(c, l), why, base)
+		return nil
+	}
+	if l.Worktree != nil && !l.Worktree.Prunable {
+		dirty, err := c.git.Dirty(ctx, l.Worktree.Path)
+		if err != nil {
+			return err
+		}
+		if len(dirty) > 0 {
+			c.kept("%s: %s, but its worktree has uncommitted changes (%s); remove it yourself with git worktree remove --force %s",
+				leftoverName(c, l), why, cmdutil.CountNoun(len(dirty), "file"), c.rel(l.Worktree.Path))
+			return nil
+		}
+		if !c.dry {
+			if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
+				return err
+			}
+		}
+		c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
+	}
+	if l.Branch != "" {
+		if !c.dry {
+			if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
+				return err
+			}
+		}
+		c.did("deleted", "would delete", "branch %s (%s; %s contains it)", l.Branch, why, base)
+	}
+	return nil
+}
+
+// litter removes what kills left of merged phases (land.FindLitter) and,
+// when no run goes on, the record of the last foreign base move.
+func (c *cleaner) litter(ctx context.Context, l state.Layout, rm *roadmap.Roadmap, live bool) error {
+	var ids []string
+	for _, n := range rm.Nodes {
+		if n.State == manifest.Merged {
+			ids = append(ids, n.ID)
+		}
+	}
+	ls, err := land.FindLitter(ctx, c.git, l, ids)
+	if err != nil {
+		return err
+	}
+	if !c.dry {
+		if err := land.RemoveLitter(ctx, c.git, ls); err != nil {
+			return err
+		}
+	}
+	for _, x := range ls {
+		c.did("removed", "would remove", "%s (%s)", c.rel(x.Path), x.Describe())
+	}
+	moved := land.BaseMovedPath(l)
+	if _, err := os.Stat(moved); err != nil || live {
+		return nil
+	}
+	if !c.dry {
+		if err := land.ForgetBaseMove(l); err != nil {
+			return err
+		}
+	}
+	c.did("removed", "would remove", "%s (the record of the last move of the base outside the driver, which status shows)", c.rel(moved))
+	return nil
+}
+
+// parked removes the branches and worktrees of parked phases, only when
+// asked to and confirmed; otherwise it says what it kept.
+func (c *cleaner) parked(ctx context.Context, ls []*land.Leftover, remove, yes bool, base, baseTip string) error {
+	if len(ls) == 0 {
+		return nil
+	}
+	ahead := make([]string, len(ls))
+	for i, l := range ls {
+		ahead[i] = "unmerged work"
+		if l.Branch != "" {
+			if n, err := c.git.CountCommits(ctx, baseTip, l.Tip); err == nil {
+				ahead[i] = fmt.Sprintf("%s not on %s", cmdutil.CountNoun(n, "commit"), base)
+			}
+		}
+	}
+	if !remove {
+		for i, l := range ls {
+			c.kept("%s: %s (%s); clean --parked removes it", leftoverName(c, l), l.Describe(), ahead[i])
+		}
+		return nil
+	}
+	if !c.dry && !yes {
+		for i, l := range ls {
+			fmt.Fprintf(c.a.S.Err, "  %s: %s (%s)\n", leftoverName(c, l), l.Describe(), ahead[i])
+		}
+		noun := "branches with their"
+		if len(ls) == 1 {
+			noun = "branch with its"
+		}
+		fmt.Fprintf(c.a.S.Err, "remove %d parked %s unmerged work? [y/N] ", len(ls), noun)
+		if !cmdutil.Confirmed(c.a) {
+			fmt.Fprintln(c.a.S.Err)
+			for _, l := range ls {
+				c.kept("%s: %s (not confirmed)", leftoverName(c, l), l.Describe())
+			}
+			return nil
+		}
+	}
+	for i, l := range ls {
+		if l.Worktree != nil && !l.Worktree.Prunable {
+			why := l.Describe()
+			if dirty, err := c.git.Dirty(ctx, l.Worktree.Path); err == nil && len(dirty) > 0 {
+				why += fmt.Sprintf(", with %s of uncommitted changes", cmdutil.CountNoun(len(dirty), "file"))
+			}
+			if !c.dry {
+				if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
+					return err
+				}
+			}
+			c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
+		}
+		if l.Branch != "" {
+			if !c.dry {
+				if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
+					return err
+				}
+			}
+			c.did("deleted", "would delete", "branch %s (%s; %s)", l.Branch, l.Describe(), ahead[i])
+		}
+	}
+	return nil
+}
+
+// leftoverName is how reports call a leftover: its branch, else its
+// worktree.
+func leftoverName(c *cleaner, l *land.Leftover) string {
+	if l.Branch != "" {
+		return l.Branch
+	}
+	return c.rel(l.Worktree.Path)
+}

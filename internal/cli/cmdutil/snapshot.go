@@ -1,0 +1,85 @@
+package cmdutil
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// snapshot is what status, explain and logs read (status.Snapshot), with
+// where the user stands: paths are shown relative to it.
+type Snapshot struct {
+	*status.Snapshot
+	Cwd string
+}
+
+func LoadSnapshot(ctx context.Context, a *App, arg string) (*Snapshot, error) {
+	dir, err := FindRoadmapDir(ctx, a, arg)
+	if err != nil {
+		return nil, err
+	}
+	// MidRename: a run may be landing a phase this very moment.
+	rm, err := roadmap.Load(dir, roadmap.Options{External: roadmap.IsIssueRef, MidRename: true})
+	if err != nil {
+		return nil, err
+	}
+	git, err := worktree.Open(ctx, dir, a.GitEnv())
+	if err != nil {
+		return nil, err
+	}
+	layout := state.Layout{Top: git.Dir}
+	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
+		layout = rel
+	}
+	lockPath := ""
+	if common, err := git.CommonDir(ctx); err == nil {
+		lockPath = filepath.Join(common, "claudopilot.lock")
+	}
+	s, err := status.Read(rm, layout, lockPath, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Snapshot: s, Cwd: a.Cwd}, nil
+}
+
+// Rel shows a path relative to the repository's top level.
+func (s *Snapshot) Rel(p string) string {
+	if p == "" {
+		return ""
+	}
+	return RelTo(s.Cwd, p)
+}
+
+// runRules are the rules status and explain decide eligibility by: the
+// newest run's journal record, which holds its flags too; before any run,
+// the rules of the settings a run would resolve (settings.Rules: the
+// scheduler's own defaults, not a copy of them).
+func RunRules(a *App, s *Snapshot) state.Rules {
+	if r := s.Rules; r != nil && len(r.Lanes) > 0 {
+		return *r
+	}
+	set, _ := settings.Resolve(settings.Input{Scope: settings.Run, Env: a.Env, Top: s.Layout.Top, Manifest: s.Roadmap.Manifest})
+	return set.Rules() // a bad value is doctor's and run's to report; the rest still holds
+}
+
+// issueLabels are the queue's labels as a queue here would resolve them.
+func IssueLabels(a *App, top string) issues.Labels {
+	set, _ := settings.Resolve(settings.Input{Scope: settings.Queue, Env: a.Env, Top: top})
+	return issues.Labels(set.Labels)
+}
+
+// retryIssueText says how to retry an issue: on GitHub, by its labels;
+// no manifest line holds its state.
+func RetryIssueText(a *App, top, id string) string {
+	l := IssueLabels(a, top)
+	return fmt.Sprintf("retry it on GitHub: remove the label %q from issue %s and add %q (the next run with --issues, or queue, takes it up again on its kept branch)", l.Blocked, id, l.Ready)
+}

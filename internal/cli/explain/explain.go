@@ -1,0 +1,218 @@
+// Package explain is `claudopilot explain`: why a phase is not running, by
+// the scheduler's own rules.
+package explain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
+	"github.com/claudopilot/claudopilot/work"
+)
+
+func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+	fs := cmdutil.NewFlags(a, "explain", "explain ID [--roadmap DIR]", `
+Say why a phase is not running: which of its deps are not merged and their
+states, a declared scope that overlaps a running phase's, a rate-limit
+cooldown with the time left, a LOOP-CHECKPOINT above it, a paused run
+(claudopilot pause), or no free slot (MAX_PARALLEL agents already running). For a failed or blocked phase, the
+reason and the log to read. An issue of the queue ('#12', quoted) is
+explained from the run journal. It changes nothing.`,
+		"  claudopilot explain phase-04")
+	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
+	if err := cmdutil.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return cmdutil.UsageErrorf("explain takes one phase ID")
+	}
+	s, err := cmdutil.LoadSnapshot(ctx, a, *dirFlag)
+	if err != nil {
+		return err
+	}
+	id := fs.Arg(0)
+	n := s.Roadmap.Node(id)
+	if n == nil && roadmap.IsIssueRef(id) {
+		return explainOutside(a, s, id)
+	}
+	if n == nil {
+		return fmt.Errorf("explain: no phase %q in %s", id, s.Rel(s.Roadmap.ManifestPath))
+	}
+	w := a.S.Out
+	h, _ := s.Node(id)
+	log := s.Rel(s.Layout.LatestLog(id))
+	switch n.State {
+	case manifest.Merged:
+		fmt.Fprintf(w, "%s is merged: nothing left to run.\n", id)
+		return nil
+	case manifest.Running:
+		if s.Live && h.Waiting != "" {
+			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
+		} else if s.Live {
+			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.Attempts, orDash(log))
+			if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
+				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+			}
+		} else {
+			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
+		}
+		if h.Conflict != "" {
+			fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
+		}
+		return nil
+	case manifest.Failed, manifest.Blocked:
+		fmt.Fprintf(w, "%s is [%s]", id, n.State)
+		// The phase to retry is the one whose own failure parked this
+		// one; retrying it brings its parked dependents back too.
+		culprit := state.Culprit(s.Hist, id)
+		with := ""
+		if culprit != id {
+			log, with = s.Rel(s.Layout.LatestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
+			ch, _ := s.Node(culprit)
+			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, s.StateOf(h.WaitsOn))
+			if culprit != h.WaitsOn {
+				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, s.StateOf(culprit))
+			}
+			if ch.Reason != "" {
+				fmt.Fprintf(w, ": reason %s%s", ch.Reason, detailSuffix(ch.Detail))
+			}
+			fmt.Fprintln(w, ".")
+		} else if h.Reason != "" {
+			fmt.Fprintf(w, ": reason %s%s.\n", h.Reason, detailSuffix(h.Detail))
+		} else {
+			fmt.Fprintln(w, ".")
+		}
+		if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
+			fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+		}
+		retry := fmt.Sprintf("`claudopilot retry %s`%s", culprit, with)
+		if s.Roadmap.Node(culprit) == nil && roadmap.IsIssueRef(culprit) {
+			retry = cmdutil.RetryIssueText(a, s.Layout.Top, culprit) + with
+		}
+		if log != "" {
+			fmt.Fprintf(w, "Read %s, then %s.\n", log, retry)
+		} else {
+			fmt.Fprintf(w, "Fix the cause, then %s.\n", retry)
+		}
+		return nil
+	}
+	// Pending: every reason it is held back, not only the first, as the
+	// scheduler's own rules (scheduler.Holds) decide it, over the same
+	// View status's eligible list comes from.
+	rules := cmdutil.RunRules(a, s)
+	var why []string
+	for _, h := range scheduler.Holds(s.View(rules), n) {
+		switch h.Kind {
+		case scheduler.HoldDep:
+			d := h.Node
+			y := fmt.Sprintf("its dep %s is [%s]", d.ID, d.State)
+			if d.State == manifest.Blocked || d.State == manifest.Failed {
+				y += fmt.Sprintf(" (fix it, then `claudopilot retry %s`)", state.Culprit(s.Hist, d.ID))
+			}
+			why = append(why, y)
+		case scheduler.HoldExternal:
+			y := fmt.Sprintf("its dep %s is an issue: it must be done (closed as completed, or its pull request merged), which only a run with --issues (or queue) reads from GitHub", h.ID)
+			if o, ok := status.OutsideNode(s.Hist, h.ID, s.Live); ok {
+				y += fmt.Sprintf("; the journal has it [%s] (`claudopilot explain '%s'`)", o.State, h.ID)
+			}
+			why = append(why, y)
+		case scheduler.HoldScope:
+			o := h.Node
+			why = append(why, fmt.Sprintf("its scope (owns: %s) overlaps running %s's (owns: %s)", strings.Join(n.Owns, ", "), o.ID, strings.Join(o.Owns, ", ")))
+		case scheduler.HoldCooldown:
+			why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.Now).Round(time.Second)))
+		case scheduler.HoldCheckpoint:
+			why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", h.Line))
+		}
+	}
+	running := s.Roadmap.Counts()[manifest.Running]
+	if len(why) == 0 && s.Paused {
+		// The loop's own switch: no launch while it is on.
+		why = append(why, "the run is paused: nothing new starts until `claudopilot resume` (running agents finish)")
+	}
+	if len(why) == 0 && s.Live {
+		if max := max(rules.Slots, 1); running >= max {
+			why = append(why, fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", running, max))
+		} else {
+			why = append(why, "it is eligible and will start at the next scheduling step")
+		}
+	}
+	if len(why) == 0 {
+		fmt.Fprintf(w, "%s is [pending] and eligible: no run is going on. `claudopilot run` starts it.\n", id)
+		return nil
+	}
+	fmt.Fprintf(w, "%s is [pending] and not running because:\n", id)
+	for _, y := range why {
+		fmt.Fprintf(w, "  - %s\n", y)
+	}
+	return nil
+}
+
+// explainOutside explains a node from outside the manifest (an issue,
+// "#12") from the journal: the driver keeps no manifest line for it.
+func explainOutside(a *cmdutil.App, s *cmdutil.Snapshot, id string) error {
+	w := a.S.Out
+	n, ok := status.OutsideNode(s.Hist, id, s.Live)
+	if !ok {
+		fmt.Fprintf(w, "%s is an issue, not a phase of %s, and the journal has no record of it: no run has worked on it. A run with --issues (or queue) takes it once it carries the label %q and its deps are done.\n",
+			id, s.Rel(s.Roadmap.ManifestPath), cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+		return nil
+	}
+	log := s.Rel(s.Layout.LatestLog(id))
+	if log == "" {
+		log = s.Rel(n.Log)
+	}
+	switch n.State {
+	case manifest.Merged:
+		fmt.Fprintf(w, "%s is an issue the driver landed (its pull request merged): nothing left to run.\n", id)
+	case manifest.Running:
+		switch {
+		case s.Live && n.Waiting != "":
+			fmt.Fprintf(w, "%s is an issue whose work is done; its landing is %s.\n", id, n.Waiting)
+		case s.Live:
+			fmt.Fprintf(w, "%s is an issue being worked on (attempt %d); its newest log is %s.\n", id, n.Attempts, orDash(log))
+		default:
+			fmt.Fprintf(w, "%s is an issue the driver was working on (attempt %d) when it stopped: the next run with --issues (or queue) resumes it.\n", id, n.Attempts)
+		}
+	case manifest.Failed, manifest.Blocked:
+		fmt.Fprintf(w, "%s is an issue, parked [%s] after %s", id, n.State, cmdutil.Plural(n.Attempts, "attempt"))
+		if n.WaitsOn != "" {
+			fmt.Fprintf(w, ": it waits on %s, which is [%s]", n.WaitsOn, s.StateOf(n.WaitsOn))
+		}
+		if n.Reason != "" {
+			fmt.Fprintf(w, ": reason %s%s", n.Reason, detailSuffix(n.Detail))
+		}
+		fmt.Fprintln(w, ".")
+		if log != "" {
+			fmt.Fprintf(w, "Read %s, then %s.\n", log, cmdutil.RetryIssueText(a, s.Layout.Top, id))
+		} else {
+			fmt.Fprintf(w, "Fix the cause, then %s.\n", cmdutil.RetryIssueText(a, s.Layout.Top, id))
+		}
+	case status.Away:
+		fmt.Fprintf(w, "%s is an issue that left the driver's hands after %s: %s. Its state is on GitHub now; a run with --issues (or queue) takes it again once it carries the label %q.\n", id, cmdutil.Plural(n.Attempts, "attempt"), orDash(n.Detail), cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+	default:
+		fmt.Fprintf(w, "%s is an issue sent back to the queue: a run with --issues (or queue) takes it again once it carries the label %q.\n", id, cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+	}
+	return nil
+}
+
+func detailSuffix(d string) string {
+	if d == "" {
+		return ""
+	}
+	return " (" + d + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,144 @@
+// Package root is the command tree: the list of commands, each in its own
+// package under internal/cli, the top-level help, and the dispatch of one
+// command line. Package main wires the process's streams to Run.
+package root
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/claudopilot/claudopilot/internal/cli/clean"
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/cli/completion"
+	"github.com/claudopilot/claudopilot/internal/cli/demo"
+	"github.com/claudopilot/claudopilot/internal/cli/doctor"
+	"github.com/claudopilot/claudopilot/internal/cli/explain"
+	"github.com/claudopilot/claudopilot/internal/cli/initcmd"
+	"github.com/claudopilot/claudopilot/internal/cli/lanes"
+	"github.com/claudopilot/claudopilot/internal/cli/logs"
+	"github.com/claudopilot/claudopilot/internal/cli/pause"
+	"github.com/claudopilot/claudopilot/internal/cli/plan"
+	"github.com/claudopilot/claudopilot/internal/cli/queue"
+	"github.com/claudopilot/claudopilot/internal/cli/retry"
+	"github.com/claudopilot/claudopilot/internal/cli/run"
+	"github.com/claudopilot/claudopilot/internal/cli/status"
+	"github.com/claudopilot/claudopilot/internal/cli/version"
+	"github.com/claudopilot/claudopilot/launch"
+)
+
+// Commands is the command tree, in the order help lists it.
+func Commands() []cmdutil.Command {
+	return []cmdutil.Command{
+		{Name: "init", Summary: "scaffold a roadmap, claudopilot.config and the .claudopilot/ exclude here", Run: initcmd.Cmd},
+		{Name: "plan", Summary: "validate a roadmap and print its waves, critical path and what can start", Run: plan.Cmd},
+		run.NewCmd(nil),
+		queue.NewCmd(nil),
+		{Name: "status", Summary: "show each phase's state, attempts, reason and log, and what runs now", Run: status.Cmd},
+		{Name: "logs", Summary: "print or follow a phase's logs", Run: logs.Cmd},
+		{Name: "explain", Summary: "say why a phase is not running", Run: explain.Cmd},
+		{Name: "retry", Summary: "flip [blocked] or [failed] phases back to [pending]", Run: retry.Cmd},
+		{Name: "pause", Summary: "stop new launches (running agents finish); holds across restarts", Run: pause.Pause},
+		{Name: "resume", Summary: "let a paused run launch again", Run: pause.Resume},
+		{Name: "drain", Summary: "ask the running driver to finish what runs, merge it, and stop", Run: pause.Drain},
+		{Name: "lanes", Summary: "show each lane's usage, want and concurrency (one pacer pass)", Run: lanes.Cmd},
+		{Name: "lane", Summary: "switch a lane on or off", Run: lanes.LaneCmd},
+		{Name: "doctor", Summary: "check git, settings, agent, manifest and leftovers, with a fix for each problem", Run: doctor.Cmd},
+		{Name: "clean", Summary: "remove worktrees and branches of merged phases, stale registrations and a stale lock", Run: clean.Cmd},
+		{Name: "demo", Summary: "run an example roadmap in a temporary repository", Run: demo.Cmd},
+		{Name: "completion", Summary: "print a bash, zsh or fish completion script", Run: completion.Cmd},
+		{Name: "version", Summary: "print the version and commit", Run: version.Cmd},
+		{Name: "help", Summary: "show help for a command", Run: help},
+	}
+}
+
+// Launch prepares the process before anything else runs: the token leaves
+// its environment (a re-exec hands it over a pipe) and the process becomes
+// non-dumpable, so agents cannot read it from /proc (package launch). It
+// returns the environment the commands get.
+func Launch(environ []string) ([]string, error) { return launch.Hide(environ) }
+
+// Run runs one command line with the streams s and the environment as
+// given; the error it returns becomes the exit code in one place
+// (cmdutil.ExitCode).
+func Run(ctx context.Context, args []string, s *cmdutil.Streams, environ []string) error {
+	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Commands: Commands}
+	var err error
+	if a.Cwd, err = os.Getwd(); err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	if len(args) == 0 {
+		printTopHelp(a)
+		return cmdutil.UsageErrorf("no command given")
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help":
+		printTopHelp(a)
+		return nil
+	case "-v", "--version":
+		return version.Cmd(ctx, a, nil)
+	}
+	for _, c := range Commands() {
+		if c.Name == name {
+			return c.Run(ctx, a, args[1:])
+		}
+	}
+	return cmdutil.UsageErrorf("unknown command %q (run 'claudopilot help' for the list)", name)
+}
+
+func printTopHelp(a *cmdutil.App) {
+	w := a.S.Out
+	fmt.Fprint(w, `claudopilot runs a roadmap of phases as a dependency graph: an AI coding
+agent works on every eligible phase at once, each in its own git worktree and
+branch; green work is merged into the base branch one phase at a time.
+
+Usage:
+  claudopilot <command> [flags] [args]
+
+Commands:
+`)
+	for _, c := range Commands() {
+		if !c.Hidden {
+			fmt.Fprintf(w, "  %-11s %s\n", c.Name, c.Summary)
+		}
+	}
+	fmt.Fprint(w, `
+Examples:
+  claudopilot demo                       # watch it work on a built-in example
+  claudopilot plan roadmap/              # check a roadmap, see its waves
+  KEEP_GOING=1 claudopilot run roadmap/  # run all night, park what fails
+
+Run 'claudopilot help <command>' or 'claudopilot <command> --help' for details.
+Exit codes are listed in 'claudopilot help exit-codes'. Flag misuse exits 64.
+`)
+}
+
+func help(ctx context.Context, a *cmdutil.App, args []string) error {
+	if len(args) == 0 {
+		printTopHelp(a)
+		return nil
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(a.S.Out, `Usage: claudopilot help [COMMAND|exit-codes]
+
+Show the list of commands, a command's help (the same as
+'claudopilot COMMAND --help'), or the exit codes.
+
+Example:
+  claudopilot help run
+  claudopilot help exit-codes
+`)
+		return nil
+	}
+	if args[0] == "exit-codes" {
+		cmdutil.PrintExitCodes(a.S.Out)
+		return nil
+	}
+	for _, c := range Commands() {
+		if c.Name == args[0] && c.Name != "help" {
+			return c.Run(ctx, a, []string{"--help"})
+		}
+	}
+	return cmdutil.UsageErrorf("unknown help topic %q", args[0])
+}
