@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -16,10 +17,12 @@ import (
 // under, and what to check and carry back when it ends. A nil *Jail means
 // no sandbox; its methods then do nothing.
 type Jail struct {
-	args  []string
-	refs  *Refs
-	links Links
-	admin string // the worktree's admin folder, which the process could write
+	args    []string
+	refs    *Refs
+	objects *Objects
+	links   Links
+	admin   string // the worktree's admin folder, which the process could write
+	temp    string // a scratch folder of the jail's own, removed by Leave
 }
 
 // Enter sets up the sandbox for an agent in the worktree wt on branch, with
@@ -84,7 +87,24 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		}
 		a.Refs = j.refs
 	}
+	if scratch == "" {
+		if c.Scratch != "" {
+			if err := ensureDir(c.Scratch); err != nil {
+				return nil, err
+			}
+		}
+		if scratch, err = os.MkdirTemp(c.Scratch, ".jail-"); err != nil {
+			return nil, fmt.Errorf("sandbox: a scratch folder: %w", err)
+		}
+		j.temp = scratch
+	}
+	if j.objects, err = PrepareObjects(scratch); err != nil {
+		j.drop()
+		return nil, err
+	}
+	a.Objects = j.objects
 	if j.links, err = SaveLinks(wt, admin); err != nil {
+		j.drop()
 		return nil, err
 	}
 	j.args = c.Args(a)
@@ -112,10 +132,15 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 	for _, p := range changed {
 		notes = append(notes, "restored "+p+", which the sandboxed process changed")
 	}
+	defer j.drop()
 	// A link planted in the admin folder would be followed by the next
 	// git command the driver runs there, outside the sandbox.
 	if err := worktree.CheckAdmin(j.admin); err != nil {
 		lerr = errors.Join(lerr, fmt.Errorf("sandbox: %w", err))
+	}
+	// The new objects first: the branch's new tip is among them.
+	if err := j.objects.absorb(ctx, git); err != nil {
+		lerr = errors.Join(lerr, err)
 	}
 	if j.refs == nil {
 		return notes, lerr
@@ -125,6 +150,13 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 		notes = append(notes, "discarded a ref the sandboxed process wrote: "+s)
 	}
 	return notes, errors.Join(lerr, serr)
+}
+
+// drop removes the jail's own scratch folder, if it has one.
+func (j *Jail) drop() {
+	if j.temp != "" {
+		os.RemoveAll(j.temp)
+	}
 }
 
 // Probe runs "true" in an empty sandbox built like an agent's, so a bwrap

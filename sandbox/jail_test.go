@@ -248,7 +248,10 @@ func findCmdline(prefix string) []int {
 // BenchmarkStart measures what the sandbox adds to starting an agent:
 // "sh -c true" alone (bare); under bwrap with a phase's full set of mounts
 // (bwrap); and that plus Enter and Leave, which run per attempt too
-// (attempt: two git calls, the private ref folder, the link check).
+// (attempt: two git calls, the private ref and object folders, the link
+// and admin folder checks). commit is an attempt whose process commits a
+// file, so Leave brings its three objects into the repository (three git
+// processes, issue 21 §3) and moves its branch.
 func BenchmarkStart(b *testing.B) {
 	needBwrap(b)
 	ctx := context.Background()
@@ -271,10 +274,11 @@ func BenchmarkStart(b *testing.B) {
 	home, _ := os.UserHomeDir()
 	rw, _ := HomeRW(home, "")
 	c := &Config{Net: true, Hide: []string{top}, RW: rw}
+	script := "true"
 	run := func(b *testing.B, wrap func() ([]string, func())) {
 		for b.Loop() {
 			prefix, done := wrap()
-			argv := append(prefix, "/bin/sh", "-c", "true")
+			argv := append(prefix, "/bin/sh", "-c", script)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = wt
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -296,20 +300,21 @@ func BenchmarkStart(b *testing.B) {
 	if _, err := j.Leave(ctx, g); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("attempt", func(b *testing.B) {
+	attempt := func() ([]string, func()) {
 		// Enter and Leave included: they are per attempt too.
-		run(b, func() ([]string, func()) {
-			j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
-			if err != nil {
+		j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return j.Wrap(), func() {
+			if _, err := j.Leave(ctx, g); err != nil {
 				b.Fatal(err)
 			}
-			return j.Wrap(), func() {
-				if _, err := j.Leave(ctx, g); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	})
+		}
+	}
+	b.Run("attempt", func(b *testing.B) { run(b, attempt) })
+	script = `date +%s%N > f && git add f && git -c user.name=b -c user.email=b@example.com commit -qm b`
+	b.Run("commit", func(b *testing.B) { run(b, attempt) })
 }
 
 func TestJailNetwork(t *testing.T) {

@@ -216,6 +216,8 @@ func Recover(ctx context.Context, git *worktree.Client, dir, branch string) (not
 		return "", nil
 	}
 	defer os.RemoveAll(dir)
+	// The tip's objects are in the attempt's private store.
+	aerr := (&Objects{Dir: filepath.Join(dir, "objects")}).absorb(ctx, git)
 	_, rest, ok := strings.Cut(branch, "/")
 	if !ok {
 		return "", nil
@@ -232,7 +234,11 @@ func Recover(ctx context.Context, git *worktree.Client, dir, branch string) (not
 		return "", nil
 	}
 	if _, err := git.RevParse(ctx, tip); err != nil {
-		return "dropped the private ref folder a killed sandboxed attempt left (its tip " + tip + " is not a commit)", nil
+		why := ""
+		if aerr != nil {
+			why = ": " + aerr.Error()
+		}
+		return "dropped the private ref folder a killed sandboxed attempt left (its tip " + tip + " is not a commit" + why + ")", nil
 	}
 	if ff, err := git.IsAncestor(ctx, real, tip); err != nil || !ff {
 		return "dropped the private ref folder a killed sandboxed attempt left (its tip " + tip + " does not descend from " + branch + ")", nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,5 +125,38 @@ func TestEnterRefusesTheMainCheckout(t *testing.T) {
 	c := &Config{Hide: []string{r.top}}
 	if _, err := c.Enter(context.Background(), r.git, r.top, "main", filepath.Join(t.TempDir(), "refs")); err == nil {
 		t.Fatal("Enter on the main checkout: no error")
+	}
+}
+
+// A killed attempt's commits are in its private object store only:
+// Recover brings them in before it moves the branch to them.
+func TestRecoverBringsTheObjectsBack(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	dir := filepath.Join(r.top, ".claudopilot", "sandbox", "p1")
+	start := r.rev(t, "refs/heads/auto/p1")
+	refs, err := PrepareRefs(filepath.Join(r.top, ".git"), dir, "auto/p1", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := PrepareObjects(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "commit-tree", "-p", start, "-m", "agent", start+"^{tree}")
+	cmd.Dir, cmd.Env = r.p1, append(r.env, "GIT_OBJECT_DIRECTORY="+objs.Dir, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(r.top, ".git", "objects"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := strings.TrimSpace(string(out))
+	if _, err := r.git.RevParse(ctx, tip); err == nil {
+		t.Fatal("the commit is in the repository's store already")
+	}
+	os.WriteFile(filepath.Join(refs.Dir, "refs", "p1"), []byte(tip+"\n"), 0o644)
+	note, err := Recover(ctx, r.git, dir, "auto/p1")
+	if err != nil || !strings.Contains(note, "moved auto/p1 to "+tip) {
+		t.Fatalf("Recover: %q, %v", note, err)
 	}
 }

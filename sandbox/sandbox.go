@@ -42,6 +42,10 @@ type Config struct {
 	// /tmp: the tools the commands need (PATH folders, a command's own
 	// folder) when they live there (ToolPaths).
 	Keep []string
+	// Scratch is the folder for the private stores of sandboxed
+	// processes that have no folder of their own (gates, prepare,
+	// reviewers); "" is the system's temporary folder.
+	Scratch string
 }
 
 // Attempt is what one process may see and write besides the read-only
@@ -49,8 +53,12 @@ type Config struct {
 // path it is given).
 type Attempt struct {
 	Worktree string // writable; the process starts in it (or below)
-	Common   string // the git common directory: read-only except objects/
+	Common   string // the git common directory: read-only
 	Admin    string // the worktree's admin folder in Common (worktrees/<name>): writable
+	// Objects is the private object store mounted over Common/objects,
+	// with the shared store read-only as its alternate; nil leaves
+	// objects/ read-only.
+	Objects *Objects
 	// Refs is the private ref folder from PrepareRefs, mounted over the
 	// folder of the branch's ref; nil for gates and prepare, which may not
 	// move any ref.
@@ -88,8 +96,15 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 		args = append(args, "--tmpfs", h)
 	}
 	if a.Common != "" {
-		args = append(args, "--ro-bind", a.Common, a.Common,
-			"--bind", filepath.Join(a.Common, "objects"), filepath.Join(a.Common, "objects"))
+		args = append(args, "--ro-bind", a.Common, a.Common)
+		if o := a.Objects; o != nil {
+			// The shared store read-only at a second place, and the
+			// private one over objects/: git reads every object and
+			// writes new ones, but replaces or deletes none of the
+			// repository's, nor its alternates.
+			shared := filepath.Join(a.Common, "objects")
+			args = append(args, "--ro-bind", shared, o.Shared, "--bind", o.Dir, shared)
+		}
 		if a.Admin != "" {
 			args = append(args, "--bind", a.Admin, a.Admin)
 		}

@@ -103,3 +103,34 @@ func TestRunRefusesWhatAnAgentPlantsInTheAdminFolder(t *testing.T) {
 		}
 	}
 }
+
+// In the sandbox an agent writes objects only to a private store; the
+// repository's cannot be rewritten nor have objects deleted or alternates
+// planted (issue 21 §3). On main the agent's text replaced README.md's
+// blob on the base (git show printed it; only git fsck noticed). Its own
+// commits still reach its branch. bwrap only: an unconfined agent is the
+// user.
+func TestRunSandboxedAgentCannotRewriteTheObjectStore(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap (bwrap) is not installed")
+	}
+	t.Parallel()
+	f := newFixture(t)
+	f.sandboxed()
+	f.runner.Agent = hostileAgent(t, "i21-objects.sh")
+	o := f.run(job())
+	if !o.OK {
+		t.Fatalf("outcome %+v", o)
+	}
+	if got := f.gitIn(f.top, "cat-file", "blob", "main:README.md"); got != "readme" {
+		t.Errorf("main:README.md now reads %q", got)
+	}
+	f.gitIn(f.top, "cat-file", "-e", "main:"+manifestRel)
+	if exists(filepath.Join(f.top, ".git", "objects", "info", "alternates")) {
+		t.Error("the repository has alternates")
+	}
+	f.gitIn(f.top, "fsck", "--no-dangling")
+	if !f.hasFile("refs/heads/auto/p1", "work/p1.txt") || !f.hasFile("refs/heads/auto/p1", doneRel) {
+		t.Error("the agent's own commits did not reach its branch")
+	}
+}

@@ -193,18 +193,13 @@ func (c *Client) environ(extra []string) []string {
 // 1). Failures are *GitError.
 func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
 	dir = c.abs(dir)
-	argv := make([]string, 0, len(hardened)+2+len(args))
-	argv = append(append(append(argv, hardened...), "-C", dir), args...)
-	cmd := exec.CommandContext(ctx, "git", argv...)
-	cmd.Env = c.environ(extraEnv)
-	dieWithUs(cmd)
+	cmd := c.command(ctx, dir, extraEnv, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	cmd.WaitDelay = waitDelay
 	err := cmd.Run()
 	if err == nil || (errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() == nil) {
 		return stdout.Bytes(), nil

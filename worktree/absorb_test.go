@@ -1,0 +1,129 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sandboxed process's private object store comes into the repository's
+// through git's checks: its new commit arrives, loose or packed; a file
+// named after an object of the base but holding other content adds that
+// content under its own name and leaves the base's object as it was; its
+// alternates, symbolic links and index files are dropped unread.
+func TestAbsorb(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	readme := mustGit(t, c, "", "rev-parse", "HEAD:README.md")
+	shared := filepath.Join(c.Dir, ".git", "objects")
+	for _, packed := range []bool{false, true} {
+		priv := filepath.Join(t.TempDir(), "objects")
+		wt := filepath.Join(t.TempDir(), "wt")
+		mustGit(t, c, "", "worktree", "add", "-q", "--detach", wt)
+		os.MkdirAll(filepath.Join(priv, "info"), 0o755)
+		os.WriteFile(filepath.Join(priv, "info", "alternates"), []byte(shared+"\n"), 0o644)
+		// As the sandbox has it: objects/ is the private store.
+		in := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command("git", args...)
+			cmd.Dir, cmd.Env = wt, append(testEnv(), "GIT_OBJECT_DIRECTORY="+priv)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		writeFile(t, wt, "new.txt", fmt.Sprintf("new, packed %v\n", packed))
+		in("add", "new.txt")
+		in("commit", "-q", "-m", "in the sandbox")
+		tip := in("rev-parse", "HEAD")
+		// A forged object: the base's README.md name, other content.
+		other := in("hash-object", "-w", "new.txt")
+		forged := filepath.Join(priv, readme[:2], readme[2:])
+		os.MkdirAll(filepath.Dir(forged), 0o755)
+		b, _ := os.ReadFile(filepath.Join(priv, other[:2], other[2:]))
+		os.WriteFile(forged, b, 0o444)
+		if packed {
+			// git repack in the private store: its objects go in a pack
+			// (with an index git will not read).
+			in("repack", "-q", "-a", "-d", "-l")
+		}
+		os.Symlink("/etc/passwd", filepath.Join(priv, "pack", "pack-"+strings.Repeat("a", 40)+".idx"))
+		os.Remove(filepath.Join(priv, "info", "alternates"))
+		os.WriteFile(filepath.Join(priv, "info", "alternates"), []byte("/nonexistent\n"), 0o644)
+		n, err := c.Absorb(ctx, priv)
+		if err != nil {
+			t.Fatalf("packed=%v: %v", packed, err)
+		}
+		if n < 3 {
+			t.Errorf("packed=%v: %d objects absorbed, want the commit, its tree and blob", packed, n)
+		}
+		if got := mustGit(t, c, "", "log", "-1", "--format=%s", tip); got != "in the sandbox" {
+			t.Errorf("packed=%v: the commit did not arrive: %q", packed, got)
+		}
+		if got := mustGit(t, c, "", "cat-file", "blob", readme); got != "hello" {
+			t.Errorf("packed=%v: the base's README.md now reads %q", packed, got)
+		}
+		if _, err := os.Stat(filepath.Join(shared, "info", "alternates")); err == nil {
+			t.Errorf("packed=%v: the repository has alternates now", packed)
+		}
+		if _, err := os.Stat(priv); err == nil {
+			t.Errorf("packed=%v: the private store is still there", packed)
+		}
+		mustGit(t, c, "", "worktree", "remove", "--force", wt)
+	}
+	mustGit(t, c, "", "fsck", "--no-dangling")
+}
+
+// An empty private store costs no git process and is left alone.
+func TestAbsorbNothing(t *testing.T) {
+	c := &Client{Dir: t.TempDir()}
+	priv := filepath.Join(t.TempDir(), "objects")
+	os.MkdirAll(filepath.Join(priv, "pack"), 0o755)
+	os.MkdirAll(filepath.Join(priv, "info"), 0o755)
+	if n, err := c.Absorb(context.Background(), priv); n != 0 || err != nil {
+		t.Errorf("Absorb = %d, %v", n, err)
+	}
+}
+
+// BenchmarkAbsorb is what bringing one commit's objects (a commit, a tree,
+// a blob) into the repository costs: what the private object store of
+// issue 21 §3 adds to a sandboxed attempt that commits.
+func BenchmarkAbsorb(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	env := testEnv()
+	if out, err := exec.Command("git", "init", "-q", "-b", "main", dir).CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v\n%s", err, out)
+	}
+	c, err := Open(ctx, dir, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	priv := filepath.Join(b.TempDir(), "objects")
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		os.MkdirAll(filepath.Join(priv, "pack"), 0o755)
+		os.WriteFile(filepath.Join(dir, "f"), []byte(fmt.Sprintf("%d\n", i)), 0o644)
+		for _, args := range [][]string{{"add", "f"}, {"commit", "-q", "-m", "x"}} {
+			cmd := exec.Command("git", args...)
+			cmd.Dir, cmd.Env = dir, append(env, "GIT_OBJECT_DIRECTORY="+priv, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(dir, ".git", "objects"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		b.StartTimer()
+		if n, err := c.Absorb(ctx, priv); err != nil || n != 3 {
+			b.Fatalf("Absorb = %d, %v", n, err)
+		}
+	}
+}
