@@ -240,7 +240,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 // openMerger makes the local merge owner of a roadmap's phases.
 func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File) error {
 	cfg := e.Settings
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
 	if _, err := merger.CheckBase(ctx); err != nil {

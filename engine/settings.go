@@ -17,6 +17,9 @@ type Settings struct {
 	MaxParallel, MaxSuper, Transient, LogCapMB int
 	KeepGoing, IgnoreCheckpoints               bool
 	SecretScan                                 bool
+	// SecretAllow are SECRET_ALLOW's globs: the secret scan's hits in
+	// files they match are accepted.
+	SecretAllow []string
 	// MergeBatch caps a merge train (MERGE_BATCH); MergeBatchGateEach
 	// gates its every prefix (MERGE_BATCH_GATE=each); GateRetries reruns
 	// a red merge gate (GATE_RETRIES).

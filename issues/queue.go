@@ -242,8 +242,9 @@ func New(cfg Config) (*Queue, error) {
 	return q, nil
 }
 
-// known is the driver's own secrets a push must not carry: the token.
-func (q *Queue) known() *secret.Known { return secret.NewKnown(q.cfg.Token) }
+// known is the driver's own secrets a push must not carry: the token,
+// and the funnel's other values.
+func (q *Queue) known() *secret.Redactor { return q.scrub.Redactor() }
 
 // Base is the branch pull requests go into (known after Start).
 func (q *Queue) Base() string { return q.cfg.Base }

@@ -1,52 +1,39 @@
 package issues
 
 import (
-	"strings"
-
 	"github.com/claudopilot/claudopilot/secret"
 )
 
 // Redacted replaces every secret the Scrubber finds.
-const Redacted = "[REDACTED]"
+const Redacted = secret.Redacted
 
-// Scrubber removes secrets from text: the values it was given (the GitHub
-// token, in its raw, URL-escaped and base64 forms) and the common secret
-// shapes (secret.Shapes). It is safe for concurrent use.
+// Scrubber is the driver's one redaction funnel (secret.Redactor) as the
+// queue holds it: everything posted on GitHub or logged goes through it,
+// and a push must not carry its values. It is safe for concurrent use.
 type Scrubber struct {
-	values []string
+	r *secret.Redactor
 }
 
-// NewScrubber returns a Scrubber for the given secret values; empty and
-// very short values (under 6 bytes, which would redact ordinary words) are
-// ignored.
+// NewScrubber returns a Scrubber that knows the given secret values
+// (the token) besides the rules; a queue given the driver's funnel uses
+// ScrubberFor instead.
 func NewScrubber(secrets ...string) *Scrubber {
-	return &Scrubber{values: secret.NewKnown(secrets...).Forms()}
+	return &Scrubber{r: secret.NewRedactor(nil, secrets...)}
+}
+
+// ScrubberFor wraps the driver's funnel.
+func ScrubberFor(r *secret.Redactor) *Scrubber { return &Scrubber{r: r} }
+
+// Redactor is the funnel itself.
+func (s *Scrubber) Redactor() *secret.Redactor {
+	if s == nil {
+		return nil
+	}
+	return s.r
 }
 
 // Scrub returns text with every secret replaced by Redacted.
-func (s *Scrubber) Scrub(text string) string {
-	if s != nil {
-		for _, v := range s.values {
-			text = strings.ReplaceAll(text, v, Redacted)
-		}
-	}
-	for _, shape := range secret.Shapes {
-		text = shape.Re.ReplaceAllStringFunc(text, func(m string) string {
-			// Keep the scheme word of an Authorization value readable.
-			if i := strings.IndexAny(m, " \t"); i > 0 && (strings.EqualFold(m[:i], "bearer") || strings.EqualFold(m[:i], "token") || strings.EqualFold(m[:i], "basic")) {
-				return m[:i] + " " + Redacted
-			}
-			return Redacted
-		})
-	}
-	return text
-}
+func (s *Scrubber) Scrub(text string) string { return s.Redactor().String(text) }
 
 // ScrubLines scrubs each line.
-func (s *Scrubber) ScrubLines(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = s.Scrub(l)
-	}
-	return out
-}
+func (s *Scrubber) ScrubLines(lines []string) []string { return s.Redactor().Lines(lines) }

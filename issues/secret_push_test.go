@@ -36,8 +36,8 @@ fi
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
 	for n, want := range map[int][]string{
-		known: {"**secret**", "out/leak.txt:1", "out/b64.txt:2", "commit message:1", "not pushed"},
-		shape: {"**secret**", "out/key.txt:1: GitHub token", "not pushed"},
+		known: {"**secret**", "out/leak.txt:1", "out/b64.txt:2", "message of commit ", "not pushed"},
+		shape: {"**secret**", "out/key.txt:1: github-token", "not pushed"},
 	} {
 		is := e.issue(n)
 		var block string

@@ -25,6 +25,7 @@ type link struct {
 	tip    string
 	tree   string
 	commit string
+	note   string // what build warns of (secrets an allow accepted)
 }
 
 // MergeBatch lands js as a merge train. Each phase's merge commit
@@ -129,7 +130,7 @@ func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []sched
 			outs[i] = out
 			continue
 		}
-		chain = append(chain, link{i: i, j: j, tip: tip, tree: tree, commit: commit})
+		chain = append(chain, link{i: i, j: j, tip: tip, tree: tree, commit: commit, note: out.Detail})
 		top = commit
 	}
 	if len(chain) == 0 {
@@ -169,9 +170,9 @@ func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []sched
 		}
 		for k, l := range prefix {
 			flaky := outs[l.i].Flaky
-			outs[l.i] = scheduler.MergeOutcome{ID: l.j.ID, OK: true, Commit: l.commit, Flaky: flaky}
+			outs[l.i] = scheduler.MergeOutcome{ID: l.j.ID, OK: true, Commit: l.commit, Flaky: flaky, Detail: l.note}
 			if k == len(prefix)-1 {
-				outs[l.i].Detail = res.Detail
+				outs[l.i].Detail = joinNote(l.note, res.Detail)
 			}
 		}
 	}

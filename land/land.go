@@ -59,6 +59,12 @@ type Owner struct {
 	LockWait time.Duration
 	// NoSecretScan turns off the scan for secrets (SECRET_SCAN=0).
 	NoSecretScan bool
+	// SecretAllow are SECRET_ALLOW's globs: a hit in a file one matches
+	// is accepted (and warned about).
+	SecretAllow []string
+	// Redact is the driver's redaction funnel: the gate logs go through
+	// it, and a landing must not carry its values.
+	Redact *secret.Redactor
 	// GateEach gates every prefix of a merge train side by side
 	// (MERGE_BATCH_GATE=each); off: only the train's top, and the
 	// middle when it is red.
@@ -194,6 +200,9 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 	}
 	res, again := o.publish(ctx, []scheduler.MergeJob{j}, []string{tip}, base, commit)
 	res.Flaky = out.Flaky
+	if res.OK && out.Detail != "" {
+		res.Detail = joinNote(out.Detail, res.Detail) // the accepted secrets
+	}
 	return res, again
 }
 
@@ -282,10 +291,14 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 		out.Err = err
 		return "", "", out, true, false
 	}
-	if found, err := o.secrets(ctx, base, commit); err != nil || len(found) > 0 {
-		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(found)
+	rep, err := o.secrets(ctx, base, commit)
+	if err != nil || len(rep.Found) > 0 {
+		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(rep.Found)
 		return "", "", out, true, false
 	}
+	// Hits an allow comment or SECRET_ALLOW accepted land, told as a
+	// warning with the merge: an agent can write an allow comment too.
+	out.Detail = secret.DescribeAllowed(rep.Allowed)
 	return commit, tree, out, false, false
 }
 
@@ -453,8 +466,8 @@ func lockedNote(err error) string {
 }
 
 func joinNote(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

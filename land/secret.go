@@ -6,11 +6,14 @@ import (
 	"github.com/claudopilot/claudopilot/secret"
 )
 
-// secrets scans what landing commit on base adds for secrets (unless
-// SECRET_SCAN=0). A scan that cannot run is an error: the merge stops.
-func (o *Owner) secrets(ctx context.Context, base, commit string) ([]secret.Finding, error) {
+// secrets scans everything landing commit on base brings into history for
+// secrets (unless SECRET_SCAN=0): the rules, SECRET_ALLOW and the
+// driver's own secret values (the funnel's). A scan that cannot run is an
+// error: the merge stops.
+func (o *Owner) secrets(ctx context.Context, base, commit string) (secret.Report, error) {
 	if o.NoSecretScan {
-		return nil, nil
+		return secret.Report{}, nil
 	}
-	return secret.Landing(ctx, o.Git, base, commit)
+	s := secret.Scanner{Allow: o.SecretAllow, Known: o.Redact}
+	return s.Landing(ctx, o.Git, base, commit)
 }

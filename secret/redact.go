@@ -1,18 +1,202 @@
 package secret
 
-// Redact returns s with every secret shape, and the value of every
-// .env-style secret assignment, replaced by "[redacted]". It is for text
-// shown to people (a log over the web), where a false positive costs a
-// word and a miss costs a credential.
-func Redact(s string) string {
-	for _, sh := range Shapes {
-		s = sh.Re.ReplaceAllString(s, "[redacted]")
-	}
-	for _, sh := range fileShapes {
-		s = sh.Re.ReplaceAllString(s, "[redacted]")
-	}
-	if m := assignment.FindStringSubmatchIndex(s); m != nil && secretLooking(s[m[4]:m[5]]) {
-		s = s[:m[4]] + "[redacted]" + s[m[5]:]
-	}
-	return s
+import (
+	"cmp"
+	"encoding/base64"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Redacted stands for every secret the Redactor removes.
+const Redacted = "[REDACTED]"
+
+// ruleKnown is a hit of a value the driver knows to be secret.
+const ruleKnown = "known-secret"
+
+// Redactor is the one funnel every text the driver writes goes through:
+// logs, the journal, events, notifications, the web API, what is posted
+// on GitHub. It removes the values of the secret-named variables of the
+// driver's environment (in their raw, URL-escaped and base64 forms) and
+// every secret the rules find (shapes, assignments, base64 of either).
+// Built once; safe for concurrent use. A nil Redactor removes what the
+// rules find.
+type Redactor struct {
+	known []knownValue
+	rep   *strings.Replacer
 }
+
+// knownValue is one form of a secret value and the variable it is from.
+type knownValue struct{ name, text string }
+
+// minKnown is the shortest value redacted by value: a shorter one would
+// redact ordinary words.
+const minKnown = 8
+
+// SecretEnv says whether an environment variable holds a secret by its
+// name: the GitHub token, and *_TOKEN, *_KEY, *_SECRET, *_PASSWORD (and
+// *_PASS, *_PWD, *_CREDENTIALS).
+func SecretEnv(name string) bool {
+	n := strings.ToUpper(name)
+	switch n {
+	case "GITHUB_TOKEN", "GH_TOKEN", "TOKEN", "PASSWORD", "SECRET":
+		return true
+	}
+	for _, suf := range []string{"_TOKEN", "_KEY", "_SECRET", "_PASSWORD", "_PASS", "_PWD", "_CREDENTIALS"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewRedactor collects the values of env's secret-named variables
+// (SecretEnv) and extra values (name "" for them), in every form.
+func NewRedactor(env []string, extra ...string) *Redactor {
+	r := &Redactor{}
+	add := func(name, v string) {
+		if len(v) < minKnown || strings.HasPrefix(v, "/") || strings.Trim(v, "0123456789") == "" {
+			return // too short, a path or a number: not worth a word of every log
+		}
+		for _, form := range forms(v) {
+			r.known = append(r.known, knownValue{name, form})
+		}
+	}
+	for _, kv := range env {
+		if name, v, ok := strings.Cut(kv, "="); ok && SecretEnv(name) {
+			add(name, v)
+		}
+	}
+	for _, v := range extra {
+		add("", v)
+	}
+	// Longest first, so a form holding another is replaced whole.
+	slices.SortStableFunc(r.known, func(a, b knownValue) int { return cmp.Compare(len(b.text), len(a.text)) })
+	r.known = slices.CompactFunc(r.known, func(a, b knownValue) bool { return a.text == b.text })
+	pairs := make([]string, 0, 2*len(r.known))
+	for _, k := range r.known {
+		pairs = append(pairs, k.text, Redacted)
+	}
+	r.rep = strings.NewReplacer(pairs...)
+	return r
+}
+
+// forms are the ways v shows in text: raw, URL-escaped, and base64 in
+// either alphabet at each of the three offsets it may start at inside a
+// longer encoded string ("x-access-token:<token>" of a git credential),
+// without the characters that also encode its neighbours.
+func forms(v string) []string {
+	out := []string{v, url.QueryEscape(v), url.PathEscape(v), base64.StdEncoding.EncodeToString([]byte(v)), base64.URLEncoding.EncodeToString([]byte(v))}
+	for k := range 3 {
+		b := append(make([]byte, k), v...)
+		from, to := (8*k+5)/6, 8*(k+len(v))/6
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			if s := enc.EncodeToString(b); to-from >= minKnown {
+				out = append(out, s[from:to])
+			}
+		}
+	}
+	return out
+}
+
+// String returns s with every secret replaced by Redacted.
+func (r *Redactor) String(s string) string {
+	if s == "" {
+		return s
+	}
+	if r != nil && r.rep != nil && len(r.known) > 0 {
+		s = r.rep.Replace(s)
+	}
+	if !strings.Contains(s, "\n") {
+		return redactHits(s)
+	}
+	var st stream
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = st.line(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Lines redacts each line.
+func (r *Redactor) Lines(lines []string) []string {
+	out := make([]string, len(lines))
+	var st stream
+	for i, l := range lines {
+		if r != nil && r.rep != nil && len(r.known) > 0 {
+			l = r.rep.Replace(l)
+		}
+		out[i] = st.line(l)
+	}
+	return out
+}
+
+// redactHits replaces what the rules find in one line.
+func redactHits(line string) string {
+	hs := lineHits(line)
+	if len(hs) == 0 {
+		return line
+	}
+	slices.SortFunc(hs, func(a, b hit) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end)) })
+	var b strings.Builder
+	at := 0
+	for _, h := range hs {
+		if h.end <= at {
+			continue // inside one already replaced
+		}
+		b.WriteString(line[at:max(at, h.start)])
+		b.WriteString(Redacted)
+		at = h.end
+	}
+	b.WriteString(line[at:])
+	return b.String()
+}
+
+// stream carries what spans lines in a text read line by line: a private
+// key's block, whose body lines hold no shape of their own.
+type stream struct{ inKey bool }
+
+var keyEnd = "-----END "
+
+// line redacts one line of a stream.
+func (st *stream) line(l string) string {
+	if st.inKey {
+		i := strings.Index(l, keyEnd)
+		if i < 0 {
+			return Redacted
+		}
+		st.inKey = false
+		return Redacted + l[i:]
+	}
+	out := redactHits(l)
+	if strings.Contains(l, "PRIVATE KEY") && Shapes[privateKeyShape].Re.MatchString(l) {
+		m := Shapes[privateKeyShape].Re.FindAllString(l, -1)
+		st.inKey = !strings.Contains(m[len(m)-1], keyEnd)
+	}
+	return out
+}
+
+// privateKeyShape is the private key's index in Shapes.
+var privateKeyShape = slices.IndexFunc(Shapes, func(s Shape) bool { return s.Rule == rulePrivateKey })
+
+// knownHits finds the known values in line, for the scan: a landing
+// must not carry the driver's own secrets either.
+func (r *Redactor) knownHits(line string) []hit {
+	if r == nil {
+		return nil
+	}
+	var out []hit
+	for _, k := range r.known {
+		if i := strings.Index(line, k.text); i >= 0 {
+			detail := "the value of " + k.name
+			if k.name == "" {
+				detail = "a value the driver holds"
+			}
+			out = append(out, hit{rule: ruleKnown, detail: detail, start: i, end: i + len(k.text)})
+		}
+	}
+	return out
+}
+
+// Redact is String of a Redactor that knows no values: the rules only.
+func Redact(s string) string { return (*Redactor)(nil).String(s) }

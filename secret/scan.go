@@ -2,28 +2,48 @@ package secret
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// Finding is one secret: where it is and what kind. Never its value.
+// Finding is one secret: where it is and which rule found it. Never its
+// value.
 type Finding struct {
-	Path   string
+	Path   string // "" for a commit's message
 	Line   int
-	Kind   string
-	Commit string // set when only a commit of the history adds it (a later one removed it)
+	Rule   string
+	Detail string // the name it is assigned to, "base64", "split over two lines"
+	Commit string // the commit adding it, when only the history has it; a message's commit
+	// Allowed says what accepted it ("claudopilot:allow-secret",
+	// "SECRET_ALLOW <glob>"); empty for a hit.
+	Allowed string
 }
 
 func (f Finding) String() string {
-	if f.Commit != "" {
-		return fmt.Sprintf("%s:%d (added by commit %.12s): %s", f.Path, f.Line, f.Commit, f.Kind)
+	what := f.Rule
+	if f.Detail != "" {
+		what += " (" + f.Detail + ")"
 	}
-	return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, f.Kind)
+	switch {
+	case f.Path == "":
+		return fmt.Sprintf("message of commit %.12s:%d: %s", f.Commit, f.Line, what)
+	case f.Commit != "":
+		return fmt.Sprintf("%s:%d (added by commit %.12s): %s", f.Path, f.Line, f.Commit, what)
+	}
+	return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, what)
 }
 
 // Describe lists findings for a failure detail, at most ten.
@@ -39,78 +59,337 @@ func Describe(fs []Finding) string {
 	return "secrets in what the merge adds: " + strings.Join(parts, "; ")
 }
 
-// Landing scans what landing commit to on from adds: the lines its tree
-// adds over from's, and the lines each commit from..to adds (merge
-// commits aside), since a merge carries the branch's history onto the
-// base too: a secret committed and removed later is still there.
+// DescribeAllowed lists the hits an allow accepted, for a warning; ""
+// for none.
+func DescribeAllowed(fs []Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, min(len(fs), 10)+1)
+	for i, f := range fs {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-10))
+			break
+		}
+		parts = append(parts, f.String()+" ["+f.Allowed+"]")
+	}
+	return "secrets accepted as false positives: " + strings.Join(parts, "; ")
+}
+
+// Scanner scans what a landing brings into history. The zero Scanner
+// scans with the rules alone.
+type Scanner struct {
+	// Allow are SECRET_ALLOW's globs: a hit in a file whose path one
+	// matches is accepted (a glob with no slash matches the file's name
+	// in any folder).
+	Allow []string
+	// Known are the driver's own secrets (the Redactor's values): a
+	// landing must not carry them either.
+	Known *Redactor
+}
+
+// Report is a scan's result: the hits, and the hits accepted by an
+// allow comment or SECRET_ALLOW (to be shown: an agent can write an
+// allow comment too).
+type Report struct {
+	Found, Allowed []Finding
+}
+
+// Landing scans everything landing commit to on from brings into
+// history: the lines its tree adds over from's, and each commit of
+// from..to, its message and its own changes: a merge's against each of
+// its parents (what is new against all of them is the merge's own), a
+// binary file's bytes as text. A secret committed and removed later
+// still lands in the history.
+func (s *Scanner) Landing(ctx context.Context, git *worktree.Client, from, to string) (Report, error) {
+	p := &patchScan{s: s}
+	tree := []string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "--end-of-options", from, to}
+	if err := git.GitStream(ctx, "", p.read, tree...); err != nil {
+		return Report{}, fmt.Errorf("scan for secrets: %w", err)
+	}
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	// The nonce marks the driver's headers: a message cannot forge one.
+	p.nonce = hex.EncodeToString(nonce)
+	hist := []string{"-c", "core.quotePath=false", "log", "-m", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv",
+		"--format=%x01" + p.nonce + " %H %P%n%B%n%x02" + p.nonce, "--end-of-options", from + ".." + to}
+	if err := git.GitStream(ctx, "", p.read, hist...); err != nil {
+		return Report{}, fmt.Errorf("scan for secrets: %w", err)
+	}
+	return p.report(), nil
+}
+
+// Landing scans with the rules alone (Scanner.Landing) and returns the
+// hits.
 func Landing(ctx context.Context, git *worktree.Client, from, to string) ([]Finding, error) {
-	return landing(ctx, git, from, to, Line)
+	r, err := (&Scanner{}).Landing(ctx, git, from, to)
+	return r.Found, err
 }
 
-// landing is Landing with check telling the kind of secret a line holds.
-func landing(ctx context.Context, git *worktree.Client, from, to string, check func(string) string) ([]Finding, error) {
-	tree, err := scanDiff(ctx, git, "diff", from, to, check)
-	if err != nil {
-		return nil, err
-	}
-	hist, err := scanDiff(ctx, git, "log", from, to, check)
-	if err != nil {
-		return nil, err
-	}
-	type key struct {
-		path, kind string
-	}
-	seen := map[key]bool{}
-	for _, f := range tree {
-		seen[key{f.Path, f.Kind}] = true
-	}
-	for _, f := range hist {
-		if !seen[key{f.Path, f.Kind}] {
-			seen[key{f.Path, f.Kind}] = true
-			tree = append(tree, f)
-		}
-	}
-	return tree, nil
+// Push scans what pushing to would publish beyond from: a landing's
+// scan (Scanner.Landing) with known as the driver's own secrets. It
+// returns the hits.
+func Push(ctx context.Context, git *worktree.Client, from, to string, known *Redactor) ([]Finding, error) {
+	r, err := (&Scanner{Known: known}).Landing(ctx, git, from, to)
+	return r.Found, err
 }
 
-// scanDiff reads `git diff from to` or `git log -p from..to` with no
-// context lines and scans each added line.
-func scanDiff(ctx context.Context, git *worktree.Client, how, from, to string, check func(string) string) ([]Finding, error) {
-	out, err := git.AddedLines(ctx, from, to, how != "diff")
-	if err != nil {
-		return nil, fmt.Errorf("scan for secrets: %w", err)
-	}
-	var (
-		found        []Finding
-		commit, path string
-		line         int
-		inHunk       bool
-	)
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "commit ") && how == "log":
-			commit, path, inHunk = strings.TrimPrefix(l, "commit "), "", false
-		case strings.HasPrefix(l, "diff --git "):
-			path, inHunk = "", false
-		case !inHunk && strings.HasPrefix(l, "+++ "):
-			path = diffPath(strings.TrimPrefix(l, "+++ "))
-		case strings.HasPrefix(l, "@@ "):
-			inHunk, line = true, hunkStart(l)
-		case inHunk && strings.HasPrefix(l, "+"):
-			if kind := check(l[1:]); kind != "" && path != "" {
-				found = append(found, Finding{Path: path, Line: line, Kind: kind, Commit: commit})
+// patchScan reads patches (a diff, then a log's) and collects findings.
+type patchScan struct {
+	s     *Scanner
+	nonce string // "" while reading the tree's diff
+
+	// The commit being read: its id, parents, which of its diffs (one
+	// per parent for a merge) and each diff's findings.
+	commit  string
+	parents int
+	diffs   int
+	perDiff map[Finding]int
+	inMsg   bool
+	msgLine int
+	inPiece bool // the last line read was a piece of a long line
+
+	path  string
+	run   []string // consecutive added lines
+	runAt int      // the new file's line of run[0]
+
+	found []Finding
+}
+
+// maxLine bounds the piece of a line read at once: a longer line (a
+// binary file without newlines) is read in pieces overlapping by
+// overlap bytes, so nothing of that size or shorter is cut in two.
+const (
+	maxLine = 1 << 20
+	overlap = 4 << 10
+)
+
+// read consumes one git output.
+func (p *patchScan) read(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			if len(long) >= maxLine {
+				p.line(string(long), true)
+				// The next piece starts with the line's own prefix
+				// and the overlap.
+				long = append(long[:1:1], long[len(long)-overlap:]...)
 			}
-			line++
+			continue
+		}
+		if len(chunk) > 0 || len(long) > 0 {
+			l := string(append(long, chunk...))
+			long = long[:0]
+			p.line(strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r"), false)
+		}
+		if err == io.EOF {
+			p.endCommit()
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("scan for secrets: %w", err)
+}
+
+// line takes one line of the output; piece: a piece of a long line, more
+// of which follows.
+func (p *patchScan) line(l string, piece bool) {
+	if p.nonce != "" {
+		switch {
+		case strings.HasPrefix(l, "\x01"+p.nonce+" "):
+			p.header(strings.Fields(l[1+len(p.nonce):]))
+			return
+		case l == "\x02"+p.nonce:
+			p.inMsg = false
+			return
+		case p.inMsg:
+			if p.diffs == 1 {
+				if !p.inPiece {
+					p.msgLine++
+				}
+				p.message(l)
+			}
+			p.inPiece = piece
+			return
+		}
 	}
-	slices.SortStableFunc(found, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
-	return found, nil
+	switch {
+	case strings.HasPrefix(l, "diff --git "):
+		p.endRun()
+		p.path = ""
+	case strings.HasPrefix(l, "+++ ") && p.runAt == 0:
+		p.path = diffPath(strings.TrimPrefix(l, "+++ "))
+	case strings.HasPrefix(l, "@@"):
+		p.endRun()
+		p.runAt = hunkStart(l)
+	case strings.HasPrefix(l, "+") && p.runAt > 0 && (piece || p.inPiece):
+		// A long line is scanned piece by piece, as one line: the last
+		// piece joins the run (for what spans it and the next line).
+		if piece {
+			p.scanPiece(l[1:])
+		} else {
+			p.run = append(p.run, l[1:])
+		}
+	case strings.HasPrefix(l, "+") && p.runAt > 0:
+		p.run = append(p.run, l[1:])
+	default:
+		if p.runAt > 0 && len(p.run) > 0 {
+			// A removed line between added ones ends the run.
+			at := p.runAt + len(p.run)
+			p.endRun()
+			p.runAt = at
+		}
+	}
+	p.inPiece = piece
+}
+
+// scanPiece scans a piece of a long added line, the run's next line.
+func (p *patchScan) scanPiece(l string) {
+	run, at := p.run, p.runAt
+	p.run, p.runAt = []string{l}, at+len(run)
+	p.endRun()
+	p.run, p.runAt = run, at
+}
+
+// header starts one diff of a commit: a merge's come once per parent.
+func (p *patchScan) header(f []string) {
+	p.endRun()
+	if len(f) == 0 {
+		return
+	}
+	if f[0] != p.commit {
+		p.endCommit()
+		p.commit, p.parents, p.diffs, p.msgLine = f[0], len(f)-1, 0, 0
+		p.perDiff = map[Finding]int{}
+	}
+	p.diffs++
+	p.inMsg, p.path = true, ""
+}
+
+// endCommit keeps a merge's findings that every one of its diffs has:
+// what is new against each parent is the merge's own. A line one parent
+// holds came with that parent, and its own commits are scanned.
+func (p *patchScan) endCommit() {
+	p.endRun()
+	for f, n := range p.perDiff {
+		if p.parents <= 1 || n >= p.parents {
+			p.found = append(p.found, f)
+		}
+	}
+	p.commit, p.perDiff = "", nil
+}
+
+// message scans one line of a commit's message.
+func (p *patchScan) message(l string) {
+	for _, h := range p.hits([]string{l}) {
+		f := Finding{Line: p.msgLine, Rule: h.rule, Detail: h.detail, Commit: p.commit}
+		if slices.Contains(allows(l), h.rule) {
+			f.Allowed = "claudopilot:allow-secret"
+		}
+		p.found = append(p.found, f)
+	}
+}
+
+// hits are the rules' and the known values' hits in consecutive lines.
+func (p *patchScan) hits(lines []string) []lineHit {
+	hs := runHits(lines)
+	for i, l := range lines {
+		for _, h := range p.s.Known.knownHits(l) {
+			hs = append(hs, lineHit{hit: h, line: i})
+		}
+	}
+	return hs
+}
+
+// endRun scans the run of added lines read.
+func (p *patchScan) endRun() {
+	run, at := p.run, p.runAt
+	p.run, p.runAt = nil, 0
+	if len(run) == 0 || p.path == "" {
+		return
+	}
+	seen := map[Finding]bool{}
+	for _, h := range p.hits(run) {
+		f := Finding{Path: p.path, Line: at + h.line, Rule: h.rule, Detail: h.detail, Commit: p.commit}
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		al := allows(run[h.line])
+		if h.also {
+			al = append(al, allows(run[h.line+1])...)
+		}
+		if slices.Contains(al, h.rule) {
+			f.Allowed = "claudopilot:allow-secret"
+		} else if g := p.s.allowed(p.path); g != "" {
+			f.Allowed = "SECRET_ALLOW " + g
+		}
+		if p.perDiff != nil {
+			p.perDiff[f]++
+		} else {
+			p.found = append(p.found, f)
+		}
+	}
+}
+
+// allowed is the SECRET_ALLOW glob matching file, or "".
+func (s *Scanner) allowed(file string) string {
+	for _, g := range s.Allow {
+		name := file
+		if !strings.Contains(g, "/") {
+			name = path.Base(file)
+		}
+		if ok, _ := doublestar.Match(g, name); ok {
+			return g
+		}
+	}
+	return ""
+}
+
+// report sorts the findings: the tree's (read first: its lines are
+// where a secret is now), then the history's for a file and rule the
+// tree has none of (one per file and rule: a secret several commits
+// carry is one secret).
+func (p *patchScan) report() Report {
+	type key struct {
+		path, rule string
+		allowed    bool
+	}
+	inTree := map[key]bool{}
+	seen := map[Finding]bool{}
+	var r Report
+	for _, f := range p.found {
+		k := key{f.Path, f.Rule, f.Allowed != ""}
+		switch {
+		case f.Commit == "":
+			inTree[k] = true
+		case f.Path == "":
+			// A message: each line its own.
+		case inTree[k]:
+			continue
+		default:
+			inTree[k] = true
+		}
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		if f.Allowed != "" {
+			r.Allowed = append(r.Allowed, f)
+		} else {
+			r.Found = append(r.Found, f)
+		}
+	}
+	byPlace := func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Rule, b.Rule))
+	}
+	slices.SortStableFunc(r.Found, byPlace)
+	slices.SortStableFunc(r.Allowed, byPlace)
+	return r
 }
 
 // diffPath reads the path of a "+++ b/<path>" line ("" for /dev/null),

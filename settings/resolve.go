@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/sandbox"
@@ -277,6 +279,14 @@ func parse(k Knob, raw string) (any, string) {
 		return "", "want " + orList(k.Choices)
 	case List:
 		return splitList(v), ""
+	case Globs:
+		gs := splitList(v)
+		for _, g := range gs {
+			if !doublestar.ValidatePattern(g) {
+				return gs, fmt.Sprintf("%q is not a valid glob", g)
+			}
+		}
+		return gs, ""
 	case Regexp:
 		if raw == "" {
 			return (*regexp.Regexp)(nil), ""

@@ -37,6 +37,7 @@ type Settings struct {
 	Stack                bool
 	GateRetries          int
 	SecretScan           bool
+	SecretAllow          []string
 	DerivedConflictFiles *regexp.Regexp // nil: the known lockfiles
 	Bootstrap, Build     string
 	MaxIter              int

@@ -284,7 +284,7 @@ func TestLogs(t *testing.T) {
 	for sc.Scan() {
 		b.WriteString(sc.Text() + "\n")
 	}
-	if resp.StatusCode != 200 || !strings.Contains(b.String(), "hello") || strings.Contains(b.String(), "wJalrXUtnFEMI7K7") || !strings.Contains(b.String(), "[redacted]") {
+	if resp.StatusCode != 200 || !strings.Contains(b.String(), "hello") || strings.Contains(b.String(), "wJalrXUtnFEMI7K7") || !strings.Contains(b.String(), "[REDACTED]") {
 		t.Errorf("log %d: %q", resp.StatusCode, b.String())
 	}
 	if got := f.do(t, "GET", "/api/v1/logs/x", "tok", "", "").StatusCode; got != 404 {
@@ -321,7 +321,7 @@ func TestLogs(t *testing.T) {
 			appended = true
 		}
 	}
-	if lines[0] != `"hello"` || !strings.Contains(lines[1], "[redacted]") || lines[2] != `"later"` {
+	if lines[0] != `"hello"` || !strings.Contains(lines[1], "[REDACTED]") || lines[2] != `"later"` {
 		t.Errorf("followed %q", lines)
 	}
 }

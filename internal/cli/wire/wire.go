@@ -99,7 +99,7 @@ type Run struct {
 func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, error) {
 	c := engine.Settings{
 		MaxParallel: s.MaxParallel, MaxSuper: s.MaxSupervisor, Transient: s.TransientRetries, LogCapMB: s.LogCapMB,
-		KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints, SecretScan: s.SecretScan,
+		KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints, SecretScan: s.SecretScan, SecretAllow: s.SecretAllow,
 		MergeBatch: s.MergeBatch, GateRetries: s.GateRetries, MergeBatchGateEach: s.MergeBatchGate == "each", Stack: s.Stack,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Super: s.Supervisor,
 		Lockfile: s.LockfileCmd, Bootstrap: s.Bootstrap, Build: s.Build, Derived: s.DerivedConflictFiles,

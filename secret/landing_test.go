@@ -1,0 +1,183 @@
+package secret
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+const testToken = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+// Every form #22 §1 walked around the scan with is found, by file and
+// line (or commit message) and rule, never with its value.
+func TestLandingCatchesEveryForm(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := g.Git(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	git("checkout", "-q", "-b", "side")
+	commit("side", map[string]string{"side.txt": "side\n"})
+	git("checkout", "-q", "-b", "br", "main")
+	commit("work", map[string]string{"work.txt": "work\n"})
+	// A secret only a merge commit adds, taken out by the next commit.
+	git("merge", "-q", "--no-commit", "side")
+	commit("merge side", map[string]string{"evil.txt": "t " + testToken + "\n"})
+	commit("rm", map[string]string{"evil.txt": ""})
+	commit("notes\n\nthe token is "+testToken+"\n", map[string]string{"bin.dat": "\x00\x01\x02 key " + testToken + " \x00\n"})
+	commit("more", map[string]string{
+		"split.txt": "const t = \"ghp_abcdefgh\" +\n  \"ijklmnopqrstuvwxyz0123456789\"\n",
+		"b64.txt":   "creds: " + base64.StdEncoding.EncodeToString([]byte(testToken)) + "\n",
+		"cfg.json":  `{"db":{"password":"Hx7kq9Lm2p"}}` + "\n",
+		".env":      "CACHE_KEY=users\nDB_PASS=s3cr3tP4ssw0rd\n",
+		"key.txt":   "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Zh8Y0Rkz7yV7cX5i2Fz7Oeg1\n",
+	})
+	tip := git("rev-parse", "HEAD")
+	found, err := Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range found {
+		got = append(got, f.String())
+	}
+	s := strings.Join(got, "\n")
+	for _, want := range []string{
+		"evil.txt:1 (added by commit ",
+		"bin.dat:1: github-token",
+		"message of commit ",
+		"split.txt:1: github-token (split over two lines)",
+		"b64.txt:1: github-token (base64)",
+		"cfg.json:1: secret-field (password)",
+		".env:2: secret-assignment (DB_PASS)",
+		"key.txt:1: private-key (base64)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("findings lack %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "abcdefgh") || strings.Contains(s, ".env:1") || strings.Contains(s, "side.txt") {
+		t.Errorf("findings:\n%s", s)
+	}
+}
+
+// A merge's lines that one parent already holds are that parent's: a
+// branch that merges the base in is not blamed for the base's secrets.
+func TestLandingMergeOfBaseAddsNothing(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	if _, err := g.Git(ctx, "checkout", "-q", "-b", "br"); err != nil {
+		t.Fatal(err)
+	}
+	commit("work", map[string]string{"work.txt": "work\n"})
+	if _, err := g.Git(ctx, "checkout", "-q", "main"); err != nil {
+		t.Fatal(err)
+	}
+	// A secret on the base (a user's), committed after the branch forked.
+	mainTip := commit("user", map[string]string{"old.env": "API_TOKEN=a8f3k29dk3l0qpz7\n"})
+	if _, err := g.Git(ctx, "checkout", "-q", "br"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Git(ctx, "merge", "-q", "--no-edit", "main"); err != nil {
+		t.Fatal(err)
+	}
+	tip, _ := g.Git(ctx, "rev-parse", "HEAD")
+	if found, err := Landing(ctx, g, mainTip, tip); err != nil || len(found) != 0 {
+		t.Errorf("found %v, %v", found, err)
+	}
+	_ = base
+}
+
+// An allow comment naming the rule, or a SECRET_ALLOW glob, accepts a
+// known false positive; the accepted hits are reported apart. A comment
+// naming another rule accepts nothing.
+func TestLandingAllow(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	tip := commit("add", map[string]string{
+		"a.go":              "const fake = \"" + testToken + "\" // claudopilot:allow-secret github-token\n",
+		"b.go":              "const fake = \"" + testToken + "\" // claudopilot:allow-secret high-entropy\n",
+		"testdata/x.golden": "DB_PASS=s3cr3tP4ssw0rd\n",
+		"c.pem.fixture":     "-----BEGIN RSA PRIVATE KEY-----\n",
+	})
+	r, err := (&Scanner{Allow: []string{"testdata/**", "*.fixture"}}).Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Found) != 1 || r.Found[0].Path != "b.go" || r.Found[0].Rule != "github-token" {
+		t.Errorf("found %v", r.Found)
+	}
+	var allowed []string
+	for _, f := range r.Allowed {
+		allowed = append(allowed, f.Path+" "+f.Allowed)
+	}
+	if strings.Join(allowed, "; ") != "a.go claudopilot:allow-secret; c.pem.fixture SECRET_ALLOW *.fixture; testdata/x.golden SECRET_ALLOW testdata/**" {
+		t.Errorf("allowed %q", allowed)
+	}
+}
+
+// The driver's own secrets (the Redactor's values) do not land either, in
+// any of their forms.
+func TestLandingKnownValues(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	pw := "p@ss/w0rd+Zq8 long"
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	tip := commit("add", map[string]string{"notes.txt": "url https://x.example/?p=" + strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(pw, "@", "%40"), "/", "%2F"), "+", "%2B"), " ", "+") + "\n"})
+	r, err := (&Scanner{Known: NewRedactor([]string{"DEPLOY_PASSWORD=" + pw})}).Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Found) != 1 || r.Found[0].String() != "notes.txt:1: known-secret (the value of DEPLOY_PASSWORD)" {
+		t.Errorf("found %v", r.Found)
+	}
+}
+
+// A forged header in a commit message cannot end the message early: the
+// lines after it are still read as the message.
+func TestLandingMessageCannotForgeHeaders(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	tip := commit("msg\n\x02\ndiff --git a/x b/x\n"+testToken+"\n", map[string]string{"a.txt": "a\n"})
+	found, err := Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Path != "" || found[0].Line != 4 {
+		t.Errorf("found %v", found)
+	}
+}
+
+// A line longer than a piece (a binary file with no newline) is read in
+// overlapping pieces: a token across a piece's end is still found, on
+// its line, and the lines after it keep their numbers.
+func TestLandingLongLine(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	// The token starts 10 bytes before the first piece ends: the "+"
+	// of the diff line, then the file's bytes.
+	long := strings.Repeat("\x00x", (maxLine-11)/2) + " " + testToken + " " + strings.Repeat("\x01", 2*maxLine)
+	tip := commit("add", map[string]string{"big.bin": long + "\nDB_PASS=s3cr3tP4ssw0rd\n"})
+	found, err := Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range found {
+		got = append(got, f.String())
+	}
+	if strings.Join(got, "; ") != "big.bin:1: github-token; big.bin:2: secret-assignment (DB_PASS)" {
+		t.Errorf("found %q", got)
+	}
+}
