@@ -49,69 +49,110 @@ const cleanExample = `  claudopilot clean --dry-run
   claudopilot clean roadmap/
   claudopilot clean --parked --yes`
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what clean's flags and arguments say.
+type Options struct {
+	App                 *cmdutil.App
+	Dir                 string // the roadmap folder
+	Parked, Yes, DryRun bool
+	Flags               settings.Flags // --base
+}
+
+// NewCmd is `claudopilot clean`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("clean", "remove worktrees and branches of merged phases, stale registrations and a stale lock", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "clean", "clean [ROADMAP_DIR] [--parked] [--yes] [--dry-run] [--base BRANCH]", cleanAbout, cleanExample)
 	parked := fs.Bool("parked", false, "also remove the branches and worktrees of [blocked] and [failed] phases, with their unmerged work")
 	yes := fs.Bool("yes", false, "with --parked: do not ask")
 	dryRun := fs.Bool("dry-run", false, "report what would be removed, remove nothing")
 	fs.String("base", "", "the base branch (default: BASE_BRANCH, else the current branch)")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 1 {
-		return cmdutil.UsageErrorf("clean takes at most one ROADMAP_DIR, got %d", fs.NArg())
+		return nil, cmdutil.UsageErrorf("clean takes at most one ROADMAP_DIR, got %d", fs.NArg())
 	}
 	dir, err := cmdutil.FindRoadmapDir(ctx, a, fs.Arg(0))
 	if err != nil {
+		return nil, err
+	}
+	return &Options{App: a, Dir: dir, Parked: *parked, Yes: *yes, DryRun: *dryRun, Flags: fs}, nil
+}
+
+// Run removes what runs left behind, each thing reported.
+func Run(ctx context.Context, o *Options) error {
+	c, err := open(ctx, o)
+	if err != nil {
 		return err
 	}
-	git, err := cmdutil.OpenRepoFor(ctx, a, dir)
-	if err != nil {
-		return fmt.Errorf("clean: %w", err)
+	if o.Parked && !o.DryRun && c.lock == cmdutil.LockLive {
+		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(c.holder))
 	}
-	rm, err := roadmap.Load(dir, roadmap.Options{})
-	if err != nil {
-		return err
+	for _, step := range []func(context.Context) error{c.prune, c.leftovers, c.litterOfMerged, c.gates, c.staleLock} {
+		if err := step(ctx); err != nil {
+			return fmt.Errorf("clean: %w", err)
+		}
 	}
-	// The base as the one base rule gives it (no trunk guard: clean only
-	// reads the base). A bad value elsewhere is run's and doctor's to
-	// report; a settings file that cannot be read stops clean too.
-	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Flags: fs, Env: a.Env, Top: git.Dir})
+	switch {
+	case c.removed == 0 && c.keptN > 0:
+		fmt.Fprintln(o.App.S.Out, "nothing removed")
+	case c.removed == 0:
+		fmt.Fprintln(o.App.S.Out, "nothing to clean")
+	}
+	return nil
+}
+
+// open finds the repository, the roadmap, the base (by the one base rule,
+// without the trunk guard: clean only reads the base) and the lock.
+func open(ctx context.Context, o *Options) (*cleaner, error) {
+	a := o.App
+	git, err := cmdutil.OpenRepoFor(ctx, a, o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("clean: %w", err)
+	}
+	rm, err := roadmap.Load(o.Dir, roadmap.Options{})
+	if err != nil {
+		return nil, err
+	}
+	// A bad value elsewhere is run's and doctor's to report; a settings
+	// file that cannot be read stops clean too.
+	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Flags: o.Flags, Env: a.Env, Top: git.Dir})
 	var serr *settings.Error
 	if errors.As(err, &serr) && serr.Unreadable() {
-		return err
+		return nil, err
 	}
 	b, err := s.Base(ctx, git, settings.ReadHere)
 	var be *settings.BaseError
 	if errors.As(err, &be) && be.Kind == settings.BaseDetached {
-		return errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
+		return nil, errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
 	}
 	if err != nil && (be == nil || be.Kind != settings.BaseMissing && be.Kind != settings.BaseUnborn) {
-		return fmt.Errorf("clean: %w", err)
+		return nil, fmt.Errorf("clean: %w", err)
 	}
-	base := b.Branch
-	baseTip, err := git.RevParse(ctx, "refs/heads/"+base)
-	if err != nil {
-		return fmt.Errorf("clean: base branch %s does not exist", base)
+	c := &cleaner{a: a, git: git, dry: o.DryRun, o: o, rm: rm, base: b.Branch}
+	if c.baseTip, err = git.RevParse(ctx, "refs/heads/"+c.base); err != nil {
+		return nil, fmt.Errorf("clean: base branch %s does not exist", c.base)
 	}
-	layout, err := engine.MakeLayout(git, dir, base)
-	if err != nil {
-		return fmt.Errorf("clean: %w", err)
+	if c.layout, err = engine.MakeLayout(git, o.Dir, c.base); err != nil {
+		return nil, fmt.Errorf("clean: %w", err)
 	}
 	common, err := git.CommonDir(ctx)
 	if err != nil {
-		return fmt.Errorf("clean: %w", err)
+		return nil, fmt.Errorf("clean: %w", err)
 	}
-	lockPath := filepath.Join(common, "claudopilot.lock")
-	holder, lock := cmdutil.LockStatus(lockPath)
-	if *parked && !*dryRun && lock == cmdutil.LockLive {
-		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(holder))
-	}
+	c.lockPath = filepath.Join(common, "claudopilot.lock")
+	c.holder, c.lock = cmdutil.LockStatus(c.lockPath)
+	return c, nil
+}
 
-	c := &cleaner{a: a, git: git, dry: *dryRun}
-	wts, err := git.Worktrees(ctx)
+// prune drops the registrations of worktrees whose folder is gone.
+func (c *cleaner) prune(ctx context.Context) error {
+	wts, err := c.git.Worktrees(ctx)
 	if err != nil {
-		return fmt.Errorf("clean: %w", err)
+		return err
 	}
 	var stale []worktree.Worktree
 	for _, wt := range wts {
@@ -119,20 +160,26 @@ func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
 			stale = append(stale, wt)
 		}
 	}
-	if len(stale) > 0 {
-		if !c.dry {
-			if err := git.Prune(ctx); err != nil {
-				return fmt.Errorf("clean: %w", err)
-			}
-		}
-		for _, wt := range stale {
-			c.did("pruned", "would prune", "stale worktree registration %s (its folder is gone)", c.rel(wt.Path))
+	if len(stale) == 0 {
+		return nil
+	}
+	if !c.dry {
+		if err := c.git.Prune(ctx); err != nil {
+			return err
 		}
 	}
+	for _, wt := range stale {
+		c.did("pruned", "would prune", "stale worktree registration %s (its folder is gone)", c.rel(wt.Path))
+	}
+	return nil
+}
 
-	lefts, err := land.Leftovers(ctx, git, layout, rm)
+// leftovers removes the leftovers of landed phases, and of parked ones
+// when asked to; pending and running phases are never touched.
+func (c *cleaner) leftovers(ctx context.Context) error {
+	lefts, err := land.Leftovers(ctx, c.git, c.layout, c.rm)
 	if err != nil {
-		return fmt.Errorf("clean: %w", err)
+		return err
 	}
 	var parkedLeft []*land.Leftover
 	for _, l := range lefts {
@@ -143,51 +190,54 @@ func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
 			parkedLeft = append(parkedLeft, l)
 			continue
 		}
-		if err := c.landed(ctx, l, base, baseTip); err != nil {
-			return fmt.Errorf("clean: %w", err)
+		if err := c.landed(ctx, l, c.base, c.baseTip); err != nil {
+			return err
 		}
 	}
-	if err := c.parked(ctx, parkedLeft, *parked, *yes, base, baseTip); err != nil {
-		return fmt.Errorf("clean: %w", err)
-	}
-	if err := c.litter(ctx, layout, rm, lock == cmdutil.LockLive); err != nil {
-		return fmt.Errorf("clean: %w", err)
-	}
+	return c.parked(ctx, parkedLeft, c.o.Parked, c.o.Yes, c.base, c.baseTip)
+}
 
-	for _, gate := range land.GateDirs(layout) {
-		if lock == cmdutil.LockLive {
-			break
-		}
-		if _, err := os.Stat(gate); err == nil {
-			if !c.dry {
-				if err := git.RemoveWorktree(ctx, gate); err != nil {
-					return fmt.Errorf("clean: %w", err)
-				}
-			}
-			c.did("removed", "would remove", "the merge gate's worktree %s (the next merge makes it again)", c.rel(gate))
-		}
+func (c *cleaner) litterOfMerged(ctx context.Context) error {
+	return c.litter(ctx, c.layout, c.rm, c.lock == cmdutil.LockLive)
+}
+
+// gates removes the merge gate's worktrees when no run goes on.
+func (c *cleaner) gates(ctx context.Context) error {
+	if c.lock == cmdutil.LockLive {
+		return nil
 	}
-	if lock == cmdutil.LockStale {
+	for _, gate := range land.GateDirs(c.layout) {
+		if _, err := os.Stat(gate); err != nil {
+			continue
+		}
 		if !c.dry {
-			// Remove it only if it is still the same dead holder's.
-			if now, _ := state.ReadLock(lockPath); now.PID == holder.PID {
-				if err := os.Remove(lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("clean: %w", err)
-				}
+			if err := c.git.RemoveWorktree(ctx, gate); err != nil {
+				return err
 			}
 		}
-		who := "its driver died before writing it"
-		if holder.PID > 0 {
-			who = fmt.Sprintf("pid %d on %s is gone", holder.PID, holder.Host)
+		c.did("removed", "would remove", "the merge gate's worktree %s (the next merge makes it again)", c.rel(gate))
+	}
+	return nil
+}
+
+// staleLock removes a lock whose driver is dead, only if it is still the
+// same dead holder's.
+func (c *cleaner) staleLock(context.Context) error {
+	if c.lock != cmdutil.LockStale {
+		return nil
+	}
+	if !c.dry {
+		if now, _ := state.ReadLock(c.lockPath); now.PID == c.holder.PID {
+			if err := os.Remove(c.lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 		}
-		c.did("removed", "would remove", "stale lock %s (%s)", c.rel(lockPath), who)
 	}
-	switch {
-	case c.removed == 0 && c.keptN > 0:
-		fmt.Fprintln(a.S.Out, "nothing removed")
-	case c.removed == 0:
-		fmt.Fprintln(a.S.Out, "nothing to clean")
+	who := "its driver died before writing it"
+	if c.holder.PID > 0 {
+		who = fmt.Sprintf("pid %d on %s is gone", c.holder.PID, c.holder.Host)
 	}
+	c.did("removed", "would remove", "stale lock %s (%s)", c.rel(c.lockPath), who)
 	return nil
 }
 
@@ -197,6 +247,15 @@ type cleaner struct {
 	dry     bool
 	removed int
 	keptN   int
+
+	o        *Options
+	rm       *roadmap.Roadmap
+	layout   state.Layout
+	base     string
+	baseTip  string
+	lockPath string
+	holder   state.LockInfo
+	lock     cmdutil.LockState
 }
 
 // did reports one removal, or with --dry-run what would be removed.

@@ -122,3 +122,20 @@ func BoolFlagValues(fs *pflag.FlagSet, args []string) []string {
 	}
 	return out
 }
+
+// NewCommand makes a command in gh's shape: its Run parses the arguments
+// into options (parse), then runs them with runF, or with run when runF is
+// nil. A test of a command's flags passes its own runF and looks at the
+// options; a test of its behaviour calls run with options it builds.
+func NewCommand[O any](name, summary string, parse func(context.Context, *App, []string) (*O, error), run, runF func(context.Context, *O) error) Command {
+	if runF == nil {
+		runF = run
+	}
+	return Command{Name: name, Summary: summary, Run: func(ctx context.Context, a *App, args []string) error {
+		o, err := parse(ctx, a, args)
+		if err != nil {
+			return err
+		}
+		return runF(ctx, o)
+	}}
+}

@@ -30,17 +30,35 @@ const completionExample = `  source <(claudopilot completion bash)
   claudopilot completion zsh > "${fpath[1]}/_claudopilot"
   claudopilot completion fish > ~/.config/fish/completions/claudopilot.fish`
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what completion's arguments say.
+type Options struct {
+	App   *cmdutil.App
+	Shell string
+}
+
+// NewCmd is `claudopilot completion`; runF runs the parsed options (Run
+// when nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("completion", "print a bash, zsh or fish completion script", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "completion", "completion bash|zsh|fish", completionAbout, completionExample)
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return cmdutil.UsageErrorf("completion: name one shell: bash, zsh or fish")
+		return nil, cmdutil.UsageErrorf("completion: name one shell: bash, zsh or fish")
 	}
+	return &Options{App: a, Shell: fs.Arg(0)}, nil
+}
+
+// Run prints the script for the shell, generated from the command tree.
+func Run(ctx context.Context, o *Options) error {
+	a := o.App
 	cmds := completionCommands(ctx, a)
 	var b bytes.Buffer
-	switch fs.Arg(0) {
+	switch o.Shell {
 	case "bash":
 		writeBashCompletion(&b, cmds)
 	case "zsh":
@@ -48,7 +66,7 @@ func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
 	case "fish":
 		writeFishCompletion(&b, cmds)
 	default:
-		return cmdutil.UsageErrorf("completion: unknown shell %q (want bash, zsh or fish)", fs.Arg(0))
+		return cmdutil.UsageErrorf("completion: unknown shell %q (want bash, zsh or fish)", o.Shell)
 	}
 	_, err := a.S.Out.Write(b.Bytes())
 	return err

@@ -18,7 +18,21 @@ import (
 	"github.com/claudopilot/claudopilot/settings"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what demo's flags say.
+type Options struct {
+	App         *cmdutil.App
+	Dir         string // "": a temporary folder
+	MaxParallel string
+	JSON        bool
+}
+
+// NewCmd is `claudopilot demo`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("demo", "run an example roadmap in a temporary repository", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "demo", "demo [--dir DIR] [--max-parallel N] [--json]", `
 Make a temporary git repository holding an example roadmap of eight phases
 (one fans out to three, each has a follow-up, and one fans back in), run it
@@ -34,12 +48,18 @@ git has none configured.`,
 	par := fs.String("max-parallel", "3", "agents running at once")
 	jsonOut := fs.Bool("json", false, "print one JSON event per line on stdout instead of progress")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return cmdutil.UsageErrorf("demo takes no arguments")
+		return nil, cmdutil.UsageErrorf("demo takes no arguments")
 	}
-	repo := *dir
+	return &Options{App: a, Dir: *dir, MaxParallel: *par, JSON: *jsonOut}, nil
+}
+
+// Run makes the demo repository and runs its roadmap with the built-in
+// script agent, whatever settings the caller's environment holds.
+func Run(ctx context.Context, o *Options) error {
+	a, repo := o.App, o.Dir
 	if repo == "" {
 		tmp, err := os.MkdirTemp("", "claudopilot-demo-")
 		if err != nil {
@@ -69,12 +89,12 @@ git has none configured.`,
 		}
 	}
 	sub.Env["AGENT_CMD"] = "script"
-	sub.Env["MAX_PARALLEL"] = *par
+	sub.Env["MAX_PARALLEL"] = o.MaxParallel
 	sub.Env["BASE_BRANCH"] = "main"
-	err := run.Run(ctx, &run.Options{App: &sub, Dir: filepath.Join(repo, "roadmap"), JSON: *jsonOut})
+	err := run.Run(ctx, &run.Options{App: &sub, Dir: filepath.Join(repo, "roadmap"), JSON: o.JSON})
 	// With --json, stdout holds JSON lines only.
 	out := a.S.Out
-	if *jsonOut {
+	if o.JSON {
 		out = a.S.Err
 	}
 	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --graph --oneline\n", repo, repo)

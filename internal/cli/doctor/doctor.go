@@ -108,18 +108,40 @@ func (d *doctorState) add(level doctorLevel, msg, fix string, detail ...string) 
 	d.checks = append(d.checks, doctorCheck{level: level, msg: msg, fix: fix, detail: detail})
 }
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what doctor's flags and arguments say: run's setting flags,
+// so it checks what run would use.
+type Options struct {
+	App      *cmdutil.App
+	Dir      string // the roadmap folder
+	DirGiven bool   // named on the command line
+	Flags    settings.Flags
+}
+
+// NewCmd is `claudopilot doctor`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("doctor", "check git, settings, agent, manifest and leftovers, with a fix for each problem", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "doctor", "doctor [ROADMAP_DIR] [run's setting flags]", doctorAbout, doctorExample)
 	settings.AddFlags(fs, settings.ForScope(settings.Run))
 	dir, err := cmdutil.ParseSettingFlags(ctx, a, fs, settings.Run, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d := &doctorState{a: a, dir: dir, dirGiven: fs.Arg(0) != ""}
+	return &Options{App: a, Dir: dir, DirGiven: fs.Arg(0) != "", Flags: fs}, nil
+}
+
+// Run runs every check, prints one line each, and fails (DoctorError)
+// when anything blocks.
+func Run(ctx context.Context, o *Options) error {
+	a := o.App
+	d := &doctorState{a: a, dir: o.Dir, dirGiven: o.DirGiven}
 	d.checkGit(ctx)
 	d.checkRepo(ctx)
 	d.loadRoadmap()
-	d.checkSettings(fs)
+	d.checkSettings(o.Flags)
 	d.checkBase(ctx)
 	d.checkIdentity(ctx)
 	d.checkAgent()

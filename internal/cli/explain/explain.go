@@ -17,27 +17,46 @@ import (
 	"github.com/claudopilot/claudopilot/work"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what explain's flags and arguments say.
+type Options struct {
+	App *cmdutil.App
+	Dir string // --roadmap ("": looked up)
+	ID  string // a phase, or an issue "#12"
+}
+
+// NewCmd is `claudopilot explain`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("explain", "say why a phase is not running", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "explain", "explain ID [--roadmap DIR]", `
 Say why a phase is not running: which of its deps are not merged and their
 states, a declared scope that overlaps a running phase's, a rate-limit
 cooldown with the time left, a LOOP-CHECKPOINT above it, a paused run
-(claudopilot pause), or no free slot (MAX_PARALLEL agents already running). For a failed or blocked phase, the
-reason and the log to read. An issue of the queue ('#12', quoted) is
-explained from the run journal. It changes nothing.`,
+(claudopilot pause), or no free slot (MAX_PARALLEL agents already running).
+For a failed or blocked phase, the reason and the log to read. An issue of
+the queue ('#12', quoted) is explained from the run journal. It changes
+nothing.`,
 		"  claudopilot explain phase-04")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return cmdutil.UsageErrorf("explain takes one phase ID")
+		return nil, cmdutil.UsageErrorf("explain takes one phase ID")
 	}
-	s, err := cmdutil.LoadSnapshot(ctx, a, *dirFlag)
+	return &Options{App: a, Dir: *dirFlag, ID: fs.Arg(0)}, nil
+}
+
+// Run explains one node of the snapshot, by its state.
+func Run(ctx context.Context, o *Options) error {
+	a, id := o.App, o.ID
+	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}
-	id := fs.Arg(0)
 	n := s.Roadmap.Node(id)
 	if n == nil && roadmap.IsIssueRef(id) {
 		return explainOutside(a, s, id)
@@ -45,67 +64,86 @@ explained from the run journal. It changes nothing.`,
 	if n == nil {
 		return fmt.Errorf("explain: no phase %q in %s", id, s.Rel(s.Roadmap.ManifestPath))
 	}
+	switch n.State {
+	case manifest.Merged:
+		fmt.Fprintf(a.S.Out, "%s is merged: nothing left to run.\n", id)
+	case manifest.Running:
+		explainRunning(a, s, id)
+	case manifest.Failed, manifest.Blocked:
+		explainParked(a, s, n)
+	default:
+		explainPending(a, s, n)
+	}
+	return nil
+}
+
+// explainRunning says what a [running] phase is doing: its agent, or its
+// merge; with no run going on, that the next run resumes it.
+func explainRunning(a *cmdutil.App, s *cmdutil.Snapshot, id string) {
 	w := a.S.Out
 	h, _ := s.Node(id)
 	log := s.Rel(s.Layout.LatestLog(id))
-	switch n.State {
-	case manifest.Merged:
-		fmt.Fprintf(w, "%s is merged: nothing left to run.\n", id)
-		return nil
-	case manifest.Running:
-		if s.Live && h.Waiting != "" {
-			fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
-		} else if s.Live {
-			fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.Attempts, orDash(log))
-			if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
-				fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
-			}
-		} else {
-			fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
-		}
-		if h.Conflict != "" {
-			fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
-		}
-		return nil
-	case manifest.Failed, manifest.Blocked:
-		fmt.Fprintf(w, "%s is [%s]", id, n.State)
-		// The phase to retry is the one whose own failure parked this
-		// one; retrying it brings its parked dependents back too.
-		culprit := state.Culprit(s.Hist, id)
-		with := ""
-		if culprit != id {
-			log, with = s.Rel(s.Layout.LatestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
-			ch, _ := s.Node(culprit)
-			fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, s.StateOf(h.WaitsOn))
-			if culprit != h.WaitsOn {
-				fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, s.StateOf(culprit))
-			}
-			if ch.Reason != "" {
-				fmt.Fprintf(w, ": reason %s%s", ch.Reason, detailSuffix(ch.Detail))
-			}
-			fmt.Fprintln(w, ".")
-		} else if h.Reason != "" {
-			fmt.Fprintf(w, ": reason %s%s.\n", h.Reason, detailSuffix(h.Detail))
-		} else {
-			fmt.Fprintln(w, ".")
-		}
+	if s.Live && h.Waiting != "" {
+		fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
+	} else if s.Live {
+		fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.Attempts, orDash(log))
 		if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
-			fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+			fmt.Fprintf(w, "Its worktree %s runs %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
 		}
-		retry := fmt.Sprintf("`claudopilot retry %s`%s", culprit, with)
-		if s.Roadmap.Node(culprit) == nil && roadmap.IsIssueRef(culprit) {
-			retry = cmdutil.RetryIssueText(a, s.Layout.Top, culprit) + with
-		}
-		if log != "" {
-			fmt.Fprintf(w, "Read %s, then %s.\n", log, retry)
-		} else {
-			fmt.Fprintf(w, "Fix the cause, then %s.\n", retry)
-		}
-		return nil
+	} else {
+		fmt.Fprintf(w, "%s is marked [running] but no run is going on: the driver stopped during it. `claudopilot run` resumes it.\n", id)
 	}
-	// Pending: every reason it is held back, not only the first, as the
-	// scheduler's own rules (scheduler.Holds) decide it, over the same
-	// View status's eligible list comes from.
+	if h.Conflict != "" {
+		fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
+	}
+}
+
+// explainParked names the reason of a [failed] or [blocked] phase, the
+// phase to retry (the one whose own failure parked it) and its log.
+func explainParked(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
+	w, id := a.S.Out, n.ID
+	h, _ := s.Node(id)
+	log := s.Rel(s.Layout.LatestLog(id))
+	fmt.Fprintf(w, "%s is [%s]", id, n.State)
+	// The phase to retry is the one whose own failure parked this
+	// one; retrying it brings its parked dependents back too.
+	culprit := state.Culprit(s.Hist, id)
+	with := ""
+	if culprit != id {
+		log, with = s.Rel(s.Layout.LatestLog(culprit)), fmt.Sprintf(" (%s comes back with it)", id)
+		ch, _ := s.Node(culprit)
+		fmt.Fprintf(w, ": it waits on %s, which is [%s]", h.WaitsOn, s.StateOf(h.WaitsOn))
+		if culprit != h.WaitsOn {
+			fmt.Fprintf(w, " and waits on %s, which is [%s]", culprit, s.StateOf(culprit))
+		}
+		if ch.Reason != "" {
+			fmt.Fprintf(w, ": reason %s%s", ch.Reason, detailSuffix(ch.Detail))
+		}
+		fmt.Fprintln(w, ".")
+	} else if h.Reason != "" {
+		fmt.Fprintf(w, ": reason %s%s.\n", h.Reason, detailSuffix(h.Detail))
+	} else {
+		fmt.Fprintln(w, ".")
+	}
+	if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
+		fmt.Fprintf(w, "Its worktree %s last ran %s attempt %d on lane %s.\n", s.Rel(s.Layout.Worktree(id)), m.Role, m.Attempt, m.Lane)
+	}
+	retry := fmt.Sprintf("`claudopilot retry %s`%s", culprit, with)
+	if s.Roadmap.Node(culprit) == nil && roadmap.IsIssueRef(culprit) {
+		retry = cmdutil.RetryIssueText(a, s.Layout.Top, culprit) + with
+	}
+	if log != "" {
+		fmt.Fprintf(w, "Read %s, then %s.\n", log, retry)
+	} else {
+		fmt.Fprintf(w, "Fix the cause, then %s.\n", retry)
+	}
+}
+
+// explainPending lists every reason a [pending] phase is held back, as the
+// scheduler's own rules (scheduler.Holds) decide it, over the same View
+// status's eligible list comes from; then the pause switch and the slots.
+func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
+	w, id := a.S.Out, n.ID
 	rules := cmdutil.RunRules(a, s)
 	var why []string
 	for _, h := range scheduler.Holds(s.View(rules), n) {
@@ -146,13 +184,12 @@ explained from the run journal. It changes nothing.`,
 	}
 	if len(why) == 0 {
 		fmt.Fprintf(w, "%s is [pending] and eligible: no run is going on. `claudopilot run` starts it.\n", id)
-		return nil
+		return
 	}
 	fmt.Fprintf(w, "%s is [pending] and not running because:\n", id)
 	for _, y := range why {
 		fmt.Fprintf(w, "  - %s\n", y)
 	}
-	return nil
 }
 
 // explainOutside explains a node from outside the manifest (an issue,

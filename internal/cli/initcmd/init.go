@@ -40,16 +40,52 @@ const initExample = `  claudopilot init
   claudopilot init --with-example && git add -A && git commit -m roadmap
   claudopilot init --dir plans/q3`
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what init's flags say.
+type Options struct {
+	App         *cmdutil.App
+	Dir         string // --dir as given ("": roadmap/ at the top level)
+	WithExample bool
+}
+
+// NewCmd is `claudopilot init`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("init", "scaffold a roadmap, claudopilot.config and the .claudopilot/ exclude here", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "init", "init [--dir DIR] [--with-example]", initAbout, initExample)
 	dirFlag := fs.String("dir", "", "the roadmap folder to create (default: roadmap/ at the repository's top level)")
 	withExample := fs.Bool("with-example", false, "write two example phases, the second depending on the first")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return cmdutil.UsageErrorf("init takes no arguments (the roadmap folder is --dir), got %q", fs.Arg(0))
+		return nil, cmdutil.UsageErrorf("init takes no arguments (the roadmap folder is --dir), got %q", fs.Arg(0))
 	}
+	return &Options{App: a, Dir: *dirFlag, WithExample: *withExample}, nil
+}
+
+// scaffold counts and reports what init created and skipped.
+type scaffold struct {
+	a                *cmdutil.App
+	created, skipped int
+}
+
+func (f *scaffold) report(made bool, path, why string) {
+	if made {
+		f.created++
+		fmt.Fprintf(f.a.S.Out, "created %s\n", cmdutil.RelTo(f.a.Cwd, path))
+		return
+	}
+	f.skipped++
+	fmt.Fprintf(f.a.S.Out, "skipped %s: %s\n", cmdutil.RelTo(f.a.Cwd, path), why)
+}
+
+// Run writes the roadmap, claudopilot.config and the exclude, never over
+// an existing file, and says what to do next.
+func Run(ctx context.Context, o *Options) error {
+	a := o.App
 	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotRepo) {
@@ -58,8 +94,8 @@ func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
 		return fmt.Errorf("init: %w", err)
 	}
 	dir := filepath.Join(git.Dir, "roadmap")
-	if *dirFlag != "" {
-		dir = *dirFlag
+	if o.Dir != "" {
+		dir = o.Dir
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(a.Cwd, dir)
 		}
@@ -67,69 +103,21 @@ func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
 	if !cmdutil.PathWithin(git.Dir, dir) {
 		return fmt.Errorf("init: the roadmap folder %s is outside the repository %s", dir, git.Dir)
 	}
-
-	var created, skipped int
-	report := func(made bool, path, why string) {
-		if made {
-			created++
-			fmt.Fprintf(a.S.Out, "created %s\n", cmdutil.RelTo(a.Cwd, path))
-			return
-		}
-		skipped++
-		fmt.Fprintf(a.S.Out, "skipped %s: %s\n", cmdutil.RelTo(a.Cwd, path), why)
-	}
-
-	// The manifest first: its phase docs come only with a new manifest, as
-	// docs dropped beside someone's existing roadmap could become a second
-	// doc of one of their phases.
+	f := &scaffold{a: a}
 	manifestPath := filepath.Join(dir, roadmap.ManifestName)
-	docs := initDocs(*withExample)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := f.roadmap(dir, manifestPath, o.WithExample); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	made, err := createNew(manifestPath, initManifest(*withExample))
-	if err != nil {
-		return fmt.Errorf("init: %w", err)
-	}
-	if made {
-		report(true, manifestPath, "")
-		for _, d := range docs {
-			p := filepath.Join(dir, d.name)
-			made, err := createNew(p, d.text)
-			if err != nil {
-				return fmt.Errorf("init: %w", err)
-			}
-			report(made, p, "it exists")
-		}
-	} else {
-		report(false, manifestPath, "it exists (the example phase docs are only written with a new manifest)")
-	}
-
 	configPath := filepath.Join(git.Dir, settings.ConfigFile)
-	made, err = createNew(configPath, initConfig(settings.ForScope(settings.Run)))
+	made, err := createNew(configPath, initConfig(settings.ForScope(settings.Run)))
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	report(made, configPath, "it exists")
-
-	const pattern = "/.claudopilot/"
-	common, err := git.CommonDir(ctx)
-	if err != nil {
+	f.report(made, configPath, "it exists")
+	if err := f.exclude(ctx, git); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	exclude := filepath.Join(common, "info", "exclude")
-	if excludes(exclude, pattern) {
-		skipped++
-		fmt.Fprintf(a.S.Out, "skipped %s: it already hides %s\n", cmdutil.RelTo(a.Cwd, exclude), pattern)
-	} else {
-		if err := git.Exclude(ctx, pattern); err != nil {
-			return fmt.Errorf("init: %w", err)
-		}
-		created++
-		fmt.Fprintf(a.S.Out, "added %s to %s\n", pattern, cmdutil.RelTo(a.Cwd, exclude))
-	}
-
-	if created == 0 {
+	if f.created == 0 {
 		fmt.Fprintln(a.S.Out, "nothing to do: claudopilot is already set up here")
 		return nil
 	}
@@ -145,6 +133,55 @@ Next:
   claudopilot doctor %s%s    # check the setup
   claudopilot run %s%s --agent script    # runs each doc's sh block, no AI tool
 `, cmdutil.RelTo(a.Cwd, manifestPath), rel, cmdutil.RelTo(a.Cwd, configPath), rel, base, rel, base)
+	return nil
+}
+
+// roadmap writes the manifest first: its phase docs come only with a new
+// manifest, as docs dropped beside someone's existing roadmap could become
+// a second doc of one of their phases.
+func (f *scaffold) roadmap(dir, manifestPath string, withExample bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	made, err := createNew(manifestPath, initManifest(withExample))
+	if err != nil {
+		return err
+	}
+	if !made {
+		f.report(false, manifestPath, "it exists (the example phase docs are only written with a new manifest)")
+		return nil
+	}
+	f.report(true, manifestPath, "")
+	for _, d := range initDocs(withExample) {
+		p := filepath.Join(dir, d.name)
+		made, err := createNew(p, d.text)
+		if err != nil {
+			return err
+		}
+		f.report(made, p, "it exists")
+	}
+	return nil
+}
+
+// exclude hides /.claudopilot/ from git in the repository's
+// info/exclude.
+func (f *scaffold) exclude(ctx context.Context, git *worktree.Client) error {
+	const pattern = "/.claudopilot/"
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	exclude := filepath.Join(common, "info", "exclude")
+	if excludes(exclude, pattern) {
+		f.skipped++
+		fmt.Fprintf(f.a.S.Out, "skipped %s: it already hides %s\n", cmdutil.RelTo(f.a.Cwd, exclude), pattern)
+		return nil
+	}
+	if err := git.Exclude(ctx, pattern); err != nil {
+		return err
+	}
+	f.created++
+	fmt.Fprintf(f.a.S.Out, "added %s to %s\n", pattern, cmdutil.RelTo(f.a.Cwd, exclude))
 	return nil
 }
 

@@ -20,18 +20,36 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-func LaneCmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// LaneOptions are what lane's arguments say.
+type LaneOptions struct {
+	App *cmdutil.App
+	On  bool
+	ID  string
+}
+
+// NewCmdLane is `claudopilot lane`; runF runs the parsed options (SetLane
+// when nil).
+func NewCmdLane(runF func(context.Context, *LaneOptions) error) cmdutil.Command {
+	return cmdutil.NewCommand("lane", "switch a lane on or off", parseLane, SetLane, runF)
+}
+
+func parseLane(ctx context.Context, a *cmdutil.App, args []string) (*LaneOptions, error) {
 	fs := cmdutil.NewFlags(a, "lane", "lane on|off ID", `
 Switch a lane on or off. An off lane launches nothing new; its running
 agents finish. The switch persists under .claudopilot/state and a running
 driver takes it within a second (the pacer passes again at once).`, "  claudopilot lane off codex\n  claudopilot lane on codex")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 2 || (fs.Arg(0) != "on" && fs.Arg(0) != "off") {
-		return cmdutil.UsageErrorf("lane: want `lane on ID` or `lane off ID`")
+		return nil, cmdutil.UsageErrorf("lane: want `lane on ID` or `lane off ID`")
 	}
-	on, id := fs.Arg(0) == "on", fs.Arg(1)
+	return &LaneOptions{App: a, On: fs.Arg(0) == "on", ID: fs.Arg(1)}, nil
+}
+
+// SetLane switches a lane of LANES on or off.
+func SetLane(ctx context.Context, o *LaneOptions) error {
+	a, on, id := o.App, o.On, o.ID
 	git, dir, err := cmdutil.StateDirOf(ctx, a, a.Cwd)
 	if err != nil {
 		return err
@@ -53,7 +71,7 @@ driver takes it within a second (the pacer passes again at once).`, "  claudopil
 	if err := engine.SetLane(dir, id, on); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.S.Out, "lane %s %s%s\n", id, fs.Arg(0), cmdutil.DriverNote(ctx, git))
+	fmt.Fprintf(a.S.Out, "lane %s %s%s\n", id, map[bool]string{true: "on", false: "off"}[on], cmdutil.DriverNote(ctx, git))
 	return nil
 }
 
@@ -77,7 +95,19 @@ type laneRow struct {
 	Why         string       `json:"why"`
 }
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what lanes's flags say.
+type Options struct {
+	App  *cmdutil.App
+	JSON bool
+}
+
+// NewCmd is `claudopilot lanes`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("lanes", "show each lane's usage, want and concurrency (one pacer pass)", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "lanes", "lanes [--json]", `
 Show each lane: its mode, the usage its USAGE_CMD reads, what it wants, the
 resource budget, and the concurrency it gets now. This is one pacer pass
@@ -85,8 +115,14 @@ with the same settings, usage commands, probe and saved state as run, and
 its result is saved as the previous value, as a pass of the driver's is.`, "  claudopilot lanes\n  claudopilot lanes --json | jq '.lanes[].concurrency'")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
+	return &Options{App: a, JSON: *jsonOut}, nil
+}
+
+// Run makes one pacer pass, as the driver's timer does, and shows it.
+func Run(ctx context.Context, o *Options) error {
+	a := o.App
 	git, dir, err := cmdutil.StateDirOf(ctx, a, a.Cwd)
 	if err != nil {
 		return err
@@ -115,7 +151,7 @@ its result is saved as the previous value, as a pass of the driver's is.`, "  cl
 		}
 		rows = append(rows, r)
 	}
-	if *jsonOut {
+	if o.JSON {
 		return json.NewEncoder(a.S.Out).Encode(map[string]any{"paused": sw.Paused, "budget": plan.Budget, "lanes": rows})
 	}
 	tw := tabwriter.NewWriter(a.S.Out, 0, 0, 2, ' ', 0)

@@ -12,7 +12,23 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what logs's flags and arguments say.
+type Options struct {
+	App     *cmdutil.App
+	Dir     string // --roadmap ("": looked up)
+	ID      string
+	Role    string // "": any
+	Attempt int    // 0: the newest
+	Follow  bool
+}
+
+// NewCmd is `claudopilot logs`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("logs", "print or follow a phase's logs", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "logs", "logs ID [--role worker|supervisor|reviewer|gate|prepare] [--attempt N] [-f] [--roadmap DIR]", `
 Print a phase's log: the newest one, or the newest of one role, or one
 attempt. With -f, keep printing what is appended until Ctrl-C, moving on to
@@ -26,24 +42,30 @@ queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 	follow := fs.BoolP("follow", "f", false, "keep printing as the log grows")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() != 1 {
-		return cmdutil.UsageErrorf("logs takes one phase ID")
+		return nil, cmdutil.UsageErrorf("logs takes one phase ID")
 	}
 	switch *role {
 	case "", "worker", "supervisor", "reviewer", "gate", "prepare", "lockfile", "checks":
 	default:
-		return cmdutil.UsageErrorf("logs: unknown --role %q (want worker, supervisor, reviewer, gate or prepare)", *role)
+		return nil, cmdutil.UsageErrorf("logs: unknown --role %q (want worker, supervisor, reviewer, gate or prepare)", *role)
 	}
 	if *attempt != 0 && *role == "" {
-		return cmdutil.UsageErrorf("logs: --attempt needs --role")
+		return nil, cmdutil.UsageErrorf("logs: --attempt needs --role")
 	}
-	s, err := cmdutil.LoadSnapshot(ctx, a, *dirFlag)
+	return &Options{App: a, Dir: *dirFlag, ID: fs.Arg(0), Role: *role, Attempt: *attempt, Follow: *follow}, nil
+}
+
+// Run prints the log chosen, or follows it.
+func Run(ctx context.Context, o *Options) error {
+	a, role, attempt, follow := o.App, &o.Role, &o.Attempt, &o.Follow
+	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}
-	id := fs.Arg(0)
+	id := o.ID
 	// An issue of the queue ("#12") has its logs in the same layout.
 	if s.Roadmap.Node(id) == nil && !roadmap.IsIssueRef(id) {
 		return fmt.Errorf("logs: no phase %q in %s", id, s.Rel(s.Roadmap.ManifestPath))

@@ -19,7 +19,19 @@ import (
 	"github.com/claudopilot/claudopilot/state"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what plan's flags and arguments say.
+type Options struct {
+	App    *cmdutil.App
+	Dir    string // the roadmap folder
+	Format string // text, json, mermaid or dot
+}
+
+// NewCmd is `claudopilot plan`; runF runs the parsed options (Run when nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("plan", "validate a roadmap and print its waves, critical path and what can start", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "plan", "plan [ROADMAP_DIR] [--format text|json|mermaid|dot]", `
 Validate a roadmap and print its plan: the phases left to do in waves
 (phases in one wave can run together), the critical path (by phase count, or
@@ -34,20 +46,27 @@ the current folder and then at the repository's top level.`,
 		"  claudopilot plan roadmap/\n  claudopilot plan --format dot | dot -Tsvg > plan.svg")
 	format := fs.String("format", "text", "output `format`: text, json, mermaid or dot")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 1 {
-		return cmdutil.UsageErrorf("plan takes at most one ROADMAP_DIR, got %d", fs.NArg())
+		return nil, cmdutil.UsageErrorf("plan takes at most one ROADMAP_DIR, got %d", fs.NArg())
 	}
 	switch *format {
 	case "text", "json", "mermaid", "dot":
 	default:
-		return cmdutil.UsageErrorf("plan: unknown --format %q (want text, json, mermaid or dot)", *format)
+		return nil, cmdutil.UsageErrorf("plan: unknown --format %q (want text, json, mermaid or dot)", *format)
 	}
 	dir, err := cmdutil.FindRoadmapDir(ctx, a, fs.Arg(0))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &Options{App: a, Dir: dir, Format: *format}, nil
+}
+
+// Run validates the roadmap and its settings, as run does, and prints the
+// plan.
+func Run(ctx context.Context, o *Options) error {
+	a, dir := o.App, o.Dir
 	// The same checks as run's, so a roadmap plan accepts does not fail
 	// at run's start: every phase has its doc, every setting reads. Every
 	// problem at once, the manifest's and the settings'.
@@ -63,7 +82,7 @@ the current folder and then at the repository's top level.`,
 	for _, w := range p.Warnings {
 		fmt.Fprintf(a.S.Err, "%s\n", w)
 	}
-	switch *format {
+	switch o.Format {
 	case "json":
 		enc := json.NewEncoder(a.S.Out)
 		enc.SetIndent("", "  ")

@@ -53,17 +53,7 @@ const queueExample = `  GITHUB_TOKEN=… claudopilot queue --once
 // roadmap, with the queue's flags (run.Options). runF runs the parsed
 // options (run.Run when nil): a test of the flags passes its own.
 func NewCmd(runF func(context.Context, *run.Options) error) cmdutil.Command {
-	if runF == nil {
-		runF = run.Run
-	}
-	return cmdutil.Command{Name: "queue", Summary: "work the GitHub issue queue: issues labelled agent-ready, as nodes of the graph",
-		Run: func(ctx context.Context, a *cmdutil.App, args []string) error {
-			o, err := parse(ctx, a, args)
-			if err != nil {
-				return err
-			}
-			return runF(ctx, o)
-		}}
+	return cmdutil.NewCommand("queue", "work the GitHub issue queue: issues labelled agent-ready, as nodes of the graph", parse, run.Run, runF)
 }
 
 func parse(ctx context.Context, a *cmdutil.App, args []string) (*run.Options, error) {

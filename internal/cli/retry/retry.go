@@ -17,7 +17,22 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what retry's flags and arguments say.
+type Options struct {
+	App   *cmdutil.App
+	Dir   string   // the roadmap folder
+	IDs   []string // phases, and issues "#12"
+	All   bool     // --all-blocked
+	Flags settings.Flags
+}
+
+// NewCmd is `claudopilot retry`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("retry", "flip [blocked] or [failed] phases back to [pending]", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "retry", "retry ID... [--roadmap DIR] [--repo owner/name] | retry --all-blocked", `
 Flip [blocked] or [failed] phases back to [pending], so the next run (or the
 run going on now, which watches the manifest) tries them again. The kept
@@ -38,17 +53,24 @@ first: an id that cannot be retried changes nothing.`,
 	all := fs.Bool("all-blocked", false, "retry every [blocked] phase")
 	settings.AddFlags(fs, settings.Only(settings.ForScope(settings.Queue), "GH_REPO"))
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() == 0 && !*all {
-		return cmdutil.UsageErrorf("retry: name the phases to retry, or pass --all-blocked")
+		return nil, cmdutil.UsageErrorf("retry: name the phases to retry, or pass --all-blocked")
 	}
 	dir, err := cmdutil.FindRoadmapDir(ctx, a, *dirFlag)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	res, err := engine.Retry(ctx, dir, fs.Args(), engine.RetryOptions{All: *all, Issues: func(ctx context.Context) (*engine.IssueRetry, error) {
-		return resolveIssueRetry(ctx, a, fs)
+	return &Options{App: a, Dir: dir, IDs: fs.Args(), All: *all, Flags: fs}, nil
+}
+
+// Run retries the phases in the manifest and the issues on GitHub, each
+// checked first.
+func Run(ctx context.Context, o *Options) error {
+	a, dir := o.App, o.Dir
+	res, err := engine.Retry(ctx, dir, o.IDs, engine.RetryOptions{All: o.All, Issues: func(ctx context.Context) (*engine.IssueRetry, error) {
+		return resolveIssueRetry(ctx, a, o.Flags)
 	}})
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func TestCompletionMentionsEveryCommand(t *testing.T) {
 		t.Run(shell, func(t *testing.T) {
 			var out bytes.Buffer
 			a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Env: map[string]string{}, Cwd: t.TempDir(), Commands: Commands}
-			if err := completion.Cmd(context.Background(), a, []string{shell}); err != nil {
+			if err := completion.NewCmd(nil).Run(context.Background(), a, []string{shell}); err != nil {
 				t.Fatal(err)
 			}
 			script := out.String()

@@ -30,24 +30,24 @@ import (
 // Commands is the command tree, in the order help lists it.
 func Commands() []cmdutil.Command {
 	return []cmdutil.Command{
-		{Name: "init", Summary: "scaffold a roadmap, claudopilot.config and the .claudopilot/ exclude here", Run: initcmd.Cmd},
-		{Name: "plan", Summary: "validate a roadmap and print its waves, critical path and what can start", Run: plan.Cmd},
+		initcmd.NewCmd(nil),
+		plan.NewCmd(nil),
 		run.NewCmd(nil),
 		queue.NewCmd(nil),
-		{Name: "status", Summary: "show each phase's state, attempts, reason and log, and what runs now", Run: status.Cmd},
-		{Name: "logs", Summary: "print or follow a phase's logs", Run: logs.Cmd},
-		{Name: "explain", Summary: "say why a phase is not running", Run: explain.Cmd},
-		{Name: "retry", Summary: "flip [blocked] or [failed] phases back to [pending]", Run: retry.Cmd},
-		{Name: "pause", Summary: "stop new launches (running agents finish); holds across restarts", Run: pause.Pause},
-		{Name: "resume", Summary: "let a paused run launch again", Run: pause.Resume},
-		{Name: "drain", Summary: "ask the running driver to finish what runs, merge it, and stop", Run: pause.Drain},
-		{Name: "lanes", Summary: "show each lane's usage, want and concurrency (one pacer pass)", Run: lanes.Cmd},
-		{Name: "lane", Summary: "switch a lane on or off", Run: lanes.LaneCmd},
-		{Name: "doctor", Summary: "check git, settings, agent, manifest and leftovers, with a fix for each problem", Run: doctor.Cmd},
-		{Name: "clean", Summary: "remove worktrees and branches of merged phases, stale registrations and a stale lock", Run: clean.Cmd},
-		{Name: "demo", Summary: "run an example roadmap in a temporary repository", Run: demo.Cmd},
-		{Name: "completion", Summary: "print a bash, zsh or fish completion script", Run: completion.Cmd},
-		{Name: "version", Summary: "print the version and commit", Run: version.Cmd},
+		status.NewCmd(nil),
+		logs.NewCmd(nil),
+		explain.NewCmd(nil),
+		retry.NewCmd(nil),
+		pause.NewCmdPause(nil),
+		pause.NewCmdResume(nil),
+		pause.NewCmdDrain(nil),
+		lanes.NewCmd(nil),
+		lanes.NewCmdLane(nil),
+		doctor.NewCmd(nil),
+		clean.NewCmd(nil),
+		demo.NewCmd(nil),
+		completion.NewCmd(nil),
+		version.NewCmd(nil),
 		{Name: "help", Summary: "show help for a command", Run: help},
 	}
 }
@@ -77,7 +77,7 @@ func Run(ctx context.Context, args []string, s *cmdutil.Streams, environ []strin
 		printTopHelp(a)
 		return nil
 	case "-v", "--version":
-		return version.Cmd(ctx, a, nil)
+		return version.NewCmd(nil).Run(ctx, a, nil)
 	}
 	for _, c := range Commands() {
 		if c.Name == name {

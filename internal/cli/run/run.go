@@ -60,17 +60,7 @@ type Options struct {
 // NewCmd is `claudopilot run`. runF runs the parsed options (Run when
 // nil): a test of the flags passes its own.
 func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
-	if runF == nil {
-		runF = Run
-	}
-	return cmdutil.Command{Name: "run", Summary: "run every eligible phase in its own worktree and merge green work",
-		Run: func(ctx context.Context, a *cmdutil.App, args []string) error {
-			o, err := parse(ctx, a, args)
-			if err != nil {
-				return err
-			}
-			return runF(ctx, o)
-		}}
+	return cmdutil.NewCommand("run", "run every eligible phase in its own worktree and merge green work", parse, Run, runF)
 }
 
 func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {

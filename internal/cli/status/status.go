@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	snapstatus "github.com/claudopilot/claudopilot/status"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/progress"
@@ -17,7 +20,20 @@ import (
 	"github.com/claudopilot/claudopilot/state"
 )
 
-func Cmd(ctx context.Context, a *cmdutil.App, args []string) error {
+// Options are what status's flags and arguments say.
+type Options struct {
+	App  *cmdutil.App
+	Dir  string // the roadmap folder as given ("": looked up)
+	JSON bool
+}
+
+// NewCmd is `claudopilot status`; runF runs the parsed options (Run when
+// nil).
+func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
+	return cmdutil.NewCommand("status", "show each phase's state, attempts, reason and log, and what runs now", parse, Run, runF)
+}
+
+func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
 	fs := cmdutil.NewFlags(a, "status", "status [ROADMAP_DIR] [--json]", `
 Show where a roadmap stands, from the manifest and the run journal
 (.claudopilot/state/journal.jsonl): each phase's state, attempts, the reason
@@ -29,12 +45,19 @@ during a run. See docs/status.md.`,
 		"  claudopilot status\n  claudopilot status --json | jq '.phases[] | select(.state==\"blocked\")'")
 	jsonOut := fs.Bool("json", false, "print JSON for scripts")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 1 {
-		return cmdutil.UsageErrorf("status takes at most one ROADMAP_DIR")
+		return nil, cmdutil.UsageErrorf("status takes at most one ROADMAP_DIR")
 	}
-	s, err := cmdutil.LoadSnapshot(ctx, a, fs.Arg(0))
+	return &Options{App: a, Dir: fs.Arg(0), JSON: *jsonOut}, nil
+}
+
+// Run reads the snapshot (status.Snapshot) and prints its report, by the
+// rules of the last run or those the settings give (cmdutil.RunRules).
+func Run(ctx context.Context, o *Options) error {
+	a := o.App
+	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}
@@ -42,7 +65,7 @@ during a run. See docs/status.md.`,
 	for i := range st.Phases {
 		st.Phases[i].Log = s.Rel(st.Phases[i].Log)
 	}
-	if *jsonOut {
+	if o.JSON {
 		enc := json.NewEncoder(a.S.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
@@ -58,6 +81,14 @@ during a run. See docs/status.md.`,
 		fmt.Fprintln(w, "No run is going on.")
 	}
 	fmt.Fprintln(w)
+	writeTable(w, a.S.Color, st)
+	fmt.Fprintln(w)
+	writeFooter(w, s, st)
+	return nil
+}
+
+// writeTable writes one row per phase and outside node.
+func writeTable(w io.Writer, color bool, st snapstatus.Report) {
 	// Columns: id, state, attempts, time, why, log; each as wide as its
 	// widest cell, so every column starts at the same place on each row.
 	cells := make([][]string, len(st.Phases))
@@ -99,7 +130,7 @@ during a run. See docs/status.md.`,
 			}
 			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(v))
 			if j == 1 {
-				v = progress.ColorOnly(a.S.Color, v)
+				v = progress.ColorOnly(color, v)
 			}
 			if j == 4 || j == 5 {
 				b.WriteString("  " + pad + v) // times and costs line up on the right
@@ -115,7 +146,11 @@ during a run. See docs/status.md.`,
 			fmt.Fprintf(w, "  %-*s %s\n", width[0], "", p.Conflict)
 		}
 	}
-	fmt.Fprintln(w)
+}
+
+// writeFooter writes what runs, what is next, and the run's switches,
+// cost and cooldown.
+func writeFooter(w io.Writer, s *cmdutil.Snapshot, st snapstatus.Report) {
 	fmt.Fprintf(w, "Running now: %s\n", listOrNone(st.Running))
 	if len(st.Stopped) > 0 {
 		fmt.Fprintf(w, "Stopped mid-way (the next run resumes them): %s\n", strings.Join(st.Stopped, ", "))
@@ -148,7 +183,6 @@ during a run. See docs/status.md.`,
 		until := s.Cool.Latest(state.Worker)
 		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.Now).Round(time.Second))
 	}
-	return nil
 }
 
 func listOrNone(ids []string) string {
