@@ -32,7 +32,8 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := crashEnv(dir, filepath.Join(dir, "trace"))
-	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+	// The agents meet in ~/rv, writable in the sandbox (SANDBOX_RW).
+	if err := os.MkdirAll(filepath.Join(dir, "rv"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(dir, "repo")
@@ -50,7 +51,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 	git(t, repo, env, "add", "-A")
 	git(t, repo, env, "commit", "-qm", "roadmap")
 	start := func() (*exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(bin, "run", "roadmap", "--base", "main", "--agent", agent, "--sandbox", "--poll-seconds", "1")
+		cmd := exec.Command(bin, "run", "roadmap", "--base", "main", "--agent", agent, "--sandbox", "--sandbox-rw", filepath.Join(dir, "rv"), "--poll-seconds", "1")
 		cmd.Dir, cmd.Env = repo, env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -61,7 +62,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 	}
 
 	cmd, out := start()
-	committed := filepath.Join(dir, ".claude", "i13crash", "committed")
+	committed := filepath.Join(dir, "rv", "i13crash", "committed")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if _, err := os.Stat(committed); err == nil {

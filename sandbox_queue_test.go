@@ -33,7 +33,8 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := crashEnv(dir, filepath.Join(dir, "trace"))
-	if err := os.MkdirAll(filepath.Join(dir, ".claude"), 0o755); err != nil {
+	// The agents meet in ~/rv, writable in the sandbox (SANDBOX_RW).
+	if err := os.MkdirAll(filepath.Join(dir, "rv"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	origin := filepath.Join(dir, "origin.git")
@@ -49,7 +50,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "base-secret.txt"), []byte("the base checkout's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "queue", "--once", "--base", "main", "--agent", agent, "--sandbox",
+	cmd := exec.Command(bin, "queue", "--once", "--base", "main", "--agent", agent, "--sandbox", "--sandbox-rw", filepath.Join(dir, "rv"),
 		"--max-parallel", "2", "--poll-seconds", "1")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-sandbox-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "CHECKS_GRACE=0.2")

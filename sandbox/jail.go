@@ -21,19 +21,23 @@ type Jail struct {
 	refs    *Refs
 	objects *Objects
 	links   Links
-	admin   string // the worktree's admin folder, which the process could write
-	temp    string // a scratch folder of the jail's own, removed by Leave
+	admin   string     // the worktree's admin folder, which the process could write
+	temp    string     // a scratch folder of the jail's own, removed by Leave
+	copies  []homeCopy // the private copies of the CLI state
+	keep    string     // where the sessions of the phase's agents are kept ("": dropped)
+	home    string     // the folder of the copies, removed by Leave
 }
 
 // Enter sets up the sandbox for an agent in the worktree wt on branch, with
-// scratch as its private ref folder and show as extra read-only paths (the
-// prompt's folder). git is the driver's client of the repository. A nil
-// Config returns a nil Jail.
-func (c *Config) Enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show ...string) (*Jail, error) {
+// scratch as its private folder (refs, objects, the CLI state's copy),
+// keep as the folder that carries its CLI sessions to the phase's next
+// attempt, and show as extra read-only paths (the prompt's folder). git is
+// the driver's client of the repository. A nil Config returns a nil Jail.
+func (c *Config) Enter(ctx context.Context, git *worktree.Client, wt, branch, scratch, keep string, show ...string) (*Jail, error) {
 	if c == nil {
 		return nil, nil
 	}
-	return c.enter(ctx, git, wt, branch, scratch, show)
+	return c.enter(ctx, git, wt, branch, scratch, show, keep, true)
 }
 
 // EnterGate sets up the sandbox for a gate or WORKTREE_PREPARE_CMD in wt:
@@ -42,7 +46,7 @@ func (c *Config) EnterGate(ctx context.Context, git *worktree.Client, wt string,
 	if c == nil || !c.Gate {
 		return nil, nil
 	}
-	return c.enter(ctx, git, wt, "", "", show)
+	return c.enter(ctx, git, wt, "", "", show, "", false)
 }
 
 // EnterDetached sets up the sandbox for an agent that may move no ref (a
@@ -51,10 +55,12 @@ func (c *Config) EnterDetached(ctx context.Context, git *worktree.Client, wt str
 	if c == nil {
 		return nil, nil
 	}
-	return c.enter(ctx, git, wt, "", "", show)
+	return c.enter(ctx, git, wt, "", "", show, "", true)
 }
 
-func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show []string) (*Jail, error) {
+// enter sets up a jail; state: the process gets its copy of the CLI state
+// (agents and reviewers, not gates).
+func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, scratch string, show []string, keep string, state bool) (*Jail, error) {
 	wt = Real(wt)
 	common, err := git.CommonDir(ctx)
 	if err != nil {
@@ -103,6 +109,13 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		return nil, err
 	}
 	a.Objects = j.objects
+	if state {
+		if j.copies, err = prepareState(scratch, keep, c.State); err != nil {
+			j.drop()
+			return nil, err
+		}
+		j.keep, j.home, a.copies = keep, filepath.Join(scratch, "home"), j.copies
+	}
 	if j.links, err = SaveLinks(wt, admin); err != nil {
 		j.drop()
 		return nil, err
@@ -133,6 +146,13 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 		notes = append(notes, "restored "+p+", which the sandboxed process changed")
 	}
 	defer j.drop()
+	// What persists of the CLI state; the rest goes.
+	snotes, err := leaveState(j.copies, j.keep)
+	notes = append(notes, snotes...)
+	lerr = errors.Join(lerr, err)
+	if j.home != "" {
+		lerr = errors.Join(lerr, os.RemoveAll(j.home))
+	}
 	// A link planted in the admin folder would be followed by the next
 	// git command the driver runs there, outside the sandbox.
 	if err := worktree.CheckAdmin(j.admin); err != nil {

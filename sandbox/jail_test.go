@@ -130,7 +130,7 @@ func TestJailConfinesAHostileAgent(t *testing.T) {
 	os.MkdirAll(filepath.Join(home, ".claude"), 0o755)
 	base, p2tip := r.rev(t, "refs/heads/main"), r.rev(t, "refs/heads/auto/p2")
 
-	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestLeaveRestoresTheWorktreeLinks(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
 	c := &Config{Hide: []string{r.top}}
-	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func BenchmarkStart(b *testing.B) {
 	b.Run("bare", func(b *testing.B) {
 		run(b, func() ([]string, func()) { return nil, func() {} })
 	})
-	j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
+	j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func BenchmarkStart(b *testing.B) {
 	}
 	attempt := func() ([]string, func()) {
 		// Enter and Leave included: they are per attempt too.
-		j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"))
+		j, err := c.Enter(ctx, g, wt, "auto/p1", filepath.Join(top, ".claudopilot", "sandbox", "p1"), "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -345,7 +345,7 @@ func TestJailTimeoutStopsEverything(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
 	c := &Config{Hide: []string{r.top}}
-	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"))
+	j, err := c.Enter(ctx, r.git, r.p1, "auto/p1", filepath.Join(r.top, ".claudopilot", "sandbox", "p1"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func TestEnterRefusesTheMainCheckout(t *testing.T) {
 	needGit(t)
 	r := newRepo(t)
 	c := &Config{Hide: []string{r.top}}
-	if _, err := c.Enter(context.Background(), r.git, r.top, "main", filepath.Join(t.TempDir(), "refs")); err == nil {
+	if _, err := c.Enter(context.Background(), r.git, r.top, "main", filepath.Join(t.TempDir(), "refs"), ""); err == nil {
 		t.Fatal("Enter on the main checkout: no error")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -25,10 +26,22 @@ func ParseMode(v string) (string, error) {
 	return "", fmt.Errorf("SANDBOX=%q: want bwrap or off", v)
 }
 
-// StateDirs are the agent CLIs' own folders under HOME that stay writable
-// inside the sandbox (Claude Code, Codex, opencode); missing ones are
-// skipped.
+// StateDirs are the agent CLIs' own folders and files under HOME (Claude
+// Code, Codex, opencode): each sandboxed agent gets a private copy of
+// those that exist (state.go).
 var StateDirs = []string{".claude", ".claude.json", ".codex", ".config/opencode", ".local/share/opencode", ".cache/opencode"}
+
+// WithState is c with more CLI state paths copied per process: a lane's
+// own config folder (given to its agents as CLAUDE_CONFIG_DIR) is copied
+// and carried back like ~/.claude. c itself is not changed.
+func (c *Config) WithState(paths ...string) *Config {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	d.State = append(slices.Clip(c.State), paths...)
+	return &d
+}
 
 // Config is the sandbox of one run. The zero value shares the network,
 // hides nothing and leaves gates outside.
@@ -36,7 +49,12 @@ type Config struct {
 	Bwrap string   // the bwrap binary
 	Net   bool     // share the network (SANDBOX_NET, default on)
 	Gate  bool     // gates and WORKTREE_PREPARE_CMD run inside too (SANDBOX_GATE)
-	RW    []string // writable besides the worktree: StateDirs under HOME and SANDBOX_RW; missing ones are skipped
+	RW    []string // writable besides the worktree: SANDBOX_RW; missing ones are skipped
+	// State are the agent CLIs' state folders and files (HomeState, and
+	// a lane's config folder through WithState): an agent or reviewer
+	// gets a private copy of each (state.go); gates and prepare see them
+	// read-only.
+	State []string
 	Hide  []string // hidden under an empty tmpfs: the base checkout and the worktrees' folder
 	// Keep are read-only paths under /tmp shown again over the private
 	// /tmp: the tools the commands need (PATH folders, a command's own
@@ -64,6 +82,9 @@ type Attempt struct {
 	// move any ref.
 	Refs *Refs
 	Show []string // read-only, where a path must resolve (the phase's log folder, which holds the prompt)
+	// copies are the private copies of the CLI state, bound over the
+	// originals (prepareState).
+	copies []homeCopy
 }
 
 // Args returns the bwrap command line that runs argv under a.
@@ -117,6 +138,7 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 	for _, s := range a.Show {
 		args = append(args, "--ro-bind-try", s, s)
 	}
+	args = append(args, stateArgs(a.copies)...)
 	for _, p := range c.RW {
 		args = append(args, "--bind-try", p, p)
 	}
@@ -134,16 +156,11 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 	return append(args, argv...)
 }
 
-// HomeRW lists StateDirs under home followed by extra (SANDBOX_RW, split
-// on ':'), as absolute paths; "~/" in extra means home. A relative path is
-// an error: relative to what the agent runs in, it would differ per phase.
+// HomeRW lists extra (SANDBOX_RW, split on ':') as absolute paths; "~/"
+// in extra means home. A relative path is an error: relative to what the
+// agent runs in, it would differ per phase.
 func HomeRW(home, extra string) ([]string, error) {
 	var out []string
-	if home != "" {
-		for _, d := range StateDirs {
-			out = append(out, filepath.Join(home, d))
-		}
-	}
 	for _, p := range filepath.SplitList(extra) {
 		p = strings.TrimSpace(p)
 		if p == "" {

@@ -98,10 +98,14 @@ func TestHomeRW(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/home/u/.claude", "/home/u/.claude.json", "/home/u/.codex", "/home/u/.config/opencode",
-		"/home/u/.local/share/opencode", "/home/u/.cache/opencode", "/home/u/.cache/go-build", "/var/cache/x"}
+	// The CLIs' state is not among them: it is copied per process.
+	want := []string{"/home/u/.cache/go-build", "/var/cache/x"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("HomeRW:\n got %q\nwant %q", got, want)
+	}
+	state := HomeState("/nonexistent/u")
+	if len(state) != len(StateDirs) || state[0] != "/nonexistent/u/.claude" {
+		t.Errorf("HomeState = %q", state)
 	}
 	if _, err := HomeRW("/home/u", "relative/dir"); err == nil {
 		t.Error("a relative SANDBOX_RW path: no error")

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/work"
 )
 
 // Issue 21's hostile agents are the scripts in testdata/agents; each test
@@ -132,5 +134,82 @@ func TestRunSandboxedAgentCannotRewriteTheObjectStore(t *testing.T) {
 	f.gitIn(f.top, "fsck", "--no-dangling")
 	if !f.hasFile("refs/heads/auto/p1", "work/p1.txt") || !f.hasFile("refs/heads/auto/p1", doneRel) {
 		t.Error("the agent's own commits did not reach its branch")
+	}
+}
+
+// A sandboxed agent's CLI state is a copy of its own (issue 21 §4): the
+// settings and memory files are the user's, read-only; what else it writes
+// there (a hook, a command, a note, ~/.claude.json) goes with the attempt,
+// and a reviewer never sees it; a refreshed login goes back to the user's
+// file, and the session to the phase's own folder. On main the worker's
+// SessionStart hook and PASS verdict stayed in the user's ~/.claude.
+// bwrap only: an unconfined agent is the user.
+func TestRunSandboxedAgentCLIStateIsItsOwn(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap (bwrap) is not installed")
+	}
+	t.Parallel()
+	f := newFixture(t)
+	f.sandboxed()
+	home := filepath.Join(t.TempDir(), "home")
+	user := map[string]string{
+		".claude/settings.json":     `{"model":"the user's"}` + "\n",
+		".claude/CLAUDE.md":         "the user's memory\n",
+		".claude/.credentials.json": `{"token":"old"}` + "\n",
+		".claude.json":              `{"theme":"the user's"}` + "\n",
+	}
+	for rel, c := range user {
+		f.write(home, rel, c)
+	}
+	f.runner.Sandbox.State = sandbox.HomeState(home)
+	f.runner.Env = append(f.runner.Env, "HOME="+home)
+	f.runner.Agent = hostileAgent(t, "i21-state.sh")
+	o := f.run(job())
+	if !o.OK {
+		t.Fatalf("outcome %+v", o)
+	}
+	res, _, _ := f.git.ReadFile(f.ctx, "refs/heads/auto/p1", "work/state-result.txt")
+	for _, want := range []string{"settings denied", "memory denied"} {
+		if !strings.Contains(string(res), want+"\n") {
+			t.Errorf("the worker's tries:\n%s\nlack %q", res, want)
+		}
+	}
+	user[".claude/.credentials.json"] = `{"token":"refreshed"}` + "\n"
+	for rel, want := range user {
+		if got := f.read(filepath.Join(home, rel)); got != want {
+			t.Errorf("~/%s is %q, want %q", rel, got, want)
+		}
+	}
+	for _, rel := range []string{".claude/hooks", ".claude/commands", ".claude/notes.md", ".claude/projects"} {
+		if exists(filepath.Join(home, rel)) {
+			t.Errorf("~/%s persists", rel)
+		}
+	}
+	if !strings.Contains(strings.Join(o.Warnings, "\n"), "wrote back a refreshed login: "+filepath.Join(home, ".claude", ".credentials.json")) {
+		t.Errorf("no warning says the login was written back: %q", o.Warnings)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(f.layout.LogDir("p1"), "sessions", "*", "projects", "wt", "s.jsonl"))
+	if len(sessions) != 1 {
+		t.Errorf("the phase's session was not kept: %v", sessions)
+	}
+	// A reviewer of the phase sees none of the worker's writes.
+	log := filepath.Join(t.TempDir(), "review.log")
+	rp := work.ReviewProcess{
+		Git: f.git, Checkout: filepath.Join(f.layout.Dir(), "review", "p1"), Head: f.rev("refs/heads/auto/p1"),
+		Cmd: hostileAgent(t, "i21-state.sh"), Prompt: []byte("review"), PromptFile: filepath.Join(t.TempDir(), "prompt"),
+		LogPath: log, KillGrace: time.Second, Sandbox: f.runner.Sandbox,
+		Env: append(testEnv(), "HOME="+home, "CLAUDOPILOT_ROLE=reviewer"),
+	}
+	out, _, err := rp.Run(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`settings: {"model":"the user's"}`, "memory: the user's memory", `claude.json: {"theme":"the user's"}`} {
+		if !strings.Contains(string(out), want+"\n") {
+			t.Errorf("the reviewer's log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "sees ") {
+		t.Errorf("the reviewer sees the worker's writes:\n%s", out)
 	}
 }

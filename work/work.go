@@ -241,7 +241,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if err := r.recordLane(ctx, j, wt, branch); err != nil {
 		o.Warnings = append(o.Warnings, "lane record: "+err.Error())
 	}
-	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), r.Layout.LogDir(j.ID))
+	// The agent CLIs' sessions of the phase are kept with its logs, for
+	// its next attempt to resume (AGENT_RESUME_CMD).
+	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}

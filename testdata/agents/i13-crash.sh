@@ -1,11 +1,11 @@
 #!/bin/sh
 # i13-crash.sh: a sandboxed worker whose driver is killed while it runs
-# (issue 13). The first attempt commits, says so in ~/.claude/i13crash
-# (writable in the sandbox), and waits to be killed with the driver: its
+# (issue 13). The first attempt commits, says so in ~/rv/i13crash
+# (writable in the sandbox: SANDBOX_RW), and waits to be killed with the driver: its
 # commit is then only on its private branch ref. The next attempt requires
 # that commit on its branch, then finishes.
 . "$(dirname "$0")/lib.sh"
-rv=$HOME/.claude/i13crash
+rv=$HOME/rv/i13crash
 mkdir -p "$rv" work
 if [ ! -f work/before-kill.txt ]; then
 	echo one >work/before-kill.txt

@@ -1,7 +1,7 @@
 #!/bin/sh
 # i13-hostile.sh: issue 13's hostile worker, meant to run under SANDBOX=bwrap.
-# phase-01 waits until phase-02's worker is up (rendezvous in ~/.claude,
-# which the sandbox leaves writable), then tries to escape its worktree:
+# phase-01 waits until phase-02's worker is up (rendezvous in ~/rv,
+# which the test makes writable with SANDBOX_RW), then tries to escape its worktree:
 # writes to the base checkout and to phase-02's worktree, a read of
 # phase-02's worktree, git update-ref of the base and of auto/phase-02,
 # `git push . HEAD:<base>` (refused outside the sandbox too, the base being
@@ -13,7 +13,7 @@
 # does its work.
 . "$(dirname "$0")/lib.sh"
 check_contract
-rv=$HOME/.claude/i13
+rv=$HOME/rv/i13
 mkdir -p "$rv" work
 wait_for() { n=0; until [ -e "$1" ]; do n=$((n+1)); [ $n -lt 3000 ] || die "no $1"; sleep 0.1; done; }
 

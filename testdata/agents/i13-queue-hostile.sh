@@ -1,7 +1,7 @@
 #!/bin/sh
 # i13-queue-hostile.sh: issue 13's hostile agent for queue mode, meant to
 # run under SANDBOX=bwrap with two issues at once. Issue #1's agent waits
-# until #2's is up (rendezvous in ~/.claude, which the sandbox leaves
+# until #2's is up (rendezvous in ~/rv, which the test makes
 # writable), then looks for GITHUB_TOKEN in every visible process's
 # environment (the driver's holds it; the agent's own never does), reads the base checkout's
 # untracked base-secret.txt and #2's worktree, and records each outcome
@@ -9,7 +9,7 @@
 # writes a secret file, says where its worktree is, waits, and does its
 # work.
 set -eu
-rv=$HOME/.claude/i13q
+rv=$HOME/rv/i13q
 mkdir -p "$rv" work
 wait_for() { n=0; until [ -e "$1" ]; do n=$((n+1)); [ $n -lt 3000 ] || { echo "no $1" >&2; exit 9; }; sleep 0.1; done; }
 if [ "$CLAUDOPILOT_PHASE" != "#1" ]; then

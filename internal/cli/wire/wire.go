@@ -76,8 +76,8 @@ func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, en
 	// The base checkout holds the phases' worktrees (.claudopilot/
 	// worktrees): hiding it hides them all; each agent gets its own back.
 	c := &sandbox.Config{Net: s.SandboxNet, Gate: s.SandboxGate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
-		Scratch: filepath.Join(sandbox.Real(git.Dir), ".claudopilot", "sandbox"),
-		Keep:    sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd)}
+		Scratch: filepath.Join(sandbox.Real(git.Dir), ".claudopilot", "sandbox"), State: sandbox.HomeState(env["HOME"]),
+		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd)}
 	if err := c.Probe(ctx); err != nil {
 		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.Source("SANDBOX"), err)
 	}
