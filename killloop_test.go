@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,7 +26,9 @@ import (
 // At the end: every phase merged exactly once, every agent commit reachable
 // from the base, the gate green on a clean checkout of every first-parent
 // commit, no conflict markers and no file from outside the worktrees on the
-// base, every user file unchanged, every human commit kept, git fsck clean.
+// base, every user file unchanged, every human commit kept, git fsck clean,
+// and the end state of every kill loop (checkEndState: no litter, nothing
+// left [running]).
 //
 // 40 rounds under CLAUDOPILOT_SOAK=1 (.ci/run sets it); 6 otherwise.
 
@@ -166,11 +169,13 @@ func TestKillLoop(t *testing.T) {
 	signals := []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGTERM}
 	kills := 0
 	var last string
+	var lastStart time.Time
 	for round := 0; ; round++ {
 		if round > rounds+60 {
 			t.Fatalf("no end after %d starts:\n%s", round, last)
 		}
 		start := lines(journal)
+		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
 		var out bytes.Buffer
@@ -230,6 +235,7 @@ func TestKillLoop(t *testing.T) {
 		t.Fatalf("only %d stops: the test did not exercise restarts", kills)
 	}
 	checkKillLoop(t, dir, repo, env, trace, commits, userReadme, userEnv)
+	checkEndState(t, repo, env, lastStart, len(commits) > 0)
 }
 
 // checkKillLoop checks every promise after the last run ended.
@@ -343,4 +349,290 @@ func ideLoop(ctx context.Context, repo string, env []string) *sync.WaitGroup {
 		}
 	}()
 	return &wg
+}
+
+// The kill loop's base-merge case (#22 §3): the driver is killed, again
+// and again, while its `git merge` of the base into a phase worktree is
+// writing files. A smudge filter configured by the test stands in for
+// git-lfs: when armed, it holds the merge's checkout until the test has
+// killed the driver (its git dies with it, half the merge written, no
+// MERGE_HEAD). Six phases each add a line to shared.dat, so every landing
+// after the first conflicts and a supervisor merges the base; a restart
+// merges again, and may be killed there too. At the end: every phase
+// merged once, with every line, no conflict marker, every agent commit on
+// the base, and the end state of every kill loop (checkEndState).
+//
+// 3 kills by default; 15 under CLAUDOPILOT_SOAK=1.
+
+const baseMergeManifest = `# Kill loop, base merges
+
+**Status:** in-progress
+
+1. [pending] **m1** — one (deps: none)
+2. [pending] **m2** — two (deps: none)
+3. [pending] **m3** — three (deps: none)
+4. [pending] **m4** — four (deps: none)
+5. [pending] **m5** — five (deps: m1)
+6. [pending] **m6** — six (deps: m2)
+`
+
+// baseMergeAgent adds its own line to shared.dat; a supervisor resolves
+// shared.dat's conflict by keeping every line. Idempotent.
+const baseMergeAgent = `#!/bin/sh
+set -e
+p=$CLAUDOPILOT_PHASE
+rec() { git rev-parse HEAD >> "$TRACE"; }
+if [ -f shared.dat ] && grep -qE '^(<<<<<<<|=======|>>>>>>>)' shared.dat; then
+  grep -vE '^(<<<<<<<|=======|>>>>>>>)' shared.dat | sort -u > shared.tmp
+  mv shared.tmp shared.dat
+  git add shared.dat
+  git commit -qm "resolve shared.dat for $p"
+  rec
+fi
+if [ ! -f "work/$p.dat" ]; then
+  mkdir -p work
+  echo "work of $p" > "work/$p.dat"
+  echo "line of $p" >> shared.dat
+  git add work shared.dat
+  git commit -qm "agent: $p"
+  rec
+fi
+if [ -f "$CLAUDOPILOT_PHASE_DOC" ]; then
+  d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+  git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b"
+  git commit -qm "agent: $p done"
+  rec
+fi
+`
+
+const baseMergeGate = `#!/bin/sh
+for f in work/*.dat; do
+  [ -e "$f" ] || continue
+  p=$(basename "$f" .dat)
+  grep -qx "work of $p" "$f" || { echo "bad $f"; exit 1; }
+done
+if grep -qvE '^(shared|line of m[0-9]+)$' shared.dat; then echo "bad shared.dat"; cat shared.dat; exit 1; fi
+`
+
+// slowSmudge is the filter: a plain cat, except for the first file a
+// `git merge` writes while $ARMDIR/arm exists: it tells the test (in-merge,
+// with its pid) and holds the checkout until the test releases it.
+const slowSmudge = `#!/bin/sh
+case "$GIT_REFLOG_ACTION" in
+merge*)
+  if mv "$ARMDIR/arm" "$ARMDIR/armed" 2>/dev/null; then
+    echo $$ > "$ARMDIR/in-merge.tmp" && mv "$ARMDIR/in-merge.tmp" "$ARMDIR/in-merge"
+    while [ ! -e "$ARMDIR/release" ]; do sleep 0.02; done
+  fi;;
+esac
+exec cat
+`
+
+func TestKillLoopBaseMerge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the driver")
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	t.Parallel()
+	target := 3
+	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
+		target = 15
+	}
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	arm := filepath.Join(dir, "arm")
+	trace := filepath.Join(dir, "trace")
+	env := append(crashEnv(dir, trace), "ARMDIR="+arm)
+	for name, body := range map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": baseMergeManifest, "gate.sh": baseMergeGate,
+		"shared.dat": "shared\n", ".gitattributes": "*.dat filter=slow\n",
+	} {
+		writeFile(t, filepath.Join(repo, name), body)
+	}
+	for i := 1; i <= 6; i++ {
+		writeFile(t, filepath.Join(repo, fmt.Sprintf("roadmap/m%d.md", i)), fmt.Sprintf("# m%d\n", i))
+	}
+	agent, filter := filepath.Join(dir, "agent.sh"), filepath.Join(dir, "smudge.sh")
+	writeFile(t, agent, baseMergeAgent)
+	writeFile(t, filter, slowSmudge)
+	os.MkdirAll(arm, 0o755)
+	git(t, repo, env, "init", "-q", "-b", "main")
+	git(t, repo, env, "config", "filter.slow.smudge", "sh '"+filter+"'")
+	git(t, repo, env, "config", "filter.slow.clean", "cat")
+	git(t, repo, env, "add", "-A")
+	git(t, repo, env, "commit", "-qm", "roadmap")
+
+	bin := selfAs(t, "claudopilot")
+	// Phases that land meanwhile conflict again with a repair: enough
+	// repairs that this churn never halts the run (kills spend none).
+	args := []string{"run", "--base", "main", "--agent", "sh " + agent, "--supervisor", "sh " + agent, "--gate", "sh gate.sh",
+		"--max-parallel", "3", "--max-supervisor-attempts", "8", "--poll-seconds", "1", "roadmap"}
+	journal := filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")
+	kills, afterMerged := 0, 0
+	var lastStart time.Time
+	for round := 0; ; round++ {
+		if round > 2*target+20 {
+			t.Fatalf("no end after %d starts", round)
+		}
+		// Every other round kills right after a landing instead, while
+		// its worktree's removal runs in the background.
+		landing := round%2 == 1 && afterMerged < target
+		if kills < target && !landing {
+			writeFile(t, filepath.Join(arm, "arm"), "")
+		}
+		merged := countIn(journal, `"ev":"merged"`)
+		lastStart = time.Now()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = repo, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		inMerge := filepath.Join(arm, "in-merge")
+		deadline := time.After(5 * time.Minute) // an upper bound
+		var err error
+		done := false
+	wait:
+		for {
+			select {
+			case err = <-exited:
+				done = true
+				break wait
+			case <-deadline:
+				cmd.Process.Kill()
+				t.Fatalf("round %d: driver hung:\n%s", round, out.String())
+			case <-time.After(5 * time.Millisecond):
+				if landing && countIn(journal, `"ev":"merged"`) > merged {
+					cmd.Process.Signal(syscall.SIGKILL)
+					<-exited
+					afterMerged++
+					break wait
+				}
+				if _, serr := os.Stat(inMerge); serr != nil {
+					continue
+				}
+				// The driver's merge is writing files: kill it there.
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
+				kills++
+				releaseFilter(t, arm)
+				break wait
+			}
+		}
+		if done {
+			if err != nil {
+				t.Fatalf("round %d (after %d kills): driver failed: %v\n%s", round, kills, err, out.String())
+			}
+			break
+		}
+	}
+	os.Remove(filepath.Join(arm, "arm"))
+	t.Logf("%d kills during a base merge, %d right after a landing", kills, afterMerged)
+	if kills < min(target, 2) {
+		t.Fatalf("only %d kills during a base merge: the test did not exercise it", kills)
+	}
+	log := git(t, repo, env, "log", "--first-parent", "--format=%s", "main")
+	for i := 1; i <= 6; i++ {
+		if n := strings.Count(log, fmt.Sprintf("Merge m%d:", i)); n != 1 {
+			t.Errorf("m%d merged %d times:\n%s", i, n, log)
+		}
+	}
+	shared := git(t, repo, env, "show", "main:shared.dat")
+	for i := 1; i <= 6; i++ {
+		if !strings.Contains(shared, fmt.Sprintf("line of m%d\n", i)) {
+			t.Errorf("shared.dat on main lacks m%d's line:\n%s", i, shared)
+		}
+	}
+	if out, err := exec.Command("git", "-C", repo, "grep", "-nE", "^(<<<<<<<|>>>>>>>)", "main", "--").CombinedOutput(); err == nil {
+		t.Errorf("conflict markers on the base:\n%s", out)
+	}
+	shas, _ := os.ReadFile(trace)
+	for _, sha := range strings.Fields(string(shas)) {
+		if err := exec.Command("git", "-C", repo, "merge-base", "--is-ancestor", sha, "main").Run(); err != nil {
+			t.Errorf("agent commit %s is not on the base", sha)
+		}
+	}
+	checkEndState(t, repo, env, lastStart, false)
+}
+
+// releaseFilter lets the filter that held a killed driver's merge go, and
+// waits until it is gone before the next round arms it again.
+func releaseFilter(t *testing.T, arm string) {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(arm, "in-merge"))
+	writeFile(t, filepath.Join(arm, "release"), "")
+	pid := strings.TrimSpace(string(b))
+	for deadline := time.Now().Add(time.Minute); pid != ""; {
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the filter %s did not end", pid)
+		}
+		time.Sleep(5 * time.Millisecond) // waiting on the process to end
+	}
+	for _, f := range []string{"in-merge", "armed", "release"} {
+		os.Remove(filepath.Join(arm, f))
+	}
+}
+
+// checkEndState checks what every kill loop must leave once its last run
+// has ended: no phase [running] (in the file or on the base), none of the
+// driver's notes about a worktree (.claudopilot/state/attempt-, environment-,
+// gating-, merging-<id>), no folder under .claudopilot/worktrees but a
+// .broken-<n> one set aside, and no record of a base move but the last
+// run's own (none at all without foreign moves: a false alarm).
+func checkEndState(t *testing.T, repo string, env []string, lastStart time.Time, foreignMoves bool) {
+	t.Helper()
+	live, _ := os.ReadFile(filepath.Join(repo, "roadmap", "EXECUTION-MANIFEST.md"))
+	committed := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
+	for name, m := range map[string]string{"live": string(live), "committed": committed} {
+		if strings.Contains(m, "[running]") {
+			t.Errorf("the %s manifest has a [running] phase left:\n%s", name, m)
+		}
+	}
+	st := filepath.Join(repo, ".claudopilot", "state")
+	for _, pat := range []string{"attempt-*", "environment-*", "gating-*", "merging-*"} {
+		if left, _ := filepath.Glob(filepath.Join(st, pat)); len(left) > 0 {
+			t.Errorf("notes left: %v", left)
+		}
+	}
+	wts, _ := os.ReadDir(filepath.Join(repo, ".claudopilot", "worktrees"))
+	for _, e := range wts {
+		if !strings.Contains(e.Name(), ".broken-") {
+			t.Errorf("a worktree folder is left: %s", e.Name())
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(st, "base-moved.json"))
+	if err != nil {
+		return
+	}
+	var m struct {
+		At time.Time `json:"at"`
+	}
+	json.Unmarshal(b, &m)
+	if !foreignMoves || m.At.Before(lastStart) {
+		t.Errorf("base-moved.json left (foreign moves made: %v; the last run started %s): %s", foreignMoves, lastStart.Format(time.RFC3339Nano), b)
+	}
+}
+
+// countIn counts the lines of file holding s.
+func countIn(file, s string) int {
+	b, _ := os.ReadFile(file)
+	return strings.Count(string(b), s)
+}
+
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
