@@ -12,6 +12,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
+
+	"github.com/claudopilot/claudopilot/protect"
 )
 
 // File is the switches' file name in the state folder.
@@ -227,4 +229,15 @@ func poll(ctx context.Context, dir string, last Switches, out chan<- Switches) {
 			return
 		}
 	}
+}
+
+// Protected declares the switches' files in dir (the state folder, inside
+// top, the repository's top level) for the landing's check (package
+// protect): a committed control.json would pause or drain the next run.
+func Protected(top, dir string) []protect.Rule {
+	var rules []protect.Rule
+	for _, f := range []string{File, LanesFile} {
+		rules = append(rules, protect.File(top, filepath.Join(dir, f), "a control file: the switches (pause, drain, lanes) a running driver reads")...)
+	}
+	return rules
 }

@@ -102,7 +102,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		live = roadmap.NewFile(e.Roadmap.ManifestPath)
 		live.RemoveTemps()
 		store = live
-		if err := e.openMerger(ctx, o, live); err != nil {
+		if err := e.openMerger(ctx, o, live, runner.Prompts); err != nil {
 			return nil, err
 		}
 	}
@@ -237,10 +237,12 @@ func (e *Engine) runner(o Options) *work.Runner {
 	}
 }
 
-// openMerger makes the local merge owner of a roadmap's phases.
-func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File) error {
+// openMerger makes the local merge owner of a roadmap's phases; ps is
+// the runner's prompt loader, whose folders are protected.
+func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, ps prompts.Set) error {
 	cfg := e.Settings
 	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	merger.Protect = protectedSet(cfg.Protect, e.Layout, e.Roadmap, ps)
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
 	if _, err := merger.CheckBase(ctx); err != nil {

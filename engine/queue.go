@@ -119,6 +119,7 @@ func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg 
 		qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(e.Roadmap.Dir, "prompts"))
 	}
 	qs.Cfg.PromptDirs = append(qs.Cfg.PromptDirs, filepath.Join(l.Dir(), "prompts"))
+	qs.Cfg.Protect = e.queueProtected(o, qs.Cfg.PromptDirs)
 	if err := qs.stableInstance(l); err != nil {
 		return err
 	}

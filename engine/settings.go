@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 )
@@ -41,6 +42,11 @@ type Settings struct {
 	// ListenPublic allows an address that is not loopback.
 	Listen       string
 	ListenPublic bool
+	// Protect is the settings' part of the files no landing may change
+	// (docs/landing.md): the files the settings model reads and
+	// PROTECTED_PATHS, Off for PROTECTED_PATHS=none. The engine adds what
+	// the other readers (prompts, roadmap, control files, git) declare.
+	Protect protect.Set
 }
 
 // Review is the resolved review gate (docs/review.md): on when Cmd is set.

@@ -179,6 +179,9 @@ func (w *worker) push(ctx context.Context) *failure {
 	if f := w.scanPush(ctx); f != nil {
 		return f
 	}
+	if f := w.protected(ctx); f != nil {
+		return f // never pushed: merged, it would steer every clone's next run
+	}
 	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -297,6 +300,8 @@ func (w *worker) advice(f *failure) string {
 	switch f.reason {
 	case string(state.ReasonSecret):
 		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
+	case string(state.ReasonProtected):
+		return fmt.Sprintf("A retry continues on that branch: first put those files back as they are on the base (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
 	}
 	return "To try again, " + again + "."
 }

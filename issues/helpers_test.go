@@ -13,8 +13,18 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/worktree"
 )
+
+// testProtect is a protected set as the engine composes it, in part: a
+// settings file, the driver's folder and git's files.
+func testProtect() *protect.Set {
+	return &protect.Set{Rules: append([]protect.Rule{
+		{Glob: "claudopilot.config", Why: "a settings file, read by the settings model"},
+		{Glob: ".claudopilot/**", Why: "the driver's folder"},
+	}, worktree.Protected()...)}
+}
 
 // vclock is a clock whose Sleep does not wait: it moves the clock on. The
 // fake GitHub uses the same clock, so rate-limit resets and claim ages
@@ -221,7 +231,7 @@ func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 		GitHub: e.github(nil), Git: git, Base: "main", Agent: e.script("ok.sh", okAgent),
 		MaxParallel: 2, Poll: 50 * time.Millisecond, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
 		Env: append(e.genv, "GITHUB_TOKEN="+token, "GH_TOKEN="+token), Token: token, Clock: e.clock, Log: log,
-		KillGrace: time.Second,
+		KillGrace: time.Second, Protect: testProtect(),
 	}
 	if mod != nil {
 		mod(&cfg)

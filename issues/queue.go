@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
@@ -86,6 +87,11 @@ type Config struct {
 	Log        io.Writer
 	// Review is the review gate before landing (off unless Review.Cmd).
 	Review ReviewConfig
+	// Protect is every file a branch must not change (package protect,
+	// docs/landing.md): a branch that changes one is never pushed and the
+	// issue is blocked with reason protected. Nil: the check cannot run,
+	// and nothing is pushed.
+	Protect *protect.Set
 	// Phases returns the manifest side of the graph, read at every poll;
 	// nil means no roadmap (a "Depends on phase-03" is then unknown).
 	Phases func() ([]Phase, error)

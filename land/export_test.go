@@ -4,6 +4,7 @@ package land
 // gives.
 var (
 	OutOfScope = (*Owner).outOfScope
+	Changes    = (*Owner).changes
 	Markers    = (*Owner).markers
 )
 

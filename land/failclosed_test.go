@@ -34,8 +34,9 @@ func TestMergeStopsWhenTheMarkerCheckCannotRun(t *testing.T) {
 	}
 }
 
-// The scope check and the marker check fail closed on a git error: an
-// answer of "nothing out of scope" or "no markers" needs the diff read.
+// The scope, protected-file and marker checks fail closed on a git error:
+// an answer of "nothing out of scope", "nothing protected" or "no markers"
+// needs the diff read.
 func TestChecksFailClosed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
@@ -43,12 +44,16 @@ func TestChecksFailClosed(t *testing.T) {
 	j := job("p2", "second phase", tip)
 	j.Owns = []string{"api/"}
 	base := f.rev("main")
-	if bad, err := land.OutOfScope(f.owner, f.ctx, j, base, tip); err != nil || len(bad) != 1 {
-		t.Fatalf("OutOfScope on a readable branch = %v, %v; want [web/x.js]", bad, err)
+	changed, err := land.Changes(f.owner, f.ctx, j, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := land.OutOfScope(f.owner, j, changed); len(bad) != 1 {
+		t.Fatalf("OutOfScope on a readable branch = %v; want [web/x.js]", bad)
 	}
 	missing := "0000000000000000000000000000000000000001"
-	if bad, err := land.OutOfScope(f.owner, f.ctx, j, base, missing); err == nil {
-		t.Errorf("OutOfScope with an unreadable tip = %v, nil; want an error", bad)
+	if changed, err := land.Changes(f.owner, f.ctx, j, base, missing); err == nil {
+		t.Errorf("the changes of an unreadable tip = %v, nil; want an error", changed)
 	}
 	if bad, err := land.Markers(f.owner, f.ctx, base, missing); err == nil {
 		t.Errorf("Markers with an unreadable tip = %v, nil; want an error", bad)

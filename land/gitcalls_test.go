@@ -44,8 +44,11 @@ func TestMergeGitCalls(t *testing.T) {
 	// 32 before: a second read of the base, a merge-base --is-ancestor
 	// before the build, an ls-tree of the manifest when the base checkout
 	// follows, a second diff-tree of the base and the merge for that move,
-	// a merge-base --is-ancestor before the branch's deletion.
-	const budget = 27
+	// a merge-base --is-ancestor before the branch's deletion. 27 until
+	// the protected-file check (issue #21) read the branch's changed
+	// paths for every phase (a diff-tree the scope check ran only for a
+	// phase with owns:).
+	const budget = 28
 	if len(calls) > budget {
 		t.Errorf("%d git processes for one landing, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -72,6 +73,12 @@ type Owner struct {
 	// GateRetries reruns a red merge gate that many times before it
 	// counts as red (GATE_RETRIES); a rerun that is green is a flake.
 	GateRetries int
+
+	// Protect is every file a landing must not change (package protect,
+	// docs/landing.md): a branch that adds, changes or deletes one is
+	// refused with reason protected, unless the phase's (owns: …) names
+	// it. Nil: the check cannot run, and nothing lands.
+	Protect *protect.Set
 
 	// Sandbox runs the merge gate in the sandbox when its Gate is set
 	// (SANDBOX_GATE); nil or off: as it is.
@@ -221,21 +228,13 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 			return "", "", out, true, false
 		}
 	}
-	// Both checks fail closed: a check that cannot run stops the landing.
-	if paths, err := o.markers(ctx, mb, tip); err != nil {
-		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
-		return "", "", out, true, false
-	} else if len(paths) > 0 {
-		out.Reason = scheduler.ReasonConflict
-		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
+	mrel := o.Layout.ManifestRel()
+	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
+	if err != nil || !has {
+		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
 		return "", "", out, true, false
 	}
-	if paths, err := o.outOfScope(ctx, j, mb, tip); err != nil {
-		out.Err = fmt.Errorf("the scope check of %s could not run: %w", j.ID, err)
-		return "", "", out, true, false
-	} else if len(paths) > 0 {
-		out.Reason = scheduler.ReasonScope
-		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
+	if out, stop := o.check(ctx, j, mb, tip, committed); stop {
 		return "", "", out, true, false
 	}
 	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
@@ -261,12 +260,6 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 	// The manifest in the commit is the base's, with this phase marked
 	// merged: whatever the worker did to the manifest on its branch is
 	// dropped.
-	mrel := o.Layout.ManifestRel()
-	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
-	if err != nil || !has {
-		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
-		return "", "", out, true, false
-	}
 	flipped, err := flip(committed, j)
 	if err != nil {
 		// The phase was added to the live file and never committed:
@@ -300,6 +293,41 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 	// warning with the merge: an agent can write an allow comment too.
 	out.Detail = secret.DescribeAllowed(rep.Allowed)
 	return commit, tree, out, false, false
+}
+
+// check refuses j's branch (tip, whose merge base with the base is mb)
+// when it changes a protected file, holds conflict markers, or changes
+// files outside its declared scope; manifestSrc is the base's manifest.
+// stop: out is the refusal or the error. Every check fails closed: a
+// check that cannot run stops the landing.
+func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
+	out.ID = j.ID
+	changed, err := o.changes(ctx, j, mb, tip)
+	if err != nil {
+		out.Err = fmt.Errorf("the protected-file and scope checks of %s could not run: %w", j.ID, err)
+		return out, true
+	}
+	if hits, err := o.protected(j, changed, manifestSrc); err != nil {
+		out.Err = fmt.Errorf("the protected-file check of %s could not run: %w", j.ID, err)
+		return out, true
+	} else if len(hits) > 0 {
+		out.Reason, out.Detail = scheduler.ReasonProtected, protect.Describe(hits)
+		return out, true
+	}
+	if paths, err := o.markers(ctx, mb, tip); err != nil {
+		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
+		return out, true
+	} else if len(paths) > 0 {
+		out.Reason = scheduler.ReasonConflict
+		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
+		return out, true
+	}
+	if paths := o.outOfScope(j, changed); len(paths) > 0 {
+		out.Reason = scheduler.ReasonScope
+		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
+		return out, true
+	}
+	return out, false
 }
 
 // publish moves the base from base to commit, the merge commit of the
@@ -554,16 +582,11 @@ func (o *Owner) pass(tree, gate string) {
 	o.green[tree+"\x00"+gate] = true
 }
 
-// outOfScope lists the files the branch changed outside the phase's
-// declared scope, its phase doc and the manifest aside; mb is the merge
-// base of the base and tip.
-func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, mb, tip string) ([]string, error) {
+// outOfScope lists the files the branch changed (changed) outside the
+// phase's declared scope, its phase doc and the manifest aside.
+func (o *Owner) outOfScope(j scheduler.MergeJob, changed []string) []string {
 	if len(j.Owns) == 0 {
-		return nil, nil
-	}
-	changed, err := o.Git.DiffNames(ctx, mb, tip)
-	if err != nil {
-		return nil, err
+		return nil
 	}
 	var bad []string
 	for _, p := range changed {
@@ -574,7 +597,7 @@ func (o *Owner) outOfScope(ctx context.Context, j scheduler.MergeJob, mb, tip st
 			bad = append(bad, p)
 		}
 	}
-	return bad, nil
+	return bad
 }
 
 // isDocOf reports whether repository path p is phase id's doc (or its DONE_

@@ -112,6 +112,7 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
 		t.Fatal(err)
 	}
+	f.owner.Protect = f.protectedSet()
 	return f
 }
 

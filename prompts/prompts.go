@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"text/template"
+
+	"github.com/claudopilot/claudopilot/protect"
 )
 
 //go:embed worker.md supervisor.md issue-worker.md issue-supervisor.md reviewer.md
@@ -84,4 +86,17 @@ func (s Set) load(name string) ([]byte, error) {
 		}
 	}
 	return builtin.ReadFile(name)
+}
+
+// Protected declares the override folders for the landing's check
+// (package protect): every file in them, not only the names read today
+// (<role>.md, <role>.project.md), so a role added later is covered. top
+// is the repository's top level; a folder outside it is not the
+// repository's to protect.
+func (s Set) Protected(top string) []protect.Rule {
+	var rules []protect.Rule
+	for _, dir := range s.Dirs {
+		rules = append(rules, protect.Under(top, dir, "a prompt override, read by the prompt loader")...)
+	}
+	return rules
 }

@@ -2,7 +2,10 @@ package roadmap
 
 import (
 	"fmt"
+	"path"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/protect"
 )
 
 // attachDocs gives each phase its doc. A file belongs to the phase whose id
@@ -26,23 +29,67 @@ func attachDocs(r *Roadmap, files []string) {
 // docOwner returns the phase a file name belongs to, and whether it is a
 // DONE_ doc.
 func (r *Roadmap) docOwner(f string) (*Node, string, bool) {
-	if f == ManifestName || !strings.HasSuffix(f, ".md") {
+	id, done := DocOwner(f, func(id string) bool { return r.byID[id] != nil })
+	if id == "" {
 		return nil, "", false
 	}
-	done := strings.HasPrefix(f, DonePrefix)
+	return r.byID[id], id, done
+}
+
+// DocOwner returns the phase (among those isPhase knows) whose doc the
+// file name f is, "" when none, and whether it is a DONE_ doc: the
+// longest id the name starts with, followed by ".md" or "-".
+func DocOwner(f string, isPhase func(id string) bool) (id string, done bool) {
+	if f == ManifestName || !strings.HasSuffix(f, ".md") {
+		return "", false
+	}
+	done = strings.HasPrefix(f, DonePrefix)
 	stem := strings.TrimSuffix(strings.TrimPrefix(f, DonePrefix), ".md")
-	if n := r.byID[stem]; n != nil {
-		return n, stem, done
+	if isPhase(stem) {
+		return stem, done
 	}
 	// Try every cut at a '-' from the right: the longest id wins.
 	for i := len(stem) - 1; i > 0; i-- {
-		if stem[i] == '-' {
-			if n := r.byID[stem[:i]]; n != nil {
-				return n, stem[:i], done
-			}
+		if stem[i] == '-' && isPhase(stem[:i]) {
+			return stem[:i], done
 		}
 	}
-	return nil, "", false
+	return "", false
+}
+
+// Protected declares the files the roadmap reads, for the landing's check
+// (package protect): the manifest (and, when it is a symlink, target, the
+// file it leads to, as Layout.Manifest says; "" when none), and the phase
+// docs. The loader lists the whole folder, so in a folder of its own
+// every .md file is protected (a doc written now for a phase added later
+// is read then); at the repository's top level (dir ".") only the docs of
+// this roadmap's phases. dir is the folder from the repository's top,
+// slash-separated. A phase may still change its own doc: the landing
+// lets that through (DocOwner).
+func (r *Roadmap) Protected(dir, target string) []protect.Rule {
+	const manifestWhy = "the manifest, read by the roadmap loader: only the driver flips its states"
+	const docWhy = "a phase doc, read by the roadmap loader: a phase changes only its own"
+	dir = path.Clean(dir)
+	in := func(name string) string {
+		if dir == "." {
+			return name
+		}
+		return protect.Literal(dir) + "/" + name
+	}
+	rules := []protect.Rule{{Glob: in(ManifestName), Why: manifestWhy}}
+	if target != "" {
+		rules = append(rules, protect.Rule{Glob: protect.Literal(target), Why: manifestWhy})
+	}
+	if dir != "." {
+		return append(rules, protect.Rule{Glob: in("*.md"), Why: docWhy})
+	}
+	for _, n := range r.Nodes {
+		id := protect.Literal(n.ID)
+		for _, g := range []string{id + ".md", id + "-*.md", DonePrefix + id + ".md", DonePrefix + id + "-*.md"} {
+			rules = append(rules, protect.Rule{Glob: in(g), Why: docWhy})
+		}
+	}
+	return rules
 }
 
 // docProblems reports phases with two docs, or with both X and DONE_X

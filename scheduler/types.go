@@ -22,20 +22,21 @@ const (
 )
 
 const (
-	ReasonNone     = state.ReasonNone
-	ReasonNoDone   = state.ReasonNoDone
-	ReasonExit     = state.ReasonExit
-	ReasonGate     = state.ReasonGate
-	ReasonPrepare  = state.ReasonPrepare
-	ReasonStuck    = state.ReasonStuck
-	ReasonTimeout  = state.ReasonTimeout
-	ReasonWorktree = state.ReasonWorktree
-	ReasonConflict = state.ReasonConflict
-	ReasonScope    = state.ReasonScope
-	ReasonSecret   = state.ReasonSecret
-	ReasonBudget   = state.ReasonBudget
-	ReasonChecks   = state.ReasonChecks
-	ReasonMerge    = state.ReasonMerge
+	ReasonNone      = state.ReasonNone
+	ReasonNoDone    = state.ReasonNoDone
+	ReasonExit      = state.ReasonExit
+	ReasonGate      = state.ReasonGate
+	ReasonPrepare   = state.ReasonPrepare
+	ReasonStuck     = state.ReasonStuck
+	ReasonTimeout   = state.ReasonTimeout
+	ReasonWorktree  = state.ReasonWorktree
+	ReasonConflict  = state.ReasonConflict
+	ReasonScope     = state.ReasonScope
+	ReasonSecret    = state.ReasonSecret
+	ReasonProtected = state.ReasonProtected
+	ReasonBudget    = state.ReasonBudget
+	ReasonChecks    = state.ReasonChecks
+	ReasonMerge     = state.ReasonMerge
 )
 
 // Job asks a Runner for one attempt at one phase.

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
 )
 
@@ -43,6 +44,19 @@ func Files(top string) []string {
 		out[i] = filepath.Join(top, filepath.FromSlash(src.rel))
 	}
 	return out
+}
+
+// Protected is the settings' part of the files no landing may change
+// (docs/landing.md): every file the settings model reads under the
+// repository root top (Files: a source added there is protected with it)
+// and PROTECTED_PATHS' globs; Off for PROTECTED_PATHS=none. The engine
+// adds what the other readers declare.
+func (s *Settings) Protected(top string) protect.Set {
+	rules := slices.Clone(s.ProtectedPaths.Rules)
+	for _, f := range Files(top) {
+		rules = append(rules, protect.File(top, f, "a settings file, read by the settings model")...)
+	}
+	return protect.Set{Off: s.ProtectedPaths.Off, Rules: rules}
 }
 
 // claudopilotOnly are Claudopilot's settings that mean nothing here. They

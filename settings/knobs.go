@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/protect"
 )
 
 // DefaultAgent is Claude Code in headless mode.
@@ -37,6 +38,7 @@ const (
 	Regexp  Kind = "regexp"  // a regular expression ("" none)
 	Driver  Kind = "driver"  // "" or a key of agentDrivers
 	Sandbox Kind = "sandbox" // a SANDBOX mode
+	Protect Kind = "protect" // PROTECTED_PATHS: comma-separated globs of repository paths, or none (protect.ParseList)
 )
 
 // Knob is one setting: its name in the environment and the files, its
@@ -103,6 +105,7 @@ func runKnobs() []Knob {
 		{Env: "GATE_RETRIES", Flag: "gate-retries", Def: "0", Help: "reruns of a red merge gate before it counts as red; a green rerun is journaled as a flake", Kind: Int, Scope: Run, to: field(func(s *Settings) *int { return &s.GateRetries })},
 		{Env: "SECRET_SCAN", Flag: "secret-scan", Def: "1", Help: "scan what each merge adds for secrets (tokens, keys, .env-style assignments); 0 turns it off", Kind: Bool, Scope: Run, to: field(func(s *Settings) *bool { return &s.SecretScan })},
 		{Env: "SECRET_ALLOW", Flag: "secret-allow", Help: "comma-separated path globs whose secret-scan hits are accepted as false positives (a glob without / matches a file name in any folder)", Kind: Globs, Scope: Run, to: field(func(s *Settings) *[]string { return &s.SecretAllow })},
+		{Env: "PROTECTED_PATHS", Flag: "protected-paths", Help: "more files no landing may change, as comma-separated globs (scripts/**), beside the settings, prompts and phase docs; none turns the check off (docs/landing.md)", Kind: Protect, Scope: rq, to: field(func(s *Settings) *protect.Set { return &s.ProtectedPaths })},
 		{Env: "DERIVED_CONFLICT_FILES", Flag: "derived-conflict-files", Help: "regular expression: a merge conflicting only on paths it matches is resolved with LOCKFILE_CMD (default: the known lockfiles)", Kind: Regexp, Scope: Run, to: field(func(s *Settings) **regexp.Regexp { return &s.DerivedConflictFiles })},
 		{Env: "BOOTSTRAP_CMD", Flag: "bootstrap", Help: "command run once in the repository when the run starts (install, …); a failure is a warning", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.Bootstrap })},
 		{Env: "BUILD_CMD", Flag: "build", Help: "command run once after BOOTSTRAP_CMD when the run starts; a failure is a warning", Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.Build })},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/sandbox"
 )
 
@@ -307,6 +308,12 @@ func parse(k Knob, raw string) (any, string) {
 			return "", "want bwrap or off"
 		}
 		return mode, ""
+	case Protect:
+		rules, off, err := protect.ParseList(raw)
+		if err != nil {
+			return protect.Set{}, err.Error()
+		}
+		return protect.Set{Off: off, Rules: rules}, ""
 	}
 	return raw, ""
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -38,6 +39,7 @@ type Settings struct {
 	GateRetries          int
 	SecretScan           bool
 	SecretAllow          []string
+	ProtectedPaths       protect.Set    // PROTECTED_PATHS: more protected files, Off for none (see Protected)
 	DerivedConflictFiles *regexp.Regexp // nil: the known lockfiles
 	Bootstrap, Build     string
 	MaxIter              int

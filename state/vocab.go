@@ -25,8 +25,12 @@ const (
 	ReasonConflict Reason = "conflict" // the merge into the base conflicts
 	ReasonScope    Reason = "scope"    // the branch changed files outside (owns: …)
 	ReasonSecret   Reason = "secret"   // the merge would add a secret (a token, a key) to the base
-	ReasonBudget   Reason = "budget"   // the phase spent PHASE_MAX_COST_USD
-	ReasonReview   Reason = "review"   // the reviewers still blocked after the last round
+	// ReasonProtected: the landing would change a file that steers the
+	// next run (a setting, a prompt override, another phase's doc:
+	// package protect).
+	ReasonProtected Reason = "protected"
+	ReasonBudget    Reason = "budget" // the phase spent PHASE_MAX_COST_USD
+	ReasonReview    Reason = "review" // the reviewers still blocked after the last round
 	// The landing on GitHub (an outside node's pull request):
 	ReasonChecks Reason = "checks"       // the pull request's checks are red, or still pending after CHECKS_TIMEOUT
 	ReasonPush   Reason = "push"         // the branch could not be pushed

@@ -124,6 +124,10 @@ type Phase struct {
 	Outside  bool   `json:"outside,omitempty"`
 	Attempts int    `json:"attempts"`
 	Reason   string `json:"reason,omitempty"`
+	// Detail says more of a [failed] or [blocked] node's reason: the
+	// files a protected, scope or secret refusal names, the paths of a
+	// conflict.
+	Detail string `json:"detail,omitempty"`
 	// Away says why an outside node left the driver's hands (state
 	// "away").
 	Away    string `json:"away,omitempty"`
@@ -173,6 +177,8 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 			Waiting: n.Waiting, WaitingFiles: n.WaitingFiles, Conflict: n.Conflict}
 		if n.State == Away {
 			p.Away = n.Detail
+		} else {
+			p.Detail = n.Detail
 		}
 		if m, ok := work.WorktreeLane(s.Layout.Worktree(n.ID)); ok {
 			p.Lane = &m

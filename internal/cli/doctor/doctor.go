@@ -326,6 +326,9 @@ func (d *doctorState) checkSettings(fs settings.Flags) {
 	default:
 		d.add(doctorOK, "settings: valid (no "+settings.ConfigFile+")", "", from...)
 	}
+	if s.ProtectedPaths.Off {
+		d.add(doctorWarn, fmt.Sprintf("protected files: off (PROTECTED_PATHS=none from %s): an agent's commit can change the settings, prompts and phase docs the next run reads", s.Source("PROTECTED_PATHS")), "unset PROTECTED_PATHS (docs/landing.md)")
+	}
 }
 
 // checkBase finds the base branch by the base rule run applies

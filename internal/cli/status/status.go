@@ -104,6 +104,9 @@ func writeTable(w io.Writer, color bool, st snapstatus.Report) {
 		if p.Reason != "" {
 			why = "reason " + p.Reason
 		}
+		if p.Reason == string(state.ReasonProtected) {
+			why += ": " + p.Detail // which files, and what reads them
+		}
 		if p.WaitsOn != "" {
 			why = strings.TrimSpace(why + "  waits on " + p.WaitsOn)
 		}

@@ -1,0 +1,47 @@
+package issues
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/claudopilot/claudopilot/protect"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// protected refuses to push a branch that adds, changes or deletes a
+// protected file (Config.Protect, docs/landing.md): once merged on GitHub
+// it would steer the next run of every clone. What the branch changed is
+// read against its merge base with the remote's base, as the pull
+// request would show it. A check that cannot run refuses too (it fails
+// closed). An issue has no (owns: …), so nothing protected is its own.
+func (w *worker) protected(ctx context.Context) *failure {
+	q := w.q
+	fail := func(detail string) *failure {
+		if w.unpushed == "" {
+			w.unpushed = "the protected-file check could not run"
+		}
+		return &failure{reason: string(state.ReasonProtected), detail: detail}
+	}
+	if q.cfg.Protect == nil {
+		return fail("the protected-file check has no set of files to check")
+	}
+	if q.cfg.Protect.Off {
+		return nil
+	}
+	base := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
+	tip := "refs/heads/" + w.branch
+	mb, err := q.git.MergeBase(ctx, base, tip)
+	if err != nil {
+		return fail(fmt.Sprintf("the protected-file check could not run: %v", err))
+	}
+	changed, err := q.git.DiffNames(ctx, mb, tip)
+	if err != nil {
+		return fail(fmt.Sprintf("the protected-file check could not run: %v", err))
+	}
+	if hits := q.cfg.Protect.Check(changed, nil); len(hits) > 0 {
+		w.unpushed = "it changes files that steer the next run"
+		q.logIssue(w.n, "not pushed: %s", protect.Describe(hits))
+		return fail(protect.Describe(hits))
+	}
+	return nil
+}
