@@ -362,19 +362,24 @@ func ideLoop(ctx context.Context, repo string, env []string) *sync.WaitGroup {
 // merged once, with every line, no conflict marker, every agent commit on
 // the base, and the end state of every kill loop (checkEndState).
 //
-// 3 kills by default; 15 under CLAUDOPILOT_SOAK=1.
+// 6 phases and up to 3 kills of each kind by default; 32 phases and up to
+// 12 of each kind under CLAUDOPILOT_SOAK=1 (each conflict is one chance at
+// a base merge).
 
-const baseMergeManifest = `# Kill loop, base merges
-
-**Status:** in-progress
-
-1. [pending] **m1** — one (deps: none)
-2. [pending] **m2** — two (deps: none)
-3. [pending] **m3** — three (deps: none)
-4. [pending] **m4** — four (deps: none)
-5. [pending] **m5** — five (deps: m1)
-6. [pending] **m6** — six (deps: m2)
-`
+// baseMergeManifest has n phases, four at a time independent, each later
+// one after the one four before it.
+func baseMergeManifest(n int) string {
+	var b strings.Builder
+	b.WriteString("# Kill loop, base merges\n\n**Status:** in-progress\n\n")
+	for i := 1; i <= n; i++ {
+		deps := "none"
+		if i > 4 {
+			deps = fmt.Sprintf("m%d", i-4)
+		}
+		fmt.Fprintf(&b, "%d. [pending] **m%d** — phase %d (deps: %s)\n", i, i, i, deps)
+	}
+	return b.String()
+}
 
 // baseMergeAgent adds its own line to shared.dat; a supervisor resolves
 // shared.dat's conflict by keeping every line. Idempotent.
@@ -436,9 +441,9 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	t.Parallel()
-	target := 3
+	phases, target := 6, 3
 	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
-		target = 15
+		phases, target = 32, 12
 	}
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
@@ -446,12 +451,12 @@ func TestKillLoopBaseMerge(t *testing.T) {
 	trace := filepath.Join(dir, "trace")
 	env := append(crashEnv(dir, trace), "ARMDIR="+arm)
 	for name, body := range map[string]string{
-		"roadmap/EXECUTION-MANIFEST.md": baseMergeManifest, "gate.sh": baseMergeGate,
+		"roadmap/EXECUTION-MANIFEST.md": baseMergeManifest(phases), "gate.sh": baseMergeGate,
 		"shared.dat": "shared\n", ".gitattributes": "*.dat filter=slow\n",
 	} {
 		writeFile(t, filepath.Join(repo, name), body)
 	}
-	for i := 1; i <= 6; i++ {
+	for i := 1; i <= phases; i++ {
 		writeFile(t, filepath.Join(repo, fmt.Sprintf("roadmap/m%d.md", i)), fmt.Sprintf("# m%d\n", i))
 	}
 	agent, filter := filepath.Join(dir, "agent.sh"), filepath.Join(dir, "smudge.sh")
@@ -473,7 +478,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 	kills, afterMerged := 0, 0
 	var lastStart time.Time
 	for round := 0; ; round++ {
-		if round > 2*target+20 {
+		if round > 2*target+40 {
 			t.Fatalf("no end after %d starts", round)
 		}
 		// Every other round kills right after a landing instead, while
@@ -537,13 +542,13 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		t.Fatalf("only %d kills during a base merge: the test did not exercise it", kills)
 	}
 	log := git(t, repo, env, "log", "--first-parent", "--format=%s", "main")
-	for i := 1; i <= 6; i++ {
+	for i := 1; i <= phases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge m%d:", i)); n != 1 {
 			t.Errorf("m%d merged %d times:\n%s", i, n, log)
 		}
 	}
 	shared := git(t, repo, env, "show", "main:shared.dat")
-	for i := 1; i <= 6; i++ {
+	for i := 1; i <= phases; i++ {
 		if !strings.Contains(shared, fmt.Sprintf("line of m%d\n", i)) {
 			t.Errorf("shared.dat on main lacks m%d's line:\n%s", i, shared)
 		}
