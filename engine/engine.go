@@ -18,6 +18,7 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -73,6 +74,8 @@ type Engine struct {
 	events  <-chan scheduler.Event
 	queue   *queueRun
 	closers []func()
+	// redact is the run's redaction funnel (redact.go).
+	redact *secret.Redactor
 }
 
 // Open composes a run: everything up to the first launch. On error,
@@ -84,7 +87,9 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	e := &Engine{log: o.Log, rel: o.Rel}
+	e := &Engine{rel: o.Rel}
+	o.Log = logWriter{e, o.Log}
+	e.log = o.Log
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -162,6 +167,7 @@ func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journ
 	if qs != nil && o.Once {
 		qs.Cfg.Once = true
 	}
+	e.funnel(o.Env, qs)
 	if err := e.loadRoadmap(ctx, o, qs != nil); err != nil {
 		return nil, nil, err
 	}
@@ -178,6 +184,7 @@ func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journ
 		return nil, nil, err
 	}
 	e.onClose(func() { jn.Close() })
+	jn.SetRedact(e.redact.String)
 	// Agents a killed driver left running must stop before any phase or
 	// issue resumes: two agents never work in one worktree.
 	if err := work.Reap(work.ReapOptions{
@@ -186,7 +193,7 @@ func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journ
 	}); err != nil {
 		return nil, nil, err
 	}
-	return qs, jn, bootstrap(ctx, o.Log, o.Rel, e.Layout, e.Settings, o.Env)
+	return qs, jn, bootstrap(ctx, o.Log, o.Rel, e.Layout, e.Settings, o.Env, e.redact)
 }
 
 // loadRoadmap loads the roadmap (issue refs allowed as deps when the
@@ -231,7 +238,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 	}
 	return &work.Runner{
 		Git: e.Git, Layout: layout, Agent: cfg.Agent, Super: cfg.Super, Prepare: cfg.Prepare,
-		Env: o.Env, Prompts: prompts.Set{Dirs: dirs},
+		Env: o.Env, Prompts: prompts.Set{Dirs: dirs}, Redact: e.redact,
 		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20,
 		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
 	}
@@ -241,7 +248,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 // the runner's prompt loader, whose folders are protected.
 func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, ps prompts.Set) error {
 	cfg := e.Settings
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
 	merger.Protect = protectedSet(cfg.Protect, e.Layout, e.Roadmap, ps)
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
@@ -305,11 +312,11 @@ func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *plan
 		// never halts the run).
 		page.KeepGoing = true
 	}
-	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir)
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir, e.redact)
 	if err != nil {
 		return err
 	}
-	e.events = fanOut(e.raw, append(listeners, webListeners...)...)
+	e.events = fanOut(e.raw, e.redact, append(listeners, webListeners...)...)
 	return nil
 }
 
@@ -426,20 +433,22 @@ func (e *Engine) onClose(f func()) { e.closers = append(e.closers, f) }
 // prompts, timeouts and log cap.
 func (r Review) reviewer(git *worktree.Client, l state.Layout, env []string, w *work.Runner) *work.Reviewer {
 	return &work.Reviewer{
-		Git: git, Layout: l, Cmd: r.Cmd, Env: env, Prompts: w.Prompts,
+		Git: git, Layout: l, Cmd: r.Cmd, Env: env, Prompts: w.Prompts, Redact: w.Redact,
 		StuckTimeout: w.StuckTimeout, Timeout: w.AgentTimeout, LogCap: w.LogCap, KillGrace: w.KillGrace,
 		Sandbox: w.Sandbox,
 	}
 }
 
-// fanOut hands each event to every listener (which must not block: the
-// notifier queues, the web hub drops for slow clients) and then to the
-// returned channel, which the caller reads in order.
-func fanOut(in <-chan scheduler.Event, listeners ...func(scheduler.Event)) <-chan scheduler.Event {
+// fanOut hands each event, through the redaction funnel, to every
+// listener (which must not block: the notifier queues, the web hub drops
+// for slow clients) and then to the returned channel, which the caller
+// reads in order.
+func fanOut(in <-chan scheduler.Event, red *secret.Redactor, listeners ...func(scheduler.Event)) <-chan scheduler.Event {
 	out := make(chan scheduler.Event, cap(in))
 	go func() {
 		defer close(out)
 		for ev := range in {
+			ev = redactEvent(red, ev)
 			for _, l := range listeners {
 				l(ev)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -118,7 +119,7 @@ func recoverCheckout(ctx context.Context, git *worktree.Client) error {
 // bootstrap runs BOOTSTRAP_CMD, then BUILD_CMD, once in the repository
 // before any phase starts, as Claudopilot did. A failure is a warning, as
 // it was there: the gate of each phase still decides what merges.
-func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l state.Layout, cfg Settings, env []string) error {
+func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l state.Layout, cfg Settings, env []string, red *secret.Redactor) error {
 	for _, step := range []struct{ name, cmd string }{{"bootstrap", cfg.Bootstrap}, {"build", cfg.Build}} {
 		if step.cmd == "" {
 			continue
@@ -126,7 +127,7 @@ func bootstrap(ctx context.Context, log io.Writer, rel func(string) string, l st
 		dir := filepath.Join(l.Dir(), "logs")
 		logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", step.name, proc.NextLog(dir, step.name)))
 		fmt.Fprintf(log, "claudopilot: %s: %s\n", step.name, step.cmd)
-		res := proc.Run(ctx, proc.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: logPath, LogCap: int64(cfg.LogCapMB) << 20})
+		res := proc.Run(ctx, proc.Spec{Command: step.cmd, Dir: l.Top, Env: env, LogPath: logPath, LogCap: int64(cfg.LogCapMB) << 20, Redact: red})
 		if ctx.Err() != nil {
 			return scheduler.ErrInterrupted
 		}

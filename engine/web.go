@@ -12,6 +12,7 @@ import (
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/web"
 )
@@ -21,7 +22,7 @@ const WebTokenFile = "web-token"
 
 // startWeb serves the API and page of this run when LISTEN is set, until
 // ctx ends. It returns the listeners the event fan-out feeds.
-func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard, ir *IssueRetry) ([]func(scheduler.Event), error) {
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard, ir *IssueRetry, red *secret.Redactor) ([]func(scheduler.Event), error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
 	}
 	srv := &web.Server{
-		Token: tok, Model: model, Hub: hub,
+		Token: tok, Model: model, Hub: hub, Redact: red,
 		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 	}

@@ -44,8 +44,9 @@
 //     comments in step with the state the scheduler gives an issue, from
 //     one bookkeeping goroutine (Bookkeep); Claimed starts the claim
 //     heartbeat and Release gives a claim up.
-//   - Scrubber (scrub.go): the token's value and common secret shapes out of
-//     everything posted or shown; AgentEnv keeps the token out of agents.
+//   - Scrubber (scrub.go): the driver's redaction funnel (secret.Redactor,
+//     knowing the token) as the queue holds it: out of everything posted
+//     or shown; AgentEnv keeps the token out of agents.
 //
 // Package ghfake is the in-process fake GitHub the tests run against.
 package issues

@@ -237,10 +237,9 @@ func New(cfg Config) (*Queue, error) {
 		cfg.Log = io.Discard
 	}
 	q := &Queue{cfg: cfg, gh: cfg.GitHub, instance: cfg.Instance, clock: cfg.Clock}
-	q.scrub = cfg.GitHub.scrub
-	if cfg.Token != "" {
-		q.scrub = NewScrubber(cfg.Token)
-	}
+	// The funnel the GitHub client scrubs with (the driver's), knowing
+	// the token too.
+	q.scrub = ScrubberFor(cfg.GitHub.scrub.Redactor().With(cfg.Token))
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
 	q.git = cfg.Git.WithEnv(q.agentEnv)
 	q.net = cfg.Git

@@ -337,7 +337,7 @@ func (w *worker) runReviewer(ctx context.Context, in reviewInputs, round int, le
 	}
 	proc := work.ReviewProcess{
 		Git: q.git, Checkout: checkout, Head: in.head, Cmd: q.cfg.Review.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: log,
-		LogCap: q.cfg.LogCap, StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
+		LogCap: q.cfg.LogCap, Redact: q.known(), StuckTimeout: q.cfg.StuckTimeout, Timeout: q.cfg.AgentTimeout, KillGrace: q.cfg.KillGrace,
 		Sandbox: q.cfg.Sandbox, Show: []string{dir},
 		Env: work.ReviewEnv(q.agentEnv,
 			"CLAUDOPILOT_ROLE=reviewer",

@@ -37,6 +37,7 @@ func (q *Queue) IssueRunner(base *work.Runner) *work.Runner {
 	r := *base
 	r.Git = q.git
 	r.Env = q.agentEnv
+	r.Redact = q.known() // the funnel, knowing the token
 	r.Prompts = prompts.Set{Dirs: q.cfg.PromptDirs}
 	return &r
 }

@@ -546,7 +546,7 @@ func (o *Owner) gateIn(ctx context.Context, j scheduler.MergeJob, commit, dir st
 		if err != nil {
 			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 		}
-		res := proc.Run(ctx, proc.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: o.Prepare, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, Redact: o.Redact, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
 		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
 			return false, log, fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 		}
@@ -562,7 +562,7 @@ func (o *Owner) gateIn(ctx context.Context, j scheduler.MergeJob, commit, dir st
 	if j.Gating != nil {
 		j.Gating()
 	}
-	return work.RunGateIn(ctx, o.Sandbox, o.Git, o.Layout, j.ID, j.Gate, dir, o.Env, o.LogCap, o.KillGrace)
+	return work.RunGateIn(ctx, o.Sandbox, o.Git, o.Layout, j.ID, j.Gate, dir, o.Env, o.Redact, o.LogCap, o.KillGrace)
 }
 
 // passed reports whether tree already passed gate in the gate worktree
@@ -814,7 +814,7 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 			abort()
 			return fmt.Errorf("lockfile conflict on %s: %w", p, err)
 		}
-		res := proc.Run(ctx, proc.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: cmd, Dir: dir, Env: o.Env, LogPath: log, LogCap: o.LogCap, Redact: o.Redact, KillGrace: o.KillGrace, Wrap: jail.Wrap()})
 		if _, err := jail.Leave(context.WithoutCancel(ctx), o.Git); err != nil {
 			abort()
 			return fmt.Errorf("lockfile conflict on %s: %w", p, err)

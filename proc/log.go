@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/secret"
 )
 
 // DefaultLogCap is the log size limit used when Spec.LogCap is 0.
@@ -196,4 +198,31 @@ func (t *tailLines) Lines() []string {
 	out := make([]string, 0, TailLines)
 	out = append(out, t.ring[t.next:]...)
 	return append(out, t.ring[:t.next]...)
+}
+
+// output passes a process's output through the redaction funnel, whole
+// lines at a time; without a funnel, as it is.
+type output struct{ s *secret.Stream }
+
+func newOutput(r *secret.Redactor) output {
+	if r == nil {
+		return output{}
+	}
+	return output{r.Stream()}
+}
+
+// write returns what of p (and what came before it) may be written now.
+func (o output) write(p []byte) []byte {
+	if o.s == nil {
+		return p
+	}
+	return o.s.Write(p)
+}
+
+// flush returns what was held back for its line's end: the output ended.
+func (o output) flush() []byte {
+	if o.s == nil {
+		return nil
+	}
+	return o.s.Flush()
 }

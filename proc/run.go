@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/claudopilot/claudopilot/secret"
 )
 
 // DefaultKillGrace is the SIGTERM→SIGKILL delay used when Spec.KillGrace is 0.
@@ -54,6 +56,9 @@ type Spec struct {
 	// LogCap bounds the log (DefaultLogCap when 0). Past it the file is
 	// rewritten to a drop marker plus the newest LogCap/2 bytes.
 	LogCap int64
+	// Redact is the driver's redaction funnel: the output goes through
+	// it, a line at a time, before the log and the tail see it.
+	Redact *secret.Redactor
 
 	StuckTimeout time.Duration // >0: no output for this long → Reason "stuck"
 	Timeout      time.Duration // >0: wall-clock limit → Reason "timeout"
@@ -154,6 +159,7 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	var lastOutput atomic.Int64 // ns since base, monotonic
 	var tail tailLines
 	drained := make(chan struct{})
+	out := newOutput(s.Redact)
 	go func() {
 		defer close(drained)
 		buf := make([]byte, 64<<10)
@@ -161,10 +167,14 @@ func Run(ctx context.Context, s Spec) (res Result) {
 			n, err := pr.Read(buf)
 			if n > 0 {
 				lastOutput.Store(int64(time.Since(base)))
-				logw.Write(buf[:n])
-				tail.Write(buf[:n])
+				p := out.write(buf[:n])
+				logw.Write(p)
+				tail.Write(p)
 			}
 			if err != nil {
+				p := out.flush()
+				logw.Write(p)
+				tail.Write(p)
 				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 					logw.Write([]byte(fmt.Sprintf("\n=== supervisor: reading output: %v ===\n", err)))
 				}

@@ -1,8 +1,10 @@
 package secret
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,7 +24,8 @@ const ruleKnown = "known-secret"
 // Built once; safe for concurrent use. A nil Redactor removes what the
 // rules find.
 type Redactor struct {
-	known []knownValue
+	vals  []knownValue // the values, raw
+	known []knownValue // every form of each
 	rep   *strings.Replacer
 }
 
@@ -53,22 +56,52 @@ func SecretEnv(name string) bool {
 // NewRedactor collects the values of env's secret-named variables
 // (SecretEnv) and extra values (name "" for them), in every form.
 func NewRedactor(env []string, extra ...string) *Redactor {
-	r := &Redactor{}
-	add := func(name, v string) {
-		if len(v) < minKnown || strings.HasPrefix(v, "/") || strings.Trim(v, "0123456789") == "" {
-			return // too short, a path or a number: not worth a word of every log
-		}
-		for _, form := range forms(v) {
-			r.known = append(r.known, knownValue{name, form})
-		}
-	}
+	var vals []knownValue
 	for _, kv := range env {
 		if name, v, ok := strings.Cut(kv, "="); ok && SecretEnv(name) {
-			add(name, v)
+			vals = append(vals, knownValue{name, v})
 		}
 	}
 	for _, v := range extra {
-		add("", v)
+		vals = append(vals, knownValue{"", v})
+	}
+	return build(vals)
+}
+
+// With is r knowing values too (r itself when it knows them all).
+func (r *Redactor) With(values ...string) *Redactor {
+	var vals []knownValue
+	if r != nil {
+		vals = slices.Clone(r.vals)
+	}
+	added := false
+	for _, v := range values {
+		if worth(v) && !slices.ContainsFunc(vals, func(k knownValue) bool { return k.text == v }) {
+			vals, added = append(vals, knownValue{"", v}), true
+		}
+	}
+	if !added && r != nil {
+		return r
+	}
+	return build(vals)
+}
+
+// worth: v is long enough to redact by value; a shorter one, a path or a
+// number would cost a word of every log.
+func worth(v string) bool {
+	return len(v) >= minKnown && !strings.HasPrefix(v, "/") && strings.Trim(v, "0123456789") != ""
+}
+
+func build(vals []knownValue) *Redactor {
+	r := &Redactor{}
+	for _, kv := range vals {
+		if !worth(kv.text) {
+			continue
+		}
+		r.vals = append(r.vals, kv)
+		for _, form := range forms(kv.text) {
+			r.known = append(r.known, knownValue{kv.name, form})
+		}
 	}
 	// Longest first, so a form holding another is replaced whole.
 	slices.SortStableFunc(r.known, func(a, b knownValue) int { return cmp.Compare(len(b.text), len(a.text)) })
@@ -104,9 +137,7 @@ func (r *Redactor) String(s string) string {
 	if s == "" {
 		return s
 	}
-	if r != nil && r.rep != nil && len(r.known) > 0 {
-		s = r.rep.Replace(s)
-	}
+	s = r.values(s)
 	if !strings.Contains(s, "\n") {
 		return redactHits(s)
 	}
@@ -118,17 +149,89 @@ func (r *Redactor) String(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// values replaces the known values in s.
+func (r *Redactor) values(s string) string {
+	if r == nil || len(r.known) == 0 {
+		return s
+	}
+	return r.rep.Replace(s)
+}
+
 // Lines redacts each line.
 func (r *Redactor) Lines(lines []string) []string {
 	out := make([]string, len(lines))
 	var st stream
 	for i, l := range lines {
-		if r != nil && r.rep != nil && len(r.known) > 0 {
-			l = r.rep.Replace(l)
-		}
-		out[i] = st.line(l)
+		out[i] = st.line(r.values(l))
 	}
 	return out
+}
+
+// Stream redacts a text that comes in pieces (a process's output), one
+// line at a time as each ends. Not safe for concurrent use.
+type Stream struct {
+	r       *Redactor
+	st      stream
+	pending []byte
+}
+
+// Stream starts a Stream.
+func (r *Redactor) Stream() *Stream { return &Stream{r: r} }
+
+// maxPending bounds a line held back for its end: past it, the line's
+// part before its last word (a token cut in two would escape) goes out.
+const maxPending = 64 << 10
+
+// Write takes the next piece and returns, redacted, the lines it ends.
+func (s *Stream) Write(p []byte) []byte {
+	s.pending = append(s.pending, p...)
+	var out []byte
+	for {
+		i := bytes.IndexByte(s.pending, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(append(out, s.st.line(s.r.values(string(s.pending[:i])))...), '\n')
+		s.pending = s.pending[i+1:]
+	}
+	if len(s.pending) > maxPending {
+		cut := len(s.pending) - len(lastWord(string(s.pending[len(s.pending)-overlap:])))
+		out = append(out, s.st.line(s.r.values(string(s.pending[:cut])))...)
+		s.pending = s.pending[cut:]
+	}
+	if len(s.pending) == 0 {
+		s.pending = nil // do not keep a large buffer alive
+	}
+	return out
+}
+
+// Line redacts one whole line of the stream.
+func (s *Stream) Line(l string) string { return s.st.line(s.r.values(l)) }
+
+// Flush returns the rest, redacted: the output has ended.
+func (s *Stream) Flush() []byte {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	out := []byte(s.st.line(s.r.values(string(s.pending))))
+	s.pending = nil
+	return out
+}
+
+// Writer redacts every write to w: for writers whose writes are whole
+// lines (the driver's notes and warnings).
+func (r *Redactor) Writer(w io.Writer) io.Writer { return redactWriter{r, w} }
+
+type redactWriter struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (rw redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(rw.w, rw.r.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // redactHits replaces what the rules find in one line.
@@ -166,6 +269,9 @@ func (st *stream) line(l string) string {
 			return Redacted
 		}
 		st.inKey = false
+		if strings.TrimSpace(l[:i]) == "" {
+			return l
+		}
 		return Redacted + l[i:]
 	}
 	out := redactHits(l)
@@ -197,6 +303,3 @@ func (r *Redactor) knownHits(line string) []hit {
 	}
 	return out
 }
-
-// Redact is String of a Redactor that knows no values: the rules only.
-func Redact(s string) string { return (*Redactor)(nil).String(s) }

@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// redact is a Redactor that knows no values: the rules alone.
+var redact = (*Redactor)(nil).String
+
 func TestRedact(t *testing.T) {
 	tests := []struct{ in, gone string }{
 		{"pushing with ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnopqrstuvwxyz0123"},
@@ -20,15 +23,15 @@ func TestRedact(t *testing.T) {
 		{"echo Z2hwX2FiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyMzQ1Njc4OQ==", "Z2hwX2FiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyMzQ1Njc4OQ"},
 	}
 	for _, tc := range tests {
-		got := Redact(tc.in)
+		got := redact(tc.in)
 		if strings.Contains(got, tc.gone) || !strings.Contains(got, Redacted) {
-			t.Errorf("Redact(%q) = %q", tc.in, got)
+			t.Errorf("redact(%q) = %q", tc.in, got)
 		}
 	}
-	if got := Redact("just a line of output: PASSWORD=${PW}"); got != "just a line of output: PASSWORD=${PW}" {
+	if got := redact("just a line of output: PASSWORD=${PW}"); got != "just a line of output: PASSWORD=${PW}" {
 		t.Errorf("a reference was redacted: %q", got)
 	}
-	if got := Redact("Authorization: Bearer abc.def.ghi-123456"); got != "Authorization: Bearer "+Redacted {
+	if got := redact("Authorization: Bearer abc.def.ghi-123456"); got != "Authorization: Bearer "+Redacted {
 		t.Errorf("the scheme word went: %q", got)
 	}
 }
@@ -70,8 +73,31 @@ func TestRedactorKnownValues(t *testing.T) {
 // kept as markers.
 func TestRedactPrivateKeyBlock(t *testing.T) {
 	in := "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi6Zh8Y0Rkz7yV7cX5i2Fz7Oeg1\nqwertyuiopasdfghjklzxcvbnm0123456789QWERTYUIOPASDFGHJKLZXCVBNM01\n-----END RSA PRIVATE KEY-----\nafter"
-	got := Redact(in)
+	got := redact(in)
 	if strings.Contains(got, "qwertyuiop") || strings.Contains(got, "MIIEpAIB") || !strings.HasPrefix(got, "before\n") || !strings.HasSuffix(got, "-----END RSA PRIVATE KEY-----\nafter") {
 		t.Errorf("got:\n%s", got)
+	}
+}
+
+// A Stream redacts whole lines as they end, whatever the pieces: a value
+// cut between writes, a private key's block across writes, and a line
+// too long to hold, cut before its last word, not inside it.
+func TestStream(t *testing.T) {
+	tok := "ghp_zyxwvutsrqponmlkjihgfedcba9876543210"
+	s := NewRedactor([]string{"GITHUB_TOKEN=" + tok}).Stream()
+	var out []byte
+	for _, p := range []string{"a " + tok[:10], tok[10:] + " b\n-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEpAIBAAKC", "AQEA3Tz2\n-----END RSA PRIVATE KEY-----\nend"} {
+		out = append(out, s.Write([]byte(p))...)
+	}
+	out = append(out, s.Flush()...)
+	want := "a [REDACTED] b\n[REDACTED]\n[REDACTED]\n-----END RSA PRIVATE KEY-----\nend"
+	if string(out) != want {
+		t.Errorf("got\n%q\nwant\n%q", out, want)
+	}
+	long := strings.Repeat("x ", maxPending/2) + tok
+	out = s.Write([]byte(long[:len(long)-5]))
+	out = append(out, s.Write([]byte(long[len(long)-5:]+"\n"))...)
+	if strings.Contains(string(out), tok[:20]) || !strings.HasSuffix(string(out), "x [REDACTED]\n") {
+		t.Errorf("a long line: ...%q", out[max(0, len(out)-80):])
 	}
 }

@@ -64,6 +64,17 @@ type Journal struct {
 	dirty bool // written since the last fsync
 	syncs int  // fsyncs made, for the benchmarks and tests
 	now   func() time.Time
+	// redact is the driver's redaction funnel (SetRedact); nil: none.
+	redact func(string) string
+}
+
+// SetRedact passes every record's texts through redact (the driver's
+// redaction funnel) before they are written. Call it before the first
+// write.
+func (j *Journal) SetRedact(redact func(string) string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.redact = redact
 }
 
 // OpenJournal opens (or creates) the journal at path for appending.
@@ -125,6 +136,11 @@ func (j *Journal) Unsynced() bool {
 func (j *Journal) write(r Record) error {
 	if r.Time.IsZero() {
 		r.Time = j.now().UTC()
+	}
+	if j.redact != nil {
+		// The texts a record carries (a failure's detail, a command):
+		// ids, paths and hashes are the driver's own.
+		r.Detail, r.Cmd = j.redact(r.Detail), j.redact(r.Cmd)
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -1,11 +1,16 @@
 package state
 
 import (
+	"encoding/base64"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/secret"
 )
 
 func openJournal(t *testing.T) *Journal {
@@ -311,5 +316,42 @@ func TestJournalWriteSharesOneSync(t *testing.T) {
 	appendAll(t, jn, Record{Phase: "a", Event: "pgid", PGID: 7})
 	if n := jn.Syncs(); n != 2 {
 		t.Errorf("Append made %d fsyncs in all, want 2", n)
+	}
+}
+
+// The journal's texts go through the redaction funnel (#22 §2): a
+// failure's detail holding a secret, raw, URL-escaped or base64-encoded,
+// is written redacted.
+func TestJournalRedacts(t *testing.T) {
+	pw := "p@ss/w0rd+Zq8 x=1&y"
+	forms := []string{pw, url.QueryEscape(pw), base64.StdEncoding.EncodeToString([]byte(pw))}
+	j, err := OpenJournal(filepath.Join(t.TempDir(), "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.SetRedact(secret.NewRedactor([]string{"DEPLOY_PASSWORD=" + pw}).String)
+	for _, f := range forms {
+		if err := j.Append(Record{Phase: "p", Event: "fail", Detail: "the gate said " + f, Cmd: "agent --password " + f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(j.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadJournal(j.Path())
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for _, f := range forms {
+		if strings.Contains(string(b), f) {
+			t.Errorf("the journal holds %q:\n%s", f, b)
+		}
+	}
+	for _, r := range recs {
+		if r.Detail != "the gate said [REDACTED]" || r.Cmd != "agent --password [REDACTED]" {
+			t.Errorf("record %+v", r)
+		}
 	}
 }

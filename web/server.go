@@ -50,6 +50,9 @@ type Server struct {
 	Actions Actions
 	Log     LogPath
 	Hub     *Hub
+	// Redact is the driver's redaction funnel: every log line served
+	// goes through it (nil: the rules alone).
+	Redact *secret.Redactor
 
 	mu   sync.Mutex      // guards once
 	once map[string]bool // one-time login codes not used yet
@@ -225,8 +228,9 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		red := s.Redact.Stream()
 		for sc.Scan() {
-			fmt.Fprintln(w, secret.Redact(sc.Text()))
+			fmt.Fprintln(w, red.Line(sc.Text()))
 		}
 		return
 	}
@@ -241,6 +245,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, f *os.File) {
 	}
 	sseHeaders(w)
 	rd := bufio.NewReader(f)
+	red := s.Redact.Stream()
 	var part string
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -251,7 +256,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, f *os.File) {
 			if err != nil {
 				break // the rest of a line comes later
 			}
-			b, _ := json.Marshal(secret.Redact(strings.TrimRight(part, "\r\n")))
+			b, _ := json.Marshal(red.Line(strings.TrimRight(part, "\r\n")))
 			fmt.Fprintf(w, "event: line\ndata: %s\n\n", b)
 			part = ""
 		}

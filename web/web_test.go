@@ -3,11 +3,14 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +22,7 @@ import (
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -505,5 +509,57 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"i", "#3", "#5", "#7", "#8"}) {
 		t.Errorf("rows %v, want the roadmap's, then issues in the order they came", ids)
+	}
+}
+
+// The log pane goes through the driver's funnel: a secret the driver
+// knows, raw, URL-escaped or base64-encoded, and every assignment of a
+// stream-json line (they all start with "{", and hold several), whole or
+// followed (#22 §2: only a .env line's first assignment was redacted).
+func TestLogsThroughTheFunnel(t *testing.T) {
+	f := newFixture(t)
+	pw := "p@ss/w0rd+Zq8 x=1&y"
+	f.srv.Redact = secret.NewRedactor([]string{"DEPLOY_PASSWORD=" + pw})
+	forms := []string{pw, url.QueryEscape(pw), base64.StdEncoding.EncodeToString([]byte(pw))}
+	text := "said " + strings.Join(forms, "\nsaid ") + "\n" +
+		`{"type":"user","content":"API_KEY=q8Zt2LmWx0Pv\nDB_PASS=s3cr3tP4ssw0rd"}` + "\n"
+	if err := os.WriteFile(f.log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone := append(forms, "q8Zt2LmWx0Pv", "s3cr3tP4ssw0rd")
+	resp := f.do(t, "GET", "/api/v1/logs/b?role=worker", "tok", "", "")
+	b, _ := io.ReadAll(resp.Body)
+	for _, g := range gone {
+		if strings.Contains(string(b), g) {
+			t.Errorf("the log pane shows %q:\n%s", g, b)
+		}
+	}
+	if strings.Count(string(b), secret.Redacted) != 5 {
+		t.Errorf("log:\n%s", b)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+"/api/v1/logs/b?follow=1", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	rd := bufio.NewReader(r.Body)
+	for n := 0; n < 4; {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(l, "data: ") {
+			continue
+		}
+		n++
+		for _, g := range gone {
+			if strings.Contains(l, g) {
+				t.Errorf("followed %q", l)
+			}
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -31,6 +32,7 @@ type Reviewer struct {
 	Cmd     string   // REVIEW_CMD
 	Env     []string // the driver's environment; the contract's variables are added
 	Prompts prompts.Set
+	Redact  *secret.Redactor // the redaction funnel, for the reviewer's log
 
 	StuckTimeout time.Duration
 	Timeout      time.Duration
@@ -157,7 +159,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	}
 	rp := ReviewProcess{
 		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
-		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
+		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
 		Sandbox: r.Sandbox, Show: []string{dir},
 		Env: ReviewEnv(r.Env,
 			"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
@@ -281,6 +283,7 @@ type ReviewProcess struct {
 	Prompt     []byte
 	PromptFile string
 	LogPath    string // must not exist yet: the output is this run's alone
+	Redact     *secret.Redactor
 
 	LogCap       int64
 	StuckTimeout time.Duration
@@ -311,7 +314,7 @@ func (p ReviewProcess) Run(ctx context.Context) ([]byte, proc.Result, error) {
 	}
 	res = proc.Run(ctx, proc.Spec{
 		Command: p.Cmd, Dir: p.Checkout, Env: p.Env, Prompt: p.Prompt, PromptFile: p.PromptFile, LogPath: p.LogPath,
-		LogCap: p.LogCap, StuckTimeout: p.StuckTimeout, Timeout: p.Timeout, KillGrace: p.KillGrace,
+		LogCap: p.LogCap, Redact: p.Redact, StuckTimeout: p.StuckTimeout, Timeout: p.Timeout, KillGrace: p.KillGrace,
 		Wrap: jail.Wrap(),
 	})
 	notes, lerr := jail.Leave(context.WithoutCancel(ctx), p.Git)

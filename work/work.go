@@ -23,6 +23,7 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -41,6 +42,10 @@ type Runner struct {
 	Prepare string   // WORKTREE_PREPARE_CMD
 	Env     []string // the driver's environment; the contract's variables are added
 	Prompts prompts.Set
+	// Redact is the driver's redaction funnel: every log of an attempt
+	// (agent, prepare, gate) and the failure log a supervisor is handed
+	// go through it.
+	Redact *secret.Redactor
 
 	StuckTimeout    time.Duration
 	AgentTimeout    time.Duration
@@ -118,7 +123,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		if err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
 		}
-		res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
+		res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, Redact: r.Redact, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
 		o.LogPath = log
 		if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
 			return fail(scheduler.ReasonWorktree, err.Error())
@@ -254,7 +259,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
 	res := proc.Run(ctx, proc.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
-		LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
+		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started, Wrap: jail.Wrap(),
 	})
 	var costNotes []string
@@ -353,7 +358,7 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 	if j.Gating != nil {
 		j.Gating()
 	}
-	ok, log, err := RunGateIn(ctx, r.Sandbox, r.Git, r.Layout, j.ID, j.Gate, wt, r.Env, r.LogCap, r.KillGrace)
+	ok, log, err := RunGateIn(ctx, r.Sandbox, r.Git, r.Layout, j.ID, j.Gate, wt, r.Env, r.Redact, r.LogCap, r.KillGrace)
 	o.Ended = r.now()
 	if err != nil || !ok {
 		o.Reason, o.LogPath = scheduler.ReasonGate, log
@@ -369,12 +374,12 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 
 // RunGateIn is RunGate under sb's sandbox for gates, or as it is when sb
 // is nil or SANDBOX_GATE is off. What the sandbox undid goes to the log.
-func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l state.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l state.Layout, id, gate, dir string, env []string, red *secret.Redactor, logCap int64, grace time.Duration) (ok bool, log string, err error) {
 	jail, err := sb.EnterGate(ctx, git, dir, l.LogDir(id))
 	if err != nil {
 		return false, "", fmt.Errorf("gate: %w", err)
 	}
-	ok, log, err = RunGate(ctx, l, id, gate, dir, env, logCap, grace, jail.Wrap()...)
+	ok, log, err = RunGate(ctx, l, id, gate, dir, env, red, logCap, grace, jail.Wrap()...)
 	notes, lerr := jail.Leave(context.WithoutCancel(ctx), git)
 	for _, n := range notes {
 		noteInLog(log, "claudopilot: sandbox: "+n)
@@ -383,14 +388,15 @@ func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l 
 }
 
 // RunGate runs a gate command in dir, logging to the phase's next
-// gate-<n>.log. ok is false when the gate exits non-zero.
-// wrap, when given, is the sandbox's command prefix (sandbox.Jail.Wrap).
-func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []string, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
+// gate-<n>.log through red (the redaction funnel; nil: none). ok is
+// false when the gate exits non-zero. wrap, when given, is the sandbox's
+// command prefix (sandbox.Jail.Wrap).
+func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []string, red *secret.Redactor, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
 	log = l.LogPath(id, "gate", proc.NextLog(l.LogDir(id), "gate"))
 	if gate == "" {
 		gate = "true"
 	}
-	res := proc.Run(ctx, proc.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, KillGrace: grace, Wrap: wrap})
+	res := proc.Run(ctx, proc.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, Redact: red, KillGrace: grace, Wrap: wrap})
 	if res.Reason == "start" {
 		return false, log, fmt.Errorf("gate: %w", res.Err)
 	}
@@ -634,7 +640,9 @@ func (r *Runner) prompt(j scheduler.Job, wt string, t target) ([]byte, string, e
 		if err := os.MkdirAll(filepath.Dir(failLog), 0o755); err != nil {
 			return nil, "", err
 		}
-		body := strings.Join(lines, "\n")
+		// Through the funnel again: a log written before it knew a
+		// value, or by an older driver, is handed on scrubbed too.
+		body := strings.Join(r.Redact.Lines(lines), "\n")
 		if len(lines) > 0 {
 			body += "\n"
 		}

@@ -904,7 +904,7 @@ func TestRunGateLogsNumbered(t *testing.T) {
 	f := newFixture(t)
 	dir := f.top
 	for i := 1; i <= 3; i++ {
-		ok, log, err := work.RunGate(f.ctx, f.layout, "p1", fmt.Sprintf("echo gate %d; exit %d", i, i%2), dir, testEnv(), 0, time.Second)
+		ok, log, err := work.RunGate(f.ctx, f.layout, "p1", fmt.Sprintf("echo gate %d; exit %d", i, i%2), dir, testEnv(), nil, 0, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -916,7 +916,7 @@ func TestRunGateLogsNumbered(t *testing.T) {
 		}
 	}
 	// An empty gate is `true`.
-	if ok, _, err := work.RunGate(f.ctx, f.layout, "p1", "", dir, testEnv(), 0, time.Second); !ok || err != nil {
+	if ok, _, err := work.RunGate(f.ctx, f.layout, "p1", "", dir, testEnv(), nil, 0, time.Second); !ok || err != nil {
 		t.Errorf("empty gate: %v, %v", ok, err)
 	}
 }
