@@ -34,6 +34,9 @@ var (
 	// ErrConflict: the pull request's branch conflicts with its base, so
 	// GitHub cannot bring it up to date (update-branch answered 422).
 	ErrConflict = errors.New("the pull request conflicts with its base")
+	// ErrMoved: GitHub redirected the request (301): a transferred issue
+	// (or a renamed repository: set GH_REPO to its new name).
+	ErrMoved = errors.New("moved on GitHub (transferred)")
 	// ErrAuth: the token was refused (401).
 	ErrAuth = errors.New("GitHub refused the token")
 	// ErrUnavailable: GitHub kept failing (5xx, timeouts, rate limits)
@@ -107,6 +110,9 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	}
 	// Every GET is conditional: a 304 costs none of the rate limit.
 	hc.Transport = newETagCache(hc.Transport)
+	// A redirect is an answer, not a detour: GitHub answers 301 for a
+	// transferred issue, which must not read as the issue itself.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := github.NewClient(hc)
 	if cfg.Token != "" {
 		c = c.WithAuthToken(cfg.Token)
@@ -193,6 +199,8 @@ func (g *GitHub) do(ctx context.Context, what string, call func(ctx context.Cont
 			return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
 		case faultAuth:
 			return fmt.Errorf("%s: %w: %w", what, ErrAuth, err)
+		case faultMoved:
+			return fmt.Errorf("%s: %w: %w", what, ErrMoved, err)
 		case faultFatal:
 			return fmt.Errorf("%s: %w", what, err)
 		case faultTransient:
@@ -230,6 +238,7 @@ const (
 	faultLimit
 	faultNotFound
 	faultAuth
+	faultMoved
 )
 
 // backoff is the wait before retry n+1 after a transient fault: 1 s
@@ -243,6 +252,7 @@ func (g *GitHub) classify(resp *github.Response, err error, transient, limited i
 	var (
 		er  *github.ErrorResponse
 		acc *github.AcceptedError
+		re  *github.RedirectionError
 		ue  *url.Error
 		ne  net.Error
 	)
@@ -253,6 +263,8 @@ func (g *GitHub) classify(resp *github.Response, err error, transient, limited i
 		return 0, faultFatal // a 403 that is no rate limit is a refusal
 	}
 	switch {
+	case errors.As(err, &re):
+		return 0, faultMoved
 	case errors.As(err, &acc):
 		return backoff(transient), faultTransient
 	case errors.As(err, &er):
@@ -1093,6 +1105,14 @@ func (g *GitHub) UpdateBranch(ctx context.Context, n int, sha string) (string, e
 
 // updateWait is how long an accepted update-branch is waited for.
 const updateWait = 2 * time.Minute
+
+// ClosePR closes pull request n without merging it (idempotent).
+func (g *GitHub) ClosePR(ctx context.Context, n int) error {
+	return g.do(ctx, fmt.Sprintf("close pull request #%d", n), func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.PullRequests.Edit(ctx, g.owner, g.repo, n, &github.PullRequest{State: github.Ptr("closed")})
+		return r, err
+	}, nil)
+}
 
 // CloseIssue closes issue n as completed.
 func (g *GitHub) CloseIssue(ctx context.Context, n int) error {

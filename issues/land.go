@@ -212,12 +212,15 @@ func (w *worker) waitChecks(ctx context.Context, sha string, since time.Time) (v
 				return "", nil, &stop{Blocked, fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
 			}
 		}
+		if why := q.awayWhy(w.n); why != "" {
+			return "", nil, &stop{Dropped, why}
+		}
 		if is, err := q.gh.Issue(ctx, w.n); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return "", nil, &stop{Dropped, "the issue vanished"}
+			if why := goneWhy(err); why != "" {
+				return "", nil, &stop{Dropped, why}
 			}
-		} else if is.State != "open" {
-			return "", nil, &stop{Dropped, "the issue was closed"}
+		} else if why := q.goneState(is); why != "" {
+			return "", nil, &stop{Dropped, why}
 		}
 		cs, err := q.gh.Checks(ctx, sha)
 		waited := q.clock.Now().Sub(since)
@@ -257,6 +260,34 @@ func (w *worker) waitChecks(ctx context.Context, sha string, since time.Time) (v
 			return "", nil, nil
 		}
 	}
+}
+
+// goneWhy says why an issue whose read failed with err went away: a
+// transfer (301) or a transfer to a repository the token cannot read, or
+// a deletion (404); "" for any other error (unknown: read again later).
+func goneWhy(err error) string {
+	switch {
+	case errors.Is(err, ErrMoved):
+		return "it was transferred to another repository (GitHub answers 301)"
+	case errors.Is(err, ErrNotFound):
+		return "it was transferred to a repository this token cannot read, or deleted (GitHub answers 404)"
+	}
+	return ""
+}
+
+// goneState says why an issue this driver works on, as read now, is no
+// longer the driver's: closed, or taken out of the queue (neither
+// CLAIM_LABEL nor READY_LABEL on it); "" while it is still ours.
+func (q *Queue) goneState(is *Issue) string {
+	switch {
+	case is.State != "open" && is.StateReason != "":
+		return "it was closed (" + strings.ReplaceAll(is.StateReason, "_", " ") + ")"
+	case is.State != "open":
+		return "it was closed"
+	case !is.HasLabel(q.cfg.Labels.Claim) && !is.HasLabel(q.cfg.Labels.Ready):
+		return fmt.Sprintf("it was taken out of the queue (%s and %s are off)", q.cfg.Labels.Claim, q.cfg.Labels.Ready)
+	}
+	return ""
 }
 
 // pendingNames are the names of the checks still pending.

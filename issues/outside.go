@@ -151,6 +151,11 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		l.busy = false
 		q.landMu.Unlock()
 	}()
+	if why := q.awayWhy(n); why != "" {
+		// It went away while its agent ran: nothing is pushed.
+		out.Away, out.Detail = true, why
+		return out
+	}
 	w := l.w
 	if w.is.Title == "" {
 		w.is.Title = j.ID
@@ -187,18 +192,8 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		})
 		out.Away = true
 	case kind == Dropped:
-		q.logIssue(n, "dropped: %v", f)
-		q.addResult(Result{Number: n, Kind: Dropped, PR: pr, Reason: f.Error()})
-		q.forget(n)
-		q.keep(n, "the drop", func(ctx context.Context) error {
-			w.stopHB()
-			// A closed issue keeps nothing of ours; a vanished one cannot.
-			if err := q.gh.RemoveLabel(ctx, n, q.cfg.Labels.Claim); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			return nil
-		})
-		out.Away = true
+		q.goneAway(n, f.reason)
+		out.Away, out.Detail = true, f.reason
 	default:
 		out.Reason, out.Detail, out.LogPath, out.Checks, out.Commit = state.Reason(f.reason), f.detail, f.log, f.checks, f.head
 		if f.reason == string(state.ReasonChecks) && !f.red {
@@ -327,6 +322,77 @@ func (q *Queue) Release(id, why string) {
 		q.release(ctx, n, round, why)
 		return nil
 	})
+}
+
+// goneAway books that issue n left the driver's hands while it was worked
+// on (closed, transferred, taken out of the queue: why), once: a Dropped
+// result, and on GitHub (the bookkeeping) the heartbeat stopped, an open
+// pull request from its branch closed with a comment saying why, the
+// claim label off and a comment ending our round where the issue can
+// still be written. The local worktree and branch are kept.
+func (q *Queue) goneAway(n int, why string) {
+	q.landMu.Lock()
+	if q.away == nil {
+		q.away = map[int]string{}
+	}
+	_, done := q.away[n]
+	if !done {
+		q.away[n] = why
+	}
+	q.landMu.Unlock()
+	if done {
+		return
+	}
+	l := q.forget(n)
+	var w *worker
+	if l != nil {
+		w = l.w
+	} else {
+		w = &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n), stopHB: func() {}}
+	}
+	pr := 0
+	if w.pr != nil {
+		pr = w.pr.Number
+	}
+	q.logIssue(n, "went away while worked on: %s; the worktree and branch %s are kept", why, w.branch)
+	q.addResult(Result{Number: n, Kind: Dropped, PR: pr, Reason: why})
+	q.keep(n, "going away", func(ctx context.Context) error {
+		w.stopHB()
+		if p, err := q.gh.FindPR(ctx, w.branch, "open"); err == nil && p != nil {
+			msg := fmt.Sprintf("Closed by claudopilot: issue #%d went away while it was worked on (%s). The branch `%s` is kept.", n, why, w.branch)
+			if _, err := q.gh.PostComment(ctx, p.Number, msg); err != nil {
+				return err
+			}
+			if err := q.gh.ClosePR(ctx, p.Number); err != nil {
+				return err
+			}
+			q.logIssue(n, "closed pull request #%d", p.Number)
+		}
+		// A transferred or deleted issue answers 404 or 301: nothing
+		// more of ours can be written there.
+		if err := q.gh.RemoveLabel(ctx, n, q.cfg.Labels.Claim); err != nil {
+			return nil
+		}
+		msg := fmt.Sprintf("claudopilot stopped working on this issue: %s. Nothing more is pushed; the branch `%s` is kept in the clone of instance %s.", why, w.branch, q.instance)
+		if _, err := q.gh.PostComment(ctx, n, msg+"\n"+endMarker(q.instance, w.round)); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrMoved) {
+			return err
+		}
+		return nil
+	})
+}
+
+// clearAway forgets that issue n went away: it is queued again.
+func (q *Queue) clearAway(n int) {
+	q.landMu.Lock()
+	defer q.landMu.Unlock()
+	delete(q.away, n)
+}
+
+// awayWhy is why issue n went away while worked on, "" if it did not.
+func (q *Queue) awayWhy(n int) string {
+	q.landMu.Lock()
+	defer q.landMu.Unlock()
+	return q.away[n]
 }
 
 // addResult appends r to the queue's summary (Summary).

@@ -118,6 +118,7 @@ type Queue struct {
 	phaseNodes bool
 	landMu     sync.Mutex
 	lands      map[int]*landing // issues between their claim and their end
+	away       map[int]string   // issues that went away while worked on: why (goneAway)
 	sumMu      sync.Mutex
 	sum        Summary // what Land and Record recorded (Summary)
 	trustMu    sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,8 +185,15 @@ func (s *Source) run(ctx context.Context) {
 		default:
 			failures = 0
 		}
-		if err == nil || len(nodes) > 0 {
+		gone := s.checkHeld(ctx, before)
+		if err == nil || len(nodes) > 0 || len(gone) > 0 {
 			s.retries(nodes)
+			for _, nd := range nodes {
+				if n, ok := ParseIssueID(nd.ID); ok {
+					q.clearAway(n) // queued again: a new round
+				}
+			}
+			nodes = append(nodes, gone...)
 			select {
 			case s.ch <- nodes:
 			case <-ctx.Done():
@@ -207,6 +215,39 @@ func (s *Source) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// checkHeld reads the state of every issue this driver held when the poll
+// began (one conditional request each) and withdraws, from the
+// scheduler, those that went away meanwhile: closed, transferred (301, or
+// 404 where the token cannot read the target), or taken out of the queue
+// by a maintainer. Their agents are stopped, nothing of theirs is pushed,
+// and an open pull request is closed (Queue.goneAway).
+func (s *Source) checkHeld(ctx context.Context, held map[int]int64) []scheduler.OutsideNode {
+	q := s.q
+	var out []scheduler.OutsideNode
+	for _, n := range slices.Sorted(maps.Keys(held)) {
+		if !s.holds(n) || q.awayWhy(n) != "" {
+			continue // ended meanwhile, or withdrawn already
+		}
+		why := ""
+		is, err := q.gh.Issue(ctx, n)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			why = goneWhy(err) // any other error: unknown, read again next poll
+		default:
+			why = q.goneState(is)
+		}
+		if why == "" || !s.holds(n) {
+			continue
+		}
+		q.goneAway(n, why)
+		out = append(out, scheduler.OutsideNode{ID: IssueID(n), Away: why})
+		s.end(IssueID(n), false)
+	}
+	return out
 }
 
 // retries marks the offered issues this run ended blocked: a human
@@ -303,6 +344,10 @@ func (r *claimRunner) Run(ctx context.Context, j scheduler.Job, started func(pgi
 	n, ok := ParseIssueID(j.ID)
 	if !ok {
 		o.Reason, o.Detail, o.Ended = state.ReasonWorktree, "not an issue id: "+j.ID, time.Now()
+		return o
+	}
+	if why := r.s.q.awayWhy(n); why != "" {
+		o.Away, o.Detail, o.Ended = true, why, time.Now()
 		return o
 	}
 	if !r.s.holds(n) {

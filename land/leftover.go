@@ -92,6 +92,9 @@ func Leftovers(ctx context.Context, git *worktree.Client, l state.Layout, rm *ro
 		if wt.Bare || !childOf(wtDir, wt.Path) {
 			continue
 		}
+		if wt.Branch != "" && !strings.HasPrefix(wt.Branch, prefix) {
+			continue // on another branch (an issue's claudopilot/issue-N): not a phase's
+		}
 		id := ""
 		if b, ok := strings.CutPrefix(wt.Branch, prefix); ok {
 			id = b

@@ -162,6 +162,9 @@ type phase struct {
 	stop     context.CancelFunc
 	stopping bool
 	fresh    bool
+	// away: the source withdrew this outside node while its agent ran
+	// (why); it is dropped when the agent is back (awayOutcome).
+	away string
 	// stackTip is the dep's tip it was stacked on; verify, once the dep
 	// landed from another tip, is that tip, to check (Job.StackedOn).
 	stackTip, verify string
@@ -759,7 +762,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
-	if s.stoppedOutcome(p, o) {
+	if s.stoppedOutcome(p, o) || s.awayOutcome(p, o) {
 		return
 	}
 	ev := Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, LogPath: o.LogPath}

@@ -27,7 +27,14 @@ type OutsideNode struct {
 	// Retry is set when a human asked again for a node the driver parked
 	// (relabelled it ready): it starts over with fresh counters.
 	Retry bool
-	Work  OutsideWork
+	// Away, when set, withdraws a node the driver works on: it left the
+	// driver's hands meanwhile (an issue closed, transferred, or taken out
+	// of the queue) and Away says why. Its agent is stopped, and it is
+	// dropped (EvAway with that reason) once the agent is back; a node
+	// between attempts is dropped at once. A landing under way is the
+	// source's to end (it returns Away).
+	Away string
+	Work OutsideWork
 }
 
 // OutsideWork tells the runner how an outside node's attempt differs from
@@ -52,7 +59,7 @@ type OutsideWork struct {
 type Source interface {
 	// Nodes delivers the source's current nodes, the whole set, each time
 	// it changes. A node that leaves the set while the driver works on it
-	// stays until that work ends. The channel is closed when the source
+	// stays until that work ends, unless the set names it with Away. The channel is closed when the source
 	// will offer nothing more (a queue worked --once).
 	Nodes() <-chan []OutsideNode
 	// Land lands a done node. OK: merged. Reason ReasonChecks or

@@ -43,6 +43,7 @@ func (s *Scheduler) sourceOpen() bool { return s.out.offers != nil }
 // pending; ones the driver has not touched and the source no longer offers
 // leave it; ones it works on, or gave a state, stay.
 func (s *Scheduler) onOffers(ns []OutsideNode) {
+	ns = s.withdraw(ns)
 	next := make(map[string]OutsideNode, len(ns))
 	for _, n := range ns {
 		if s.out.base.Node(n.ID) != nil {
@@ -86,6 +87,54 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 			_ = s.setState(p, manifest.Running)
 		}
 	}
+}
+
+// withdraw acts on the nodes the source names Away and returns the rest:
+// an agent in flight is stopped (onOutcome drops the node when it is
+// back), a node between attempts is dropped now; a landing is left to
+// the source, and a node the driver never touched simply leaves.
+func (s *Scheduler) withdraw(ns []OutsideNode) []OutsideNode {
+	kept := ns[:0:0]
+	for _, n := range ns {
+		if n.Away == "" {
+			kept = append(kept, n)
+			continue
+		}
+		p := s.byID[n.ID]
+		if p == nil || !p.n.Outside || s.out.nodes[n.ID].ID == "" {
+			continue
+		}
+		switch {
+		case p.landing:
+			kept = append(kept, s.out.nodes[n.ID]) // the source ends it
+		case p.busy && p.stop != nil:
+			if p.away == "" {
+				p.away = n.Away
+				p.stop()
+			}
+			kept = append(kept, s.out.nodes[n.ID])
+		case p.busy:
+			kept = append(kept, s.out.nodes[n.ID])
+		default:
+			p.next = nil
+			s.drop(p, n.Away)
+		}
+	}
+	return kept
+}
+
+// awayOutcome books the end of an attempt withdraw stopped: the node is
+// dropped with the source's reason; false for any other outcome.
+func (s *Scheduler) awayOutcome(p *phase, o Outcome) bool {
+	if p.away == "" {
+		return false
+	}
+	why := p.away
+	p.away, p.next = "", nil
+	s.record(state.Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
+	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "stopped: " + why, LogPath: o.LogPath})
+	s.drop(p, why)
+	return true
 }
 
 // restoreOutside gives a resumed outside node its counters from the

@@ -360,3 +360,53 @@ func TestOutsideDrainCountsIssues(t *testing.T) {
 		t.Errorf("end %q, want a and #1 merged, #2 not", end.Detail)
 	}
 }
+
+// TestOutsideWithdrawnStopsItsAgent: the source withdraws a node whose
+// agent runs (an issue closed mid-run): the agent is stopped through its
+// context, the node is dropped with the source's reason, and it is never
+// landed.
+func TestOutsideWithdrawnStopsItsAgent(t *testing.T) {
+	src := newSource()
+	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 2}, src)
+	started := make(chan struct{})
+	h.s.runner = &blockOn{fakeRunner: h.runner, id: "#1", started: started}
+	src.ch <- []OutsideNode{issueNode(1)}
+	ch := h.start(context.Background())
+	<-started
+	gone := issueNode(1)
+	gone.Away = "the issue was closed (not planned)"
+	src.ch <- []OutsideNode{gone}
+	close(src.ch)
+	sum, evs, err := h.await(ch)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
+	}
+	for _, p := range sum.Phases {
+		if p.ID == "#1" {
+			t.Errorf("#1 is still in the graph (%s) after it was withdrawn", p.State)
+		}
+	}
+	e := mustFind(t, evs, isEv(EvAway, "#1"))
+	if e.Detail != gone.Away {
+		t.Errorf("away detail %q, want %q", e.Detail, gone.Away)
+	}
+	if n := len(src.landsOf("#1")); n != 0 {
+		t.Errorf("#1 was landed %d times after it was withdrawn", n)
+	}
+}
+
+// blockOn runs id's agent until its context is cancelled.
+type blockOn struct {
+	*fakeRunner
+	id      string
+	started chan struct{}
+}
+
+func (b *blockOn) Run(ctx context.Context, j Job, started func(pgid int)) Outcome {
+	if j.ID != b.id {
+		return b.fakeRunner.Run(ctx, j, started)
+	}
+	close(b.started)
+	<-ctx.Done()
+	return Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Reason: ReasonExit, Detail: "killed"}
+}

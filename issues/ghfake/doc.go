@@ -22,7 +22,9 @@
 // permission endpoint; a pull request whose head branch GitHub does not
 // know answers 422 {"resource":"PullRequest","field":"head","code":
 // "invalid"}; with CIRules, a draft's commit has no checks (CI that skips
-// drafts) and checks appear some time after a push, not at once.
+// drafts) and checks appear some time after a push, not at once; a
+// transferred issue (TransferIssue) answers 301 to its new place by
+// repository id, or 404 when the token cannot read the target.
 //
 // Every answer carries the token's X-RateLimit headers (limit, remaining,
 // used, reset, resource), counted as GitHub counts (Counted): an hour's

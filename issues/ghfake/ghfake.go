@@ -112,19 +112,23 @@ type Request struct {
 
 // Issue is an issue or pull request as the fake holds it.
 type Issue struct {
-	Number       int
-	Title, Body  string
-	Author       string
-	Labels       []string
-	State        string // open, closed
-	StateReason  string
-	IsPR         bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time // any change: labels, comments, state, title, body
-	Deleted      bool
-	Comments     []Comment
-	Events       []Event
-	closedByPull int
+	Number      int
+	Title, Body string
+	Author      string
+	Labels      []string
+	State       string // open, closed
+	StateReason string
+	IsPR        bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time // any change: labels, comments, state, title, body
+	Deleted     bool
+	// MovedTo is the repository the issue was transferred to (TransferIssue).
+	MovedTo       string
+	movedReadable bool
+	movedRepoID   int
+	Comments      []Comment
+	Events        []Event
+	closedByPull  int
 }
 
 // Comment is an issue comment.
@@ -762,6 +766,7 @@ var routes = []struct {
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).listPulls},
 	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).createPull},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
+	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).editPull},
 	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
 	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
@@ -948,11 +953,32 @@ func (s *Server) createLabel(c *call) {
 
 func (s *Server) issue(c *call) *Issue {
 	is := s.issues[c.num]
-	if is == nil || is.Deleted {
+	switch {
+	case is == nil || is.Deleted || (is.MovedTo != "" && !is.movedReadable):
+		// A transfer to a repository the token cannot read looks like
+		// a deletion.
 		c.fail(http.StatusNotFound, "Not Found")
+		return nil
+	case is.MovedTo != "":
+		// GitHub redirects every request about a transferred issue to
+		// its new place, by repository id.
+		loc := fmt.Sprintf("%s/repositories/%d/issues/%d", s.srv.URL, is.movedRepoID, is.Number)
+		c.w.Header().Set("Location", loc)
+		writeJSON(c.w, http.StatusMovedPermanently, map[string]string{"message": "Moved Permanently", "url": loc, "documentation_url": "https://docs.github.com/rest/issues/issues#get-an-issue"})
 		return nil
 	}
 	return is
+}
+
+// TransferIssue moves issue n to repository to ("owner/name"): from then
+// on every request about it answers 301 to its new place when the token
+// can read to (readable), else 404; it leaves the repository's lists.
+func (s *Server) TransferIssue(n int, to string, readable bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[n]; is != nil {
+		is.MovedTo, is.movedReadable, is.movedRepoID = to, readable, 900000+n
+	}
 }
 
 func (s *Server) listIssues(c *call) {
@@ -968,7 +994,7 @@ func (s *Server) listIssues(c *call) {
 	var list []*Issue
 	for _, n := range sortedNums(s.issues) {
 		is := s.issues[n]
-		if is.Deleted || (state != "all" && is.State != state) {
+		if is.Deleted || is.MovedTo != "" || (state != "all" && is.State != state) {
 			continue
 		}
 		ok := true
@@ -1260,6 +1286,36 @@ func (s *Server) getPull(c *call) {
 	if p := s.pull(c); p != nil {
 		c.json(http.StatusOK, s.pullJSON(p))
 	}
+}
+
+// editPull changes a pull request's state (closed, or open again), title
+// or body.
+func (s *Server) editPull(c *call) {
+	p := s.pull(c)
+	if p == nil {
+		return
+	}
+	var in struct {
+		State *string `json:"state"`
+		Title *string `json:"title"`
+		Body  *string `json:"body"`
+	}
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if in.Title != nil {
+		p.Title = *in.Title
+	}
+	if in.Body != nil {
+		p.Body = *in.Body
+	}
+	if in.State != nil && !p.Merged {
+		p.State = *in.State
+		s.issues[p.Number].State = *in.State
+		s.issues[p.Number].UpdatedAt = s.now()
+	}
+	c.json(http.StatusOK, s.pullJSON(p))
 }
 
 var closes = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)`)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
@@ -34,6 +35,9 @@ Remove what runs left behind:
     last move of the base outside the driver
     (.claudopilot/state/base-moved.json), when no run goes on;
   - a stale lock: <git common dir>/claudopilot.lock whose driver is dead.
+
+Issue worktrees (branch claudopilot/issue-N: a blocked issue, or one that
+went away while worked on) are listed as kept, never removed.
 
 Parked phases ([blocked] or [failed]) keep their branch and worktree, which
 hold the agent's unmerged work, unless --parked is given; then clean asks
@@ -91,7 +95,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.Parked && !o.DryRun && c.lock == cmdutil.LockLive {
 		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(c.holder))
 	}
-	for _, step := range []func(context.Context) error{c.prune, c.leftovers, c.litterOfMerged, c.gates, c.staleLock} {
+	for _, step := range []func(context.Context) error{c.prune, c.leftovers, c.issueWork, c.litterOfMerged, c.gates, c.staleLock} {
 		if err := step(ctx); err != nil {
 			return fmt.Errorf("clean: %w", err)
 		}
@@ -195,6 +199,23 @@ func (c *cleaner) leftovers(ctx context.Context) error {
 		}
 	}
 	return c.parked(ctx, parkedLeft, c.o.Parked, c.o.Yes, c.base, c.baseTip)
+}
+
+// issueWork lists the worktrees of issues (branch claudopilot/issue-N: a
+// blocked issue, or one that went away while worked on) as kept: the
+// queue continues one if its issue is queued again; clean never removes
+// them.
+func (c *cleaner) issueWork(ctx context.Context) error {
+	wts, err := c.git.Worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	for _, wt := range wts {
+		if strings.HasPrefix(wt.Branch, "claudopilot/issue-") && !wt.Prunable {
+			c.kept("%s on %s: an issue's work (the queue continues it if the issue is queued again; remove it by hand)", c.rel(wt.Path), wt.Branch)
+		}
+	}
+	return nil
 }
 
 func (c *cleaner) litterOfMerged(ctx context.Context) error {
