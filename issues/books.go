@@ -49,7 +49,11 @@ type worker struct {
 	pushed bool
 	// unpushed says why the branch was not pushed (a secret in it).
 	unpushed string
-	stopHB   func()
+	// approvalAsked: APPROVAL_LABEL was put on; handNote: why the pull
+	// request is handed to a human, when not for a plain review.
+	approvalAsked bool
+	handNote      string
+	stopHB        func()
 }
 
 func (q *Queue) logIssue(n int, format string, args ...any) {
@@ -297,8 +301,12 @@ func (w *worker) block(ctx context.Context, f *failure) error {
 func (w *worker) advice(f *failure) string {
 	l := w.q.cfg.Labels
 	again := fmt.Sprintf("remove `%s` and add `%s`", l.Blocked, l.Ready)
-	switch f.reason {
-	case string(state.ReasonSecret):
+	switch {
+	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, methodRefused):
+		return "Set MERGE_METHOD=auto (the default) or a method the repository allows and restart the queue; then " + again + "."
+	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, mergeQueueOnly):
+		return "This driver cannot merge through GitHub's merge queue; merge the pull request yourself, or " + again + " once the base branch's rule allows a direct merge."
+	case f.reason == string(state.ReasonSecret):
 		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
 	case string(state.ReasonProtected):
 		return fmt.Sprintf("A retry continues on that branch: first put those files back as they are on the base (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
@@ -320,6 +328,9 @@ func (w *worker) finish(ctx context.Context, kind string) error {
 		}
 	case Review:
 		msg = fmt.Sprintf("Pull request #%d is ready for review: its checks are green. Merge it to close this issue.", w.pr.Number)
+		if w.handNote != "" {
+			msg = w.handNote
+		}
 		for _, n := range []int{w.n, w.pr.Number} {
 			if err := q.gh.AddLabels(ctx, n, q.cfg.Labels.Review); err != nil && !errors.Is(err, ErrNotFound) {
 				return err
@@ -332,6 +343,13 @@ func (w *worker) finish(ctx context.Context, kind string) error {
 	}
 	if err := q.gh.RemoveLabel(ctx, w.n, q.cfg.Labels.Claim); err != nil {
 		return err
+	}
+	if kind == Merged && w.approvalAsked {
+		for _, n := range []int{w.n, w.pr.Number} {
+			if err := q.gh.RemoveLabel(ctx, n, q.cfg.Labels.Approval); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
 	}
 	if kind == Merged {
 		if is, err := q.gh.Issue(ctx, w.n); err == nil && is.State == "open" {

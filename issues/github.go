@@ -31,6 +31,15 @@ var (
 	// ErrNotMergeable: GitHub refused the merge (405): conflicts, a draft,
 	// branch protection.
 	ErrNotMergeable = errors.New("the pull request cannot be merged")
+	// ErrMethodRefused: the repository does not allow the merge method
+	// (405 "Merge commits are not allowed on this repository.").
+	ErrMethodRefused = errors.New("the repository does not allow this merge method")
+	// ErrApprovalRequired: branch protection wants an approving review
+	// (405 "At least 1 approving review is required …").
+	ErrApprovalRequired = errors.New("the base branch requires an approving review")
+	// ErrMergeQueue: the base takes changes only through its merge queue
+	// (405 "Changes must be made through the merge queue").
+	ErrMergeQueue = errors.New("the base branch requires the merge queue")
 	// ErrConflict: the pull request's branch conflicts with its base, so
 	// GitHub cannot bring it up to date (update-branch answered 422).
 	ErrConflict = errors.New("the pull request conflicts with its base")
@@ -1018,11 +1027,90 @@ func (g *GitHub) Merge(ctx context.Context, n int, sha, method, title string) er
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		case code == http.StatusMethodNotAllowed:
-			return fmt.Errorf("%w: %w", ErrNotMergeable, err)
+			return fmt.Errorf("%w: %w", refusal(err), err)
 		default:
 			return err
 		}
 	}
+}
+
+// refusal names a 405 merge refusal: a method the repository does not
+// allow, a missing approval, the merge queue, or another (ErrNotMergeable:
+// conflicts, a draft).
+func refusal(err error) error {
+	var er *github.ErrorResponse
+	msg := ""
+	if errors.As(err, &er) {
+		msg = strings.ToLower(er.Message)
+	}
+	switch {
+	case strings.Contains(msg, "are not allowed on this repository"):
+		return ErrMethodRefused
+	case strings.Contains(msg, "approving review"):
+		return ErrApprovalRequired
+	case strings.Contains(msg, "merge queue"):
+		return ErrMergeQueue
+	}
+	return ErrNotMergeable
+}
+
+// MergeMethods returns the merge methods the repository allows
+// (allow_merge_commit, allow_squash_merge, allow_rebase_merge); known is
+// false when GitHub did not say (it shows them only to who may push).
+func (g *GitHub) MergeMethods(ctx context.Context) (allowed map[string]bool, known bool, err error) {
+	var r *github.Repository
+	err = g.do(ctx, "read the repository "+g.Repo(), func(ctx context.Context) (resp *github.Response, err error) {
+		r, resp, err = g.c.Repositories.Get(ctx, g.owner, g.repo)
+		return resp, err
+	}, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if r.AllowMergeCommit == nil && r.AllowSquashMerge == nil && r.AllowRebaseMerge == nil {
+		return nil, false, nil
+	}
+	return map[string]bool{"merge": r.GetAllowMergeCommit(), "squash": r.GetAllowSquashMerge(), "rebase": r.GetAllowRebaseMerge()}, true, nil
+}
+
+// Approvals counts the users whose latest review of pull request n
+// approves it (a later "changes requested" or a dismissal takes it back).
+func (g *GitHub) Approvals(ctx context.Context, n int) ([]string, error) {
+	opt := &github.ListOptions{PerPage: 100}
+	last := map[string]string{}
+	var order []string
+	for {
+		var rs []*github.PullRequestReview
+		var resp *github.Response
+		err := g.do(ctx, fmt.Sprintf("read the reviews of pull request #%d", n), func(ctx context.Context) (r *github.Response, err error) {
+			rs, r, err = g.c.PullRequests.ListReviews(ctx, g.owner, g.repo, n, opt)
+			resp = r
+			return r, err
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			switch st := r.GetState(); st {
+			case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
+				u := r.GetUser().GetLogin()
+				if _, seen := last[u]; !seen {
+					order = append(order, u)
+				}
+				last[u] = st
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	var out []string
+	for _, u := range order {
+		if last[u] == "APPROVED" {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
 
 // baseModified reports GitHub's 405 "Base branch was modified. Review and

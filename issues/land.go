@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/state"
 	"strings"
 	"time"
+
+	"github.com/google/go-github/v84/github"
+
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // Landing an issue's branch on GitHub, to the roadmap's standard: what is
@@ -43,6 +46,10 @@ type landState struct {
 	since   time.Time // when head was pushed and the pull request marked ready
 	updates int       // the branch brought up to date with a moving base
 	moved   int       // the head moved by someone else
+	// approval: when the merge was first refused for want of an
+	// approving review (zero: never); approvers: the approvals seen since.
+	approval  time.Time
+	approvers int
 }
 
 // landStep lands the local branch's tip: it pushes it (when it is new),
@@ -163,7 +170,7 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 		} else if !pass {
 			continue
 		}
-		err = q.gh.Merge(ctx, w.pr.Number, sha, q.cfg.MergeMethod, fmt.Sprintf("%s (#%d)", w.is.Title, w.pr.Number))
+		err = w.merge(ctx, sha)
 		switch {
 		case err == nil:
 			q.logIssue(w.n, "merged pull request #%d at %s", w.pr.Number, short(sha))
@@ -172,10 +179,131 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 			if f := headMoved(err); f != nil {
 				return "", f
 			}
+		case errors.Is(err, ErrApprovalRequired):
+			kind, f := w.awaitApproval(ctx, st)
+			if kind != "" || f != nil {
+				return kind, f
+			}
+			// An approval came: check the base again, then merge.
 		default:
-			return "", &failure{reason: "merge", detail: err.Error()}
+			return "", mergeFailure(err)
 		}
 	}
+}
+
+// merge merges the pull request's head sha with the merge method in use.
+// With MERGE_METHOD=auto a method the repository refuses (405 "… are not
+// allowed on this repository") teaches the next it allows, read again
+// (or, when GitHub does not say, the next in the order merge, squash,
+// rebase), and the merge is tried again with it.
+func (w *worker) merge(ctx context.Context, sha string) error {
+	q := w.q
+	title := fmt.Sprintf("%s (#%d)", w.is.Title, w.pr.Number)
+	tried := map[string]bool{}
+	for {
+		m := q.mergeMethod()
+		tried[m] = true
+		err := q.gh.Merge(ctx, w.pr.Number, sha, m, title)
+		if !errors.Is(err, ErrMethodRefused) || q.cfg.MergeMethod != "auto" {
+			return err
+		}
+		next := ""
+		allowed, known, rerr := q.gh.MergeMethods(ctx)
+		for _, c := range methods {
+			if !tried[c] && (!known || rerr != nil || allowed[c]) {
+				next = c
+				break
+			}
+		}
+		if next == "" {
+			return err
+		}
+		q.logIssue(w.n, "the repository refuses %s merges; MERGE_METHOD=auto merges with %s from now on", m, next)
+		q.setMergeMethod(next)
+	}
+}
+
+// mergeFailure is the failure of a merge GitHub refused, with advice that
+// does not send the issue round the same refusal again.
+func mergeFailure(err error) *failure {
+	f := &failure{reason: "merge", detail: err.Error()}
+	switch {
+	case errors.Is(err, ErrMethodRefused):
+		f.detail = methodRefused + ": " + githubMessage(err)
+	case errors.Is(err, ErrMergeQueue):
+		f.detail = mergeQueueOnly + ": " + githubMessage(err)
+	case errors.Is(err, ErrNotMergeable):
+		f.detail = "GitHub refused the merge: " + githubMessage(err)
+	}
+	return f
+}
+
+// The merge refusals' details, which the block comment's advice reads.
+const (
+	methodRefused  = "the repository does not allow this merge method (MERGE_METHOD)"
+	mergeQueueOnly = "the base branch takes changes only through GitHub's merge queue"
+)
+
+// awaitApproval waits, without an agent, for the approving review branch
+// protection wants: APPROVAL_LABEL on the issue and the pull request and
+// one comment saying so (at the first refusal), then the pull request's
+// reviews read every CheckPoll. A new approval returns ("", nil): the
+// caller merges again. None within CLAIM_STALE_HOURS of the first
+// refusal hands the pull request to a human (Review, with a note). The
+// pull request merged or closed by someone, or the issue gone, end it as
+// while checks are read.
+func (w *worker) awaitApproval(ctx context.Context, st *landState) (string, *failure) {
+	q := w.q
+	if st.approval.IsZero() {
+		st.approval = q.clock.Now()
+		for _, n := range []int{w.n, w.pr.Number} {
+			if err := q.gh.AddLabels(ctx, n, q.cfg.Labels.Approval); err != nil && !errors.Is(err, ErrNotFound) {
+				return "", &failure{reason: "merge", detail: err.Error()}
+			}
+		}
+		w.approvalAsked = true
+		msg := fmt.Sprintf("Pull request #%d is green, but the base branch requires an approving review before it can be merged. It waits for one (label `%s`): approve it and claudopilot merges it, without another agent run. Without an approval by %s (CLAIM_STALE_HOURS), it is left for you to merge.",
+			w.pr.Number, q.cfg.Labels.Approval, st.approval.Add(q.cfg.ClaimStale).UTC().Format(time.RFC3339))
+		if _, err := q.gh.PostComment(ctx, w.n, msg); err != nil && !errors.Is(err, ErrNotFound) {
+			return "", &failure{reason: "merge", detail: err.Error()}
+		}
+		q.logIssue(w.n, "pull request #%d waits for an approving review", w.pr.Number)
+	}
+	for {
+		if why := q.awayWhy(w.n); why != "" {
+			return Dropped, &failure{reason: why}
+		}
+		if p, err := q.gh.PR(ctx, w.pr.Number); err == nil {
+			switch {
+			case p.Merged:
+				return Merged, nil
+			case p.State != "open":
+				return "", &failure{reason: "pull request", detail: fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
+			}
+		}
+		if who, err := q.gh.Approvals(ctx, w.pr.Number); err == nil && len(who) > st.approvers {
+			st.approvers = len(who)
+			q.logIssue(w.n, "pull request #%d approved by %s; merging", w.pr.Number, strings.Join(who, ", "))
+			return "", nil
+		}
+		if q.clock.Now().Sub(st.approval) >= q.cfg.ClaimStale {
+			w.handNote = fmt.Sprintf("No approving review came within CLAIM_STALE_HOURS (%s): pull request #%d is green and left for you to approve and merge.", q.cfg.ClaimStale, w.pr.Number)
+			return Review, nil
+		}
+		if err := q.clock.Sleep(ctx, q.cfg.CheckPoll); err != nil {
+			return "", &failure{reason: "interrupted"}
+		}
+	}
+}
+
+// githubMessage is GitHub's own message in err, without the request line
+// and its API URL (which a comment must not show).
+func githubMessage(err error) string {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Message != "" {
+		return er.Message
+	}
+	return err.Error()
 }
 
 // stop says why watching a pull request ended without a verdict.

@@ -31,6 +31,8 @@ type landing struct {
 	busy bool
 	// claimed: Claimed said the round, so Record need not read it.
 	claimed bool
+	// merged: a Land merged it; Record has not ended it yet.
+	merged bool
 	// stopHB stops the claim heartbeat; nil when none runs.
 	stopHB func()
 }
@@ -183,6 +185,9 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		out.Err = fmt.Errorf("land %s: %w", j.ID, context.Cause(ctx))
 	case f == nil && kind == Merged:
 		out.OK, out.Commit = true, l.st.head
+		q.landMu.Lock()
+		l.merged = true
+		q.landMu.Unlock()
 	case f == nil && kind == Review:
 		q.addResult(Result{Number: n, Kind: Review, PR: pr})
 		q.forget(n)
@@ -379,6 +384,15 @@ func (q *Queue) goneAway(n int, why string) {
 		}
 		return nil
 	})
+}
+
+// landingNow reports whether issue n is being landed, or was merged and
+// not yet ended: its landing watches the issue itself (a merge closes it).
+func (q *Queue) landingNow(n int) bool {
+	q.landMu.Lock()
+	defer q.landMu.Unlock()
+	l := q.lands[n]
+	return l != nil && (l.busy || l.merged)
 }
 
 // clearAway forgets that issue n went away: it is queued again.

@@ -25,10 +25,13 @@ type Labels struct {
 	Claim   string // CLAIM_LABEL: an instance works on it
 	Blocked string // BLOCKED_LABEL: failed or invalid deps; a comment says why
 	Review  string // REVIEW_LABEL: the pull request waits for a human merge
+	// APPROVAL_LABEL: branch protection wants an approving review; the
+	// driver merges once one appears (before CLAIM_STALE_HOURS).
+	Approval string
 }
 
 // DefaultLabels are the default label names.
-var DefaultLabels = Labels{Ready: "agent-ready", Claim: "agent-running", Blocked: "agent-blocked", Review: "user-merge-review"}
+var DefaultLabels = Labels{Ready: "agent-ready", Claim: "agent-running", Blocked: "agent-blocked", Review: "user-merge-review", Approval: "agent-awaiting-approval"}
 
 // Config configures a Queue. GitHub, Git and Base are required; zero
 // values elsewhere take the documented defaults.
@@ -41,15 +44,18 @@ type Config struct {
 	Remote string // default "origin"
 	Base   string // the branch pull requests go into ("": the repository's default branch, read by Start)
 
-	Labels         Labels
-	NewestFirst    bool // ISSUE_ORDER=newest
-	BatchSize      int  // issues read per poll (default 25)
-	AutoMerge      bool
-	MergeMethod    string        // merge (default), squash, rebase
-	ClaimStale     time.Duration // CLAIM_STALE_HOURS (default 6h)
-	TrustedAuthors []string      // authors whose issues are trusted whoever labelled them
-	AgentEnvAllow  []string      // variables kept in the agent's environment even if secret
-	Token          string        // stripped from agents' environments and scrubbed
+	Labels      Labels
+	NewestFirst bool // ISSUE_ORDER=newest
+	BatchSize   int  // issues read per poll (default 25)
+	AutoMerge   bool
+	MergeMethod string // auto (default: the first the repository allows of merge, squash, rebase), merge, squash, rebase
+	// MergeMethodDefaulted: MERGE_METHOD was not set; its default changed
+	// from merge to auto, which Start announces.
+	MergeMethodDefaulted bool
+	ClaimStale           time.Duration // CLAIM_STALE_HOURS (default 6h)
+	TrustedAuthors       []string      // authors whose issues are trusted whoever labelled them
+	AgentEnvAllow        []string      // variables kept in the agent's environment even if secret
+	Token                string        // stripped from agents' environments and scrubbed
 	// Sandbox confines agents (and with its Gate set, gates and
 	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
 	Sandbox *sandbox.Config
@@ -108,6 +114,7 @@ type Queue struct {
 	scrub    *Scrubber
 	instance string
 	clock    Clock
+	method   string // the merge method in use (pickMethod; MergeMethod until Start)
 	logMu    sync.Mutex
 	revSlots chan struct{} // REVIEW_SLOTS: reviewers running at once
 
@@ -175,13 +182,13 @@ func New(cfg Config) (*Queue, error) {
 	for _, l := range []struct {
 		dst *string
 		def string
-	}{{&cfg.Labels.Ready, d.Ready}, {&cfg.Labels.Claim, d.Claim}, {&cfg.Labels.Blocked, d.Blocked}, {&cfg.Labels.Review, d.Review}} {
+	}{{&cfg.Labels.Ready, d.Ready}, {&cfg.Labels.Claim, d.Claim}, {&cfg.Labels.Blocked, d.Blocked}, {&cfg.Labels.Review, d.Review}, {&cfg.Labels.Approval, d.Approval}} {
 		if *l.dst == "" {
 			*l.dst = l.def
 		}
 	}
 	seen := map[string]bool{}
-	for _, l := range []string{cfg.Labels.Ready, cfg.Labels.Claim, cfg.Labels.Blocked, cfg.Labels.Review} {
+	for _, l := range []string{cfg.Labels.Ready, cfg.Labels.Claim, cfg.Labels.Blocked, cfg.Labels.Review, cfg.Labels.Approval} {
 		if seen[strings.ToLower(l)] {
 			return nil, fmt.Errorf("queue: label %q is used for two states", l)
 		}
@@ -194,12 +201,12 @@ func New(cfg Config) (*Queue, error) {
 		cfg.BatchSize = 25
 	}
 	if cfg.MergeMethod == "" {
-		cfg.MergeMethod = "merge"
+		cfg.MergeMethod = "auto"
 	}
 	switch cfg.MergeMethod {
-	case "merge", "squash", "rebase":
+	case "auto", "merge", "squash", "rebase":
 	default:
-		return nil, fmt.Errorf("queue: MERGE_METHOD %q: want merge, squash or rebase", cfg.MergeMethod)
+		return nil, fmt.Errorf("queue: MERGE_METHOD %q: want auto, merge, squash or rebase", cfg.MergeMethod)
 	}
 	if cfg.ClaimStale <= 0 {
 		cfg.ClaimStale = 6 * time.Hour
@@ -237,7 +244,7 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	q := &Queue{cfg: cfg, gh: cfg.GitHub, instance: cfg.Instance, clock: cfg.Clock}
+	q := &Queue{cfg: cfg, gh: cfg.GitHub, instance: cfg.Instance, clock: cfg.Clock, method: cfg.MergeMethod}
 	// The funnel the GitHub client scrubs with (the driver's), knowing
 	// the token too.
 	q.scrub = ScrubberFor(cfg.GitHub.scrub.Redactor().With(cfg.Token))
@@ -315,6 +322,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		{l.Claim, "fbca04", "claudopilot: an agent is working on it"},
 		{l.Blocked, "d93f0b", "claudopilot: blocked; see the last comment"},
 		{l.Review, "1d76db", "claudopilot: pull request waits for a human merge"},
+		{l.Approval, "5319e7", "claudopilot: pull request waits for an approving review"},
 	})
 	if err != nil {
 		return fmt.Errorf("queue: labels: %w", err)
@@ -325,7 +333,80 @@ func (q *Queue) Start(ctx context.Context) error {
 	if err := q.git.Exclude(ctx, "/.claudopilot/"); err != nil {
 		return fmt.Errorf("queue: %w", err)
 	}
+	return q.pickMethod(ctx)
+}
+
+// mergeMethod is the merge method in use ("merge" before Start resolved
+// auto).
+func (q *Queue) mergeMethod() string {
+	q.landMu.Lock()
+	defer q.landMu.Unlock()
+	if q.method == "auto" || q.method == "" {
+		return "merge"
+	}
+	return q.method
+}
+
+func (q *Queue) setMergeMethod(m string) {
+	q.landMu.Lock()
+	defer q.landMu.Unlock()
+	q.method = m
+}
+
+// methods is the merge method order MERGE_METHOD=auto picks from.
+var methods = []string{"merge", "squash", "rebase"}
+
+// pickMethod resolves MERGE_METHOD against what the repository allows: auto
+// takes the first allowed of merge, squash, rebase (merge when GitHub does
+// not say: a refusal then teaches the next, mergeWith); an explicit method
+// the repository refuses is named at start. The default's change (merge to
+// auto) is announced until MERGE_METHOD is set.
+func (q *Queue) pickMethod(ctx context.Context) error {
+	m, refused, err := PickMergeMethod(ctx, q.gh, q.cfg.MergeMethod)
+	if err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	if refused != "" {
+		q.logf("%s", refused)
+	}
+	q.setMergeMethod(m)
+	if q.cfg.MergeMethodDefaulted {
+		q.logf("%s", DefaultMethodNote(m))
+	}
 	return nil
+}
+
+// PickMergeMethod resolves MERGE_METHOD want against what the repository
+// allows: auto takes the first allowed of merge, squash, rebase (merge when
+// GitHub does not say; a refusal then teaches the next). For an explicit
+// method the repository refuses, refused says so in a sentence (the queue
+// logs it at start, doctor reports it).
+func PickMergeMethod(ctx context.Context, gh *GitHub, want string) (use, refused string, err error) {
+	allowed, known, err := gh.MergeMethods(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	var ok []string
+	for _, m := range methods {
+		if allowed[m] {
+			ok = append(ok, m)
+		}
+	}
+	switch {
+	case want == "auto" && known && len(ok) > 0:
+		return ok[0], "", nil
+	case want == "auto" || want == "":
+		return "merge", "", nil
+	case known && !allowed[want]:
+		return want, fmt.Sprintf("MERGE_METHOD=%s: the repository does not allow %s merges (it allows: %s); its merges will be refused: set MERGE_METHOD=auto or one of those", want, want, strings.Join(ok, ", ")), nil
+	}
+	return want, "", nil
+}
+
+// DefaultMethodNote announces MERGE_METHOD's changed default (merge to
+// auto), until MERGE_METHOD is set.
+func DefaultMethodNote(use string) string {
+	return fmt.Sprintf("MERGE_METHOD now defaults to auto (was merge): merging with %s, the first the repository allows of merge, squash, rebase; set MERGE_METHOD to choose", use)
 }
 
 type pollState struct {

@@ -33,6 +33,7 @@ type Source struct {
 	held    map[int]int64 // claimed by this driver and not yet ended: the round
 	mine    map[int]bool  // claimed, tried or resumed in this run
 	blocked map[int]bool  // ended blocked in this run: offered again only as a retry
+	ended   map[int]bool  // ended by this driver, still held until that is on GitHub
 	err     error         // why polling gave up (--once)
 }
 
@@ -44,7 +45,7 @@ var _ scheduler.Source = (*Source)(nil)
 // nodes when a poll finds nothing to offer and nothing it claimed is still
 // worked on.
 func (q *Queue) Source(ctx context.Context) *Source {
-	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), done: make(chan struct{}), held: map[int]int64{}, mine: map[int]bool{}, blocked: map[int]bool{}}
+	s := &Source{q: q, ch: make(chan []scheduler.OutsideNode), kick: make(chan struct{}, 1), done: make(chan struct{}), held: map[int]int64{}, mine: map[int]bool{}, blocked: map[int]bool{}, ended: map[int]bool{}}
 	go s.run(ctx)
 	return s
 }
@@ -63,6 +64,10 @@ func (s *Source) Land(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 
 // Record implements scheduler.Source (see Queue.Record).
 func (s *Source) Record(id string, st manifest.State, n scheduler.Note) {
+	switch st {
+	case manifest.Merged, manifest.Blocked, manifest.Failed:
+		s.ending(id) // before the landing is forgotten: checkHeld skips it
+	}
 	s.q.Record(id, st, n)
 	switch st {
 	case manifest.Merged:
@@ -102,9 +107,11 @@ func (s *Source) end(id string, blocked bool) {
 	if !ok {
 		return
 	}
+	s.ending(id)
 	s.q.keep(n, "the end of the claim", func(context.Context) error {
 		s.mu.Lock()
 		delete(s.held, n)
+		delete(s.ended, n)
 		if blocked {
 			s.blocked[n] = true
 		}
@@ -115,6 +122,22 @@ func (s *Source) end(id string, blocked bool) {
 		}
 		return nil
 	})
+}
+
+// ending marks issue id as ended by this driver, before its end is on
+// GitHub: checkHeld leaves it alone (our own merge closes it).
+func (s *Source) ending(id string) {
+	if n, ok := ParseIssueID(id); ok {
+		s.mu.Lock()
+		s.ended[n] = true
+		s.mu.Unlock()
+	}
+}
+
+func (s *Source) isEnding(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[n]
 }
 
 func (s *Source) holds(n int) bool {
@@ -227,8 +250,8 @@ func (s *Source) checkHeld(ctx context.Context, held map[int]int64) []scheduler.
 	q := s.q
 	var out []scheduler.OutsideNode
 	for _, n := range slices.Sorted(maps.Keys(held)) {
-		if !s.holds(n) || q.awayWhy(n) != "" {
-			continue // ended meanwhile, or withdrawn already
+		if !s.holds(n) || s.isEnding(n) || q.awayWhy(n) != "" || q.landingNow(n) {
+			continue // ended meanwhile, withdrawn already, or its landing watches it
 		}
 		why := ""
 		is, err := q.gh.Issue(ctx, n)
@@ -240,7 +263,7 @@ func (s *Source) checkHeld(ctx context.Context, held map[int]int64) []scheduler.
 		default:
 			why = q.goneState(is)
 		}
-		if why == "" || !s.holds(n) {
+		if why == "" || !s.holds(n) || s.isEnding(n) || q.landingNow(n) {
 			continue
 		}
 		q.goneAway(n, why)

@@ -86,10 +86,24 @@ const (
 	MsgBaseModified = "Base branch was modified. Review and try the merge again."
 	// MsgHeadModified: the merge's sha is no longer the head, 409.
 	MsgHeadModified = "Head branch was modified. Review and try the merge again."
+	// MsgApprovalRequired (with the count): branch protection wants
+	// approving reviews before a merge, 405.
+	MsgApprovalRequired = "At least %d approving review is required by reviewers with write access."
+	// MsgMergeQueue: the base takes changes only through its merge queue
+	// (GraphQL enqueuePullRequest), 405.
+	MsgMergeQueue = "Changes must be made through the merge queue"
 	// MsgSecondary: a secondary rate limit, 403, often without Retry-After
 	// and with X-RateLimit-Remaining above 0.
 	MsgSecondary = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID."
 )
+
+// MsgMethodRefused is GitHub's 405 to a merge with a method the
+// repository does not allow.
+var MsgMethodRefused = map[string]string{
+	"merge":  "Merge commits are not allowed on this repository.",
+	"squash": "Squash merges are not allowed on this repository.",
+	"rebase": "Rebase merges are not allowed on this repository.",
+}
 
 // HeadInvalid is GitHub's 422 answer to a pull request whose head branch
 // it does not know yet (a push it has not processed, or no such branch).
@@ -160,8 +174,17 @@ type Pull struct {
 	MergeSHA    string
 	NodeID      string
 	Author      string
+	Reviews     []PullReview
 	headSHA     string
 	readyAt     time.Time
+}
+
+// PullReview is a review of a pull request.
+type PullReview struct {
+	ID          int64
+	User, State string
+	CommitID    string
+	SubmittedAt time.Time
 }
 
 // Label is a repository label.
@@ -197,6 +220,12 @@ type Server struct {
 	rate    map[string]*rateWindow
 	counted map[string]int
 	limit   int
+	// allowed: the merge methods allowed (nil: all); approvals: approving
+	// reviews branch protection wants on the default branch; mergeQueue:
+	// the default branch takes changes only through its merge queue.
+	allowed    map[string]bool
+	approvals  int
+	mergeQueue bool
 	// foreign holds issues of other repositories ("owner/repo" lowercased
 	// → number → issue), readable with GET /repos/{o}/{r}/issues/{n} only.
 	foreign map[string]map[int]*Issue
@@ -768,6 +797,7 @@ var routes = []struct {
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
 	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).editPull},
 	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
+	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews$`), (*Server).listReviews},
 	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
@@ -922,10 +952,86 @@ func (s *Server) getUser(c *call) {
 }
 
 func (s *Server) getRepo(c *call) {
-	c.json(http.StatusOK, &github.Repository{
+	r := &github.Repository{
 		Name: github.Ptr(s.opt.Repo), FullName: github.Ptr(s.opt.Owner + "/" + s.opt.Repo),
 		DefaultBranch: github.Ptr(s.opt.DefaultBranch), Owner: &github.User{Login: github.Ptr(s.opt.Owner)},
-	})
+	}
+	// The merge settings are shown only to who may push (GitHub leaves
+	// them out for readers).
+	if s.bots[c.login] || writer(s.users[c.login]) {
+		m := s.methods()
+		r.AllowMergeCommit, r.AllowSquashMerge, r.AllowRebaseMerge = github.Ptr(m["merge"]), github.Ptr(m["squash"]), github.Ptr(m["rebase"])
+	}
+	c.json(http.StatusOK, r)
+}
+
+func writer(perm string) bool { return perm == "admin" || perm == "maintain" || perm == "write" }
+
+// methods are the merge methods the repository allows (all by default).
+func (s *Server) methods() map[string]bool {
+	if s.allowed == nil {
+		return map[string]bool{"merge": true, "squash": true, "rebase": true}
+	}
+	return s.allowed
+}
+
+// SetMergeMethods sets which merge methods the repository allows
+// (allow_merge_commit, allow_squash_merge, allow_rebase_merge); a merge
+// with another answers 405 as GitHub does.
+func (s *Server) SetMergeMethods(merge, squash, rebase bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.allowed = map[string]bool{"merge": merge, "squash": squash, "rebase": rebase}
+}
+
+// RequireApprovals makes branch protection on the base require n
+// approving reviews (by users with write access, not the author) before a
+// merge: fewer answer 405 MsgApprovalRequired.
+func (s *Server) RequireApprovals(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.approvals = n
+}
+
+// Review adds a review of pull request pr by login, in state (APPROVED,
+// CHANGES_REQUESTED, COMMENTED).
+func (s *Server) Review(pr int, login, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pulls[pr]; p != nil {
+		p.Reviews = append(p.Reviews, PullReview{ID: s.id(), User: login, State: state, CommitID: s.headSHA(p), SubmittedAt: s.now()})
+	}
+}
+
+// approved counts the users with write access (the author aside) whose
+// latest review of p approves it.
+func (s *Server) approved(p *Pull) int {
+	last := map[string]string{}
+	for _, r := range p.Reviews {
+		if r.State == "APPROVED" || r.State == "CHANGES_REQUESTED" || r.State == "DISMISSED" {
+			last[r.User] = r.State
+		}
+	}
+	n := 0
+	for u, st := range last {
+		if st == "APPROVED" && u != p.Author && writer(s.users[u]) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) listReviews(c *call) {
+	p := s.pull(c)
+	if p == nil {
+		return
+	}
+	lo, hi := s.paginate(c, len(p.Reviews))
+	out := []*github.PullRequestReview{}
+	for _, r := range p.Reviews[lo:hi] {
+		out = append(out, &github.PullRequestReview{ID: github.Ptr(r.ID), User: s.user(r.User), State: github.Ptr(r.State), CommitID: github.Ptr(r.CommitID), SubmittedAt: ts(r.SubmittedAt)})
+	}
+	c.json(http.StatusOK, out)
 }
 
 func (s *Server) listLabels(c *call) {
@@ -1342,6 +1448,20 @@ func (s *Server) mergePull(c *call) {
 		return
 	case p.Draft:
 		c.fail(http.StatusMethodNotAllowed, "Pull Request is still a draft")
+		return
+	case s.mergeQueue && p.Base == s.opt.DefaultBranch:
+		c.fail(http.StatusMethodNotAllowed, MsgMergeQueue)
+		return
+	case s.approvals > 0 && p.Base == s.opt.DefaultBranch && s.approved(p) < s.approvals:
+		c.fail(http.StatusMethodNotAllowed, fmt.Sprintf(MsgApprovalRequired, s.approvals))
+		return
+	}
+	method := in.MergeMethod
+	if method == "" {
+		method = "merge"
+	}
+	if !s.methods()[method] {
+		c.fail(http.StatusMethodNotAllowed, MsgMethodRefused[method])
 		return
 	}
 	ctx := context.Background()

@@ -1,0 +1,142 @@
+package issues
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// TestMergeMethodAuto (issue 24 §4): a repository that allows only squash
+// merges answers 405 "Merge commits are not allowed on this repository"
+// to a merge commit. MERGE_METHOD=auto, the default, reads
+// allow_merge_commit, allow_squash_merge and allow_rebase_merge and takes
+// the first allowed of merge, squash, rebase; where GitHub does not show
+// them (a token that may not push sees none), the refusal teaches it. An
+// explicit method the repository refuses is named at start, and its
+// block's advice is not a plain retry. Before, every merge blocked with
+// GitHub's raw text.
+func TestMergeMethodAuto(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, method string
+		hidden       bool // the token does not see allow_* (no push access shown)
+		merged       bool
+		log          []string
+	}{
+		{"auto reads the settings", "", false, true, []string{"MERGE_METHOD now defaults to auto (was merge): merging with squash"}},
+		{"auto learns from the refusal", "", true, true, []string{"the repository refuses merge merges; MERGE_METHOD=auto merges with squash"}},
+		{"an explicit method refused", "merge", false, false, []string{"MERGE_METHOD=merge: the repository does not allow merge merges (it allows: squash)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.fake.SetMergeMethods(false, true, false)
+			tok := token
+			if tc.hidden {
+				tok = "reader-token"
+				e.fake.AddUser("reader", "triage")
+				e.fake.AddToken(tok, "reader")
+			}
+			n := e.fake.NewIssue("alice", "squash only", "work", []string{"agent-ready"}, "")
+			log := &syncBuf{}
+			q := e.queue("w", log, func(c *Config) {
+				c.MergeMethod, c.MergeMethodDefaulted = tc.method, tc.method == ""
+				if tc.hidden {
+					c.GitHub = e.github(func(g *GitHubConfig) { g.Token = tok })
+					c.Token = tok
+				}
+			})
+			sum := run(t, q, log)
+			if got := sum.Count(Merged) == 1; got != tc.merged {
+				t.Fatalf("merged %v, want %v: %+v\n%s\n%s", got, tc.merged, sum, log, dump(e, n))
+			}
+			for _, w := range tc.log {
+				if !strings.Contains(log.String(), w) {
+					t.Errorf("the log lacks %q:\n%s", w, log)
+				}
+			}
+			if !tc.merged {
+				is := e.issue(n)
+				block := is.Comments[len(is.Comments)-1].Body
+				for _, w := range []string{"does not allow this merge method", "Merge commits are not allowed on this repository.", "Set MERGE_METHOD=auto"} {
+					if !strings.Contains(block, w) {
+						t.Errorf("the block comment lacks %q:\n%s", w, block)
+					}
+				}
+				if strings.Contains(block, "http") {
+					t.Errorf("the block comment shows a URL:\n%s", block)
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalRequired (issue 24 §4): branch protection wants an
+// approving review: 405 "At least 1 approving review is required by
+// reviewers with write access." The pull request gets APPROVAL_LABEL (the
+// issue too) and one comment; no agent runs; once a maintainer approves,
+// the driver merges it. Without an approval within CLAIM_STALE_HOURS it is
+// left for a human (REVIEW_LABEL). Before, the issue was blocked, and the
+// advice (queue it again) re-ran the agent into the same refusal.
+func TestApprovalRequired(t *testing.T) {
+	t.Parallel()
+	for _, approve := range []bool{true, false} {
+		name := map[bool]string{true: "approved", false: "none within CLAIM_STALE_HOURS"}[approve]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.fake.RequireApprovals(1)
+			n := e.fake.NewIssue("alice", "protected", "work", []string{"agent-ready"}, "")
+			record := e.dir + "/record"
+			waiting := make(chan int, 1)
+			e.fake.OnMerge(func(pr int) {
+				select {
+				case waiting <- pr:
+				default:
+				}
+			})
+			log := &syncBuf{}
+			q := e.queue("w", log, func(c *Config) {
+				c.Env = append(c.Env, "RECORD="+record)
+				c.ClaimStale = 2 * time.Second // on the virtual clock, which each wait moves on
+			})
+			done := make(chan Summary, 1)
+			go func() { done <- run(t, q, log) }()
+			pr := <-waiting
+			if approve {
+				e.fake.Review(pr, "alice", "APPROVED")
+			}
+			sum := <-done
+			is := e.issue(n)
+			if approve {
+				if sum.Count(Merged) != 1 || hasLabel(is, "agent-awaiting-approval") {
+					t.Fatalf("summary %+v labels %v\n%s\n%s", sum, is.Labels, log, dump(e, n))
+				}
+			} else {
+				p, _ := e.fake.Issue(pr)
+				if sum.Count(Review) != 1 || !hasLabel(is, "agent-awaiting-approval") || !hasLabel(p, "agent-awaiting-approval") || !hasLabel(is, "user-merge-review") {
+					t.Fatalf("summary %+v labels %v, PR %v\n%s\n%s", sum, is.Labels, p.Labels, log, dump(e, n))
+				}
+				if commentsWith(is, "No approving review came within CLAIM_STALE_HOURS") != 1 {
+					t.Errorf("%s", dump(e, n))
+				}
+			}
+			if commentsWith(is, "requires an approving review") != 1 || commentsWith(is, "could not finish") != 0 {
+				t.Errorf("comments:\n%s", dump(e, n))
+			}
+			if b, _ := readFile(record); strings.Count(b, "#") != 1 {
+				t.Errorf("the agent ran %d times, want once", strings.Count(b, "#"))
+			}
+		})
+	}
+}
+
+func readFile(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+var _ = ghfake.MsgMergeQueue
