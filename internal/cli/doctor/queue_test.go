@@ -41,18 +41,27 @@ func TestDoctorQueueChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(token string) doctorCheck {
-		a := &cmdutil.App{S: &cmdutil.Streams{}, Cwd: repo, Env: cmdutil.EnvMap(append(env, "GITHUB_TOKEN="+token, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets"))}
+	checks := func(token string, more ...string) []doctorCheck {
+		a := &cmdutil.App{S: &cmdutil.Streams{}, Cwd: repo, Env: cmdutil.EnvMap(append(append(env, "GITHUB_TOKEN="+token, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets"), more...))}
 		d := &doctorState{a: a, git: wt}
 		d.checkSettings(nil)
-		cs := doctorQueueChecks(context.Background(), d)
-		if len(cs) != 1 {
-			t.Fatalf("%d checks", len(cs))
-		}
-		return cs[0]
+		return doctorQueueChecks(context.Background(), d)
 	}
+	check := func(token string) doctorCheck { return checks(token)[0] }
 	if c := check("good"); c.level != doctorOK || !strings.Contains(c.msg, "the token works (as bot) and acme/widgets is reachable") {
 		t.Errorf("good token: %+v", c)
+	}
+	// MERGE_METHOD's changed default is announced until it is set; an
+	// explicit method the repository refuses is named (issue 24 §4).
+	fake.SetMergeMethods(false, true, false)
+	if cs := checks("good"); len(cs) != 2 || cs[1].level != doctorOK || !strings.Contains(cs[1].msg, "MERGE_METHOD now defaults to auto (was merge): merging with squash") {
+		t.Errorf("the default's note: %+v", cs)
+	}
+	if cs := checks("good", "MERGE_METHOD=merge"); len(cs) != 2 || cs[1].level != doctorFail || !strings.Contains(cs[1].msg, "MERGE_METHOD=merge: the repository does not allow merge merges (it allows: squash)") {
+		t.Errorf("a refused method: %+v", cs)
+	}
+	if cs := checks("good", "MERGE_METHOD=squash"); len(cs) != 1 {
+		t.Errorf("an allowed method: %+v", cs)
 	}
 	if c := check("bad"); c.level != doctorFail || !strings.Contains(c.msg, "GitHub refused the token") {
 		t.Errorf("bad token: %+v", c)
