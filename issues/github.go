@@ -71,7 +71,10 @@ type GitHubConfig struct {
 	MaxWait    time.Duration // longest single rate-limit wait (default 65m)
 	Clock      Clock         // default RealClock
 	Scrubber   *Scrubber     // scrubs whatever is posted; default: the token and common shapes
-	Log        func(string)  // one line per fault and wait; nil: silent
+	// Tokens, when set, gives the token instead of Token: an app's
+	// installation tokens, made again before they expire and on a 401.
+	Tokens TokenSource
+	Log    func(string) // one line per fault and wait; nil: silent
 }
 
 // GitHub is the queue's client for one repository: go-github calls wrapped
@@ -89,6 +92,7 @@ type GitHub struct {
 	maxWait      time.Duration
 	mu           sync.Mutex
 	perms        map[string]permEntry
+	tok          *tokens
 	login        string // the token's own login: asked at Login, or learned from our own comments
 	loginFetched bool
 }
@@ -117,27 +121,32 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 		}
 		hc = &http.Client{Timeout: t}
 	}
-	// Every GET is conditional: a 304 costs none of the rate limit.
-	hc.Transport = newETagCache(hc.Transport)
+	g0 := &GitHub{scrub: cfg.Scrubber}
+	if g0.scrub == nil {
+		g0.scrub = NewScrubber(cfg.Token)
+	}
+	src := cfg.Tokens
+	if src == nil {
+		src = StaticToken(cfg.Token)
+	}
+	tok := &tokens{src: src, clock: clockOr(cfg.Clock), scrub: g0.scrub, log: cfg.Log}
+	// Every GET is conditional (a 304 costs none of the rate limit), and
+	// every request carries the current token, made again before it
+	// expires and after a 401.
+	hc.Transport = &authTransport{base: newETagCache(hc.Transport), tok: tok}
 	// A redirect is an answer, not a detour: GitHub answers 301 for a
 	// transferred issue, which must not read as the issue itself.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := github.NewClient(hc)
-	if cfg.Token != "" {
-		c = c.WithAuthToken(cfg.Token)
-	}
 	// The client must not refuse requests on its own from the last known
 	// limits: waits are ours, on our clock.
 	c.DisableRateLimitCheck = true
 	g := &GitHub{
-		c: c, owner: cfg.Owner, repo: cfg.Repo, clock: cfg.Clock, scrub: cfg.Scrubber, log: cfg.Log,
+		c: c, owner: cfg.Owner, repo: cfg.Repo, clock: cfg.Clock, scrub: g0.scrub, log: cfg.Log, tok: tok,
 		maxRetries: cfg.MaxRetries, maxWait: cfg.MaxWait, perms: map[string]permEntry{},
 	}
 	if g.clock == nil {
 		g.clock = RealClock{}
-	}
-	if g.scrub == nil {
-		g.scrub = NewScrubber(cfg.Token)
 	}
 	if g.maxRetries <= 0 {
 		g.maxRetries = 6
@@ -176,6 +185,10 @@ func apiURLs(api string) (*url.URL, string, error) {
 	}
 	return u, gql.String(), nil
 }
+
+// Tokens are every token the client has used (the fixed one, or each
+// installation token made so far): secrets a push must not carry.
+func (g *GitHub) Tokens() []string { return g.tok.all() }
 
 // Repo is "owner/name".
 func (g *GitHub) Repo() string { return g.owner + "/" + g.repo }

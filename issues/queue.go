@@ -246,8 +246,9 @@ func New(cfg Config) (*Queue, error) {
 	}
 	q := &Queue{cfg: cfg, gh: cfg.GitHub, instance: cfg.Instance, clock: cfg.Clock, method: cfg.MergeMethod}
 	// The funnel the GitHub client scrubs with (the driver's), knowing
-	// the token too.
-	q.scrub = ScrubberFor(cfg.GitHub.scrub.Redactor().With(cfg.Token))
+	// the token too, and each installation token made later.
+	q.scrub = cfg.GitHub.scrub
+	q.scrub.Add(cfg.Token)
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
 	q.git = cfg.Git.WithEnv(q.agentEnv)
 	q.net = cfg.Git

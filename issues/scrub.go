@@ -1,6 +1,8 @@
 package issues
 
 import (
+	"sync"
+
 	"github.com/claudopilot/claudopilot/secret"
 )
 
@@ -11,7 +13,8 @@ const Redacted = secret.Redacted
 // queue holds it: everything posted on GitHub or logged goes through it,
 // and a push must not carry its values. It is safe for concurrent use.
 type Scrubber struct {
-	r *secret.Redactor
+	mu sync.Mutex
+	r  *secret.Redactor
 }
 
 // NewScrubber returns a Scrubber that knows the given secret values
@@ -29,7 +32,20 @@ func (s *Scrubber) Redactor() *secret.Redactor {
 	if s == nil {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.r
+}
+
+// Add makes the funnel know v too: a token made later (a GitHub App's
+// next installation token).
+func (s *Scrubber) Add(v string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r = s.r.With(v)
 }
 
 // Scrub returns text with every secret replaced by Redacted.

@@ -32,6 +32,15 @@
 // GET carries an ETag, and a GET whose If-None-Match names the current
 // ETag is answered 304 without a body.
 //
+// A GitHub App (AddApp) mints installation tokens: POST
+// /app/installations/{id}/access_tokens with an RS256 JWT the app signed
+// (its id as issuer, expiring within 10 minutes) answers 201 with a token
+// that expires an hour later; an expired token answers 401 "Bad
+// credentials". A repository's merge settings (SetMergeMethods:
+// allow_merge_commit, allow_squash_merge, allow_rebase_merge, shown only
+// to who may push) and branch protection (RequireApprovals, reviews) give
+// GitHub's 405 merge refusals word for word.
+//
 // Faults are injected per request: 5xx answers with any message or body,
 // primary rate limits (403 with X-RateLimit-Remaining: 0 and a reset time),
 // secondary rate limits (403 "You have exceeded a secondary rate limit"

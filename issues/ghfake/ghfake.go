@@ -2,6 +2,7 @@ package ghfake
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-github/v84/github"
 
 	"github.com/claudopilot/claudopilot/worktree"
@@ -226,6 +228,11 @@ type Server struct {
 	allowed    map[string]bool
 	approvals  int
 	mergeQueue bool
+	// apps that may mint tokens; expires: an installation token's expiry;
+	// minted: tokens made.
+	apps    []App
+	expires map[string]time.Time
+	minted  int
 	// foreign holds issues of other repositories ("owner/repo" lowercased
 	// → number → issue), readable with GET /repos/{o}/{r}/issues/{n} only.
 	foreign map[string]map[int]*Issue
@@ -301,6 +308,84 @@ func (s *Server) AddAppToken(token, app string) string {
 	s.token[token] = login
 	s.bots[login] = true
 	return login
+}
+
+var accessTokens = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
+
+// App is a GitHub App the fake knows: its id, the installation on the
+// fake's repository, the public half of its private key, and its name
+// (its tokens act as "<name>[bot]").
+type App struct {
+	ID           string
+	Installation string
+	Key          *rsa.PublicKey
+	Name         string
+}
+
+// AddApp lets app mint installation tokens: POST
+// /app/installations/{id}/access_tokens with a JWT (RS256, signed with
+// the app's key, issued by its id, expiring within 10 minutes) answers
+// 201 with a new token that expires an hour later; an expired token
+// answers 401 "Bad credentials" from then on.
+func (s *Server) AddApp(app App) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apps = append(s.apps, app)
+}
+
+// ExpireTokens makes every installation token made so far expire now
+// (revoked, or older than GitHub says): their next request answers 401.
+func (s *Server) ExpireTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t := range s.expires {
+		s.expires[t] = s.now()
+	}
+}
+
+// Minted is how many installation tokens were made.
+func (s *Server) Minted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.minted
+}
+
+// mintToken answers POST /app/installations/{id}/access_tokens; s.mu is
+// held.
+func (s *Server) mintToken(w http.ResponseWriter, r *http.Request, inst string) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "A JSON web token could not be decoded"})
+		return
+	}
+	for _, app := range s.apps {
+		if app.Installation != inst {
+			continue
+		}
+		claims := &jwt.RegisteredClaims{}
+		_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return app.Key, nil },
+			jwt.WithValidMethods([]string{"RS256"}), jwt.WithTimeFunc(s.now), jwt.WithIssuer(app.ID), jwt.WithExpirationRequired())
+		switch {
+		case err != nil:
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "'Expiration time' claim ('exp') is too far in the future, or the JWT is invalid: " + err.Error()})
+			return
+		case claims.ExpiresAt.Sub(s.now()) > 10*time.Minute:
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "'Expiration time' claim ('exp') is too far in the future"})
+			return
+		}
+		s.minted++
+		tok := fmt.Sprintf("ghs_fake%04d%s", s.minted, strings.Repeat("x", 28))
+		login := app.Name + "[bot]"
+		s.token[tok], s.bots[login] = login, true
+		exp := s.now().Add(time.Hour)
+		if s.expires == nil {
+			s.expires = map[string]time.Time{}
+		}
+		s.expires[tok] = exp
+		writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 }
 
 // SetForeign makes issue n of repository fullName ("owner/repo", another
@@ -820,6 +905,20 @@ func (c *call) fail(code int, msg string) { writeJSON(c.w, code, map[string]stri
 // route matches the escaped path segment by segment, as GitHub does: an
 // unescaped "/" in a label name makes another path, a "#" ends it.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, login string) {
+	if m := accessTokens.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.mintToken(w, r, m[1])
+		return
+	}
+	s.mu.Lock()
+	expired := login != "" && !s.expires[tokenOf(r)].IsZero() && !s.now().Before(s.expires[tokenOf(r)])
+	s.mu.Unlock()
+	if expired {
+		// An installation token an hour old: GitHub answers 401.
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+		return
+	}
 	if login == "" {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 		return

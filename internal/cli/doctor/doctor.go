@@ -170,7 +170,7 @@ func Run(ctx context.Context, o *Options) error {
 // the token and the repository can be read. It runs last, with everything
 // the other checks found in d.
 func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
-	if d.git == nil || d.a.Env["GITHUB_TOKEN"] == "" && d.a.Env["GH_TOKEN"] == "" {
+	if d.git == nil || d.a.Env["GITHUB_TOKEN"] == "" && d.a.Env["GH_TOKEN"] == "" && d.a.Env["GH_APP_TOKEN_CMD"] == "" && d.a.Env["GH_APP_TOKEN_SCRIPT"] == "" && d.a.Env["GH_APP_ID"] == "" {
 		return []doctorCheck{{level: doctorOK, msg: "queue mode: no GITHUB_TOKEN or GH_TOKEN set (only `claudopilot queue` and `run --issues` need one)"}}
 	}
 	if d.set == nil {

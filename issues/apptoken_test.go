@@ -1,0 +1,115 @@
+package issues
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// TestOvernightOnAppTokens (issue 24 §6): installation tokens expire an
+// hour after they are made; the token was read once at start, so an
+// overnight queue on an app token died at the first 401 an hour in. Here
+// the queue mints its tokens (a JWT signed with the app's key, then POST
+// /app/installations/{id}/access_tokens) and runs twelve hours on the
+// fake's clock, one new issue an hour: tokens are made again 5 minutes
+// before they expire, and on a 401 (a token GitHub expired early). Every
+// issue is merged, each claimed once; nothing fails.
+func TestOvernightOnAppTokens(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.AddApp(ghfake.App{ID: "4242", Installation: "77", Key: &key.PublicKey, Name: "claudopilot"})
+	src := AppToken{AppID: "4242", Installation: "77", Key: key, APIURL: e.fake.URL(), Clock: e.clock}
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.GitHub = e.github(func(g *GitHubConfig) { g.Token, g.Tokens = "", src })
+		c.Token = ""
+		c.Once = false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Run(ctx)
+		done <- err
+	}()
+	const hours = 12
+	var nums []int
+	for h := 0; h < hours; h++ {
+		n := e.fake.NewIssue("alice", fmt.Sprintf("hour %d", h), "work", []string{"agent-ready"}, "")
+		nums = append(nums, n)
+		deadline := time.Now().Add(2 * time.Minute)
+		for commentsWith(e.issue(n), "Merged in pull request") == 0 { // the driver's own end
+			if time.Now().After(deadline) {
+				t.Fatalf("hour %d: #%d not merged\n%s\n%s", h, n, log, dump(e, n))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if h%2 == 0 {
+			e.clock.Advance(56 * time.Minute) // inside the 5 minutes before expiry: made again first
+		} else {
+			e.fake.ExpireTokens() // a 401: made again, and the request sent once more
+			e.clock.Advance(30 * time.Minute)
+		}
+	}
+	cancel()
+	<-done
+	for _, n := range nums {
+		is := e.issue(n)
+		if c := commentsWith(is, "claudopilot:claim "); c != 1 || is.State != "closed" {
+			t.Errorf("#%d: %s, %d claim comments\n%s", n, is.State, c, dump(e, n))
+		}
+	}
+	sum := q.Summary()
+	if sum.Count(Merged) != hours || sum.Count(Blocked) != 0 || sum.Count(Errored) != 0 {
+		t.Errorf("summary %+v\n%s", sum, log)
+	}
+	if m := e.fake.Minted(); m < hours {
+		t.Errorf("%d tokens minted over %d hours", m, hours)
+	}
+	if strings.Contains(log.String(), "ghs_fake") {
+		t.Errorf("a token shows in the log:\n%s", log)
+	}
+}
+
+// TestTokenCommand: GH_APP_TOKEN_CMD prints a bare token (taken to expire
+// an hour later) or GitHub's JSON answer; a failing command says so.
+func TestTokenCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := &vclock{}
+	ctx := context.Background()
+	tok, exp, err := CommandToken{Cmd: "echo ghs_bare123", Dir: dir, Clock: c}.Token(ctx)
+	if err != nil || tok != "ghs_bare123" || exp.Sub(c.Now()) < 59*time.Minute {
+		t.Errorf("bare: %q %v %v", tok, exp, err)
+	}
+	tok, exp, err = CommandToken{Cmd: `echo '{"token":"ghs_js","expires_at":"2030-01-02T03:04:05Z"}'`, Dir: dir}.Token(ctx)
+	if err != nil || tok != "ghs_js" || exp.Year() != 2030 {
+		t.Errorf("json: %q %v %v", tok, exp, err)
+	}
+	if _, _, err := (CommandToken{Cmd: "echo nope >&2; exit 3", Dir: dir}).Token(ctx); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("failing command: %v", err)
+	}
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	p := filepath.Join(dir, "key.pem")
+	os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
+	if k, err := LoadAppKey(p); err != nil || !k.Equal(key) {
+		t.Errorf("LoadAppKey: %v", err)
+	}
+	if _, err := LoadAppKey(filepath.Join(dir, "missing.pem")); err == nil || !strings.Contains(err.Error(), "GH_APP_PRIVATE_KEY_FILE") {
+		t.Errorf("missing key: %v", err)
+	}
+}
