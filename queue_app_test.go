@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -23,9 +25,12 @@ func TestAppTokenSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	resolve := func(more ...string) (issues.GitHubConfig, error) {
-		a := &app{s: &Streams{}, cwd: repo, env: envMap(append(append(env, "GH_REPO=acme/widgets"), more...))}
-		s := resolveWith(nilFlags{}, queueKnobs(), a.env, nil, nil)
-		return resolveGitHub(context.Background(), a, wt, s, "queue")
+		env := envMap(append(append(env, "GH_REPO=acme/widgets"), more...))
+		s, err := settings.Resolve(settings.Input{Scope: settings.Queue, Env: env, Issues: true})
+		if err != nil {
+			return issues.GitHubConfig{}, err
+		}
+		return wire.GitHub(context.Background(), s, wt, env, "queue")
 	}
 	g, err := resolve("GH_APP_TOKEN_SCRIPT=mint-token --app 7")
 	if c, ok := g.Tokens.(issues.CommandToken); err != nil || !ok || c.Cmd != "mint-token --app 7" {

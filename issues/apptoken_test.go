@@ -43,7 +43,7 @@ func TestOvernightOnAppTokens(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := q.Run(ctx)
+		_, err := runQueue(ctx, q, harness{})
 		done <- err
 	}()
 	const hours = 12

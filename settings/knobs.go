@@ -58,7 +58,7 @@ type Knob struct {
 
 // Aliases are Claudopilot's other names for settings, read from the
 // environment and the files when the name itself is not set.
-var Aliases = map[string]string{"LOCKFILE_CMD": "LOCKFILE_REGEN_CMD"}
+var Aliases = map[string]string{"LOCKFILE_CMD": "LOCKFILE_REGEN_CMD", "GH_APP_TOKEN_CMD": "GH_APP_TOKEN_SCRIPT"}
 
 // field makes a Knob's setter from the address of its typed field.
 func field[T any](f func(*Settings) *T) func(*Settings, any) {
@@ -139,12 +139,17 @@ func queueKnobs() []Knob {
 		{Env: "ISSUE_ORDER", Flag: "issue-order", Def: "oldest", Help: "which ready issues go first: oldest or newest", Kind: Choice, Choices: []string{"oldest", "newest"}, Scope: Queue, to: field(func(s *Settings) *string { return &s.IssueOrder })},
 		{Env: "BATCH_SIZE", Flag: "batch-size", Def: "25", Help: "ready issues read per poll", Kind: Int, Min: 1, Scope: Queue, to: field(func(s *Settings) *int { return &s.BatchSize })},
 		{Env: "AUTO_MERGE", Flag: "auto-merge", Def: "0", Help: "merge pull requests with green checks (else mark them ready for review)", Kind: Bool, Scope: Queue, to: field(func(s *Settings) *bool { return &s.AutoMerge })},
-		{Env: "MERGE_METHOD", Flag: "merge-method", Def: "merge", Help: "merge, squash or rebase", Kind: Choice, Choices: []string{"merge", "squash", "rebase"}, Scope: Queue, to: field(func(s *Settings) *string { return &s.MergeMethod })},
+		{Env: "MERGE_METHOD", Flag: "merge-method", Def: "auto", Help: "auto (the first the repository allows of merge, squash, rebase), merge, squash or rebase", Kind: Choice, Choices: []string{"auto", "merge", "squash", "rebase"}, Scope: Queue, to: field(func(s *Settings) *string { return &s.MergeMethod })},
+		{Env: "APPROVAL_LABEL", Flag: "approval-label", Def: "agent-awaiting-approval", Help: "label of an issue (and pull request) whose merge waits for an approving review", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.Labels.Approval })},
 		{Env: "GITHUB_API_URL", Flag: "api-url", Help: "REST API base URL, used as given (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.APIURL })},
 		{Env: "CLAIM_STALE_HOURS", Flag: "claim-stale-hours", Def: "6", Help: "hours after which a claim without an open pull request may be released", Kind: Hours, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ClaimStale })},
 		{Env: "CHECKS_GRACE", Flag: "checks-grace", Def: "120", Help: "seconds after a push (and marking ready) before \"no checks\" counts as green", Kind: Seconds, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ChecksGrace })},
 		{Env: "CHECKS_TIMEOUT", Flag: "checks-timeout", Def: "7200", Help: "seconds after a push before checks still pending block the issue", Kind: Seconds, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.ChecksTimeout })},
 		{Env: "TRUSTED_AUTHORS", Flag: "trusted-authors", Help: "comma-separated logins whose issues are trusted whoever labelled them", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.TrustedAuthors })},
+		{Env: "GH_APP_TOKEN_CMD", Flag: "app-token-cmd", Help: "command that prints a GitHub App installation token (or GitHub's JSON answer), run at start, 5 minutes before it expires and on a 401 (alias GH_APP_TOKEN_SCRIPT)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppTokenCmd })},
+		{Env: "GH_APP_ID", Flag: "app-id", Help: "GitHub App id: with GH_APP_INSTALLATION_ID and GH_APP_PRIVATE_KEY_FILE, the queue mints its own installation tokens", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppID })},
+		{Env: "GH_APP_INSTALLATION_ID", Flag: "app-installation-id", Help: "the GitHub App's installation on the repository", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppInstallation })},
+		{Env: "GH_APP_PRIVATE_KEY_FILE", Flag: "app-private-key-file", Help: "the GitHub App's private key (PEM)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppKeyFile })},
 		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents keep although they hold the token (GITHUB_TOKEN, GH_TOKEN)", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
 	}
 }

@@ -73,6 +73,13 @@ type Settings struct {
 	ChecksTimeout  time.Duration
 	TrustedAuthors []string
 	AgentEnvAllow  []string
+	// A GitHub App's expiring installation tokens, instead of
+	// GITHUB_TOKEN: a command that prints one, or the app's id,
+	// installation and private key to mint them.
+	AppTokenCmd     string
+	AppID           string
+	AppInstallation string
+	AppKeyFile      string
 
 	// The lanes' and the pacer's.
 	LaneIDs   string             // LANES as set
@@ -90,7 +97,7 @@ type Settings struct {
 }
 
 // Labels are the queue's labels.
-type Labels struct{ Ready, Claim, Blocked, Review string }
+type Labels struct{ Ready, Claim, Blocked, Review, Approval string }
 
 // Value is one knob's value as written, and where it came from.
 type Value struct {

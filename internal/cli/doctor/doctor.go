@@ -194,13 +194,13 @@ func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
 		return []doctorCheck{{level: doctorFail, msg: fmt.Sprintf("queue mode: cannot read %s: %v", gh.Repo(), err), fix: "check GH_REPO, GITHUB_API_URL and that the token's user (" + login + ") can see the repository"}}
 	}
 	checks := []doctorCheck{{level: doctorOK, msg: fmt.Sprintf("queue mode: the token works (as %s) and %s is reachable", login, gh.Repo())}}
-	use, refused, err := issues.PickMergeMethod(ctx, gh, qs.Cfg.MergeMethod)
+	use, refused, err := issues.PickMergeMethod(ctx, gh, d.set.MergeMethod)
 	switch {
 	case err != nil:
 		checks = append(checks, doctorCheck{level: doctorWarn, msg: "queue mode: cannot read the repository's merge methods: " + err.Error()})
 	case refused != "":
 		checks = append(checks, doctorCheck{level: doctorFail, msg: "queue mode: " + refused, fix: "set MERGE_METHOD=auto (the default) or a method the repository allows"})
-	case qs.Cfg.MergeMethodDefaulted:
+	case d.set.Source("MERGE_METHOD").Kind == settings.FromDefault:
 		checks = append(checks, doctorCheck{level: doctorOK, msg: "queue mode: " + issues.DefaultMethodNote(use)})
 	}
 	return checks

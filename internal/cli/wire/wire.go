@@ -146,7 +146,8 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 	c = issues.Config{
 		Token: g.Token, Labels: issues.Labels(s.Labels), NewestFirst: s.IssueOrder == "newest",
 		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale,
-		TrustedAuthors: s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
+		MergeMethodDefaulted: s.Source("MERGE_METHOD").Kind == settings.FromDefault,
+		TrustedAuthors:       s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
 		MaxParallel: s.MaxParallel, MaxSupervisorAttempts: s.MaxSupervisor, LogCap: int64(s.LogCapMB) << 20,
 		Poll: poll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
 		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
@@ -178,8 +179,11 @@ func GitHub(ctx context.Context, s *settings.Settings, git *worktree.Client, env
 	if g.Token == "" {
 		g.Token = env["GH_TOKEN"]
 	}
-	if g.Token == "" {
-		return g, &settings.Error{Problems: []settings.Problem{{Msg: who + " needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN (it is never passed to agents)"}}}
+	if g.Tokens, err = AppTokens(s, git, env); err != nil {
+		return g, err
+	}
+	if g.Token == "" && g.Tokens == nil {
+		return g, &settings.Error{Problems: []settings.Problem{{Msg: who + " needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN, GH_APP_TOKEN_CMD, or GH_APP_ID with GH_APP_INSTALLATION_ID and GH_APP_PRIVATE_KEY_FILE (it is never passed to agents)"}}}
 	}
 	repo := strings.TrimSpace(s.Repo)
 	if repo == "" {
@@ -194,6 +198,28 @@ func GitHub(ctx context.Context, s *settings.Settings, git *worktree.Client, env
 	g.APIURL = s.APIURL
 	g.Timeout = 30 * time.Second
 	return g, nil
+}
+
+// AppTokens is the source of expiring GitHub App installation tokens, if
+// one is set: GH_APP_TOKEN_CMD (issue-orchestrator's GH_APP_TOKEN_SCRIPT
+// too), else GH_APP_ID, GH_APP_INSTALLATION_ID and GH_APP_PRIVATE_KEY_FILE
+// (all three). nil: the fixed GITHUB_TOKEN.
+func AppTokens(s *settings.Settings, git *worktree.Client, env Env) (issues.TokenSource, error) {
+	if cmd := strings.TrimSpace(s.AppTokenCmd); cmd != "" {
+		return issues.CommandToken{Cmd: cmd, Dir: git.Dir, Env: env.Driver()}, nil
+	}
+	id, inst, keyFile := strings.TrimSpace(s.AppID), strings.TrimSpace(s.AppInstallation), strings.TrimSpace(s.AppKeyFile)
+	if id == "" && inst == "" && keyFile == "" {
+		return nil, nil
+	}
+	if id == "" || inst == "" || keyFile == "" {
+		return nil, &settings.Error{Problems: []settings.Problem{{Msg: fmt.Sprintf("a GitHub App needs GH_APP_ID, GH_APP_INSTALLATION_ID and GH_APP_PRIVATE_KEY_FILE together (GH_APP_ID from %s, GH_APP_INSTALLATION_ID from %s, GH_APP_PRIVATE_KEY_FILE from %s)", s.Source("GH_APP_ID"), s.Source("GH_APP_INSTALLATION_ID"), s.Source("GH_APP_PRIVATE_KEY_FILE"))}}}
+	}
+	key, err := issues.LoadAppKey(keyFile)
+	if err != nil {
+		return nil, &settings.Error{Problems: []settings.Problem{{Key: "GH_APP_PRIVATE_KEY_FILE", Val: keyFile, Src: s.Source("GH_APP_PRIVATE_KEY_FILE"), Msg: err.Error()}}}
+	}
+	return issues.AppToken{AppID: id, Installation: inst, Key: key, APIURL: s.APIURL}, nil
 }
 
 // RepoFromRemote reads owner/name from a remote URL (https, ssh,
