@@ -305,7 +305,7 @@ func (w *worker) advice(f *failure) string {
 	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, methodRefused):
 		return "Set MERGE_METHOD=auto (the default) or a method the repository allows and restart the queue; then " + again + "."
 	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, mergeQueueOnly):
-		return "This driver cannot merge through GitHub's merge queue; merge the pull request yourself, or " + again + " once the base branch's rule allows a direct merge."
+		return "Adding the pull request to GitHub's merge queue failed (see above): add it yourself, or " + again + " to have it added once more."
 	case f.reason == string(state.ReasonSecret):
 		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
 	case string(state.ReasonProtected):

@@ -1126,6 +1126,68 @@ func (g *GitHub) Approvals(ctx context.Context, n int) ([]string, error) {
 	return out, nil
 }
 
+// QueueState is a pull request's place in its base's merge queue.
+type QueueState struct {
+	Merged  bool
+	Queued  string // the entry's state (QUEUED, AWAITING_CHECKS, …); "" when not in the queue
+	Removed string // why the queue last removed it ("failed status checks", …)
+	// Removals counts the times the queue removed it (each a
+	// RemovedFromMergeQueueEvent of its timeline).
+	Removals int
+}
+
+// Enqueue adds pull request p to its base's merge queue (GraphQL
+// enqueuePullRequest), only while its head is still sha. A try whose
+// answer was lost is not repeated: a queued or merged pull request is
+// done.
+func (g *GitHub) Enqueue(ctx context.Context, p *PR, sha string) error {
+	done := func(ctx context.Context) (bool, error) {
+		st, err := g.MergeQueue(ctx, p.Number)
+		return err == nil && (st.Merged || st.Queued != ""), nil
+	}
+	return g.graphql(ctx, fmt.Sprintf("add pull request #%d to the merge queue", p.Number),
+		`mutation($id: ID!, $oid: GitObjectID) { enqueuePullRequest(input: {pullRequestId: $id, expectedHeadOid: $oid}) { mergeQueueEntry { state } } }`,
+		map[string]any{"id": p.NodeID, "oid": sha}, nil, done)
+}
+
+// MergeQueue reads pull request n's merge queue state.
+func (g *GitHub) MergeQueue(ctx context.Context, n int) (QueueState, error) {
+	var out struct {
+		Repository struct {
+			PullRequest struct {
+				Merged          bool `json:"merged"`
+				MergeQueueEntry *struct {
+					State string `json:"state"`
+				} `json:"mergeQueueEntry"`
+				TimelineItems struct {
+					TotalCount int `json:"totalCount"`
+					Nodes      []struct {
+						Reason string `json:"reason"`
+					} `json:"nodes"`
+				} `json:"timelineItems"`
+			} `json:"pullRequest"`
+		} `json:"repository"`
+	}
+	err := g.graphql(ctx, fmt.Sprintf("read the merge queue state of pull request #%d", n),
+		`query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { pullRequest(number: $number) { merged mergeQueueEntry { state } timelineItems(last: 1, itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT]) { totalCount nodes { ... on RemovedFromMergeQueueEvent { reason } } } } } }`,
+		map[string]any{"owner": g.owner, "name": g.repo, "number": n}, &out, nil)
+	if err != nil {
+		return QueueState{}, err
+	}
+	pr := out.Repository.PullRequest
+	st := QueueState{Merged: pr.Merged, Removals: pr.TimelineItems.TotalCount}
+	if pr.MergeQueueEntry != nil {
+		st.Queued = pr.MergeQueueEntry.State
+		if st.Queued == "" {
+			st.Queued = "QUEUED"
+		}
+	}
+	if k := len(pr.TimelineItems.Nodes); k > 0 {
+		st.Removed = pr.TimelineItems.Nodes[k-1].Reason
+	}
+	return st, nil
+}
+
 // baseModified reports GitHub's 405 "Base branch was modified. Review and
 // try the merge again.": another merge into the base won a race.
 func baseModified(err error) bool {

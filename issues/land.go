@@ -50,6 +50,7 @@ type landState struct {
 	// approving review (zero: never); approvers: the approvals seen since.
 	approval  time.Time
 	approvers int
+	requeued  int // the merge queue removed it for a conflict, and it was queued again
 }
 
 // landStep lands the local branch's tip: it pushes it (when it is new),
@@ -179,6 +180,12 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 			if f := headMoved(err); f != nil {
 				return "", f
 			}
+		case errors.Is(err, ErrMergeQueue):
+			kind, f := w.throughQueue(ctx, sha, st)
+			if kind != "" || f != nil {
+				return kind, f
+			}
+			// Removed for a base that moved or conflicts: check again.
 		case errors.Is(err, ErrApprovalRequired):
 			kind, f := w.awaitApproval(ctx, st)
 			if kind != "" || f != nil {
@@ -236,6 +243,53 @@ func mergeFailure(err error) *failure {
 		f.detail = "GitHub refused the merge: " + githubMessage(err)
 	}
 	return f
+}
+
+// throughQueue merges a base that takes changes only through GitHub's
+// merge queue: enqueuePullRequest with the head's oid expected, then the
+// queue followed every CheckPoll until the pull request is merged or
+// removed. Removed for failing checks, it goes to the supervisor like red
+// checks (the merge group's checks are the base with this head); removed
+// for anything else, it blocks with the queue's reason. Still queued
+// CHECKS_TIMEOUT after it was enqueued: blocked as checks pending.
+func (w *worker) throughQueue(ctx context.Context, sha string, st *landState) (string, *failure) {
+	q := w.q
+	before, _ := q.gh.MergeQueue(ctx, w.pr.Number)
+	if err := q.gh.Enqueue(ctx, w.pr, sha); err != nil {
+		return "", &failure{reason: "merge", detail: mergeQueueOnly + ", and adding it failed: " + githubMessage(err)}
+	}
+	q.logIssue(w.n, "pull request #%d added to the merge queue at %s", w.pr.Number, short(sha))
+	since := q.clock.Now()
+	for {
+		if why := q.awayWhy(w.n); why != "" {
+			return Dropped, &failure{reason: why}
+		}
+		now, err := q.gh.MergeQueue(ctx, w.pr.Number)
+		switch {
+		case ctx.Err() != nil:
+			return "", &failure{reason: "interrupted"}
+		case err != nil:
+		case now.Merged:
+			q.logIssue(w.n, "the merge queue merged pull request #%d", w.pr.Number)
+			return Merged, nil
+		case now.Queued == "" && now.Removals > before.Removals:
+			if strings.Contains(strings.ToLower(now.Removed), "conflict") && st.requeued < maxUpdates {
+				st.requeued++
+				q.logIssue(w.n, "the merge queue removed pull request #%d: %s; bringing it up to date", w.pr.Number, now.Removed)
+				return "", nil // the landing brings the branch up to date (or sends the conflict to the supervisor), then queues it again
+			}
+			if strings.Contains(strings.ToLower(now.Removed), "check") {
+				return "", &failure{reason: string(state.ReasonChecks), detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed + " (its merge group with " + q.cfg.Base + ")", head: sha, red: true, checks: []string{"merge queue: " + now.Removed}}
+			}
+			return "", &failure{reason: "merge", detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed}
+		}
+		if q.clock.Now().Sub(since) >= q.cfg.ChecksTimeout {
+			return "", &failure{reason: string(state.ReasonChecks), detail: fmt.Sprintf("pull request #%d still in the merge queue after CHECKS_TIMEOUT (%s)", w.pr.Number, q.cfg.ChecksTimeout), head: sha}
+		}
+		if err := q.clock.Sleep(ctx, q.cfg.CheckPoll); err != nil {
+			return "", &failure{reason: "interrupted"}
+		}
+	}
 }
 
 // The merge refusals' details, which the block comment's advice reads.

@@ -140,3 +140,45 @@ func readFile(p string) (string, error) {
 }
 
 var _ = ghfake.MsgMergeQueue
+
+// TestMergeQueue (issue 24 §4): the base takes changes only through
+// GitHub's merge queue: 405 "Changes must be made through the merge
+// queue". The driver enqueues the pull request (GraphQL
+// enqueuePullRequest, the head's oid expected) and follows it to merged.
+// A merge group whose checks fail is removed from the queue: that goes to
+// the supervisor like red checks, whose repair is queued again and
+// merged. Before, the issue was blocked with GitHub's raw text.
+func TestMergeQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.SetMergeQueue(true)
+	// CI fails a merge group (any commit) until the branch has FIXED.
+	e.fake.SetCI(e.ci())
+	n := e.fake.NewIssue("alice", "through the queue", "work", []string{"agent-ready"}, "")
+	agent := e.script("fix.sh", `if [ "$CLAUDOPILOT_FAILURE" = checks ]; then
+	echo fixed > FIXED && git add FIXED && git commit -qm fix && exit 0
+fi
+`+okAgent)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.Agent = agent; c.MaxSupervisorAttempts = 2 })
+	// The pull request's own checks pass: only the merge group's run CI
+	// that fails, as a base-plus-head commit can.
+	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		runs, sts := e.ci()(sha)
+		for _, p := range e.fake.Pulls() {
+			if p.Head != "" && sha == e.git(e.origin, "rev-parse", "refs/heads/"+p.Head) {
+				return nil, nil
+			}
+		}
+		return runs, sts
+	})
+	sum := run(t, q, log)
+	if sum.Count(Merged) != 1 || !e.onMain("FIXED") {
+		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+	for _, w := range []string{"added to the merge queue", "the merge queue removed pull request", "failed status checks", "the merge queue merged pull request"} {
+		if !strings.Contains(log.String(), w) {
+			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
+	}
+}

@@ -177,6 +177,7 @@ type Pull struct {
 	NodeID      string
 	Author      string
 	Reviews     []PullReview
+	Dequeued    []string // why the merge queue removed it, each time
 	headSHA     string
 	readyAt     time.Time
 }
@@ -233,6 +234,7 @@ type Server struct {
 	apps    []App
 	expires map[string]time.Time
 	minted  int
+	queue   map[int]*queueEntry // the merge queue, by pull request
 	// foreign holds issues of other repositories ("owner/repo" lowercased
 	// → number → issue), readable with GET /repos/{o}/{r}/issues/{n} only.
 	foreign map[string]map[int]*Issue
@@ -1601,18 +1603,160 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusMethodNotAllowed, MsgBaseModified)
 		return
 	}
+	s.merged(p, sha, c.login)
+	c.json(http.StatusOK, &github.PullRequestMergeResult{SHA: github.Ptr(sha), Merged: github.Ptr(true), Message: github.Ptr("Pull Request successfully merged")})
+}
+
+// merged books pull request p merged as sha by login, and closes the
+// issues its body closes (on the default branch).
+func (s *Server) merged(p *Pull, sha, login string) {
 	p.Merged, p.State, p.MergeSHA, p.MergedAt = true, "closed", sha, s.now()
 	s.issues[p.Number].State = "closed"
 	if p.Base == s.opt.DefaultBranch {
 		for _, m := range closes.FindAllStringSubmatch(p.Body, -1) {
 			n, _ := strconv.Atoi(m[1])
 			if is := s.issues[n]; is != nil && !is.IsPR && !is.Deleted {
-				s.closeIssue(is, "completed", c.login)
+				s.closeIssue(is, "completed", login)
 				is.closedByPull = p.Number
 			}
 		}
 	}
-	c.json(http.StatusOK, &github.PullRequestMergeResult{SHA: github.Ptr(sha), Merged: github.Ptr(true), Message: github.Ptr("Pull Request successfully merged")})
+}
+
+// SetMergeQueue makes the default branch take changes only through its
+// merge queue: a merge answers 405 MsgMergeQueue; GraphQL's
+// enqueuePullRequest (with the expected head oid) queues the pull
+// request, whose merge group (the base with the head merged in) is a
+// commit CI reports on like any; green, the base moves to it and the pull
+// request is merged; red, it is removed from the queue (a
+// RemovedFromMergeQueueEvent with reason "failed status checks").
+func (s *Server) SetMergeQueue(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mergeQueue = on
+}
+
+// queueEntry is a pull request in the merge queue.
+type queueEntry struct {
+	group, base string // the merge group's commit, and the base it was made on
+	login       string
+}
+
+// enqueue answers GraphQL's enqueuePullRequest; s.mu is held.
+func (s *Server) enqueue(c *call, vars map[string]any) {
+	id, _ := vars["id"].(string)
+	oid, _ := vars["oid"].(string)
+	for _, p := range s.pulls {
+		if p.NodeID != id || s.issues[p.Number].Deleted {
+			continue
+		}
+		head := s.headSHA(p)
+		switch {
+		case p.State != "open" || p.Merged:
+			c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "UNPROCESSABLE", "message": "Pull request is not open"}}})
+		case oid != "" && oid != head:
+			c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "UNPROCESSABLE", "message": "Expected head oid " + oid + " does not match the pull request's head " + head}}})
+		default:
+			if s.queue == nil {
+				s.queue = map[int]*queueEntry{}
+			}
+			if s.queue[p.Number] == nil {
+				s.queue[p.Number] = &queueEntry{login: c.login}
+			}
+			c.json(http.StatusOK, map[string]any{"data": map[string]any{"enqueuePullRequest": map[string]any{"mergeQueueEntry": map[string]any{"state": "QUEUED"}}}})
+		}
+		return
+	}
+	c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "NOT_FOUND", "message": "Could not resolve to a node with the global id of '" + id + "'"}}})
+}
+
+// advanceQueue moves pull request p through the merge queue, as GitHub
+// does in the background: a merge group on the current base, its checks,
+// then merged or removed. s.mu is held.
+func (s *Server) advanceQueue(p *Pull) {
+	e := s.queue[p.Number]
+	if e == nil {
+		return
+	}
+	ctx := context.Background()
+	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	if err != nil {
+		return
+	}
+	if e.group == "" || e.base != base {
+		tree, conflicts, err := s.git.MergeTree(ctx, base, s.headSHA(p))
+		if err != nil || len(conflicts) > 0 {
+			s.dequeue(p, "merge conflict")
+			return
+		}
+		sha, err := s.git.CommitTree(ctx, tree, []string{base, s.headSHA(p)}, fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, s.opt.Owner, p.Head))
+		if err != nil {
+			return
+		}
+		e.group, e.base = sha, base
+		s.seen[sha] = s.now()
+	}
+	runs, sts := s.ciFor(e.group)
+	var cs []CheckRun
+	cs = append(cs, runs...)
+	for _, st := range sts {
+		cr := CheckRun{Name: st.Context, Status: "completed", Conclusion: st.State}
+		if st.State == "pending" {
+			cr.Status, cr.Conclusion = "in_progress", ""
+		}
+		cs = append(cs, cr)
+	}
+	for _, r := range cs {
+		switch {
+		case r.Status != "completed":
+			return // awaiting checks
+		case r.Conclusion != "success" && r.Conclusion != "neutral" && r.Conclusion != "skipped":
+			s.dequeue(p, "failed status checks")
+			return
+		}
+	}
+	if s.git.UpdateRef(ctx, "refs/heads/"+p.Base, e.group, base) != nil {
+		return // the base moved: a new group next time
+	}
+	delete(s.queue, p.Number)
+	s.merged(p, e.group, e.login)
+}
+
+func (s *Server) dequeue(p *Pull, reason string) {
+	delete(s.queue, p.Number)
+	p.Dequeued = append(p.Dequeued, reason)
+}
+
+// queueStatus answers a GraphQL query of a pull request's merge queue
+// state; s.mu is held.
+func (s *Server) queueStatus(c *call, vars map[string]any) {
+	n := 0
+	switch v := vars["number"].(type) {
+	case float64:
+		n = int(v)
+	}
+	p := s.pulls[n]
+	if p == nil || s.issues[n].Deleted {
+		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "NOT_FOUND", "message": fmt.Sprintf("Could not resolve to a PullRequest with the number of %d.", n)}}})
+		return
+	}
+	s.advanceQueue(p)
+	var entry any
+	if s.queue[p.Number] != nil {
+		st := "QUEUED"
+		if s.queue[p.Number].group != "" {
+			st = "AWAITING_CHECKS"
+		}
+		entry = map[string]any{"state": st}
+	}
+	nodes := []any{}
+	if k := len(p.Dequeued); k > 0 {
+		nodes = append(nodes, map[string]any{"reason": p.Dequeued[k-1]})
+	}
+	c.json(http.StatusOK, map[string]any{"data": map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
+		"merged": p.Merged, "state": strings.ToUpper(p.State), "mergeQueueEntry": entry,
+		"timelineItems": map[string]any{"totalCount": len(p.Dequeued), "nodes": nodes},
+	}}}})
 }
 
 func (s *Server) ciFor(sha string) ([]CheckRun, []Status) {
@@ -1699,8 +1843,16 @@ func (s *Server) graphql(c *call) {
 		c.json(http.StatusOK, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": c.login}}})
 		return
 	}
+	switch {
+	case strings.Contains(in.Query, "enqueuePullRequest"):
+		s.enqueue(c, in.Variables)
+		return
+	case strings.Contains(in.Query, "mergeQueueEntry"):
+		s.queueStatus(c, in.Variables)
+		return
+	}
 	if !strings.Contains(in.Query, "markPullRequestReadyForReview") {
-		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "the fake supports only viewer and markPullRequestReadyForReview"}}})
+		c.json(http.StatusOK, map[string]any{"errors": []map[string]string{{"message": "the fake supports only viewer, markPullRequestReadyForReview, enqueuePullRequest and a pull request's mergeQueueEntry"}}})
 		return
 	}
 	id, _ := in.Variables["id"].(string)
