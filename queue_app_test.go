@@ -25,7 +25,7 @@ func TestAppTokenSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	resolve := func(more ...string) (issues.GitHubConfig, error) {
-		env := envMap(append(append(env, "GH_REPO=acme/widgets"), more...))
+		env := wire.EnvMap(append(append(env, "GH_REPO=acme/widgets"), more...))
 		s, err := settings.Resolve(settings.Input{Scope: settings.Queue, Env: env, Issues: true})
 		if err != nil {
 			return issues.GitHubConfig{}, err
