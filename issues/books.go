@@ -308,7 +308,7 @@ func (w *worker) advice(f *failure) string {
 		return "Adding the pull request to GitHub's merge queue failed (see above): add it yourself, or " + again + " to have it added once more."
 	case f.reason == string(state.ReasonSecret):
 		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
-	case string(state.ReasonProtected):
+	case f.reason == string(state.ReasonProtected):
 		return fmt.Sprintf("A retry continues on that branch: first put those files back as they are on the base (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
 	}
 	return "To try again, " + again + "."
