@@ -406,6 +406,11 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 	if s.Pace <= 0 {
 		s.Pace = 300 * time.Second
 	}
+	s.QueuePoll = s.Poll
+	if k, _ := Lookup("POLL_SECONDS"); s.Source("POLL_SECONDS").Kind == FromDefault {
+		d, _ := parse(k, k.def(Queue))
+		s.QueuePoll = d.(time.Duration)
+	}
 	get := func(k string) (string, bool) {
 		switch k {
 		case "AGENT_CMD":

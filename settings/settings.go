@@ -26,6 +26,7 @@ type Settings struct {
 	MaxSupervisor        int
 	KeepGoing            bool
 	Poll                 time.Duration
+	QueuePoll            time.Duration // derived: POLL_SECONDS when set, else the queue's default (GitHub is read less often than a file)
 	IgnoreCheckpoints    bool
 	StuckTimeout         time.Duration
 	AgentTimeout         time.Duration

@@ -63,8 +63,16 @@ func TestPrecedence(t *testing.T) {
 	}
 	// The queue's own defaults.
 	q, _ := Resolve(Input{Scope: Queue})
-	if q.Poll != time.Minute {
-		t.Errorf("queue POLL_SECONDS = %v, want 60s", q.Poll)
+	if q.Poll != time.Minute || q.QueuePoll != time.Minute {
+		t.Errorf("queue POLL_SECONDS = %v (queue poll %v), want 60s", q.Poll, q.QueuePoll)
+	}
+	// run --issues: the roadmap's poll is run's, the queue's its own
+	// unless POLL_SECONDS is set.
+	if r, _ := Resolve(Input{Scope: Run}); r.Poll != 5*time.Second || r.QueuePoll != time.Minute {
+		t.Errorf("run: poll %v, queue poll %v", r.Poll, r.QueuePoll)
+	}
+	if r, _ := Resolve(Input{Scope: Run, Env: map[string]string{"POLL_SECONDS": "2"}}); r.QueuePoll != 2*time.Second {
+		t.Errorf("run, POLL_SECONDS=2: queue poll %v", r.QueuePoll)
 	}
 }
 

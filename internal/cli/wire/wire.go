@@ -139,17 +139,13 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 	if err != nil {
 		return c, g, err
 	}
-	poll := s.Poll
-	if s.Source("POLL_SECONDS").Kind == settings.FromDefault {
-		poll = queueDefault("POLL_SECONDS") // GitHub is polled less often than a file
-	}
 	c = issues.Config{
 		Token: g.Token, Labels: issues.Labels(s.Labels), NewestFirst: s.IssueOrder == "newest",
 		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale,
 		MergeMethodDefaulted: s.Source("MERGE_METHOD").Kind == settings.FromDefault,
 		TrustedAuthors:       s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
 		MaxParallel: s.MaxParallel, MaxSupervisorAttempts: s.MaxSupervisor, LogCap: int64(s.LogCapMB) << 20,
-		Poll: poll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
+		Poll: s.QueuePoll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
 		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Supervisor: s.Supervisor,
 		Base: base, Env: env.Driver(), Sandbox: sb,
@@ -161,12 +157,6 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 		c.Review = issues.ReviewConfig{Cmd: s.ReviewCmd, Lenses: s.ReviewLenses, Skeptics: s.ReviewSkeptics, MaxRounds: s.ReviewMaxRounds, Slots: s.ReviewSlots}
 	}
 	return c, g, nil
-}
-
-func queueDefault(env string) time.Duration {
-	k, _ := settings.Lookup(env)
-	d, _ := time.ParseDuration(k.QueueDef + "s")
-	return d
 }
 
 // GitHub resolves the GitHub client's settings as the queue does: the
