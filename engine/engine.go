@@ -136,7 +136,14 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		e.sched.SetSource(e.queue.src)
 	}
 	if cfg.Review.Cfg.On {
-		e.sched.SetReviewer(cfg.Review.reviewer(e.Git, e.Layout, o.Env, runner))
+		// One review gate in the loop, one REVIEW_SLOTS pool: an issue's
+		// reviewers are a phase's, reading the pull request.
+		rev := cfg.Review.reviewer(e.Git, e.Layout, o.Env, runner)
+		var r scheduler.Reviewer = rev
+		if e.queue != nil {
+			r = e.queue.src.Reviewer(rev, e.queue.q.IssueReviewer(rev))
+		}
+		e.sched.SetReviewer(r)
 	}
 	if e.merger != nil {
 		e.watchRoadmap(ctx)

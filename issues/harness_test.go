@@ -1,6 +1,7 @@
 package issues
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -13,9 +14,23 @@ import (
 
 // harness is what these tests add to a queue run, as engine.Open does for
 // `queue` alone: the scheduler's lanes (LANES; none: one implicit lane of
-// AGENT_CMD and MaxParallel).
+// AGENT_CMD and MaxParallel) and its review gate (REVIEW_CMD).
 type harness struct {
 	lanes []scheduler.Lane
+	// reviewCmd turns the loop's review gate on; skeptics and maxRounds
+	// are REVIEW_SKEPTICS and REVIEW_MAX_ROUNDS (0: the defaults, 1 and 3).
+	reviewCmd           string
+	skeptics, maxRounds int
+}
+
+// reviewGate is the scheduler's review gate of h, with REVIEW_SLOTS 1
+// and the default lenses.
+func (h harness) reviewGate() scheduler.ReviewConfig {
+	if h.reviewCmd == "" {
+		return scheduler.ReviewConfig{}
+	}
+	return scheduler.ReviewConfig{On: true, Slots: 1, Skeptics: max(h.skeptics, 1), MaxRounds: cmp.Or(h.maxRounds, 3),
+		Lenses: []string{"correctness", "security", "scope", "tests"}}
 }
 
 // runQueue works q alone through the one scheduler, composed as
@@ -35,12 +50,18 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	cfg := scheduler.Config{
 		MaxParallel: c.MaxParallel, KeepGoing: true, MaxSupervisorAttempts: max(c.MaxSupervisorAttempts, c.CheckRounds),
 		Gate: c.Gate, AgentCmd: c.Agent, SupervisorCmd: c.Supervisor, Poll: c.Poll, TransientMaxRetries: 3, Lanes: h.lanes,
+		Review: h.reviewGate(),
 	}
 	events := make(chan scheduler.Event, 64)
 	rendered := make(chan struct{})
 	go func() { defer close(rendered); q.Render(events) }()
 	s := scheduler.New(cfg, roadmap.Empty(q.git.Dir), noManifest{}, src.Runner(runner, runner), nil, nil, events)
 	s.SetSource(src)
+	if h.reviewCmd != "" {
+		base := &work.Reviewer{Git: q.git, Layout: runner.Layout, Cmd: h.reviewCmd, Env: q.agentEnv, Prompts: runner.Prompts,
+			StuckTimeout: c.StuckTimeout, Timeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace, Sandbox: c.Sandbox}
+		s.SetReviewer(src.Reviewer(base, q.IssueReviewer(base)))
+	}
 	_, err := s.Run(ctx)
 	close(events)
 	<-rendered

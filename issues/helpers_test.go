@@ -246,11 +246,17 @@ func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 // run runs q with a generous bound and returns its summary.
 func run(t *testing.T, q *Queue, log *syncBuf) Summary {
 	t.Helper()
+	return runWith(t, q, log, harness{})
+}
+
+// runWith is run with h's scheduler settings.
+func runWith(t *testing.T, q *Queue, log *syncBuf, h harness) Summary {
+	t.Helper()
 	// An upper bound for a hung queue, not a wait: a busy machine can take
 	// many times a quiet one's few seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sum, err := runQueue(ctx, q, harness{})
+	sum, err := runQueue(ctx, q, h)
 	if err != nil {
 		t.Fatalf("Run: %v\nlog:\n%s", err, log)
 	}

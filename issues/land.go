@@ -51,15 +51,26 @@ type landState struct {
 	approval  time.Time
 	approvers int
 	requeued  int // the merge queue removed it for a conflict, and it was queued again
+	// reviewLabel: the review label is on the issue and the pull request
+	// (handed back for review); reviewMoves counts trees that moved under
+	// the reviewers.
+	reviewLabel bool
+	reviewMoves int
 }
+
+// toReview is landStep's kind for a green head handed back to the loop's
+// reviewers.
+const toReview = "to-review"
 
 // landStep lands the local branch's tip: it pushes it (when it is new),
 // opens and readies the pull request (once), waits for the head's checks
 // and merges a green head that contains the base (or hands it for
 // review). Red checks end the step with a failure whose red is set and
 // whose head is the red commit: a repair goes beyond it and the next step
-// carries on from st. kind is Merged, Review or Dropped.
-func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (string, *failure) {
+// carries on from st. kind is Merged, Review, Dropped or, with reviewFirst
+// (the loop's review gate is on), toReview: a green head the driver's own
+// PASS does not cover yet, labelled and handed back.
+func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) (string, *failure) {
 	q := w.q
 	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
 	if err != nil {
@@ -130,9 +141,9 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 		}
 		// Green.
 		if !q.cfg.AutoMerge {
-			if pass, f := w.reviewed(ctx, docRel, &st.head, &st.since); f != nil {
-				return "", f
-			} else if !pass {
+			if kind, again, f := w.reviewGate(ctx, reviewFirst, st); f != nil || kind != "" {
+				return kind, f
+			} else if again {
 				continue
 			}
 			return Review, nil
@@ -166,9 +177,9 @@ func (w *worker) landStep(ctx context.Context, docRel string, st *landState) (st
 			st.head, st.since = head, q.clock.Now()
 			continue
 		}
-		if pass, f := w.reviewed(ctx, docRel, &st.head, &st.since); f != nil {
-			return "", f
-		} else if !pass {
+		if kind, again, f := w.reviewGate(ctx, reviewFirst, st); f != nil || kind != "" {
+			return kind, f
+		} else if again {
 			continue
 		}
 		err = w.merge(ctx, sha)
@@ -358,6 +369,25 @@ func githubMessage(err error) string {
 		return er.Message
 	}
 	return err.Error()
+}
+
+// reviewGate stands before a green head lands: with reviewFirst, a head
+// the driver's own PASS does not cover is labelled and handed back
+// (toReview); again: the head moved, its checks come first.
+func (w *worker) reviewGate(ctx context.Context, reviewFirst bool, st *landState) (kind string, again bool, f *failure) {
+	if !reviewFirst {
+		return "", false, nil
+	}
+	pass, again, f := w.passed(ctx, st)
+	switch {
+	case f != nil || again || pass:
+		return "", again, f
+	}
+	if f := w.underReview(ctx, st); f != nil {
+		return "", false, f
+	}
+	w.q.logIssue(w.n, "pull request #%d is green at %s: to the reviewers", w.pr.Number, short(st.head))
+	return toReview, false, nil
 }
 
 // stop says why watching a pull request ended without a verdict.

@@ -175,7 +175,14 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 			return out
 		}
 	}
-	kind, f := w.landStep(ctx, "", &l.st)
+	var kind string
+	var f *failure
+	if j.Verdict != nil {
+		f = w.recordVerdict(ctx, j.Verdict, &l.st)
+	}
+	if f == nil { // no verdict, a PASS recorded, or a tree that moved
+		kind, f = w.landStep(ctx, j.ReviewFirst, &l.st)
+	}
 	pr := 0
 	if w.pr != nil {
 		pr = w.pr.Number
@@ -188,6 +195,8 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		q.landMu.Lock()
 		l.merged = true
 		q.landMu.Unlock()
+	case f == nil && kind == toReview:
+		out.Review, out.Commit = true, l.st.head
 	case f == nil && kind == Review:
 		q.addResult(Result{Number: n, Kind: Review, PR: pr})
 		q.forget(n)
@@ -250,8 +259,9 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 	l := q.forget(n)
 	claimed := l != nil && l.claimed
 	var w *worker
+	ls := &landState{}
 	if l != nil {
-		w = l.w
+		w, ls = l.w, &l.st
 	} else {
 		w = &worker{q: q, is: &Issue{Number: n}, n: n, id: IssueID(n), branch: Branch(n), wt: q.WorktreePath(n), stopHB: func() {}}
 	}
@@ -277,6 +287,7 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 		q.addResult(Result{Number: n, Kind: Merged, PR: pr})
 		q.keep(n, "the merge", func(ctx context.Context) error {
 			w.stopHB()
+			w.reviewDone(ctx, ls)
 			learn(ctx, "all")
 			return w.finish(ctx, Merged)
 		})
@@ -290,6 +301,7 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 	q.logIssue(n, "blocked: %s", f.Error())
 	q.keep(n, "the block", func(ctx context.Context) error {
 		w.stopHB()
+		w.reviewDone(ctx, ls)
 		learn(ctx, "open")
 		w.pushKept(ctx)
 		return w.block(ctx, f)
@@ -312,6 +324,7 @@ func (q *Queue) Release(id, why string) {
 		round, known := int64(0), false
 		if l != nil {
 			l.w.stopHB()
+			l.w.reviewDone(ctx, &l.st)
 			round, known = l.w.round, l.claimed
 		}
 		if !known {

@@ -455,33 +455,59 @@ func TestLandRefusesAnUngatedTip(t *testing.T) {
 	}
 }
 
-// TestLandReviewBlockedThenPassed: the review gate's reviewers block with
-// rounds left: the landing ends with reason review, the head and the
-// findings (no agent runs inside Land); after a fix commit the next Land
-// reviews again, passes and merges.
+// TestLandReviewBlockedThenPassed: with the loop's review gate on, a green
+// pull request is handed back for review (labelled); the loop's BLOCKING
+// verdict is recorded as the driver's own comment and ends the landing with
+// reason review, the reviewed head and the findings; a verdict on a tree
+// that has since moved is not recorded and the tree is handed back; after a
+// fix commit the PASS is recorded and the landing merges.
 func TestLandReviewBlockedThenPassed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "blocked once", "make it so", []string{"agent-ready"}, "")
-	once := filepath.Join(e.dir, "blocked-once")
-	reviewer := reviewerHead + `if [ ! -e "` + once + `" ]; then : > "` + once + `"; marker BLOCKING '"off by one in work"'; else marker PASS ''; fi
-`
-	l := newLander(t, e, n, func(c *Config) { c.Review = ReviewConfig{Cmd: e.script("once.sh", reviewer)} })
-	tip := l.commit(t, "work.txt", "work\n")
-	out := l.land(tip)
-	if out.Reason != state.ReasonReview || out.Commit != tip || !strings.Contains(out.Detail, "off by one in work") {
-		t.Fatalf("%+v\n%s", out, l.log)
+	l := newLander(t, e, n, nil)
+	land := func(tip string, v *scheduler.Verdict) scheduler.MergeOutcome {
+		return l.q.Land(l.ctx, scheduler.MergeJob{ID: l.id, Title: "issue " + l.id, Tip: tip, ReviewFirst: true, Verdict: v})
 	}
-	if b, err := os.ReadFile(out.LogPath); err != nil || !strings.Contains(string(b), "- off by one in work") {
-		t.Errorf("findings %q: %v %q", out.LogPath, err, b)
+	// The verdict of the loop's reviewers on the tree they read.
+	verdict := func(pass bool, findings ...string) *scheduler.Verdict {
+		in, err := l.q.reviewInputs(l.ctx, l.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &scheduler.Verdict{Pass: pass, Round: 1, Findings: findings, Head: in.Head, Base: in.Base, Fingerprint: review.Fingerprint(in.Head, in.Base, in.Doc, in.Line)}
+	}
+	tip := l.commit(t, "work.txt", "work\n")
+	out := land(tip, nil)
+	if !out.Review || out.Commit != tip {
+		t.Fatalf("green: %+v, want it handed back for review\n%s", out, l.log)
+	}
+	pr := e.fake.Pulls()[0].Number
+	if !hasLabel(e.issue(n), DefaultReviewLabel) || !hasLabel(e.issue(pr), DefaultReviewLabel) {
+		t.Errorf("not labelled under review:\n%s", dump(e, n))
+	}
+	stale := verdict(true)
+	stale.Fingerprint = "moved"
+	if out := land(tip, stale); !out.Review || len(ownMarkers(e.issue(pr), "bot")) != 0 {
+		t.Fatalf("a verdict on a moved tree: %+v, markers %+v", out, ownMarkers(e.issue(pr), "bot"))
+	}
+	out = land(tip, verdict(false, "off by one in work"))
+	if out.Reason != state.ReasonReview || out.Commit != tip || !slices.Equal(out.Checks, []string{"off by one in work"}) {
+		t.Fatalf("BLOCKING: %+v\n%s", out, l.log)
+	}
+	if hasLabel(e.issue(n), DefaultReviewLabel) {
+		t.Errorf("still labelled after the verdict")
 	}
 	fixed := l.commit(t, "fix.txt", "fixed\n")
-	if out := l.land(fixed); !out.OK || out.Commit != fixed || !e.onMain("fix.txt") {
-		t.Fatalf("%+v\n%s", out, l.log)
+	if out := land(fixed, nil); !out.Review || out.Commit != fixed {
+		t.Fatalf("fixed: %+v\n%s", out, l.log)
 	}
-	ms := ownMarkers(e.issue(2), "bot")
-	if len(ms) != 2 || ms[0].Verdict != review.Blocking || ms[1].Verdict != review.Pass || ms[1].Head != fixed {
-		t.Errorf("verdicts %+v: want BLOCKING, then PASS on the fixed head", ms)
+	if out := land(fixed, verdict(true)); !out.OK || out.Commit != fixed || !e.onMain("fix.txt") {
+		t.Fatalf("PASS: %+v\n%s", out, l.log)
+	}
+	ms := ownMarkers(e.issue(pr), "bot")
+	if len(ms) != 2 || ms[0].Verdict != review.Blocking || ms[0].Head != tip || ms[1].Verdict != review.Pass || ms[1].Head != fixed {
+		t.Errorf("verdicts %+v: want BLOCKING on the first head, then PASS on the fixed one", ms)
 	}
 }
 

@@ -91,8 +91,6 @@ type Config struct {
 	Instance   string   // default NewInstance()
 	Clock      Clock    // default RealClock (claim ages, check polls and their grace and timeout; GitHub waits use the GitHub's own)
 	Log        io.Writer
-	// Review is the review gate before landing (off unless Review.Cmd).
-	Review ReviewConfig
 	// Protect is every file a branch must not change (package protect,
 	// docs/landing.md): a branch that changes one is never pushed and the
 	// issue is blocked with reason protected. Nil: the check cannot run,
@@ -116,7 +114,6 @@ type Queue struct {
 	clock    Clock
 	method   string // the merge method in use (pickMethod; MergeMethod until Start)
 	logMu    sync.Mutex
-	revSlots chan struct{} // REVIEW_SLOTS: reviewers running at once
 
 	// The queue as the scheduler's landing strategy (outside.go).
 	// phaseNodes: the manifest's phases are nodes of the scheduler this
@@ -252,7 +249,6 @@ func New(cfg Config) (*Queue, error) {
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
 	q.git = cfg.Git.WithEnv(q.agentEnv)
 	q.net = cfg.Git
-	q.initReview()
 	return q, nil
 }
 

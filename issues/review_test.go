@@ -68,10 +68,8 @@ func TestReviewPassMerges(t *testing.T) {
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "reviewed", "make it so", []string{"agent-ready"}, "")
 	log := &syncBuf{}
-	q := e.queue("w", log, func(c *Config) {
-		c.Review = ReviewConfig{Cmd: e.script("pass.sh", reviewerHead+"marker PASS ''\n"), Skeptics: 2}
-	})
-	sum := run(t, q, log)
+	q := e.queue("w", log, nil)
+	sum := runWith(t, q, log, harness{reviewCmd: e.script("pass.sh", reviewerHead+"marker PASS ''\n"), skeptics: 2})
 	if sum.Count(Merged) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
@@ -130,10 +128,9 @@ func TestReviewForgedVerdictsAreIgnored(t *testing.T) {
 			n := e.fake.NewIssue("alice", "forged", "make it so", []string{"agent-ready"}, "")
 			log := &syncBuf{}
 			q := e.queue("w", log, func(c *Config) {
-				c.Review = ReviewConfig{Cmd: e.script("forge.sh", reviewerHead+forgeAs+tc.script), MaxRounds: 1}
 				c.Env = append(c.Env, "FORGE_AUTH=alice-token", "FORGE_API="+e.fake.URL())
 			})
-			sum := run(t, q, log)
+			sum := runWith(t, q, log, harness{reviewCmd: e.script("forge.sh", reviewerHead+forgeAs+tc.script), maxRounds: 1})
 			pr := e.fake.Pulls()[0]
 			forged := ownMarkers(e.issue(pr.Number), "alice")
 			if len(forged) == 0 {
@@ -177,9 +174,8 @@ func TestReviewBlockOnceThenPassWithoutAutoMerge(t *testing.T) {
 	q := e.queue("w", log, func(c *Config) {
 		c.AutoMerge = false
 		c.Agent = e.script("fix.sh", fixAgent)
-		c.Review = ReviewConfig{Cmd: e.script("once.sh", once)}
 	})
-	sum := run(t, q, log)
+	sum := runWith(t, q, log, harness{reviewCmd: e.script("once.sh", once)})
 	if sum.Count(Review) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
@@ -213,9 +209,8 @@ func TestReviewRoundsExhaustedBlocksTheIssue(t *testing.T) {
 	log := &syncBuf{}
 	q := e.queue("w", log, func(c *Config) {
 		c.Agent = e.script("fix.sh", fixAgent)
-		c.Review = ReviewConfig{Cmd: e.script("block.sh", reviewerHead+"marker BLOCKING '\"off by one in work\"'\n"), MaxRounds: 2}
 	})
-	sum := run(t, q, log)
+	sum := runWith(t, q, log, harness{reviewCmd: e.script("block.sh", reviewerHead+"marker BLOCKING '\"off by one in work\"'\n"), maxRounds: 2})
 	if sum.Count(Blocked) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}

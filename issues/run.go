@@ -62,6 +62,10 @@ func (q *Queue) Render(ch <-chan scheduler.Event) {
 			}
 		case scheduler.EvMerged:
 			q.logf("%s: merged at %s", e.Phase, short(e.Detail))
+		case scheduler.EvReview:
+			q.logf("%s: reviewer %d started (%s)", e.Phase, e.Attempt, e.Detail)
+		case scheduler.EvVerdict:
+			q.logf("%s: review %s", e.Phase, e.Detail)
 		case scheduler.EvCooldown:
 			q.logf("%s: rate limited; no launches on its agent until %s", e.Phase, e.Until.Format(time.TimeOnly))
 		case scheduler.EvWarn:

@@ -145,6 +145,7 @@ func (s *Scheduler) retry(p *phase) {
 	p.reason, p.detail, p.waitsOn = "", "", ""
 	p.next = nil
 	p.retry = true
+	s.forgetReview(p)
 	s.record(state.Record{Phase: p.n.ID, Event: "retry"})
 }
 

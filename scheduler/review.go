@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
@@ -32,6 +33,20 @@ type ReviewConfig struct {
 	Skeptics  int      // REVIEW_SKEPTICS: reviewers per round
 	MaxRounds int      // REVIEW_MAX_ROUNDS
 	Lenses    []string // REVIEW_LENSES
+}
+
+// Verdict is the review gate's decision on an outside node, which its
+// source records (a verdict comment, as the driver's own identity, for
+// exactly the tree reviewed) and acts on: PASS lands the node; BLOCKING
+// sends a worker with the findings, or, with Last, ends it.
+type Verdict struct {
+	Pass     bool
+	Round    int
+	Last     bool // BLOCKING with no round left
+	Findings []string
+	// Head, Base and Fingerprint are the tree the reviewers read (as they
+	// ended); Fingerprint is "" when no reviewer could read it.
+	Head, Base, Fingerprint string
 }
 
 // ReviewJob asks a Reviewer for one reviewer's verdict on a phase whose
@@ -90,6 +105,9 @@ type reviewPhase struct {
 	// head and base the landing must still find: the review holds for
 	// exactly those.
 	head, base string
+	// verdict is an outside node's decision, waiting for its source's
+	// landing to record it (startLand hands it over).
+	verdict *Verdict
 }
 
 func (s *Scheduler) reviewOn() bool { return s.cfg.Review.On && s.rev.r != nil }
@@ -125,7 +143,8 @@ func (s *Scheduler) reviewBusy() bool { return s.rev.running > 0 || len(s.rev.qu
 // for review holds no worker slot.
 func (s *Scheduler) landOrReview(p *phase) {
 	if p.n.Outside {
-		// Its source lands it (and reviews it where it does).
+		// Its source lands it; with the gate on, the source hands a
+		// green head back for the same reviewers (onLanded).
 		s.out.queue = append(s.out.queue, p)
 		return
 	}
@@ -215,6 +234,10 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		s.startRound(p)
 		return
 	}
+	if p.n.Outside && d.Action != review.Rerun {
+		s.handBack(p, rp, d)
+		return
+	}
 	switch d.Action {
 	case review.Land:
 		for k := range heads {
@@ -244,6 +267,53 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		s.giveUp(p, ReasonReview, detail)
 	}
 }
+
+// handBack gives an outside node's review decision to its source's
+// landing, which records the verdict on the pull request and then lands
+// the node, sends it back to a worker or ends it (onLanded). The round
+// counts once the source has recorded it.
+func (s *Scheduler) handBack(p *phase, rp *reviewPhase, d review.Decision) {
+	v := &Verdict{Pass: d.Action == review.Land, Round: rp.round, Last: d.Action == review.Exhausted, Findings: d.Findings}
+	want := review.BlockingKind
+	if v.Pass {
+		want = review.PassKind
+	}
+	// The tree the verdict is on: a reviewer's who gave that verdict,
+	// else any reviewer's that read one.
+	for _, x := range rp.outcomes {
+		if x.Head != "" && (v.Head == "" || x.Verdict.Kind == want) {
+			v.Head, v.Base, v.Fingerprint = x.Head, x.Base, x.Fingerprint
+		}
+	}
+	switch d.Action {
+	case review.Land:
+		p.tip = v.Head
+		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("PASS in round %d (head %s, base %s)", rp.round, short(v.Head), short(v.Base))})
+	case review.Rework:
+		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("BLOCKING in round %d: %s", rp.round, strings.Join(d.Findings, "; "))})
+	case review.Exhausted:
+		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", rp.round, strings.Join(d.Findings, "; "))})
+	}
+	rp.verdict = v
+	s.out.queue = append(s.out.queue, p)
+}
+
+// reviewedAgain books a review round an outside node's source recorded
+// as BLOCKING with rounds left: the next round, and a worker with the
+// findings.
+func (s *Scheduler) reviewedAgain(p *phase, findings []string) {
+	rp := s.revPhase(p)
+	rp.round++
+	rp.reran = false
+	s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
+	p.reason, p.detail = ReasonReview, strings.Join(findings, "; ")
+	p.next = &Job{Role: Worker, Findings: findings}
+	p.notBefore = time.Time{}
+}
+
+// forgetReview drops a node's review state: it starts over (retried, or
+// gone from the graph).
+func (s *Scheduler) forgetReview(p *phase) { delete(s.rev.ph, p.n.ID) }
 
 // reviewStale sends a phase back to its reviewers: the base or branch
 // moved after the review, so it no longer covers what would land. This

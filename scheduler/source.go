@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -165,6 +164,12 @@ func (s *Scheduler) restoreOutside(p *phase) {
 		}
 		mine = append(mine, r)
 	}
+	for _, r := range mine {
+		if r.Event == "review-round" && r.Attempt > 1 {
+			// REVIEW_MAX_ROUNDS holds across restarts, as for a phase.
+			s.revPhase(p).round = r.Attempt
+		}
+	}
 	hist, _ := state.History(mine)
 	h := hist[p.n.ID]
 	if h == nil {
@@ -186,6 +191,7 @@ func (s *Scheduler) restoreOutside(p *phase) {
 func (s *Scheduler) drop(p *phase, why string) {
 	delete(s.out.nodes, p.n.ID)
 	s.out.order = slices.DeleteFunc(s.out.order, func(id string) bool { return id == p.n.ID })
+	s.forgetReview(p)
 	s.record(state.Record{Phase: p.n.ID, Event: EvAway, Detail: why})
 	s.emit(Event{Kind: EvAway, Phase: p.n.ID, Detail: why})
 	s.regraph()
@@ -240,7 +246,10 @@ func (s *Scheduler) adopt(rm *roadmap.Roadmap) {
 func (s *Scheduler) startLand(ctx context.Context, p *phase) {
 	p.busy, p.landing = true, true
 	s.out.landing++
-	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p)}
+	j := MergeJob{ID: p.n.ID, Title: p.n.Title, Owns: p.n.Owns, Tip: p.tip, Gate: s.gateOf(p), ReviewFirst: s.reviewOn()}
+	if rp := s.rev.ph[p.n.ID]; rp != nil {
+		j.Verdict, rp.verdict = rp.verdict, nil
+	}
 	s.emit(Event{Kind: EvMerging, Phase: p.n.ID})
 	go func() { s.out.landed <- s.out.src.Land(ctx, j) }()
 }
@@ -280,6 +289,15 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 		s.emit(Event{Kind: EvMerged, Phase: m.ID, State: string(manifest.Merged), Detail: m.Commit})
 	case m.Away:
 		s.drop(p, m.Detail)
+	case m.Review && s.reviewOn():
+		// Green: the loop's reviewers read it before it lands.
+		p.tip = m.Commit
+		s.startRound(p)
+	case m.Stale && s.reviewOn():
+		// The pull request, its base or the issue moved under the
+		// reviewers: this round is not spent.
+		p.tip = m.Commit
+		s.reviewStale(p, m.Detail)
 	case m.Err != nil:
 		s.giveUp(p, ReasonMerge, m.Err.Error())
 	default:
@@ -287,15 +305,15 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
 		switch {
 		case m.Reason == state.ReasonReview && m.Commit != "":
-			// The source's reviewers blocked with rounds left: the worker
-			// takes their findings, beyond the reviewed head.
+			// The source recorded the reviewers' BLOCKING with rounds
+			// left: the worker takes their findings, beyond the reviewed
+			// head.
 			p.tip = m.Commit
 			findings := m.Checks // the source puts the findings there
 			if len(findings) == 0 {
 				findings = []string{m.Detail}
 			}
-			p.next = &Job{Role: Worker, Findings: findings}
-			p.notBefore = time.Time{}
+			s.reviewedAgain(p, findings)
 		case (m.Reason == ReasonChecks || m.Reason == ReasonConflict) && m.Commit != "":
 			// The supervisor repairs it: it must go beyond the red head.
 			p.tip, p.checks = m.Commit, m.Checks

@@ -161,6 +161,16 @@ type MergeJob struct {
 	// review gate passed; the merge lands only while both still hold.
 	// Empty: no review gate.
 	ReviewHead, ReviewBase string
+	// ReviewFirst (an outside node's landing, the review gate on): a green
+	// head is not landed but handed back (MergeOutcome.Review) for the
+	// loop's reviewers, unless the source holds its own PASS for exactly
+	// it (a restarted driver).
+	ReviewFirst bool
+	// Verdict (an outside node's landing): the review gate's decision on
+	// the head the source handed back, for the source to record (its own
+	// comment on the pull request) before it lands, reworks or ends the
+	// node.
+	Verdict *Verdict
 	// Gating, when set, is called as the merge commit's gate starts.
 	Gating func()
 }
@@ -195,6 +205,9 @@ type MergeOutcome struct {
 	// Flaky says the merge gate was red and then green on a rerun
 	// (GATE_RETRIES); journaled.
 	Flaky string
+	// Review (an outside node's landing with ReviewFirst): green, to be
+	// reviewed before it lands; Commit is the head.
+	Review bool
 	// Away (an outside node's landing): the node left the driver's hands
 	// (a pull request handed to a human for review, an issue closed): it
 	// is dropped from the graph without a state.

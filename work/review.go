@@ -40,9 +40,26 @@ type Reviewer struct {
 	KillGrace    time.Duration
 	// Sandbox confines the reviewer (no ref writes); nil: as it is.
 	Sandbox *sandbox.Config
+	// Inputs, when set, supplies what is reviewed instead of the phase's
+	// branch, base, doc and manifest line: a node from outside the
+	// manifest, whose source reads them live (the issue queue: the pull
+	// request's head and body, the base's tip on the remote, the issue's
+	// body).
+	Inputs func(ctx context.Context, id string) (ReviewInputs, error)
 }
 
 var _ scheduler.Reviewer = (*Reviewer)(nil)
+
+// ReviewInputs are what a reviewer of a node from outside the manifest
+// reads, as its source supplies them. The fingerprint binds Head, Base,
+// Doc and Line, as a phase's binds its doc and manifest line.
+type ReviewInputs struct {
+	Head, Base string // the head under review (a local commit) and the base's tip
+	BaseBranch string
+	Doc        []byte // the node's doc (an issue's body)
+	Line       string // in place of the manifest line (a pull request's body)
+	PR         int    // the pull request under review
+}
 
 // ReviewDir holds the reviewers' checkouts.
 func ReviewDir(l state.Layout) string { return filepath.Join(l.Dir(), "review") }
@@ -51,8 +68,9 @@ func ReviewDir(l state.Layout) string { return filepath.Join(l.Dir(), "review") 
 type inputs struct {
 	head, base string
 	doc        []byte
-	docRel     string // the doc's path at head (DONE_ once renamed)
+	docRel     string // the doc's path at head (DONE_ once renamed); "": a node's, written to a file
 	line       string // the phase's manifest line, without newline
+	outside    *ReviewInputs
 }
 
 func (in inputs) fingerprint() string { return review.Fingerprint(in.head, in.base, in.doc, in.line) }
@@ -63,6 +81,13 @@ func (in inputs) fingerprint() string { return review.Fingerprint(in.head, in.ba
 func (r *Reviewer) read(ctx context.Context, j scheduler.ReviewJob) (inputs, error) {
 	var in inputs
 	var err error
+	if r.Inputs != nil {
+		o, err := r.Inputs(ctx, j.ID)
+		if err != nil {
+			return in, fmt.Errorf("review %s: %w", j.ID, err)
+		}
+		return inputs{head: o.Head, base: o.Base, doc: o.Doc, line: o.Line, outside: &o}, nil
+	}
 	if in.head, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Branch(j.ID)); err != nil {
 		return in, fmt.Errorf("review %s: branch: %w", j.ID, err)
 	}
@@ -103,99 +128,50 @@ func (r *Reviewer) read(ctx context.Context, j scheduler.ReviewJob) (inputs, err
 // Review runs one reviewer and judges its output.
 func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.ReviewOutcome {
 	o := scheduler.ReviewOutcome{ID: j.ID, Index: j.Index}
-	none := func(why string) scheduler.ReviewOutcome {
-		o.Verdict = review.Verdict{Kind: review.None, Why: why}
-		noteInLog(o.LogPath, "claudopilot: no verdict: "+why)
+	none := func(err error) scheduler.ReviewOutcome {
+		o.Err = err
+		o.Verdict = review.Verdict{Kind: review.None, Why: err.Error()}
+		noteInLog(o.LogPath, "claudopilot: no verdict: "+err.Error())
 		return o
 	}
 	in, err := r.read(ctx, j)
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
+		return none(err)
 	}
-	fp := in.fingerprint()
 	dir := r.Layout.LogDir(j.ID)
 	n, promptFile, err := ReserveReview(dir)
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
+		return none(err)
 	}
 	o.Run = n
 	o.LogPath = r.Layout.LogPath(j.ID, string(scheduler.ReviewerRole), n)
-	stem := filepath.Join(dir, fmt.Sprintf("reviewer-%d", n))
-	lineFile, diffFile := stem+".manifest-line", stem+".diff"
-	if err := os.WriteFile(lineFile, []byte(in.line), 0o644); err != nil {
-		o.Err = err
-		return none(err.Error())
-	}
-	diff, err := r.Git.DiffSince(ctx, in.base, in.head)
+	f, err := r.writeFiles(ctx, filepath.Join(dir, fmt.Sprintf("reviewer-%d", n)), in)
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
+		return none(err)
 	}
-	if err := os.WriteFile(diffFile, []byte(diff+"\n"), 0o644); err != nil {
-		o.Err = err
-		return none(err.Error())
-	}
-	checkout := r.Layout.ReviewCheckout(j.ID, n)
-	lens := strings.Join(j.Lenses, ",")
-	gateLog := ""
-	if k := proc.NextLog(dir, "gate") - 1; k > 0 {
-		gateLog = r.Layout.LogPath(j.ID, "gate", k)
-	}
-	gate := j.Gate
-	if gate == "" {
-		gate = "true"
-	}
-	example := review.Marker{Fingerprint: fp, Phase: j.ID, Head: in.head, Base: in.base, Verdict: review.Pass, Findings: []string{}}
-	prompt, err := r.Prompts.Render("reviewer", prompts.ReviewData{
-		ID: j.ID, Title: j.Title, Round: j.Round, Lens: lens, Doc: in.docRel, Checkout: checkout,
-		Head: in.head, Base: in.base, BaseBranch: r.Layout.Base, Diff: diffFile, Gate: gate, GateLog: gateLog,
-		Fingerprint: fp, ManifestLine: lineFile, Marker: example.Line(),
-	})
+	rp, err := r.process(j, in, f, n, promptFile, o.LogPath)
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
-	}
-	rp := ReviewProcess{
-		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: o.LogPath,
-		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
-		Sandbox: r.Sandbox, Show: []string{dir},
-		Env: ReviewEnv(r.Env,
-			"CLAUDOPILOT_ROLE="+string(scheduler.ReviewerRole),
-			"CLAUDOPILOT_PHASE="+j.ID,
-			"CLAUDOPILOT_PHASE_DOC="+in.docRel,
-			"CLAUDOPILOT_BASE="+r.Layout.Base,
-			"CLAUDOPILOT_GATE="+gate,
-			"CLAUDOPILOT_PROMPT_FILE="+promptFile,
-			"CLAUDOPILOT_REVIEW_FINGERPRINT="+fp,
-			"CLAUDOPILOT_REVIEW_HEAD="+in.head,
-			"CLAUDOPILOT_REVIEW_BASE="+in.base,
-			"CLAUDOPILOT_MANIFEST_LINE_FILE="+lineFile,
-			"CLAUDOPILOT_REVIEW_LENS="+lens,
-			"CLAUDOPILOT_REVIEW_ROUND="+strconv.Itoa(j.Round),
-			"CLAUDOPILOT_REVIEW_DIFF="+diffFile,
-		),
+		return none(err)
 	}
 	out, res, err := rp.Run(ctx)
 	o.Usage, _ = usageOf(o.LogPath, 0) // its own fresh log: this run's spend (skipped costs noted in it)
 	if ctx.Err() != nil {
-		return none("interrupted")
+		o.Verdict = review.Verdict{Kind: review.None, Why: "interrupted"}
+		noteInLog(o.LogPath, "claudopilot: no verdict: interrupted")
+		return o
 	}
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
+		return none(err)
 	}
 	// Recompute the fingerprint now, from the live refs and files: a
 	// verdict on a tree that has since moved is no verdict on this one.
 	live, err := r.read(ctx, j)
 	if err != nil {
-		o.Err = err
-		return none(err.Error())
+		return none(err)
 	}
 	o.Head, o.Base, o.Fingerprint = live.head, live.base, live.fingerprint()
-	v := review.Accept(review.Parse(out), review.Want{Phase: j.ID, Fingerprint: o.Fingerprint, Head: live.head, Base: live.base})
-	if v.Kind == review.None && o.Fingerprint != fp {
+	v := review.Accept(review.Parse(out), review.Want{Phase: j.ID, Fingerprint: o.Fingerprint, Head: live.head, Base: live.base, PR: live.pr()})
+	if v.Kind == review.None && o.Fingerprint != in.fingerprint() {
 		v.Why = "stale: " + staleWhat(in, live) + " changed while the reviewer ran"
 	}
 	v = rp.Judge(v, res)
@@ -206,6 +182,92 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	}
 	noteInLog(o.LogPath, note+" (fingerprint "+o.Fingerprint+")")
 	return o
+}
+
+// pr is the pull request under review (0 for a phase).
+func (in inputs) pr() int {
+	if in.outside == nil {
+		return 0
+	}
+	return in.outside.PR
+}
+
+// reviewFiles are what one reviewer reads beside its checkout.
+type reviewFiles struct {
+	doc  string // the doc: its path in the checkout, or a file for a node's
+	line string // the manifest line (a pull request's body)
+	diff string
+}
+
+// writeFiles writes the reviewer's files next to its log (stem names
+// them): the manifest line, the diff, and a node's doc.
+func (r *Reviewer) writeFiles(ctx context.Context, stem string, in inputs) (reviewFiles, error) {
+	f := reviewFiles{doc: in.docRel, line: stem + ".manifest-line", diff: stem + ".diff"}
+	if in.outside != nil {
+		f.doc = stem + ".doc.md"
+		if err := os.WriteFile(f.doc, in.doc, 0o644); err != nil {
+			return f, err
+		}
+	}
+	if err := os.WriteFile(f.line, []byte(in.line), 0o644); err != nil {
+		return f, err
+	}
+	diff, err := r.Git.DiffSince(ctx, in.base, in.head)
+	if err != nil {
+		return f, err
+	}
+	return f, os.WriteFile(f.diff, []byte(diff+"\n"), 0o644)
+}
+
+// process is reviewer run n of job j: its prompt and its environment.
+func (r *Reviewer) process(j scheduler.ReviewJob, in inputs, f reviewFiles, n int, promptFile, logPath string) (ReviewProcess, error) {
+	dir := r.Layout.LogDir(j.ID)
+	fp := in.fingerprint()
+	checkout := r.Layout.ReviewCheckout(j.ID, n)
+	lens := strings.Join(j.Lenses, ",")
+	gateLog := ""
+	if k := proc.NextLog(dir, "gate") - 1; k > 0 {
+		gateLog = r.Layout.LogPath(j.ID, "gate", k)
+	}
+	gate := j.Gate
+	if gate == "" {
+		gate = "true"
+	}
+	gateText, baseBranch := gate, r.Layout.Base
+	var extra []string
+	if o := in.outside; o != nil {
+		gateText, baseBranch = gate+" (and the pull request's checks)", o.BaseBranch
+		extra = append(extra, "CLAUDOPILOT_REVIEW_PR="+strconv.Itoa(o.PR))
+	}
+	example := review.Marker{Fingerprint: fp, Phase: j.ID, Head: in.head, Base: in.base, Verdict: review.Pass, Findings: []string{}, PR: in.pr()}
+	prompt, err := r.Prompts.Render("reviewer", prompts.ReviewData{
+		ID: j.ID, Title: j.Title, Round: j.Round, Lens: lens, Doc: f.doc, Checkout: checkout,
+		Head: in.head, Base: in.base, BaseBranch: baseBranch, Diff: f.diff, Gate: gateText, GateLog: gateLog,
+		Fingerprint: fp, ManifestLine: f.line, Marker: example.Line(), PR: in.pr(),
+	})
+	if err != nil {
+		return ReviewProcess{}, err
+	}
+	return ReviewProcess{
+		Git: r.Git, Checkout: checkout, Head: in.head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile, LogPath: logPath,
+		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
+		Sandbox: r.Sandbox, Show: []string{dir},
+		Env: ReviewEnv(r.Env, append([]string{
+			"CLAUDOPILOT_ROLE=" + string(scheduler.ReviewerRole),
+			"CLAUDOPILOT_PHASE=" + j.ID,
+			"CLAUDOPILOT_PHASE_DOC=" + f.doc,
+			"CLAUDOPILOT_BASE=" + baseBranch,
+			"CLAUDOPILOT_GATE=" + gate,
+			"CLAUDOPILOT_PROMPT_FILE=" + promptFile,
+			"CLAUDOPILOT_REVIEW_FINGERPRINT=" + fp,
+			"CLAUDOPILOT_REVIEW_HEAD=" + in.head,
+			"CLAUDOPILOT_REVIEW_BASE=" + in.base,
+			"CLAUDOPILOT_MANIFEST_LINE_FILE=" + f.line,
+			"CLAUDOPILOT_REVIEW_LENS=" + lens,
+			"CLAUDOPILOT_REVIEW_ROUND=" + strconv.Itoa(j.Round),
+			"CLAUDOPILOT_REVIEW_DIFF=" + f.diff,
+		}, extra...)...),
+	}, nil
 }
 
 func staleWhat(a, b inputs) string {

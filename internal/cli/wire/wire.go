@@ -153,9 +153,6 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 	if sb == nil {
 		c.Stray = &sandbox.Watch{}
 	}
-	if s.ReviewOn() {
-		c.Review = issues.ReviewConfig{Cmd: s.ReviewCmd, Lenses: s.ReviewLenses, Skeptics: s.ReviewSkeptics, MaxRounds: s.ReviewMaxRounds, Slots: s.ReviewSlots}
-	}
 	return c, g, nil
 }
 
