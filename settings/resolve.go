@@ -223,7 +223,7 @@ func pick(k Knob, in Input, files map[string]fileValue) Value {
 }
 
 // parse reads a raw value by the knob's kind; the message says what is
-// wanted when it cannot.
+// wanted when it cannot. Numbers are read here, words by parseWord.
 func parse(k Knob, raw string) (any, string) {
 	v := strings.TrimSpace(raw)
 	switch k.Kind {
@@ -267,6 +267,14 @@ func parse(k Knob, raw string) (any, string) {
 			return time.Duration(0), "want a number of hours > 0"
 		}
 		return time.Duration(f * float64(time.Hour)), ""
+	}
+	return parseWord(k, v, raw)
+}
+
+// parseWord reads the kinds that are words: choices, lists, globs,
+// expressions, the driver, the sandbox mode, the protected paths.
+func parseWord(k Knob, v, raw string) (any, string) {
+	switch k.Kind {
 	case Choice:
 		c := strings.ToLower(v)
 		if c == "" {

@@ -210,40 +210,46 @@ func streamJSONLine(line string) (s string, ok bool) {
 		}
 		return "result: " + ev.Subtype, true
 	case "assistant":
-		var msg struct {
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(ev.Message, &msg) != nil {
-			return "", true
-		}
-		var items []struct {
-			Type  string         `json:"type"`
-			Text  string         `json:"text"`
-			Name  string         `json:"name"`
-			Input map[string]any `json:"input"`
-		}
-		if json.Unmarshal(msg.Content, &items) != nil {
-			return "", true
-		}
-		for i := len(items) - 1; i >= 0; i-- {
-			it := items[i]
-			switch it.Type {
-			case "text":
-				if t := firstLine(it.Text); t != "" {
-					return t, true
-				}
-			case "tool_use":
-				for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description", "prompt"} {
-					if v, _ := it.Input[k].(string); v != "" {
-						return it.Name + ": " + firstLine(v), true
-					}
-				}
-				return it.Name, true
-			}
-		}
-		return "", true
+		return assistantLine(ev.Message), true
 	}
 	return "", true
+}
+
+// assistantLine is the last readable part of a Claude assistant message:
+// its text, or the tool it uses and on what.
+func assistantLine(message json.RawMessage) string {
+	var msg struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(message, &msg) != nil {
+		return ""
+	}
+	var items []struct {
+		Type  string         `json:"type"`
+		Text  string         `json:"text"`
+		Name  string         `json:"name"`
+		Input map[string]any `json:"input"`
+	}
+	if json.Unmarshal(msg.Content, &items) != nil {
+		return ""
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		switch it.Type {
+		case "text":
+			if t := firstLine(it.Text); t != "" {
+				return t
+			}
+		case "tool_use":
+			for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description", "prompt"} {
+				if v, _ := it.Input[k].(string); v != "" {
+					return it.Name + ": " + firstLine(v)
+				}
+			}
+			return it.Name
+		}
+	}
+	return ""
 }
 
 // codexItem is an item of `codex exec --json` (its kind is "type", or
