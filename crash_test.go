@@ -311,7 +311,7 @@ func crashEnv(home, trace string) []string {
 		env = append(env, kv)
 	}
 	return append(env,
-		"HOME="+home, "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
+		"HOME="+home, "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1", "SANDBOX=off", // unless a test asks for it
 		"GIT_AUTHOR_NAME=Crash Test", "GIT_AUTHOR_EMAIL=crash@example.com",
 		"GIT_COMMITTER_NAME=Crash Test", "GIT_COMMITTER_EMAIL=crash@example.com",
 		"TRACE="+trace, "NO_COLOR=1",

@@ -34,6 +34,11 @@ var update = flag.Bool("update", false, "rewrite the golden sections of testdata
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) != "claudopilot" { // not run as the CLI
 		moreParallel()
+		// SANDBOX's default is auto (issue 21): the end-to-end tests run
+		// unconfined unless they ask for the sandbox (--sandbox), as
+		// their fake agents write TRACE files and meet outside their
+		// worktrees.
+		os.Setenv("SANDBOX", "off")
 	}
 	testscript.Main(m, map[string]func(){
 		// main reads os.Args and the real streams and calls os.Exit with
@@ -74,6 +79,7 @@ func TestScript(t *testing.T) {
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
 			e.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			e.Setenv("SANDBOX", "off") // unless a script asks for it (--sandbox)
 			e.Setenv("GIT_AUTHOR_NAME", "Test Author")
 			e.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
 			e.Setenv("GIT_COMMITTER_NAME", "Test Committer")

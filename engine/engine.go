@@ -99,6 +99,13 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// From here on (after BOOTSTRAP_CMD and BUILD_CMD, the user's own),
+	// the repository's config, hooks and info/ stay as they are: a change
+	// by an agent is put back before the driver's next git command and
+	// reported (issue 21 §5).
+	if err := e.Git.Protect(ctx); err != nil {
+		return nil, err
+	}
 	cfg := e.Settings
 	runner := e.runner(o)
 	var store scheduler.Store = emptyStore{}

@@ -12,18 +12,23 @@ import (
 const (
 	Off   = "off"
 	Bwrap = "bwrap"
+	// Auto is bwrap where bubblewrap is installed and its probe
+	// succeeds, else off with a warning; the default since issue 21.
+	Auto = "auto"
 )
 
-// ParseMode reads a SANDBOX value: "bwrap", or "off" (also "", "0", "no",
-// "none").
+// ParseMode reads a SANDBOX value: "auto", "bwrap", or "off" (also "",
+// "0", "no", "none").
 func ParseMode(v string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "auto":
+		return Auto, nil
 	case "bwrap", "bubblewrap":
 		return Bwrap, nil
 	case "", "off", "0", "no", "none", "false":
 		return Off, nil
 	}
-	return "", fmt.Errorf("SANDBOX=%q: want bwrap or off", v)
+	return "", fmt.Errorf("SANDBOX=%q: want auto, bwrap or off", v)
 }
 
 // StateDirs are the agent CLIs' own folders and files under HOME (Claude

@@ -80,7 +80,7 @@ func TestArgs(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for in, want := range map[string]string{"bwrap": Bwrap, "BWRAP": Bwrap, "bubblewrap": Bwrap, "": Off, "off": Off, "0": Off, "none": Off} {
+	for in, want := range map[string]string{"auto": Auto, "AUTO": Auto, "bwrap": Bwrap, "BWRAP": Bwrap, "bubblewrap": Bwrap, "": Off, "off": Off, "0": Off, "none": Off} {
 		got, err := ParseMode(in)
 		if err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)

@@ -151,3 +151,9 @@ func stampOf(p string) stamp {
 func StrayWarning(p string) string {
 	return fmt.Sprintf("outside its worktree: %s changed while the attempt ran (no sandbox to tell who; SANDBOX=bwrap prevents it, docs/sandbox.md)", p)
 }
+
+// RevertWarning is the warning for a change to the repository's config,
+// hooks or info/ that the driver put back (worktree.Client.Protect).
+func RevertWarning(path, what string) string {
+	return fmt.Sprintf("outside its worktree: %s %s while the attempt ran: put back as it was when the run started (the driver's git runs no hook or fsmonitor, and no filter or helper an agent configured; SANDBOX=bwrap prevents it, docs/sandbox.md)", path, what)
+}

@@ -313,7 +313,7 @@ func parseWord(k Knob, v, raw string) (any, string) {
 	case Sandbox:
 		mode, err := sandbox.ParseMode(raw)
 		if err != nil {
-			return "", "want bwrap or off"
+			return "", "want auto, bwrap or off"
 		}
 		return mode, ""
 	case Protect:

@@ -213,3 +213,58 @@ func TestRunSandboxedAgentCLIStateIsItsOwn(t *testing.T) {
 		t.Errorf("the reviewer sees the worker's writes:\n%s", out)
 	}
 }
+
+// What an agent plants in the repository for git to run (a filter, with a
+// .gitattributes it commits; core.fsmonitor; a credential helper; a
+// post-checkout hook; info/attributes) is never run by the driver's git,
+// and is put back as it was, each file named in a warning (issue 21 §5).
+// On main, without the sandbox, the driver's leftover commit ran the
+// filter, and all of it stayed for the user's next git command. In the
+// sandbox the agent cannot write any of it.
+func TestRunDriverGitRunsNothingAnAgentPlanted(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			if mode == sandbox.Bwrap {
+				f.sandboxed()
+			}
+			common := filepath.Join(f.top, ".git")
+			config := f.read(filepath.Join(common, "config"))
+			if err := f.git.Protect(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(f.tmp, "ran")
+			f.runner.Agent = hostileAgent(t, "i21-gitconfig.sh")
+			f.runner.Env = append(f.runner.Env, "TARGET="+target)
+			o := f.run(job())
+			if !o.OK {
+				t.Fatalf("outcome %+v", o)
+			}
+			if b, _ := os.ReadFile(target); strings.Contains(string(b), "driver") {
+				t.Errorf("the driver's git ran what the agent planted:\n%s", b)
+			}
+			if got := f.read(filepath.Join(common, "config")); got != config {
+				t.Errorf(".git/config is now:\n%s", got)
+			}
+			for _, p := range []string{filepath.Join(common, "hooks", "post-checkout"), filepath.Join(common, "info", "attributes")} {
+				if exists(p) {
+					t.Errorf("%s is still there", p)
+				}
+			}
+			if mode == sandbox.Off {
+				warns := strings.Join(o.Warnings, "\n")
+				for _, p := range []string{"config changed", "hooks/post-checkout added", "info/attributes added"} {
+					if !strings.Contains(warns, filepath.Join(common, p)+" while the attempt ran: put back") {
+						t.Errorf("no warning names %s:\n%s", p, warns)
+					}
+				}
+			}
+			// The phase's own work, .gitattributes included, is on its
+			// branch: only the repository's own files were put back.
+			if !f.hasFile("refs/heads/auto/p1", ".gitattributes") || !f.hasFile("refs/heads/auto/p1", "leftover.txt") {
+				t.Error("the agent's work did not reach its branch")
+			}
+		})
+	}
+}

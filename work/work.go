@@ -280,6 +280,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 			o.Warnings = append(o.Warnings, sandbox.StrayWarning(p))
 		}
 	}
+	for _, rv := range r.Git.Reverted(o.Started) {
+		w := sandbox.RevertWarning(rv.Path, rv.What)
+		noteInLog(log, "claudopilot: warning: "+w)
+		o.Warnings = append(o.Warnings, w)
+	}
 	if res.Stray != nil {
 		// Something of the agent's still runs: its worktree is not
 		// finished work, and the gate must not run beside it.

@@ -112,6 +112,7 @@ func sortStore(dir string) (packs []string, loose int, err error) {
 // pipe runs `git first` (with firstEnv, fed stdin) into `git second` in
 // c.Dir, both hardened, and fails if either does.
 func (c *Client) pipe(ctx context.Context, stdin []byte, firstEnv, first, second []string) error {
+	c.guardFor(first)()
 	a := c.command(ctx, "", firstEnv, first)
 	b := c.command(ctx, "", nil, second)
 	a.Stdin = bytes.NewReader(stdin)

@@ -97,3 +97,11 @@ func (c *Client) Populated(ctx context.Context, dir string) ([]string, error) {
 	}
 	return found, nil
 }
+
+// inode is fi's inode number (0 where the system does not say).
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}

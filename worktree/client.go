@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,9 @@ type repoLocks struct {
 	// without waiting (branch descriptions; branch -D drops a branch's
 	// section). Taken after wt when both are held.
 	cfg sync.Mutex
+	// guard, once Protect ran, keeps the repository's config, hooks/
+	// and info/ as they were.
+	guard atomic.Pointer[guard]
 }
 
 func (c *Client) locks() *repoLocks {
@@ -84,9 +88,11 @@ func scrubbed(name string) bool {
 // agent planted in the repository or a worktree, the driver's own git runs
 // no hook (core.hooksPath), no fsmonitor (core.fsmonitor: git status and
 // add would start it, 20 times in one run of issue 21's), and does not
-// recurse into submodules on checkout. Git hands these on to the git it
-// starts itself (in a submodule), through GIT_CONFIG_PARAMETERS.
-var hardened = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false"}
+// recurse into submodules on checkout; nor does a branch it makes from a
+// remote-tracking one get tracking settings written in the config (which
+// Protect keeps as it was). Git hands these on to the git it starts
+// itself (in a submodule), through GIT_CONFIG_PARAMETERS.
+var hardened = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "submodule.recurse=false", "-c", "branch.autoSetupMerge=false"}
 
 // waitDelay bounds how long a finished or cancelled git may hold its output
 // pipes open through leftover children (hooks).
@@ -193,6 +199,7 @@ func (c *Client) environ(extra []string) []string {
 // 1). Failures are *GitError.
 func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
 	dir = c.abs(dir)
+	defer c.guardFor(args)()
 	cmd := c.command(ctx, dir, extraEnv, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

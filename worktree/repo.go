@@ -208,7 +208,13 @@ func (c *Client) Exclude(ctx context.Context, pattern string) error {
 	}
 	c.locks().ex.Lock()
 	defer c.locks().ex.Unlock()
-	file := filepath.Join(common, "info", "exclude")
+	// info/exclude is among what Protect keeps: this write is the
+	// driver's own.
+	return c.ownWrite(func() error { return appendLine(filepath.Join(common, "info", "exclude"), pattern) })
+}
+
+// appendLine appends pattern as a line to file unless that line is there.
+func appendLine(file, pattern string) error {
 	data, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("exclude %s: %w", pattern, err)

@@ -590,28 +590,35 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 func (d *doctorState) rel(p string) string { return cmdutil.RelTo(d.a.Cwd, p) }
 
 // checkSandbox reports the sandbox: FAIL when SANDBOX=bwrap cannot work
-// here; when it is off, whether bubblewrap would work, recommending it
-// either way (agents are then unconfined: docs/sandbox.md).
+// here, WARN when SANDBOX=auto falls back to none (agents are then
+// unconfined: docs/sandbox.md); when it is off, whether bubblewrap would
+// work, recommending it. While SANDBOX has its default, the changed
+// default is announced.
 func (d *doctorState) checkSandbox(ctx context.Context) {
 	if d.set == nil {
 		return
 	}
 	src := d.set.Source("SANDBOX")
+	if src.Kind == settings.FromDefault {
+		d.add(doctorOK, "sandbox: "+wire.SandboxDefaultNote, "")
+	}
 	probe := (&sandbox.Config{}).Probe(ctx)
-	if d.set.Sandbox == sandbox.Bwrap {
-		if probe != nil {
-			d.add(doctorFail, fmt.Sprintf("sandbox: SANDBOX=bwrap (from %s) cannot work here: %v", src, probe),
-				"install bubblewrap (apt-get install bubblewrap) and allow user namespaces, or set SANDBOX=off")
-			return
-		}
+	switch {
+	case d.set.Sandbox == sandbox.Bwrap && probe != nil:
+		d.add(doctorFail, fmt.Sprintf("sandbox: SANDBOX=bwrap (from %s) cannot work here: %v", src, probe),
+			"install bubblewrap (apt-get install bubblewrap) and allow user namespaces, or set SANDBOX=off")
+	case d.set.Sandbox == sandbox.Bwrap:
 		d.add(doctorOK, "sandbox: bwrap (agents can write only their worktree and branch)", "")
-		return
+	case d.set.Sandbox == sandbox.Auto && probe != nil:
+		d.add(doctorWarn, fmt.Sprintf("sandbox: SANDBOX=auto (from %s), but bubblewrap does not work here (%v): agents run unconfined", src, probe),
+			"install bubblewrap (apt-get install bubblewrap) and allow user namespaces, or set SANDBOX=off to silence this (docs/sandbox.md)")
+	case d.set.Sandbox == sandbox.Auto:
+		d.add(doctorOK, fmt.Sprintf("sandbox: auto (from %s): bubblewrap works here; agents can write only their worktree and branch", src), "")
+	case probe == nil:
+		d.add(doctorOK, "sandbox: off; bubblewrap works here: SANDBOX=auto or bwrap (--sandbox) keeps agents inside their worktree (docs/sandbox.md)", "")
+	default:
+		d.add(doctorOK, "sandbox: off, and bubblewrap does not work here; to keep agents inside their worktree, install it and set SANDBOX=auto or bwrap (docs/sandbox.md)", "")
 	}
-	if probe == nil {
-		d.add(doctorOK, "sandbox: off; bubblewrap works here: SANDBOX=bwrap (--sandbox) keeps agents inside their worktree (docs/sandbox.md)", "")
-		return
-	}
-	d.add(doctorOK, "sandbox: off, and bubblewrap does not work here; to keep agents inside their worktree, install it and set SANDBOX=bwrap (docs/sandbox.md)", "")
 }
 
 // checkBaseCheckout looks at the checkout of the base branch, where merges

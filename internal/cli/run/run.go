@@ -168,6 +168,11 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 		}
 		cfg, err = wire.Engine(ctx, s, wire.Run{Git: git, Env: a.Env, Alone: o.Alone})
 	}
+	if err == nil {
+		for _, n := range wire.SandboxNotes(ctx, s, cfg.Sandbox) {
+			fmt.Fprintf(a.S.Err, "claudopilot: %s\n", n)
+		}
+	}
 	if err != nil && !o.Alone {
 		// The roadmap's problems too, in the same report.
 		lopt := roadmap.Options{RequireDocs: true}

@@ -62,7 +62,8 @@ func Review(s *settings.Settings) engine.Review {
 	return engine.Review{Cmd: s.ReviewCmd, Cfg: scheduler.ReviewConfig{On: s.ReviewOn(), Slots: s.ReviewSlots, Skeptics: s.ReviewSkeptics, MaxRounds: s.ReviewMaxRounds, Lenses: s.ReviewLenses}}
 }
 
-// Sandbox builds the sandbox from the settings; nil when SANDBOX is off.
+// Sandbox builds the sandbox from the settings; nil when SANDBOX is off,
+// or auto where bubblewrap does not work (the caller warns: SandboxNotes).
 // A SANDBOX=bwrap that cannot work here is an error now, before anything
 // changes.
 func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env) (*sandbox.Config, error) {
@@ -79,10 +80,36 @@ func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, en
 		Scratch: filepath.Join(sandbox.Real(git.Dir), ".claudopilot", "sandbox"), State: sandbox.HomeState(env["HOME"]),
 		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd)}
 	if err := c.Probe(ctx); err != nil {
+		if s.Sandbox == sandbox.Auto {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.Source("SANDBOX"), err)
 	}
 	return c, nil
 }
+
+// SandboxNotes are the lines a run prints at its start about the sandbox:
+// that SANDBOX's default changed (until the user sets it), and that
+// SANDBOX=auto found no working bubblewrap (sb is the run's sandbox, nil
+// when none).
+func SandboxNotes(ctx context.Context, s *settings.Settings, sb *sandbox.Config) []string {
+	var out []string
+	if s.Source("SANDBOX").Kind == settings.FromDefault {
+		out = append(out, SandboxDefaultNote)
+	}
+	if s.Sandbox == sandbox.Auto && sb == nil {
+		why := "it is not installed"
+		if err := (&sandbox.Config{}).Probe(ctx); err != nil {
+			why = err.Error()
+		}
+		out = append(out, "warning: SANDBOX=auto: bubblewrap does not work here ("+why+"): agents run unconfined, and writes outside their worktree are only reported (docs/sandbox.md)")
+	}
+	return out
+}
+
+// SandboxDefaultNote announces the changed default of SANDBOX, at start
+// and in doctor, until the user sets it.
+const SandboxDefaultNote = "SANDBOX now defaults to auto (it was off): agents run in a bubblewrap sandbox where it works here; set SANDBOX (auto, bwrap or off) to choose and silence this line (docs/sandbox.md)"
 
 // Run is what a run needs besides its settings: the repository, the
 // environment, and whether the queue runs alone (no local merge: the base
