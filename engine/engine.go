@@ -252,7 +252,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 	}
 	return &work.Runner{
 		Git: e.Git, Layout: layout, Agent: cfg.Agent, Super: cfg.Super, Prepare: cfg.Prepare,
-		Env: o.Env, Prompts: prompts.Set{Dirs: dirs}, Redact: e.redact,
+		Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prompts: prompts.Set{Dirs: dirs}, Redact: e.redact,
 		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20,
 		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
 	}
@@ -262,7 +262,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 // the runner's prompt loader, whose folders are protected.
 func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, ps prompts.Set) error {
 	cfg := e.Settings
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: o.Env, Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
 	merger.Protect = protectedSet(cfg.Protect, e.Layout, e.Roadmap, ps)
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).

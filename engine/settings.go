@@ -21,6 +21,9 @@ type Settings struct {
 	// SecretAllow are SECRET_ALLOW's globs: the secret scan's hits in
 	// files they match are accepted.
 	SecretAllow []string
+	// AgentEnvAllow (AGENT_ENV_ALLOW) names variables agents, gates and
+	// prepare keep although their name says secret (work.AgentEnv).
+	AgentEnvAllow []string
 	// MergeBatch caps a merge train (MERGE_BATCH); MergeBatchGateEach
 	// gates its every prefix (MERGE_BATCH_GATE=each); GateRetries reruns
 	// a red merge gate (GATE_RETRIES).

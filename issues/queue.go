@@ -16,6 +16,7 @@ import (
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -262,30 +263,10 @@ func (q *Queue) Base() string { return q.cfg.Base }
 // Instance is this queue's instance name, as its claim comments say.
 func (q *Queue) Instance() string { return q.instance }
 
-// AgentEnv is the environment agents, gates and prepare commands get: env
-// without GITHUB_TOKEN and GH_TOKEN (unless allow names them), without any
-// other variable holding the token's value (unless allowed by name), and
-// without the driver's own CLAUDOPILOT_* contract.
+// AgentEnv is the environment agents, gates and prepare commands get: the
+// one rule of run and queue (work.AgentEnv), with the queue's token.
 func AgentEnv(env []string, token string, allow []string) []string {
-	allowed := map[string]bool{}
-	for _, a := range allow {
-		allowed[strings.TrimSpace(a)] = true
-	}
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "CLAUDOPILOT_"):
-			continue
-		case allowed[k]:
-		case k == "GITHUB_TOKEN" || k == "GH_TOKEN":
-			continue
-		case len(token) >= 6 && strings.Contains(v, token):
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	return work.AgentEnv(env, allow, token)
 }
 
 // logf writes one scrubbed, timestamped progress line.

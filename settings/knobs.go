@@ -150,7 +150,7 @@ func queueKnobs() []Knob {
 		{Env: "GH_APP_ID", Flag: "app-id", Help: "GitHub App id: with GH_APP_INSTALLATION_ID and GH_APP_PRIVATE_KEY_FILE, the queue mints its own installation tokens", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppID })},
 		{Env: "GH_APP_INSTALLATION_ID", Flag: "app-installation-id", Help: "the GitHub App's installation on the repository", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppInstallation })},
 		{Env: "GH_APP_PRIVATE_KEY_FILE", Flag: "app-private-key-file", Help: "the GitHub App's private key (PEM)", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.AppKeyFile })},
-		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents keep although they hold the token (GITHUB_TOKEN, GH_TOKEN)", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
+		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents, gates and prepare keep although their name says secret (GITHUB_TOKEN, …_TOKEN, …_SECRET, …_PASSWORD, …_API_KEY) or they hold the queue's token", Kind: List, Scope: rq, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
@@ -15,6 +17,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -171,6 +174,14 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 	if err == nil {
 		for _, n := range wire.SandboxNotes(ctx, s, cfg.Sandbox) {
 			fmt.Fprintf(a.S.Err, "claudopilot: %s\n", n)
+		}
+		out := work.LeftOut(wire.Env(a.Env).Driver(), s.AgentEnvAllow)
+		if o.Issues || o.Alone {
+			// The queue's token is expected there: not news.
+			out = slices.DeleteFunc(out, func(k string) bool { return k == "GITHUB_TOKEN" || k == "GH_TOKEN" })
+		}
+		if len(out) > 0 {
+			fmt.Fprintf(a.S.Err, "claudopilot: note: agents, gates and prepare do not get %s (their names say secret; AGENT_ENV_ALLOW keeps one)\n", strings.Join(out, ", "))
 		}
 	}
 	if err != nil && !o.Alone {

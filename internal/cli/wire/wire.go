@@ -133,7 +133,8 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		Poll: s.Poll, Stuck: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateSleep: s.RateLimitSleep,
 		Lanes: Lanes(s, r.Env), Review: Review(s), RunMaxCost: s.RunMaxCost, PhaseMaxCost: s.PhaseMaxCost,
 		ResumeCmd: s.ResumeCmd, Notify: s.Notify, Listen: s.Listen, ListenPublic: s.ListenPublic,
-		Protect: s.Protected(r.Git.Dir),
+		Protect:       s.Protected(r.Git.Dir),
+		AgentEnvAllow: s.AgentEnvAllow,
 	}
 	// Every program missing and a base the run cannot use, at once.
 	missing := s.Missing(r.Env["PATH"], r.Git.Dir)
