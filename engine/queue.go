@@ -111,7 +111,10 @@ type queueRun struct {
 // learns them through cfg.
 func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg *scheduler.Config) error {
 	l := e.Layout
-	qs.Cfg.Sandbox, qs.Cfg.Stray = e.Settings.Sandbox, e.Settings.Stray
+	// One base in one process: pull requests go into the branch the
+	// phases merge into (the queue alone: the base rule's answer, ""
+	// for GitHub's default branch).
+	qs.Cfg.Base = e.Settings.Base
 	qs.Cfg.Lanes = e.Settings.Lanes.IssueCmds()
 	if !o.NoRoadmap {
 		mp := e.Roadmap.ManifestPath

@@ -65,8 +65,7 @@ done
 				qs[i] = e.queue([]string{"one", "two"}[i], logs[i], func(c *Config) {
 					c.GitHub = e.github(func(g *GitHubConfig) { g.Token = appToken })
 					c.Token = appToken
-					c.Agent = slow
-					c.MaxParallel = 2
+					c.Agent = slow // two at once (the harness's MAX_PARALLEL)
 					c.Env = append(c.Env, "RECORD="+record, "STARTS="+starts)
 				})
 			}

@@ -13,10 +13,13 @@ import (
 )
 
 // harness is what these tests add to a queue run, as engine.Open does for
-// `queue` alone: the scheduler's lanes (LANES; none: one implicit lane of
-// AGENT_CMD and MaxParallel) and its review gate (REVIEW_CMD).
+// `queue` alone: the scheduler's slots and retry policy (MAX_PARALLEL,
+// 0: 2; MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, 0: its default, 2), its lanes
+// (LANES; none: one implicit lane of AGENT_CMD and maxParallel) and its
+// review gate (REVIEW_CMD).
 type harness struct {
-	lanes []scheduler.Lane
+	maxParallel, maxSuper int
+	lanes                 []scheduler.Lane
 	// reviewCmd turns the loop's review gate on; skeptics and maxRounds
 	// are REVIEW_SKEPTICS and REVIEW_MAX_ROUNDS (0: the defaults, 1 and 3).
 	reviewCmd           string
@@ -48,8 +51,8 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	runner := q.IssueRunner(q.testRunner())
 	c := q.cfg
 	cfg := scheduler.Config{
-		MaxParallel: c.MaxParallel, KeepGoing: true, MaxSupervisorAttempts: max(c.MaxSupervisorAttempts, c.CheckRounds),
-		Gate: c.Gate, AgentCmd: c.Agent, SupervisorCmd: c.Supervisor, Poll: c.Poll, TransientMaxRetries: 3, Lanes: h.lanes,
+		MaxParallel: cmp.Or(h.maxParallel, 2), KeepGoing: true, MaxSupervisorAttempts: cmp.Or(h.maxSuper, 2),
+		Gate: c.Gate, AgentCmd: c.Agent, SupervisorCmd: c.Supervisor, Poll: c.Poll, TransientMaxRetries: 10, Lanes: h.lanes,
 		Review: h.reviewGate(),
 	}
 	events := make(chan scheduler.Event, 64)
@@ -59,7 +62,7 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	s.SetSource(src)
 	if h.reviewCmd != "" {
 		base := &work.Reviewer{Git: q.git, Layout: runner.Layout, Cmd: h.reviewCmd, Env: q.agentEnv, Prompts: runner.Prompts,
-			StuckTimeout: c.StuckTimeout, Timeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace, Sandbox: c.Sandbox}
+			StuckTimeout: c.StuckTimeout, Timeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace}
 		s.SetReviewer(src.Reviewer(base, q.IssueReviewer(base)))
 	}
 	_, err := s.Run(ctx)
@@ -87,7 +90,7 @@ func (q *Queue) testRunner() *work.Runner {
 	return &work.Runner{
 		Agent: c.Agent, Super: c.Supervisor, Prepare: c.Prepare,
 		StuckTimeout: c.StuckTimeout, AgentTimeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace,
-		DefaultCooldown: c.RateLimitSleep, Sandbox: c.Sandbox, Stray: c.Stray,
+		DefaultCooldown: c.RateLimitSleep,
 		Layout: state.Layout{Top: q.git.Dir, Base: c.Base},
 	}
 }

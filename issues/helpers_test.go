@@ -229,7 +229,7 @@ func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 	}
 	cfg := Config{
 		GitHub: e.github(nil), Git: git, Base: "main", Agent: e.script("ok.sh", okAgent),
-		MaxParallel: 2, Poll: 50 * time.Millisecond, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
+		Poll: 50 * time.Millisecond, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
 		Env: append(e.genv, "GITHUB_TOKEN="+token, "GH_TOKEN="+token), Token: token, Clock: e.clock, Log: log,
 		KillGrace: time.Second, Protect: testProtect(),
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/sandbox"
 	"io"
 	"path/filepath"
 	"slices"
@@ -57,34 +56,31 @@ type Config struct {
 	TrustedAuthors       []string      // authors whose issues are trusted whoever labelled them
 	AgentEnvAllow        []string      // variables kept in the agent's environment even if secret
 	Token                string        // stripped from agents' environments and scrubbed
-	// Sandbox confines agents (and with its Gate set, gates and
-	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
-	Sandbox *sandbox.Config
-	// Stray, when set, finds writes outside an issue's worktree while its
-	// agent runs without the sandbox (shared with run's phases).
-	Stray *sandbox.Watch
 
-	MaxParallel int // default 3
-	Gate        string
-	Agent       string // AGENT_CMD (required)
-	Supervisor  string // default Agent
+	// Gate, Agent, Supervisor, Prepare, the timeouts, LogCap, KillGrace
+	// and RateLimitSleep are the run's: the engine's runner and reviewer
+	// (from the one settings model) work the issues; the queue checks
+	// AGENT_CMD only. How many agents run at once, how often a failed
+	// attempt is repaired and retried, the sandbox and the review gate are
+	// the scheduler's (engine.Open), for phases and issues alike.
+	Gate       string
+	Agent      string // AGENT_CMD (required)
+	Supervisor string // default Agent
 	// Lanes are LANES by lane id: an issue labelled "lane:<id>" of one
 	// of them is pinned to that lane of the scheduler (docs/lanes.md); a
 	// label naming none is logged. The scheduler's lanes themselves come
 	// with the run (Wiring.Lanes).
-	Lanes                 map[string]LaneCmds
-	Prepare               string
-	Poll                  time.Duration // default 60s
-	CheckPoll             time.Duration // how often checks are read (default Poll)
-	StuckTimeout          time.Duration
-	AgentTimeout          time.Duration
-	LogCap                int64
-	KillGrace             time.Duration
-	MaxSupervisorAttempts int           // repair runs after a local failure (exit, no commit, gate); default 0
-	CheckRounds           int           // repair rounds for red checks (default 3)
-	RateLimitSleep        time.Duration // agent rate limit without a hint (default 1h)
-	ChecksGrace           time.Duration // CHECKS_GRACE: "no checks" is green only this long after the head was pushed and marked ready (default 120s)
-	ChecksTimeout         time.Duration // CHECKS_TIMEOUT: checks pending (or unreadable) this long after the push block the issue (default 2h)
+	Lanes          map[string]LaneCmds
+	Prepare        string
+	Poll           time.Duration // default 60s
+	CheckPoll      time.Duration // how often checks are read (default Poll)
+	StuckTimeout   time.Duration
+	AgentTimeout   time.Duration
+	LogCap         int64
+	KillGrace      time.Duration
+	RateLimitSleep time.Duration // agent rate limit without a hint (default 1h)
+	ChecksGrace    time.Duration // CHECKS_GRACE: "no checks" is green only this long after the head was pushed and marked ready (default 120s)
+	ChecksTimeout  time.Duration // CHECKS_TIMEOUT: checks pending (or unreadable) this long after the push block the issue (default 2h)
 
 	Env        []string // the driver's environment
 	PromptDirs []string // folders that may hold issue-worker.md / issue-supervisor.md overrides
@@ -209,9 +205,6 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.ClaimStale <= 0 {
 		cfg.ClaimStale = 6 * time.Hour
 	}
-	if cfg.MaxParallel <= 0 {
-		cfg.MaxParallel = 3
-	}
 	if cfg.Supervisor == "" {
 		cfg.Supervisor = cfg.Agent
 	}
@@ -220,9 +213,6 @@ func New(cfg Config) (*Queue, error) {
 	}
 	if cfg.CheckPoll <= 0 {
 		cfg.CheckPoll = cfg.Poll
-	}
-	if cfg.CheckRounds <= 0 {
-		cfg.CheckRounds = 3
 	}
 	if cfg.ChecksGrace <= 0 {
 		cfg.ChecksGrace = 120 * time.Second

@@ -80,8 +80,8 @@ func TestFailureLogCarriesNoToken(t *testing.T) {
 	agent := e.script("leak.sh", "if [ \"$CLAUDOPILOT_ROLE\" = supervisor ]; then cp \"$CLAUDOPILOT_FAILURE_LOG\" '"+seen+"'; fi\n"+b.String()+"exit 1\n")
 	n := e.fake.NewIssue("alice", "leak", "Print the token.", []string{"agent-ready"}, "")
 	log := &syncBuf{}
-	q := e.queue("w", log, func(c *Config) { c.Agent, c.Supervisor, c.MaxSupervisorAttempts = agent, agent, 1 })
-	if sum := run(t, q, log); sum.Count(Blocked) != 1 {
+	q := e.queue("w", log, func(c *Config) { c.Agent, c.Supervisor = agent, agent })
+	if sum := runWith(t, q, log, harness{maxSuper: 1}); sum.Count(Blocked) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
 	failure, err := os.ReadFile(seen)

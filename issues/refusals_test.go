@@ -160,7 +160,7 @@ func TestMergeQueue(t *testing.T) {
 fi
 `+okAgent)
 	log := &syncBuf{}
-	q := e.queue("w", log, func(c *Config) { c.Agent = agent; c.MaxSupervisorAttempts = 2 })
+	q := e.queue("w", log, func(c *Config) { c.Agent = agent }) // 2 repairs: the default
 	// The pull request's own checks pass: only the merge group's run CI
 	// that fails, as a base-plus-head commit can.
 	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {

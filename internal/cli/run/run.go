@@ -200,10 +200,10 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 	if o.Alone {
 		noteQueuePolicy(a, s)
 	}
-	// One base for phases and issues: pull requests go into the branch
-	// the phases merge into (the queue alone: BASE_BRANCH, else GitHub's
-	// default branch).
-	qc, ghc, err := wire.Queue(ctx, s, git, a.Env, cfg.Base, cfg.Sandbox)
+	// One base for phases and issues: engine.Open sends pull requests
+	// into cfg.Base, the branch the phases merge into (the queue alone:
+	// BASE_BRANCH, else GitHub's default branch).
+	qc, ghc, err := wire.Queue(ctx, s, git, a.Env)
 	if err != nil {
 		return cfg, nil, err
 	}

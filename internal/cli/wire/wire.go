@@ -158,10 +158,9 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 }
 
 // Queue derives the issue queue's configuration (without its clients)
-// and the GitHub client's. base is the branch pull requests go into: the
-// run's base under run --issues (one base for phases and issues), the
-// base rule's answer for the queue alone.
-func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env, base string, sb *sandbox.Config) (issues.Config, issues.GitHubConfig, error) {
+// and the GitHub client's. The branch pull requests go into is the run's
+// base (engine.Open: one base for phases and issues).
+func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env) (issues.Config, issues.GitHubConfig, error) {
 	var c issues.Config
 	g, err := GitHub(ctx, s, git, env, "queue")
 	if err != nil {
@@ -172,14 +171,11 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale,
 		MergeMethodDefaulted: s.Source("MERGE_METHOD").Kind == settings.FromDefault,
 		TrustedAuthors:       s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
-		MaxParallel: s.MaxParallel, MaxSupervisorAttempts: s.MaxSupervisor, LogCap: int64(s.LogCapMB) << 20,
+		LogCap: int64(s.LogCapMB) << 20,
 		Poll: s.QueuePoll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
 		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Supervisor: s.Supervisor,
-		Base: base, Env: env.Driver(), Sandbox: sb,
-	}
-	if sb == nil {
-		c.Stray = &sandbox.Watch{}
+		Env: env.Driver(),
 	}
 	return c, g, nil
 }

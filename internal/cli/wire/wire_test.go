@@ -12,8 +12,8 @@ import (
 
 // The queue's configuration comes from the one model: its labels'
 // defaults are the queue's own, the supervisor is the agent unless set,
-// its poll is its own default, and its base is the one given (the run's,
-// under run --issues).
+// its poll is its own default. Its base is the run's (engine.Open), its
+// slots and retry policy the scheduler's: none of them is the queue's.
 func TestQueueFromSettings(t *testing.T) {
 	t.Parallel()
 	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Env: map[string]string{"GH_REPO": "acme/widgets", "AGENT_CMD": "agent-x", "MAX_PARALLEL": "5"}})
@@ -21,21 +21,21 @@ func TestQueueFromSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := Env{"GITHUB_TOKEN": "tok", "PATH": "/bin"}
-	c, g, err := Queue(context.Background(), s, nil, env, "develop", nil)
+	c, g, err := Queue(context.Background(), s, nil, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Labels != issues.DefaultLabels {
 		t.Errorf("labels %+v, want the queue's defaults %+v", c.Labels, issues.DefaultLabels)
 	}
-	if c.Base != "develop" || c.Agent != "agent-x" || c.Supervisor != "agent-x" || c.MaxParallel != 5 || c.Poll != time.Minute || c.Token != "tok" || c.Stray == nil {
+	if c.Base != "" || c.Agent != "agent-x" || c.Supervisor != "agent-x" || c.Poll != time.Minute || c.Token != "tok" {
 		t.Errorf("queue config %+v", c)
 	}
 	if g.Owner != "acme" || g.Repo != "widgets" || g.Token != "tok" {
 		t.Errorf("GitHub config %+v", g)
 	}
 	// No token: misuse, named as such.
-	_, _, err = Queue(context.Background(), s, nil, Env{}, "", nil)
+	_, _, err = Queue(context.Background(), s, nil, Env{})
 	var se *settings.Error
 	if !errors.As(err, &se) || se.Unreadable() {
 		t.Errorf("no token: %v, want a settings problem", err)
