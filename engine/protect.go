@@ -44,7 +44,7 @@ func protectedSet(settings protect.Set, l state.Layout, rm *roadmap.Roadmap, ps 
 // it is pushed: the run's, with the queue's prompt folders; a queue alone
 // protects the roadmap a later run reads by default.
 func (e *Engine) queueProtected(o Options, promptDirs []string) *protect.Set {
-	ps := prompts.Set{Dirs: promptDirs}
+	ps := e.Settings.promptSet(promptDirs)
 	if !o.NoRoadmap {
 		return protectedSet(e.Settings.Protect, e.Layout, e.Roadmap, ps)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/claudopilot/claudopilot/prompts"
 	"regexp"
 	"time"
 
@@ -50,6 +51,17 @@ type Settings struct {
 	// PROTECTED_PATHS, Off for PROTECTED_PATHS=none. The engine adds what
 	// the other readers (prompts, roadmap, control files, git) declare.
 	Protect protect.Set
+	// PromptFiles are the prompt files the settings name, by role
+	// ("worker", "supervisor", "worker.project", "supervisor.project"),
+	// and V0Prompts Claudopilot v0.x's prompt folder (package prompts).
+	PromptFiles map[string]string
+	V0Prompts   string
+}
+
+// promptSet is the prompt loader over the override folders dirs, with the
+// prompt files and the v0.x folder the settings give.
+func (c Settings) promptSet(dirs []string) prompts.Set {
+	return prompts.Set{Dirs: dirs, Files: c.PromptFiles, V0: c.V0Prompts}
 }
 
 // Review is the resolved review gate (docs/review.md): on when Cmd is set.

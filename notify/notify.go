@@ -116,7 +116,8 @@ func (n *Notifier) run(ctx context.Context, ev scheduler.Event) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "sh", "-c", n.Cmd)
-	c.Env = append(append([]string{}, n.Env...), "CLAUDOPILOT_NOTIFY_MSG="+Message(ev), "CLAUDOPILOT_NOTIFY_EVENT="+ev.Kind)
+	// MSG too: issue-pilot's notifiers read the message there.
+	c.Env = append(append([]string{}, n.Env...), "CLAUDOPILOT_NOTIFY_MSG="+Message(ev), "MSG="+Message(ev), "CLAUDOPILOT_NOTIFY_EVENT="+ev.Kind)
 	c.Stdin = bytes.NewReader(append(body, '\n'))
 	c.WaitDelay = time.Second
 	out, err := c.CombinedOutput()

@@ -120,3 +120,17 @@ func TestCooldownEnd(t *testing.T) {
 	}
 	n.Close()
 }
+
+// issue-pilot's notifiers read the message in $MSG (NOTIFY_CMD='curl -s
+// -d "$MSG" ntfy.sh/topic'): it is set as well.
+func TestMessageInMSG(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	n := &Notifier{Cmd: `printf '%s' "$MSG" > "$OUT"`, Env: []string{"OUT=" + out, "PATH=" + os.Getenv("PATH")}}
+	n.Start(t.Context())
+	n.Send(scheduler.Event{Kind: scheduler.EvMerged, Phase: "p"})
+	n.Close()
+	if b, _ := os.ReadFile(out); string(b) != "claudopilot: p merged" {
+		t.Errorf("$MSG = %q", b)
+	}
+}

@@ -16,6 +16,22 @@ type LaneConfig struct {
 	UsageCmd      string // LANE_<id>_USAGE_CMD, default USAGE_CMD
 	Model         string // LANE_<id>_MODEL, default MODEL
 	Fallback      string // LANE_<id>_FALLBACK: the lane used while this one cools down
+	Label         string // LANE_<id>_LABEL: the lane's name in messages (issue-pilot's), default its id
+	// Credentials is LANE_<id>_CREDENTIALS: the folder of the lane's
+	// account's agent CLI configuration (CLAUDE_CONFIG_DIR), "" for the
+	// user's own. It is a path, not a secret.
+	Credentials string
+	// Names are the settings' names as they were read (LANE_t_CMD or
+	// LANE_T_CMD), by key, for messages.
+	Names map[string]string
+}
+
+// Name is the name key was read under, or its canonical name.
+func (lc LaneConfig) Name(key string) string {
+	if n := lc.Names[key]; n != "" {
+		return n
+	}
+	return EnvName(lc.ID, key)
 }
 
 // Key is one per-lane setting: its name after LANE_<id>_, the global
@@ -43,15 +59,29 @@ func Keys() []Key {
 		{"HARD_STOP_PCT", "HARD_STOP_PCT", "98", "weekly use at which the lane stops"},
 		{"MODEL", "MODEL", "", "model name, for the lane's presets and the ledger"},
 		{"FALLBACK", "", "", "lane to use while this one is in a rate-limit cooldown"},
+		{"LABEL", "", "", "the lane's name in messages (default: its id)"},
+		{"CREDENTIALS", "", "", "the lane's account: its agent CLI's configuration folder, given to the agent as CLAUDE_CONFIG_DIR (a .credentials.json names its folder)"},
 	}
 }
 
 var laneID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
-// EnvName is the name of a lane's setting: LANE_<ID>_<KEY>, with the id
-// upper-cased and '-' as '_' so it is a valid environment name.
+// EnvName is the canonical name of a lane's setting: LANE_<ID>_<KEY>,
+// with the id upper-cased and '-' as '_' so it is a valid environment
+// name. The id as written in LANES is read too (Names).
 func EnvName(id, key string) string {
 	return "LANE_" + strings.ToUpper(strings.ReplaceAll(id, "-", "_")) + "_" + key
+}
+
+// Names are the names a lane's setting is read under: LANE_<id>_<KEY>
+// with the id as written in LANES (issue-pilot's form, LANE_claude_CMD),
+// and the canonical EnvName when it differs.
+func Names(id, key string) []string {
+	written := "LANE_" + strings.ReplaceAll(id, "-", "_") + "_" + key
+	if c := EnvName(id, key); c != written {
+		return []string{written, c}
+	}
+	return []string{written}
 }
 
 // Parse reads the lanes named in lanes (LANES, space- or comma-separated)
@@ -77,10 +107,10 @@ func Parse(lanes string, get func(string) (string, bool)) ([]LaneConfig, error) 
 	}
 	for _, lc := range out {
 		if lc.Fallback != "" && !seen[strings.ToLower(lc.Fallback)] {
-			return nil, fmt.Errorf("%s=%s: no such lane in LANES", EnvName(lc.ID, "FALLBACK"), lc.Fallback)
+			return nil, fmt.Errorf("%s=%s: no such lane in LANES", lc.Name("FALLBACK"), lc.Fallback)
 		}
 		if strings.EqualFold(lc.Fallback, lc.ID) {
-			return nil, fmt.Errorf("%s: a lane cannot fall back on itself", EnvName(lc.ID, "FALLBACK"))
+			return nil, fmt.Errorf("%s: a lane cannot fall back on itself", lc.Name("FALLBACK"))
 		}
 	}
 	return out, nil
@@ -89,6 +119,7 @@ func Parse(lanes string, get func(string) (string, bool)) ([]LaneConfig, error) 
 func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 	val := map[string]string{}
 	where := map[string]string{}
+	names := map[string]string{}
 	for _, k := range Keys() {
 		v, from := k.Default, "the default"
 		if k.Global != "" {
@@ -96,16 +127,35 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 				v, from = g, k.Global
 			}
 		}
-		name := EnvName(id, k.Name)
-		if l, ok := get(name); ok {
-			v, from = l, name
+		var set []string // the names it is set under
+		for _, name := range Names(id, k.Name) {
+			if l, ok := get(name); ok {
+				if len(set) > 0 && strings.TrimSpace(l) != strings.TrimSpace(v) {
+					return LaneConfig{}, fmt.Errorf("%s and %s are both set, to different values: keep one", set[0], name)
+				}
+				v, from = l, name
+				set = append(set, name)
+			}
+		}
+		if len(set) > 0 {
+			names[k.Name] = set[0]
 		}
 		val[k.Name], where[k.Name] = strings.TrimSpace(v), from
 	}
-	lc := LaneConfig{Cmd: val["CMD"], SupervisorCmd: val["SUPERVISOR_CMD"], UsageCmd: val["USAGE_CMD"], Model: val["MODEL"], Fallback: val["FALLBACK"]}
+	name := func(key string) string {
+		if n := names[key]; n != "" {
+			return n
+		}
+		return EnvName(id, key)
+	}
+	lc := LaneConfig{Cmd: val["CMD"], SupervisorCmd: val["SUPERVISOR_CMD"], UsageCmd: val["USAGE_CMD"], Model: val["MODEL"], Fallback: val["FALLBACK"],
+		Label: val["LABEL"], Credentials: val["CREDENTIALS"], Names: names}
 	lc.ID = id
+	if lc.Label == "" {
+		lc.Label = id
+	}
 	if lc.Cmd == "" {
-		return lc, fmt.Errorf("%s: lane %s has no command (set it, or AGENT_CMD)", EnvName(id, "CMD"), id)
+		return lc, fmt.Errorf("%s: lane %s has no command (set it, or AGENT_CMD)", name("CMD"), id)
 	}
 	if lc.SupervisorCmd == "" {
 		lc.SupervisorCmd = lc.Cmd
@@ -114,7 +164,7 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 	case Always, WindowPaced, Off:
 		lc.Mode = m
 	default:
-		return lc, fmt.Errorf("%s=%q (from %s): want always, window or off", EnvName(id, "MODE"), val["MODE"], where["MODE"])
+		return lc, fmt.Errorf("%s=%q (from %s): want always, window or off", name("MODE"), val["MODE"], where["MODE"])
 	}
 	ints := []struct {
 		key string
@@ -123,7 +173,7 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 	for _, f := range ints {
 		n, err := strconv.Atoi(val[f.key])
 		if err != nil || n < 0 {
-			return lc, fmt.Errorf("%s=%q (from %s): want a whole number ≥ 0", EnvName(id, f.key), val[f.key], where[f.key])
+			return lc, fmt.Errorf("%s=%q (from %s): want a whole number ≥ 0", name(f.key), val[f.key], where[f.key])
 		}
 		*f.dst = n
 	}
@@ -134,12 +184,12 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 	for _, f := range floats {
 		x, err := strconv.ParseFloat(val[f.key], 64)
 		if err != nil || x < 0 {
-			return lc, fmt.Errorf("%s=%q (from %s): want a number ≥ 0", EnvName(id, f.key), val[f.key], where[f.key])
+			return lc, fmt.Errorf("%s=%q (from %s): want a number ≥ 0", name(f.key), val[f.key], where[f.key])
 		}
 		*f.dst = x
 	}
 	if lc.MinConcurrency > lc.MaxConcurrency {
-		return lc, fmt.Errorf("%s=%d is above %s=%d", EnvName(id, "MIN_CONCURRENCY"), lc.MinConcurrency, EnvName(id, "MAX_CONCURRENCY"), lc.MaxConcurrency)
+		return lc, fmt.Errorf("%s=%d is above %s=%d", name("MIN_CONCURRENCY"), lc.MinConcurrency, name("MAX_CONCURRENCY"), lc.MaxConcurrency)
 	}
 	return lc, nil
 }

@@ -1,6 +1,9 @@
 package pacer
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Settings are the pacer's global knobs.
 type Settings struct {
@@ -21,7 +24,12 @@ func Pass(ctx context.Context, s Settings, previous map[string]int, off map[stri
 	for _, l := range s.Lanes {
 		in.Lanes = append(in.Lanes, l.Lane)
 		if l.UsageCmd != "" {
-			in.Usage[l.ID] = ReadUsage(ctx, l.UsageCmd, s.Env)
+			env := s.Env
+			if l.Credentials != "" {
+				// The lane's account, for a usage command that reads it.
+				env = append(slices.Clip(env), "CLAUDE_CONFIG_DIR="+l.Credentials)
+			}
+			in.Usage[l.ID] = ReadUsage(ctx, l.UsageCmd, env)
 		}
 	}
 	if c, l, m, ok := Probe(ctx, s.ProbeCmd, s.Env); ok {

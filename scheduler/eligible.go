@@ -161,7 +161,7 @@ func FileView(rm *roadmap.Roadmap, rules state.Rules, cool state.Cooldowns, exte
 func RuleLanes(rules state.Rules) []Lane {
 	var out []Lane
 	for _, l := range rules.Lanes {
-		out = append(out, Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
+		out = append(out, Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots, Account: l.Account})
 	}
 	return out
 }

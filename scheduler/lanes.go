@@ -19,6 +19,10 @@ type Lane struct {
 	SupervisorCmd string // the supervisor's command
 	Fallback      string // the lane used while this one cools down
 	Slots         int    // agents it may run at once; the pacer changes it
+	// Account is the configuration folder of the lane's account
+	// (LANE_<id>_CREDENTIALS), given to its agents as CLAUDE_CONFIG_DIR;
+	// "" the user's own. Lanes on one account share its quota.
+	Account string
 }
 
 // Control changes a running loop from outside: the pause switch and the
@@ -60,8 +64,7 @@ func (s *Scheduler) laneByID(id string) *laneSlot {
 	return nil
 }
 
-// cmdOf keys a role's quota on a lane by its command alone: a worker and a
-// supervisor running the same command share its rate limit.
+// cmdOf is the command a role runs on a lane.
 func (l *laneSlot) cmdOf(r Role) string {
 	if r == Supervisor {
 		return l.SupervisorCmd
@@ -69,8 +72,22 @@ func (l *laneSlot) cmdOf(r Role) string {
 	return l.Cmd
 }
 
+// quotaOf keys a role's quota on a lane (its rate-limit cooldown) by its
+// command and its account: a worker and a supervisor running the same
+// command on one account share its rate limit; two accounts do not.
+func (l *laneSlot) quotaOf(r Role) string { return QuotaKey(l.cmdOf(r), l.Account) }
+
+// QuotaKey keys a cooldown: the command, and the account's folder when
+// the lane names one.
+func QuotaKey(cmd, account string) string {
+	if account == "" {
+		return cmd
+	}
+	return cmd + " (account " + account + ")"
+}
+
 func (s *Scheduler) cooling(l *laneSlot, r Role, now time.Time) bool {
-	return s.cooldown[l.cmdOf(r)].After(now)
+	return s.cooldown[l.quotaOf(r)].After(now)
 }
 
 // usable is true when l has a free slot and no cooldown for role r.
@@ -127,8 +144,8 @@ func (s *Scheduler) freeSlots(now time.Time) int {
 // nextCooldownEnd is the earliest future end of a lane's cooldown.
 func (s *Scheduler) cooldownEnds(consider func(time.Time)) {
 	for _, l := range s.lanes {
-		consider(s.cooldown[l.cmdOf(Worker)])
-		consider(s.cooldown[l.cmdOf(Supervisor)])
+		consider(s.cooldown[l.quotaOf(Worker)])
+		consider(s.cooldown[l.quotaOf(Supervisor)])
 	}
 }
 
@@ -220,10 +237,10 @@ func (s *Scheduler) gateState(red bool) {
 	}
 }
 
-// LaneCmds are the commands phase n may run on in role r, as laneFor
-// picks them: its lane (the one it names) and that lane's FALLBACK, or
-// every lane when it names none. Without LANES, lanes is the one lane of
-// AGENT_CMD.
+// LaneCmds are the quotas (QuotaKey: the commands, and their accounts)
+// phase n may run on in role r, as laneFor picks them: its lane (the one
+// it names) and that lane's FALLBACK, or every lane when it names none.
+// Without LANES, lanes is the one lane of AGENT_CMD.
 func LaneCmds(lanes []Lane, n *roadmap.Node, r Role) []string {
 	var home *laneSlot
 	slots := make([]*laneSlot, len(lanes))
@@ -236,14 +253,14 @@ func LaneCmds(lanes []Lane, n *roadmap.Node, r Role) []string {
 	var out []string
 	if home == nil {
 		for _, l := range slots {
-			out = append(out, l.cmdOf(r))
+			out = append(out, l.quotaOf(r))
 		}
 		return out
 	}
-	out = append(out, home.cmdOf(r))
+	out = append(out, home.quotaOf(r))
 	for _, l := range slots {
 		if home.Fallback != "" && l.ID == home.Fallback {
-			out = append(out, l.cmdOf(r))
+			out = append(out, l.quotaOf(r))
 		}
 	}
 	return out

@@ -172,3 +172,39 @@ func TestGateStateReported(t *testing.T) {
 		t.Fatalf("gate reports %v, want [true false]", got)
 	}
 }
+
+// Two lanes run one command on two accounts (LANE_<id>_CREDENTIALS): the
+// rate limit of one account holds its lane only; the phase falls back on
+// the other account's lane, which gets its folder; two lanes on one
+// account share its cooldown, so the fallback waits too.
+func TestLaneAccountsKeyTheQuota(t *testing.T) {
+	t.Parallel()
+	lanes := func(second string) []Lane {
+		return []Lane{
+			{ID: "main", Cmd: "claude -p", SupervisorCmd: "claude -p", Slots: 1, Fallback: "work", Account: "/home/u/.claude"},
+			{ID: "work", Cmd: "claude -p", SupervisorCmd: "claude -p", Slots: 1, Account: second},
+		}
+	}
+	h := newHarness(t, manifestOf("[pending] **a** — a (lane: main)"), Config{Lanes: lanes("/home/u/.claude-work"), MaxSupervisorAttempts: 1})
+	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	if _, _, err := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	js := h.runner.jobsOf("a", Worker)
+	if len(js) != 2 || js[0].Account != "/home/u/.claude" || js[1].Lane != "work" || js[1].Account != "/home/u/.claude-work" {
+		t.Fatalf("jobs %+v, want main's account, then work's", js)
+	}
+	if k := QuotaKey("claude -p", "/home/u/.claude"); k != "claude -p (account /home/u/.claude)" || QuotaKey("claude -p", "") != "claude -p" {
+		t.Errorf("QuotaKey = %q", k)
+	}
+	// One account: the fallback is the same quota, so a cooldown of it
+	// holds the phase on every lane it may run on.
+	rm := parseRoadmap(t, manifestOf("[pending] **a** — a (lane: main)"))
+	n := rm.Nodes[0]
+	if got := LaneCmds(lanes("/home/u/.claude"), n, Worker); len(got) != 2 || got[0] != got[1] {
+		t.Errorf("one account: quotas %q, want one", got)
+	}
+	if got := LaneCmds(lanes("/home/u/.claude-work"), n, Worker); len(got) != 2 || got[0] == got[1] {
+		t.Errorf("two accounts: quotas %q, want two", got)
+	}
+}

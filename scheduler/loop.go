@@ -237,7 +237,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	// flags are seen nowhere else.
 	rules := state.Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
 	for _, l := range s.lanes {
-		rules.Lanes = append(rules.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots})
+		rules.Lanes = append(rules.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots, Account: l.Account})
 		rules.Slots += l.Slots
 	}
 	s.record(state.Record{Event: "run", Rules: &rules})
@@ -684,7 +684,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.TakeBase = j.TakeBase || s.takesBase(p)
 	s.stackOn(p, &j)
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
-	j.Lane, j.Cmd = l.ID, l.cmdOf(j.Role)
+	j.Lane, j.Cmd, j.Account = l.ID, l.cmdOf(j.Role), l.Account
 	p.lane = l
 	l.running++
 	j.Gate = s.gateOf(p)
@@ -797,7 +797,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		return
 	case o.Cooldown > 0:
 		until := s.now().Add(o.Cooldown)
-		key := p.lane.cmdOf(o.Role)
+		key := p.lane.quotaOf(o.Role)
 		if until.After(s.cooldown[key]) {
 			s.cooldown[key] = until
 		}

@@ -32,7 +32,7 @@ func (s *Scheduler) restore() error {
 	// hitting a limit twice.
 	for _, l := range s.lanes {
 		for _, role := range []Role{Worker, Supervisor} {
-			cmd := l.cmdOf(role)
+			cmd := l.quotaOf(role)
 			if until := cool.For(cmd, role); until.After(now) && until.After(s.cooldown[cmd]) {
 				s.cooldown[cmd] = until
 			}

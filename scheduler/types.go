@@ -85,6 +85,10 @@ type Job struct {
 	// to the runner's own AGENT_CMD/SUPERVISOR_CMD.
 	Lane string
 	Cmd  string
+	// Account is the lane's account's configuration folder
+	// (LANE_<id>_CREDENTIALS): the agent gets it as CLAUDE_CONFIG_DIR
+	// (under the sandbox, its private copy). "" the user's own.
+	Account string
 	// Findings are the reviewers' findings for a worker sent back by the
 	// review gate (CLAUDOPILOT_REVIEW_FINDINGS).
 	Findings []string

@@ -38,9 +38,12 @@ const minKnown = 8
 
 // SecretEnv says whether an environment variable holds a secret by its
 // name: the GitHub token, and *_TOKEN, *_KEY, *_SECRET, *_PASSWORD (and
-// *_PASS, *_PWD, *_CREDENTIALS).
+// *_PASS, *_PWD, *_CREDENTIALS), but not LANE_<id>_CREDENTIALS, a path.
 func SecretEnv(name string) bool {
 	n := strings.ToUpper(name)
+	if strings.HasPrefix(n, "LANE_") && strings.HasSuffix(n, "_CREDENTIALS") {
+		return false // a lane's account: the path of its configuration folder (docs/lanes.md)
+	}
 	switch n {
 	case "GITHUB_TOKEN", "GH_TOKEN", "TOKEN", "PASSWORD", "SECRET":
 		return true

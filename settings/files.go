@@ -13,7 +13,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
 )
@@ -21,18 +20,24 @@ import (
 // ConfigFile is claudopilot's own settings file at the repository root.
 const ConfigFile = "claudopilot.config"
 
+// IssuePilotConf is issue-pilot's settings file: read at the repository
+// root, or where issue-pilot itself would read it (ISSUE_PILOT_CONF, else
+// $ISSUE_PILOT_HOME/issue-pilot.conf).
+const IssuePilotConf = "issue-pilot.conf"
+
 // sources are the settings files read at the repository root, highest
 // precedence first: claudopilot's own file, then Claudopilot's (1.0's
-// JSON, then the shell files of earlier versions), so a migrating
-// repository keeps its gate and agent without a change.
+// JSON, then the shell files of earlier versions), then issue-pilot's, so
+// a migrating repository keeps its gate and agent without a change.
 var sources = []struct {
 	rel    string
-	format string // "kv": claudopilot.config; "sh": a Claudopilot shell file; "json"
+	format string // "kv": claudopilot.config; "sh": a Claudopilot shell file; "json"; "ip": issue-pilot's shell file
 }{
 	{ConfigFile, "kv"},
 	{".claudopilot/config.json", "json"},
 	{".claudopilot/config.sh", "sh"},
 	{"claudopilot.config.sh", "sh"},
+	{IssuePilotConf, "ip"},
 }
 
 // Files lists every file the settings model reads under the repository
@@ -48,12 +53,14 @@ func Files(top string) []string {
 
 // Protected is the settings' part of the files no landing may change
 // (docs/landing.md): every file the settings model reads under the
-// repository root top (Files: a source added there is protected with it)
-// and PROTECTED_PATHS' globs; Off for PROTECTED_PATHS=none. The engine
-// adds what the other readers declare.
+// repository root top (Files: a source added there is protected with it;
+// and issue-pilot's file where the environment names it, when that is in
+// the repository) and PROTECTED_PATHS' globs; Off for PROTECTED_PATHS=none.
+// The engine adds what the other readers declare.
 func (s *Settings) Protected(top string) protect.Set {
 	rules := slices.Clone(s.ProtectedPaths.Rules)
-	for _, f := range Files(top) {
+	files := append(Files(top), s.named...)
+	for _, f := range files {
 		rules = append(rules, protect.File(top, f, "a settings file, read by the settings model")...)
 	}
 	return protect.Set{Off: s.ProtectedPaths.Off, Rules: rules}
@@ -63,41 +70,134 @@ func (s *Settings) Protected(top string) protect.Set {
 // are accepted in its files so they run unchanged, with a note saying what
 // to do instead; each value is that note.
 var claudopilotOnly = map[string]string{
-	"ROADMAP_DIR":               "give the roadmap folder as run's argument (default: ./roadmap, else ./.claudopilot/roadmap)",
-	"MANIFEST":                  "give the roadmap folder as run's argument",
-	"PROMPT_FILE":               "put worker.md in <roadmap>/prompts/ or .claudopilot/prompts/ (README: the agent contract)",
-	"SUPERVISOR_PROMPT_FILE":    "put supervisor.md in <roadmap>/prompts/ or .claudopilot/prompts/",
-	"WORKER_PROJECT_PROMPT":     "put worker.project.md in <roadmap>/prompts/ or .claudopilot/prompts/",
-	"SUPERVISOR_PROJECT_PROMPT": "put supervisor.project.md in <roadmap>/prompts/ or .claudopilot/prompts/",
-	"CLAUDOPILOT_ISOLATED":      "agents run in worktrees of this repository; there is no container mode",
-	"WORKER_IMAGE":              "agents run in worktrees of this repository; there is no container mode",
-	"USAGE_WINDOW_SECONDS":      "rate limits are read from the agent's output instead",
-	"MAX_TICKS_PER_WINDOW":      "rate limits are read from the agent's output instead",
-	"USAGE_THRESHOLD_PCT":       "rate limits are read from the agent's output instead",
-	"RETRY_TRANSIENT_API":       "set TRANSIENT_API_MAX_RETRIES=0 to turn retries off",
-	"LOG_FILE":                  "logs are under .claudopilot/logs/<id>/",
-	"RENDER_STREAM":             "claude's stream-json is rendered by claudopilot itself",
-	"RENDER_STREAM_OPENCODE":    "opencode's output is logged as it comes",
-	"BASE_BRANCH_EXPLICIT":      "naming the branch is enough: set BASE_BRANCH (or pass --base)",
+	"CLAUDOPILOT_ISOLATED":   "agents run in worktrees of this repository; there is no container mode (SANDBOX=bwrap confines them)",
+	"WORKER_IMAGE":           "agents run in worktrees of this repository; there is no container mode",
+	"USAGE_WINDOW_SECONDS":   "rate limits are read from the agent's output instead",
+	"MAX_TICKS_PER_WINDOW":   "rate limits are read from the agent's output instead",
+	"USAGE_THRESHOLD_PCT":    "rate limits are read from the agent's output instead",
+	"RETRY_TRANSIENT_API":    "set TRANSIENT_API_MAX_RETRIES=0 to turn retries off",
+	"LOG_FILE":               "logs are under .claudopilot/logs/<id>/",
+	"RENDER_STREAM":          "claude's stream-json is rendered by claudopilot itself",
+	"RENDER_STREAM_OPENCODE": "opencode's output is logged as it comes",
+	"BASE_BRANCH_EXPLICIT":   "naming the branch is enough: set BASE_BRANCH (or pass --base)",
+	"RUNNER_FORCE_BOOTSTRAP": "BOOTSTRAP_CMD runs at every start",
+	"CLAUDOPILOT_IMAGE_TAG":  "there is no container mode",
+	"CLAUDOPILOT_WEB":        "the web page is off unless LISTEN is set (docs/web.md)",
+	"CLAUDOPILOT_WEB_PORT":   "set LISTEN=127.0.0.1:PORT (docs/web.md)",
+	"CLAUDOPILOT_WEB_HOST":   "set LISTEN=HOST:PORT (docs/web.md)",
+	"REPO_ROOT":              "the repository is the one claudopilot runs in; $REPO_ROOT in a value is its top level",
 }
 
-// Note is a setting that was read and has no effect here.
-type Note struct{ Where, Key, Hint string }
+// Note is a setting that was read under another tool's name or form
+// (ReadAs: what it was read as), or that has no effect here (Hint: what
+// to do instead).
+type Note struct {
+	Where, Key string
+	Tool       string // whose setting it is: Claudopilot, issue-pilot, issue-orchestrator
+	Hint       string
+	ReadAs     string
+}
 
 func (n Note) String() string {
-	return fmt.Sprintf("%s: %s is Claudopilot's and has no effect here: %s", n.Where, n.Key, n.Hint)
+	tool := n.Tool
+	if tool == "" {
+		tool = "Claudopilot"
+	}
+	if n.ReadAs != "" {
+		return fmt.Sprintf("%s: %s (%s's) is read as %s", n.Where, n.Key, tool, n.ReadAs)
+	}
+	return fmt.Sprintf("%s: %s is %s's and has no effect here: %s", n.Where, n.Key, tool, n.Hint)
 }
 
 // fileValue is a value a settings file sets, and where.
 type fileValue struct {
 	v   string
 	src Source
+	// as is the name the line wrote when it is another tool's name for
+	// the knob (POLL_SECS for POLL_SECONDS): the value is already the
+	// knob's.
+	as string
 }
 
-// readFiles reads every settings file at the repository root top. For
-// each key the first file (in sources order) that sets it wins. The
-// values of the good lines are returned with the problems of the bad ones.
-func readFiles(top string) (map[string]fileValue, []Note, []Problem) {
+// fileSource is one settings file to read: its path, its name in
+// messages, and its format.
+type fileSource struct{ path, name, format string }
+
+// fileSources are the settings files to read, highest precedence first.
+// Where the environment names a tool's file, as the tool itself read it,
+// that file is read instead of the repository's: issue-pilot's
+// ISSUE_PILOT_CONF (else $ISSUE_PILOT_HOME/issue-pilot.conf), and
+// Claudopilot's CLAUDOPILOT_CONFIG (a .json file as config.json, any
+// other as its shell file). A file the environment names must exist.
+func fileSources(top string, env map[string]string) ([]fileSource, []Problem) {
+	var out []fileSource
+	var probs []Problem
+	done := map[string]bool{}
+	for _, src := range sources {
+		fs := fileSource{filepath.Join(top, filepath.FromSlash(src.rel)), src.rel, src.format}
+		if p, from := envNamed(top, env, src.format); p != "" {
+			if done[from] {
+				continue // CLAUDOPILOT_CONFIG takes the place of Claudopilot's files, once
+			}
+			done[from] = true
+			if _, err := os.Stat(p); err != nil {
+				probs = append(probs, Problem{Src: Source{Kind: FromEnv, Name: from}, Msg: fmt.Sprintf("%s names %s, which cannot be read: %v", from, p, err), Unreadable: true})
+				continue
+			}
+			fs.path, fs.name = p, displayPath(top, p)
+			if from == "CLAUDOPILOT_CONFIG" {
+				fs.format = "sh"
+				if strings.HasSuffix(p, ".json") {
+					fs.format = "json"
+				}
+			}
+		}
+		out = append(out, fs)
+	}
+	return out, probs
+}
+
+// envNamed is the settings file of a format the environment names, and
+// the variable that names it; "" when none does. A relative path is taken
+// from the repository's top.
+func envNamed(top string, env map[string]string, format string) (string, string) {
+	abs := func(p string) string {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(top, p)
+		}
+		return filepath.Clean(p)
+	}
+	switch format {
+	case "ip":
+		if p := env["ISSUE_PILOT_CONF"]; p != "" {
+			return abs(p), "ISSUE_PILOT_CONF"
+		}
+		if h := env["ISSUE_PILOT_HOME"]; h != "" {
+			return abs(filepath.Join(h, IssuePilotConf)), "ISSUE_PILOT_HOME"
+		}
+	case "sh", "json":
+		if p := env["CLAUDOPILOT_CONFIG"]; p != "" {
+			return abs(p), "CLAUDOPILOT_CONFIG"
+		}
+	}
+	return "", ""
+}
+
+// displayPath names a file relative to the top when it is inside it.
+func displayPath(top, p string) string {
+	if r, err := filepath.Rel(top, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+// readFiles reads every settings file at the repository root top (and
+// issue-pilot's where env names it). For each key the first file (in
+// sources order) that sets it wins; in a file the last line that sets it
+// wins, as when bash sources the file. The values of the good lines are
+// returned with the notes and the problems of the others. LANE_<id>_<KEY>
+// lines are kept as written: derive checks them against LANES.
+func readFiles(top string, env map[string]string) (map[string]fileValue, []Note, []Problem, []string) {
 	known := map[string]string{} // name or alias → knob name
 	for _, k := range Knobs() {
 		known[k.Env] = k.Env
@@ -107,64 +207,91 @@ func readFiles(top string) (map[string]fileValue, []Note, []Problem) {
 	}
 	out := map[string]fileValue{}
 	var notes []Note
-	var bad []Problem
-	for _, src := range sources {
-		path := filepath.Join(top, filepath.FromSlash(src.rel))
-		b, err := os.ReadFile(path)
+	srcs, bad := fileSources(top, env)
+	var read []string
+	for _, src := range srcs {
+		b, err := os.ReadFile(src.path)
 		if os.IsNotExist(err) {
 			continue
 		}
 		if err != nil {
-			bad = append(bad, Problem{Src: Source{Kind: FromFile, Name: src.rel}, Msg: err.Error(), Unreadable: true})
+			bad = append(bad, Problem{Src: Source{Kind: FromFile, Name: src.name}, Msg: err.Error(), Unreadable: true})
 			continue
 		}
+		read = append(read, src.name)
 		var ents []configEntry
 		switch src.format {
 		case "json":
 			ents = parseJSONConfig(b)
-		case "sh":
-			ents = parseShellConfig(b, top)
+		case "sh", "ip":
+			ents = parseShellConfig(b, top, env["HOME"])
 		default:
 			ents = parseKVConfig(b)
 		}
+		mine := map[string]fileValue{} // this file's: its last line wins
 		for _, e := range ents {
-			where := Source{Kind: FromFile, Name: src.rel, Line: e.line}
+			where := Source{Kind: FromFile, Name: src.name, Line: e.line}
 			if e.err != "" {
 				bad = append(bad, Problem{Src: where, Msg: e.err, Unreadable: true})
 				continue
 			}
-			name, ok := known[e.key]
-			if !ok && isLaneKey(e.key) {
-				name, ok = e.key, true // LANE_<id>_<KEY>
+			fv, note, prob := classify(e, where, src.format, known)
+			if note != nil {
+				notes = append(notes, *note)
 			}
-			switch {
-			case ok:
-			case src.format != "kv" && claudopilotOnly[e.key] != "":
-				notes = append(notes, Note{Where: where.String(), Key: e.key, Hint: claudopilotOnly[e.key]})
-				continue
-			default:
-				bad = append(bad, Problem{Src: where, Msg: "unknown setting " + e.key + suggestKey(e.key, known), Unreadable: true})
-				continue
+			if prob != nil {
+				bad = append(bad, *prob)
 			}
+			if fv != nil {
+				mine[fv.name] = fv.fileValue
+			}
+		}
+		for name, fv := range mine {
 			if _, seen := out[name]; !seen {
-				out[name] = fileValue{v: e.val, src: where}
+				out[name] = fv
 			}
 		}
 	}
-	return out, notes, bad
+	return out, notes, bad, read
 }
 
-// isLaneKey is true for a per-lane setting, LANE_<id>_<KEY>.
-func isLaneKey(k string) bool {
-	if !strings.HasPrefix(k, "LANE_") {
-		return false
+type namedValue struct {
+	name string
+	fileValue
+}
+
+// classify says what one line of a settings file is: a knob's value
+// (under its name, another tool's name for it, or a lane's key), a note
+// (another tool's setting that means nothing here), or a problem (a
+// setting no tool had, with the closest known name).
+func classify(e configEntry, where Source, format string, known map[string]string) (*namedValue, *Note, *Problem) {
+	if name, ok := known[e.key]; ok {
+		return &namedValue{name, fileValue{v: e.val, src: where}}, nil, nil
 	}
-	for _, pk := range pacer.Keys() {
-		if strings.HasSuffix(k, "_"+pk.Name) && len(k) > len("LANE_")+len(pk.Name)+1 {
-			return true
+	if r, ok := renameOf(e.key); ok {
+		v, msg := r.conv(e.val)
+		if msg != "" {
+			return nil, nil, &Problem{Key: e.key, Val: e.val, Src: where, Msg: msg}
+		}
+		return &namedValue{r.New, fileValue{v: v, src: where, as: e.key}}, nil, nil
+	}
+	if strings.HasPrefix(e.key, "LANE_") {
+		if format == "ip" && strings.HasSuffix(e.key, "_EFFORT") {
+			return nil, &Note{Where: where.String(), Key: e.key, Tool: "issue-pilot", Hint: "issue-pilot showed it on its status page; put the effort in the lane's CMD"}, nil
+		}
+		return &namedValue{e.key, fileValue{v: e.val, src: where}}, nil, nil
+	}
+	if format == "sh" || format == "json" {
+		if hint := claudopilotOnly[e.key]; hint != "" {
+			return nil, &Note{Where: where.String(), Key: e.key, Hint: hint}, nil
 		}
 	}
-	return false
+	if format == "ip" {
+		if hint := issuePilotOnly(e.key); hint != "" {
+			return nil, &Note{Where: where.String(), Key: e.key, Tool: "issue-pilot", Hint: hint}, nil
+		}
+	}
+	return nil, nil, &Problem{Src: where, Msg: "unknown setting " + e.key + suggestKey(e.key, known), Unreadable: true}
 }
 
 // suggestKey names the closest known setting, for a misspelt one.
@@ -211,49 +338,68 @@ func parseKVConfig(b []byte) []configEntry {
 
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// parseShellConfig reads a Claudopilot claudopilot.config.sh as data: the
-// assignments bash would make (KEY=VALUE or export KEY=VALUE, with bash's
-// quoting), never running it. A line whose meaning needs a shell (a
-// command, $(...), backticks, a variable, ;, |, &&, a redirection) is an
-// error. Two forms are read as data because their meaning is fixed:
+// parseShellConfig reads a Claudopilot claudopilot.config.sh (or an
+// issue-pilot.conf) as data: the assignments bash would make (KEY=VALUE or
+// export KEY=VALUE, with bash's quoting; several on one line, separated by
+// blanks or ;), never running it. A line whose meaning needs a shell (a
+// command, $(...), backticks, a variable, |, &&, a redirection) is an
+// error. Some forms are read as data because their meaning is fixed:
 // $REPO_ROOT, which Claudopilot set to the repository root before
-// sourcing the file, and KEY="${KEY:-value}", which means value under a
-// precedence where the environment already wins over the file.
-func parseShellConfig(b []byte, top string) []configEntry {
+// sourcing the file, $HOME, and KEY="${KEY:-value}", which means value
+// under a precedence where the environment already wins over the file.
+func parseShellConfig(b []byte, top, home string) []configEntry {
 	var out []configEntry
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for line := 1; sc.Scan(); line++ {
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
+		out = append(out, shellLine(strings.TrimSpace(sc.Text()), line, top, home)...)
+	}
+	return out
+}
+
+// shellLine reads one line of assignments.
+func shellLine(t string, line int, top, home string) []configEntry {
+	var out []configEntry
+	for t != "" && !strings.HasPrefix(t, "#") {
 		if rest, ok := strings.CutPrefix(t, "export"); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t') {
 			t = strings.TrimSpace(rest)
-			if shellName.MatchString(t) {
-				continue // `export NAME`: exports what an earlier line set
+			word := t[:strings.IndexAny(t+" ", " \t;")]
+			if shellName.MatchString(word) {
+				// `export NAME`: exports what an earlier line set.
+				t = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(t[len(word):]), ";"))
+				continue
 			}
 		}
 		k, v, ok := strings.Cut(t, "=")
 		if !ok || !shellName.MatchString(k) {
-			out = append(out, configEntry{line: line, err: "not a KEY=VALUE assignment: this line needs a shell to mean anything (claudopilot reads this file as data, never runs it)"})
-			continue
+			// A line is taken whole or not at all.
+			if len(out) > 0 {
+				return []configEntry{{line: line, err: fmt.Sprintf("after %s=…, bash would run %q: this line needs a shell (claudopilot reads this file as data, never runs it)", out[len(out)-1].key, strings.Fields(t)[0])}}
+			}
+			return []configEntry{{line: line, err: "not a KEY=VALUE assignment: this line needs a shell to mean anything (claudopilot reads this file as data, never runs it)"}}
 		}
-		val, err := shellValue(k, v, top)
+		val, rest, err := shellValue(k, v, top, home)
 		if err != "" {
-			out = append(out, configEntry{line: line, key: k, err: fmt.Sprintf("%s needs a shell: %s (claudopilot reads this file as data, never runs it; write the value literally, in single quotes)", k, err)})
-			continue
+			return []configEntry{{line: line, key: k, err: fmt.Sprintf("%s needs a shell: %s (claudopilot reads this file as data, never runs it; write the value literally, in single quotes)", k, err)}}
 		}
 		out = append(out, configEntry{line: line, key: k, val: val})
+		t = rest
 	}
 	return out
 }
 
 // shellValue reads the right side of an assignment as bash would, or says
-// why that needs a shell.
-func shellValue(key, v, top string) (string, string) {
+// why that needs a shell; rest is what follows it on the line (the next
+// assignment), after the blanks or the ; between them.
+func shellValue(key, v, top, home string) (val, rest, why string) {
 	// KEY="${KEY:-value}" and KEY=${KEY:-value}.
-	if m := defaultRe.FindStringSubmatch(v); m != nil && m[1] == key && strings.HasPrefix(v, `"`) == strings.HasSuffix(v, `"`) {
-		return m[2], ""
+	if m := defaultRe.FindStringSubmatch(v); m != nil && m[1] == key && strings.HasPrefix(v, `"`) == strings.HasSuffix(m[0], `"`) {
+		r := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v[len(m[0]):]), ";"))
+		if r == "" || r[0] == '#' {
+			return m[2], "", ""
+		}
+		if next := nextAssignment(r); next != "" {
+			return m[2], next, ""
+		}
 	}
 	var b strings.Builder
 	i := 0
@@ -263,84 +409,113 @@ func shellValue(key, v, top string) (string, string) {
 		case c == '\'':
 			j := strings.IndexByte(v[i+1:], '\'')
 			if j < 0 {
-				return "", "an unterminated ' (values over several lines are not read)"
+				return "", "", "an unterminated ' (values over several lines are not read)"
 			}
 			b.WriteString(v[i+1 : i+1+j])
 			i += j + 2
 		case c == '"':
-			i++
-			closed := false
-			for i < len(v) && !closed {
-				switch d := v[i]; d {
-				case '"':
-					closed = true
-					i++
-				case '\\':
-					if i+1 < len(v) && strings.IndexByte("$`\"\\", v[i+1]) >= 0 {
-						b.WriteByte(v[i+1])
-						i += 2
-					} else {
-						b.WriteByte(d)
-						i++
-					}
-				case '$':
-					n, err := repoRoot(v[i:], top, &b)
-					if err != "" {
-						return "", err
-					}
-					i += n
-				case '`':
-					return "", "a `command`"
-				default:
-					b.WriteByte(d)
-					i++
-				}
+			n, err := doubleQuoted(v[i:], top, home, &b)
+			if err != "" {
+				return "", "", err
 			}
-			if !closed {
-				return "", "an unterminated \" (values over several lines are not read)"
-			}
+			i += n
 		case c == '\\':
 			if i+1 >= len(v) {
-				return "", "a line continuation"
+				return "", "", "a line continuation"
 			}
 			b.WriteByte(v[i+1])
 			i += 2
 		case c == '$':
-			n, err := repoRoot(v[i:], top, &b)
+			n, err := fixedVar(v[i:], top, home, &b)
 			if err != "" {
-				return "", err
+				return "", "", err
 			}
 			i += n
 		case c == '`':
-			return "", "a `command`"
-		case c == ' ' || c == '\t':
-			rest := strings.TrimSpace(v[i:])
-			if rest == "" || rest[0] == '#' {
-				return b.String(), ""
+			return "", "", "a `command`"
+		case c == ' ' || c == '\t' || c == ';':
+			r := strings.TrimSpace(v[i:])
+			if r[0] == ';' {
+				r = strings.TrimSpace(r[1:])
+			} else if r != "" && r[0] != '#' && nextAssignment(r) == "" {
+				return "", "", fmt.Sprintf("an unquoted space (bash would run %q with %s set for it)", strings.Fields(r)[0], key)
 			}
-			return "", fmt.Sprintf("an unquoted space (bash would run %q with %s set for it)", strings.Fields(rest)[0], key)
-		case strings.IndexByte(";|&<>()", c) >= 0:
-			return "", fmt.Sprintf("an unquoted %q", string(c))
+			if r == "" || r[0] == '#' {
+				return b.String(), "", ""
+			}
+			return b.String(), r, "" // the next assignment, or a command the caller names
+		case strings.IndexByte("|&<>()", c) >= 0:
+			return "", "", fmt.Sprintf("an unquoted %q", string(c))
 		case c == '~' && b.Len() == 0 && i == 0:
-			return "", "a ~ (home folder) to expand"
+			return "", "", "a ~ (home folder) to expand"
 		default:
 			b.WriteByte(c)
 			i++
 		}
 	}
-	return b.String(), ""
+	return b.String(), "", ""
+}
+
+// nextAssignment is r when it starts with another assignment (NAME= or
+// export); otherwise "".
+func nextAssignment(r string) string {
+	if strings.HasPrefix(r, "export ") {
+		return r
+	}
+	if k, _, ok := strings.Cut(r, "="); ok && shellName.MatchString(k) {
+		return r
+	}
+	return ""
+}
+
+// doubleQuoted reads a "..." word at the start of s (with \", \\, \$, \`
+// escapes and the fixed variables); n is its length.
+func doubleQuoted(s, top, home string, b *strings.Builder) (int, string) {
+	i := 1
+	for i < len(s) {
+		switch d := s[i]; d {
+		case '"':
+			return i + 1, ""
+		case '\\':
+			if i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
+				b.WriteByte(s[i+1])
+				i += 2
+			} else {
+				b.WriteByte(d)
+				i++
+			}
+		case '$':
+			n, err := fixedVar(s[i:], top, home, b)
+			if err != "" {
+				return 0, err
+			}
+			i += n
+		case '`':
+			return 0, "a `command`"
+		default:
+			b.WriteByte(d)
+			i++
+		}
+	}
+	return 0, "an unterminated \" (values over several lines are not read)"
 }
 
 var (
-	defaultRe  = regexp.MustCompile(`^"?\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}"'$\x60\\]*)\}"?$`)
+	defaultRe  = regexp.MustCompile(`^"?\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}"'$\x60\\]*)\}"?`)
 	repoRootRe = regexp.MustCompile(`^\$(?:REPO_ROOT\b|\{REPO_ROOT\})`)
+	homeRe     = regexp.MustCompile(`^\$(?:HOME\b|\{HOME\})`)
 )
 
-// repoRoot expands $REPO_ROOT or ${REPO_ROOT} at the start of s; any
-// other $ needs a shell.
-func repoRoot(s, top string, b *strings.Builder) (int, string) {
+// fixedVar expands $REPO_ROOT or ${REPO_ROOT} (the repository's top) and
+// $HOME or ${HOME} (the user's home) at the start of s; any other $
+// needs a shell.
+func fixedVar(s, top, home string, b *strings.Builder) (int, string) {
 	if m := repoRootRe.FindString(s); m != "" {
 		b.WriteString(top)
+		return len(m), ""
+	}
+	if m := homeRe.FindString(s); m != "" && home != "" {
+		b.WriteString(home)
 		return len(m), ""
 	}
 	switch {
@@ -417,12 +592,12 @@ func shouty(k string) string {
 	return b.String()
 }
 
-// existing lists the settings files under top that exist, relative to it.
-func existing(top string) []string {
+// namedFiles are the settings files the environment names.
+func namedFiles(top string, env map[string]string) []string {
 	var out []string
 	for _, src := range sources {
-		if _, err := os.Stat(filepath.Join(top, filepath.FromSlash(src.rel))); err == nil {
-			out = append(out, src.rel)
+		if p, _ := envNamed(top, env, src.format); p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -69,7 +69,20 @@ func field[T any](f func(*Settings) *T) func(*Settings, any) {
 // claudopilot.config list them: run's (most of which the queue takes too),
 // the queue's own, and the lanes' and the pacer's.
 func Knobs() []Knob {
-	return append(append(runKnobs(), queueKnobs()...), laneKnobs()...)
+	return append(append(append(runKnobs(), queueKnobs()...), laneKnobs()...), placeKnobs()...)
+}
+
+// placeKnobs say where the roadmap and the prompts are, for a layout that
+// is not the default one (Claudopilot's settings): no flags.
+func placeKnobs() []Knob {
+	return []Knob{
+		{Env: "ROADMAP_DIR", Help: "the roadmap folder when run, plan, status… are given none, from the repository's top (default: roadmap, else .claudopilot/roadmap)", Kind: String, to: field(func(s *Settings) *string { return &s.RoadmapDir })},
+		{Env: "MANIFEST", Help: "the manifest, <roadmap folder>/EXECUTION-MANIFEST.md: names the roadmap folder as ROADMAP_DIR does", Kind: String, to: field(func(s *Settings) *string { return &s.Manifest })},
+		{Env: "PROMPT_FILE", Help: "the worker's prompt, instead of the built-in one (the phase and the contract are appended, as Claudopilot did)", Kind: String, to: field(func(s *Settings) *string { return &s.PromptFiles.Worker })},
+		{Env: "SUPERVISOR_PROMPT_FILE", Help: "the supervisor's prompt, instead of the built-in one (the phase and the failure are appended)", Kind: String, to: field(func(s *Settings) *string { return &s.PromptFiles.Supervisor })},
+		{Env: "WORKER_PROJECT_PROMPT", Help: "a file appended to the worker's prompt", Kind: String, to: field(func(s *Settings) *string { return &s.PromptFiles.WorkerProject })},
+		{Env: "SUPERVISOR_PROJECT_PROMPT", Help: "a file appended to the supervisor's prompt", Kind: String, to: field(func(s *Settings) *string { return &s.PromptFiles.SupervisorProject })},
+	}
 }
 
 // rq: a knob of run's that the queue takes too.

@@ -135,13 +135,21 @@ func Resolve(in Input) (*Settings, error) {
 	var files map[string]fileValue
 	var probs []Problem
 	if in.Top != "" {
-		files, s.Notes, probs = readFiles(in.Top)
-		s.Read = existing(in.Top)
+		files, s.Notes, probs, s.Read = readFiles(in.Top, in.Env)
+		s.named = namedFiles(in.Top, in.Env)
 	}
 	ks := Knobs()
 	for _, k := range ks {
-		s.vals[k.Env] = pick(k, in, files)
+		v, note, prob := pick(k, in, files)
+		s.vals[k.Env] = v
+		if note != nil {
+			s.Notes = append(s.Notes, *note)
+		}
+		if prob != nil {
+			probs = append(probs, *prob)
+		}
 	}
+	s.readNotes(files)
 	s.applyDriver()
 	for _, k := range ks {
 		v := s.vals[k.Env]
@@ -188,8 +196,21 @@ func (k Knob) def(sc Scope) string {
 	return k.Def
 }
 
-// pick takes knob k's value from the first source that sets it.
-func pick(k Knob, in Input, files map[string]fileValue) Value {
+// pick takes knob k's value from the first source that sets it: under
+// its name, its alias, or another tool's name for it (with a note).
+func pick(k Knob, in Input, files map[string]fileValue) (Value, *Note, *Problem) {
+	v, ok := pickOwn(k, in)
+	if ok {
+		return v, nil, nil
+	}
+	if v, note, prob, ok := pickRenamed(k, in.Env); ok || prob != nil {
+		return v, note, prob
+	}
+	return pickLow(k, in, files), nil, nil
+}
+
+// pickOwn takes knob k's value from a flag or the environment.
+func pickOwn(k Knob, in Input) (Value, bool) {
 	if in.Flags != nil && k.Flag != "" && in.Flags.Changed(k.Flag) {
 		v, _ := in.Flags.GetString(k.Flag)
 		if k.Kind == Bool {
@@ -198,16 +219,22 @@ func pick(k Knob, in Input, files map[string]fileValue) Value {
 				v = "1"
 			}
 		}
-		return Value{Raw: v, Src: Source{Kind: FromFlag, Name: k.Flag}}
+		return Value{Raw: v, Src: Source{Kind: FromFlag, Name: k.Flag}}, true
 	}
 	if v, ok := in.Env[k.Env]; ok {
-		return Value{Raw: v, Src: Source{Kind: FromEnv}}
+		return Value{Raw: v, Src: Source{Kind: FromEnv}}, true
 	}
 	if al := Aliases[k.Env]; al != "" {
 		if v, ok := in.Env[al]; ok {
-			return Value{Raw: v, Src: Source{Kind: FromEnv, Name: al}}
+			return Value{Raw: v, Src: Source{Kind: FromEnv, Name: al}}, true
 		}
 	}
+	return Value{}, false
+}
+
+// pickLow takes knob k's value from the files, the manifest or the
+// default.
+func pickLow(k Knob, in Input, files map[string]fileValue) Value {
 	if f, ok := files[k.Env]; ok {
 		return Value{Raw: f.v, Src: f.src}
 	}
@@ -411,6 +438,7 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 		probs = append(probs, Problem{Src: s.Source("SANDBOX_RW"), Msg: fmt.Sprintf("%v (from %s)", err, s.Source("SANDBOX_RW"))})
 	}
 	s.SandboxPaths = rw
+	probs = append(probs, s.derivePlaces(in.Top)...)
 	if s.Pace <= 0 {
 		s.Pace = 300 * time.Second
 	}
@@ -440,6 +468,9 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 	lanes, err := pacer.Parse(s.LaneIDs, get)
 	if err != nil {
 		probs = append(probs, Problem{Msg: err.Error()})
+	} else {
+		probs = append(probs, laneProblems(lanes, in.Env, files)...)
+		probs = append(probs, credentialFolders(lanes)...)
 	}
 	s.Lanes = lanes
 	return probs

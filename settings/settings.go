@@ -82,6 +82,17 @@ type Settings struct {
 	AppInstallation string
 	AppKeyFile      string
 
+	// Where the roadmap and the prompts are (Claudopilot's settings).
+	RoadmapDir, Manifest string // as set ("": the default folders)
+	// PromptFiles are the prompt files the settings name (absolute once
+	// derived; "" none).
+	PromptFiles PromptFiles
+	// V0Prompts is Claudopilot v0.x's prompt folder, <top>/claudopilot/prompts:
+	// its worker.md and supervisor.md (PROMPT_FILE's default there) are
+	// read after the roadmap's and .claudopilot's prompt folders ("" without
+	// a top).
+	V0Prompts string
+
 	// The lanes' and the pacer's.
 	LaneIDs   string             // LANES as set
 	Lanes     []pacer.LaneConfig // derived: LANES read with every LANE_<id>_<KEY> (empty: one lane)
@@ -89,13 +100,23 @@ type Settings struct {
 	Resources pacer.Resources
 	ProbeCmd  string
 
-	// Notes are settings of Claudopilot's files that have no effect here.
+	// Notes are settings read under another tool's name or form, and
+	// other tools' settings that have no effect here.
 	Notes []Note
-	// Read are the settings files that exist, relative to the top.
+	// Read are the settings files that were read, relative to the top
+	// (or as the environment named them).
 	Read []string
+	// named are the settings files the environment names
+	// (ISSUE_PILOT_CONF, CLAUDOPILOT_CONFIG), protected too when they
+	// are in the repository.
+	named []string
 
 	vals map[string]Value
 }
+
+// PromptFiles are the prompt files PROMPT_FILE, SUPERVISOR_PROMPT_FILE,
+// WORKER_PROJECT_PROMPT and SUPERVISOR_PROJECT_PROMPT name.
+type PromptFiles struct{ Worker, Supervisor, WorkerProject, SupervisorProject string }
 
 // Labels are the queue's labels.
 type Labels struct{ Ready, Claim, Blocked, Review, Approval string }
@@ -144,7 +165,7 @@ func (s *Settings) Rules() state.Rules {
 		return r
 	}
 	for _, l := range s.Lanes {
-		r.Lanes = append(r.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback})
+		r.Lanes = append(r.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Account: l.Credentials})
 	}
 	return r
 }

@@ -172,7 +172,7 @@ LOG_CAP_MB=${OTHER:-3}
 TRANSIENT_API_MAX_RETRIES="unterminated
 `
 	writeFile(t, top, "claudopilot.config.sh", sh)
-	vals, notes, probs := readFiles(top)
+	vals, notes, probs, _ := readFiles(top, nil)
 	for k, want := range map[string]string{
 		"GATE_CMD":             "pnpm -s typecheck && pnpm -s test",
 		"WORKTREE_PREPARE_CMD": "pnpm install --prefer-offline",
@@ -189,8 +189,8 @@ TRANSIENT_API_MAX_RETRIES="unterminated
 	if w := vals["GATE_CMD"].src.String(); w != "claudopilot.config.sh:3" {
 		t.Errorf("GATE_CMD from %q", w)
 	}
-	if len(notes) != 1 || notes[0].Key != "MANIFEST" || notes[0].Where != "claudopilot.config.sh:6" {
-		t.Errorf("notes = %v, want MANIFEST's", notes)
+	if len(notes) != 0 || vals["MANIFEST"].v != top+"/roadmap/EXECUTION-MANIFEST.md" {
+		t.Errorf("notes = %v, MANIFEST = %q: want none, and MANIFEST read", notes, vals["MANIFEST"].v)
 	}
 	err := (&Error{Problems: probs}).Error()
 	for _, line := range []string{"11", "12", "13", "14", "15", "16", "17", "18"} {
@@ -234,7 +234,7 @@ func TestJSONConfigAndFileOrder(t *testing.T) {
 		t.Errorf("read %v, want %v", s.Read, want)
 	}
 	files := Files(top)
-	if len(files) != 4 || files[0] != filepath.Join(top, ConfigFile) || files[3] != filepath.Join(top, "claudopilot.config.sh") {
+	if len(files) != 5 || files[0] != filepath.Join(top, ConfigFile) || files[3] != filepath.Join(top, "claudopilot.config.sh") || files[4] != filepath.Join(top, IssuePilotConf) {
 		t.Errorf("Files = %v", files)
 	}
 	writeFile(t, top, ".claudopilot/config.json", `{"gateCmd": ["a"], "nope": 1}`)

@@ -250,6 +250,7 @@ type RuleLane struct {
 	SupervisorCmd string `json:"supervisor_cmd,omitempty"`
 	Fallback      string `json:"fallback,omitempty"`
 	Slots         int    `json:"slots"`
+	Account       string `json:"account,omitempty"` // LANE_<id>_CREDENTIALS' folder
 }
 
 // LastRules are the rules of the newest run in the journal, or nil.

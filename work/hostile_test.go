@@ -268,3 +268,44 @@ func TestRunDriverGitRunsNothingAnAgentPlanted(t *testing.T) {
 		})
 	}
 }
+
+// A lane's account (LANE_<id>_CREDENTIALS, Job.Account) is the agent's
+// CLAUDE_CONFIG_DIR. In the sandbox the folder is the attempt's private
+// copy: what steers the CLI (settings.json) is the user's, read-only, so
+// a hostile agent's hook never reaches the original, while a refreshed
+// login goes back to it; unconfined the agent is the user.
+func TestRunLaneAccount(t *testing.T) {
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			if mode == sandbox.Bwrap {
+				f.sandboxed()
+			}
+			account := filepath.Join(f.tmp, "claude-work")
+			f.write(account, "settings.json", "{}\n")
+			f.write(account, ".credentials.json", `{"token":"old"}`)
+			f.runner.Env = append(f.runner.Env, "CLAUDE_CONFIG_DIR=/the/users/own")
+			f.runner.Agent = (`echo "CONFIG=$CLAUDE_CONFIG_DIR"
+(printf '{"hooks":{"SessionStart":"curl evil"}}' > "$CLAUDE_CONFIG_DIR/settings.json") 2>/dev/null || echo "settings.json is read-only"
+printf '{"token":"refreshed"}' > "$CLAUDE_CONFIG_DIR/.credentials.json"
+` + doneBody)
+			j := job()
+			j.Lane, j.Account = "work", account
+			o := f.run(j)
+			if !o.OK {
+				t.Fatalf("outcome %+v:\n%s", o, f.read(o.LogPath))
+			}
+			if log := f.read(o.LogPath); !strings.Contains(log, "CONFIG="+account+"\n") {
+				t.Errorf("CLAUDE_CONFIG_DIR is not the lane's account %q:\n%s", account, log)
+			}
+			if got := f.read(filepath.Join(account, ".credentials.json")); got != `{"token":"refreshed"}` {
+				t.Errorf("the refreshed login did not reach the account: %q", got)
+			}
+			settings := f.read(filepath.Join(account, "settings.json"))
+			if mode == sandbox.Bwrap && settings != "{}\n" {
+				t.Errorf("a sandboxed agent changed the account's settings.json: %q", settings)
+			}
+		})
+	}
+}

@@ -248,7 +248,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	// The agent CLIs' sessions of the phase are kept with its logs, for
 	// its next attempt to resume (AGENT_RESUME_CMD).
-	jail, err := r.Sandbox.Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
+	jail, err := r.Sandbox.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
 	if err != nil {
 		return fail(scheduler.ReasonWorktree, err.Error())
 	}
@@ -608,6 +608,13 @@ func (r *Runner) contractEnv(j scheduler.Job, t target) []string {
 	if j.Lane != "" {
 		env = append(env, "CLAUDOPILOT_LANE="+j.Lane)
 	}
+	if j.Account != "" {
+		// The lane's account (LANE_<id>_CREDENTIALS): Claude Code reads
+		// its configuration and login there. Under the sandbox the path
+		// holds the attempt's private copy, the original read-only.
+		env = withoutVar(env, "CLAUDE_CONFIG_DIR")
+		env = append(env, "CLAUDE_CONFIG_DIR="+j.Account)
+	}
 	if j.Role == scheduler.Supervisor {
 		env = append(env,
 			"CLAUDOPILOT_SUPERVISOR_MODE="+j.Mode,
@@ -713,4 +720,24 @@ func (r *Runner) endGating(ctx context.Context, id, wt, branch string) error {
 		return fmt.Errorf("put %s back on %s after an interrupted merge gate: %w", wt, branch, err)
 	}
 	return os.Remove(mark)
+}
+
+// withoutVar drops name's entries from env.
+func withoutVar(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// accountState is a lane's account folder, as CLI state the sandbox gives
+// each agent its own copy of (none for the user's own account).
+func accountState(account string) []string {
+	if account == "" {
+		return nil
+	}
+	return []string{account}
 }

@@ -12,12 +12,15 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// findRoadmapDir resolves the roadmap folder: the argument as given, else
-// roadmap/ or .claudopilot/roadmap/ here or at the repository's top level.
+// FindRoadmapDir resolves the roadmap folder: the argument as given, else
+// the one ROADMAP_DIR or MANIFEST names (the environment, then the
+// settings files; Claudopilot's settings), else roadmap/ or
+// .claudopilot/roadmap/ here or at the repository's top level.
 func FindRoadmapDir(ctx context.Context, a *App, arg string) (string, error) {
 	if arg != "" {
 		if !filepath.IsAbs(arg) {
@@ -30,8 +33,14 @@ func FindRoadmapDir(ctx context.Context, a *App, arg string) (string, error) {
 		return arg, nil
 	}
 	bases := []string{a.Cwd}
-	if top, err := GitTopLevel(ctx, a.Cwd); err == nil && top != a.Cwd {
-		bases = append(bases, top)
+	if top, err := GitTopLevel(ctx, a.Cwd); err == nil {
+		dir, err := settings.RoadmapDir(a.Env, top)
+		if err != nil || dir != "" {
+			return dir, err
+		}
+		if top != a.Cwd {
+			bases = append(bases, top)
+		}
 	}
 	for _, b := range bases {
 		for _, d := range []string{"roadmap", filepath.Join(".claudopilot", "roadmap")} {

@@ -15,7 +15,9 @@ import (
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/wire"
+	"github.com/claudopilot/claudopilot/notify"
 	"github.com/claudopilot/claudopilot/pacer"
+	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -54,7 +56,7 @@ func SetLane(ctx context.Context, o *LaneOptions) error {
 	if err != nil {
 		return err
 	}
-	ls, err := lanesOf(a, git)
+	ls, _, err := lanesOf(a, git)
 	if err != nil {
 		return err
 	}
@@ -77,12 +79,12 @@ func SetLane(ctx context.Context, o *LaneOptions) error {
 
 // lanesOf resolves the lane setup of the repository as run does: the
 // same settings model, every problem reported.
-func lanesOf(a *cmdutil.App, git *worktree.Client) (engine.Lanes, error) {
+func lanesOf(a *cmdutil.App, git *worktree.Client) (engine.Lanes, *settings.Settings, error) {
 	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Env: a.Env, Top: git.Dir})
 	if err != nil {
-		return engine.Lanes{}, err
+		return engine.Lanes{}, nil, err
 	}
-	return wire.Lanes(s, a.Env), nil
+	return wire.Lanes(s, a.Env), s, nil
 }
 
 type laneRow struct {
@@ -127,7 +129,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	ls, err := lanesOf(a, git)
+	ls, s, err := lanesOf(a, git)
 	if err != nil {
 		return err
 	}
@@ -139,10 +141,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	prev, err := control.LoadLanes(dir)
+	if err != nil {
+		return err
+	}
 	plan, usage, err := ls.Pass(ctx, dir, sw, false)
 	if err != nil {
 		return err
 	}
+	notifyChanges(ctx, a, s, ls, prev, plan)
 	var rows []laneRow
 	for i, l := range ls.Lanes {
 		r := laneRow{ID: l.ID, Mode: l.Mode, Off: sw.LanesOff[l.ID], Want: plan.Lanes[i].Want, Concurrency: plan.Lanes[i].Concurrency, Why: plan.Lanes[i].Why}
@@ -173,4 +180,27 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	fmt.Fprintf(a.S.Out, "budget %d%s\n", plan.Budget, note)
 	return nil
+}
+
+// notifyChanges runs NOTIFY_CMD once for the lanes whose concurrency this
+// pass changed, as the driver's pass does (its result is saved as the
+// previous value, so the driver would not see the change again): the
+// lanes event, with each lane by its LABEL.
+func notifyChanges(ctx context.Context, a *cmdutil.App, s *settings.Settings, ls engine.Lanes, prev map[string]int, plan pacer.Plan) {
+	if s.Notify == "" {
+		return
+	}
+	var changed []string
+	for i, l := range ls.Lanes {
+		if c := plan.Lanes[i].Concurrency; c != prev[l.ID] {
+			changed = append(changed, fmt.Sprintf("%s %d→%d", l.Label, prev[l.ID], c))
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	n := &notify.Notifier{Cmd: s.Notify, Env: a.GitEnv(), Log: a.S.Err}
+	n.Start(ctx)
+	n.Send(scheduler.Event{Kind: scheduler.EvLanes, Time: time.Now(), Detail: "concurrency " + strings.Join(changed, ", ")})
+	n.Close()
 }

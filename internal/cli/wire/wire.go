@@ -135,6 +135,7 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		ResumeCmd: s.ResumeCmd, Notify: s.Notify, Listen: s.Listen, ListenPublic: s.ListenPublic,
 		Protect:       s.Protected(r.Git.Dir),
 		AgentEnvAllow: s.AgentEnvAllow,
+		V0Prompts:     s.V0Prompts, PromptFiles: promptFiles(s.PromptFiles),
 	}
 	// Every program missing and a base the run cannot use, at once.
 	missing := s.Missing(r.Env["PATH"], r.Git.Dir)
@@ -268,4 +269,16 @@ func splitRepo(r string) (owner, name string, err error) {
 		return "", "", errors.New("want owner/name")
 	}
 	return parts[0], strings.TrimSuffix(parts[1], ".git"), nil
+}
+
+// promptFiles are the prompt files the settings name, by the prompt
+// loader's role names.
+func promptFiles(f settings.PromptFiles) map[string]string {
+	m := map[string]string{}
+	for role, p := range map[string]string{"worker": f.Worker, "supervisor": f.Supervisor, "worker.project": f.WorkerProject, "supervisor.project": f.SupervisorProject} {
+		if p != "" {
+			m[role] = p
+		}
+	}
+	return m
 }
