@@ -14,9 +14,13 @@ var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE"
 var AgentKeys = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY"}
 
 // SecretName reports whether a variable's name says it holds a secret
-// (GITHUB_TOKEN, NPM_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, …).
+// (GITHUB_TOKEN, NPM_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, …); not
+// LANE_<id>_CREDENTIALS, a path.
 func SecretName(name string) bool {
 	up := strings.ToUpper(name)
+	if strings.HasPrefix(up, "LANE_") && strings.HasSuffix(up, "_CREDENTIALS") {
+		return false // a lane's account: the path of its configuration folder, not a secret (docs/lanes.md)
+	}
 	for _, w := range secretWords {
 		if strings.Contains(up, w) {
 			return true

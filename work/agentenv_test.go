@@ -27,3 +27,15 @@ func TestAgentEnv(t *testing.T) {
 		t.Errorf("LeftOut = %q", out)
 	}
 }
+
+// LANE_<id>_CREDENTIALS names a lane's account folder: a path, never
+// withheld (docs/lanes.md); other *_CREDENTIALS are.
+func TestAgentEnvKeepsLaneCredentials(t *testing.T) {
+	env := []string{"LANE_main_CREDENTIALS=/home/u/.claude-work", "GOOGLE_APPLICATION_CREDENTIALS=/k.json"}
+	if got := AgentEnv(env, nil); !slices.Equal(got, env[:1]) {
+		t.Errorf("AgentEnv = %q", got)
+	}
+	if out := LeftOut(env, nil); !slices.Equal(out, []string{"GOOGLE_APPLICATION_CREDENTIALS"}) {
+		t.Errorf("LeftOut = %q", out)
+	}
+}
