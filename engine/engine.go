@@ -285,6 +285,7 @@ func schedulerConfig(cfg Settings) scheduler.Config {
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
 		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost, Review: cfg.Review.Cfg,
+		PhaseMaxTokens: cfg.PhaseMaxTokens, PhaseMaxSessions: cfg.PhaseMaxSessions,
 	}
 }
 

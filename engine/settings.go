@@ -40,6 +40,7 @@ type Settings struct {
 	Lanes                                Lanes
 	Review                               Review
 	RunMaxCost, PhaseMaxCost             float64
+	PhaseMaxTokens, PhaseMaxSessions     int64
 	ResumeCmd                            string
 	Notify                               string
 	// Listen serves the web page and API on this address ("" off);

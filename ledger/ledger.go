@@ -20,6 +20,15 @@ type Usage struct {
 	Turns         *int64   `json:"turns,omitempty"`
 	DurationMS    *int64   `json:"duration_ms,omitempty"`
 	SessionID     string   `json:"session_id,omitempty"`
+	// Tokens is every token the agent reported using, counted once:
+	// Claude's input, output, cache creation and cache read; Codex's
+	// input (which holds its cached input) and output. PHASE_MAX_TOKENS
+	// counts it.
+	Tokens *int64 `json:"tokens,omitempty"`
+	// Sessions counts agent process starts (not reported by the agent:
+	// the driver counts each start, a resumed session's too), for
+	// PHASE_MAX_SESSIONS. 0: none.
+	Sessions int64 `json:"sessions,omitempty"`
 }
 
 // Known is true when the run reported anything at all.
@@ -124,6 +133,7 @@ func (ev event) apply(u *Usage) {
 			addI(&u.OutputTokens, ev.Usage.OutputTokens)
 			addI(&u.CacheCreation, ev.Usage.CacheCreation)
 			addI(&u.CacheRead, ev.Usage.CacheRead)
+			addTokens(&u.Tokens, ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CacheCreation, ev.Usage.CacheRead)
 		}
 	case "system": // Claude's init event names the session first
 		if ev.SessionID != "" && u.SessionID == "" {
@@ -138,6 +148,8 @@ func (ev event) apply(u *Usage) {
 			addI(&u.InputTokens, ev.Usage.InputTokens)
 			addI(&u.OutputTokens, ev.Usage.OutputTokens)
 			addI(&u.CacheRead, ev.Usage.CachedInputTokens)
+			// Codex's cached input is part of its input: not counted twice.
+			addTokens(&u.Tokens, ev.Usage.InputTokens, ev.Usage.OutputTokens)
 			one := int64(1)
 			addI(&u.Turns, &one)
 		}
@@ -157,6 +169,16 @@ func addF(dst **float64, v *float64) {
 		return
 	}
 	**dst += *v
+}
+
+// addTokens adds the known figures of vs to a token count; a negative
+// figure (the agent writes them) is left out.
+func addTokens(dst **int64, vs ...*int64) {
+	for _, v := range vs {
+		if v != nil && *v >= 0 {
+			addI(dst, v)
+		}
+	}
 }
 
 func addI(dst **int64, v *int64) {
@@ -182,6 +204,14 @@ func Add(a, b Usage) Usage {
 	addI(&out.CacheRead, b.CacheRead)
 	addI(&out.Turns, b.Turns)
 	addI(&out.DurationMS, b.DurationMS)
+	// Each side's count, so an older record without Tokens counts too.
+	out.Tokens = nil
+	for _, x := range []Usage{a, b} {
+		if t, ok := x.TokenCount(); ok {
+			addI(&out.Tokens, &t)
+		}
+	}
+	out.Sessions += b.Sessions
 	if b.SessionID != "" {
 		out.SessionID = b.SessionID
 	}
@@ -189,7 +219,7 @@ func Add(a, b Usage) Usage {
 }
 
 func (u Usage) clone() Usage {
-	c := Usage{SessionID: u.SessionID}
+	c := Usage{SessionID: u.SessionID, Sessions: u.Sessions}
 	addF(&c.CostUSD, u.CostUSD)
 	addI(&c.InputTokens, u.InputTokens)
 	addI(&c.OutputTokens, u.OutputTokens)
@@ -197,7 +227,23 @@ func (u Usage) clone() Usage {
 	addI(&c.CacheRead, u.CacheRead)
 	addI(&c.Turns, u.Turns)
 	addI(&c.DurationMS, u.DurationMS)
+	addI(&c.Tokens, u.Tokens)
 	return c
+}
+
+// TokenCount is the tokens used and whether any were reported. A record
+// written before Tokens was (an older driver's journal) counts its
+// figures as Claude's are counted.
+func (u Usage) TokenCount() (int64, bool) {
+	if u.Tokens != nil {
+		return *u.Tokens, true
+	}
+	var t *int64
+	addTokens(&t, u.InputTokens, u.OutputTokens, u.CacheCreation, u.CacheRead)
+	if t == nil {
+		return 0, false
+	}
+	return *t, true
 }
 
 // Cost is the cost in dollars and whether it is known.

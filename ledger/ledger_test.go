@@ -115,3 +115,33 @@ func TestUnreadableCostIsSkipped(t *testing.T) {
 		t.Errorf("Add subtracted a negative cost: %v", c)
 	}
 }
+
+// Tokens count every token once: Claude's four figures, Codex's input
+// (which holds its cached input) and output; sessions add up.
+func TestTokensAndSessions(t *testing.T) {
+	c, _ := Parse(strings.NewReader(claudeLog))
+	if n, ok := c.TokenCount(); !ok || n != 1200+300+9000+800 {
+		t.Errorf("claude tokens %d %v", n, ok)
+	}
+	x, _ := Parse(strings.NewReader(codexLog))
+	if n, ok := x.TokenCount(); !ok || n != 1500+75 {
+		t.Errorf("codex tokens %d %v", n, ok)
+	}
+	c.Sessions, x.Sessions = 1, 2
+	sum := Add(c, x)
+	if n, _ := sum.TokenCount(); n != 11300+1575 || sum.Sessions != 3 {
+		t.Errorf("sum: %d tokens, %d sessions", n, sum.Sessions)
+	}
+	// A record of an older driver (no Tokens) still counts.
+	in, out := int64(10), int64(5)
+	old := Usage{InputTokens: &in, OutputTokens: &out}
+	if n, _ := Add(old, x).TokenCount(); n != 15+1575 {
+		t.Errorf("old+new %d", n)
+	}
+	if n, _ := Add(x, old).TokenCount(); n != 15+1575 {
+		t.Errorf("new+old %d", n)
+	}
+	if _, ok := (Usage{}).TokenCount(); ok {
+		t.Error("nothing reported is unknown, not 0")
+	}
+}

@@ -260,6 +260,14 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 	}
 	o.LogPath = st.Log
 	o.Usage = st.Usage
+	if j.Capped != "" && !st.Found {
+		// Over a cap and not done: the runner starts no agent.
+		st = step{Reason: ReasonBudget, Detail: j.Capped, Found: true}
+		o.Usage = ledger.Usage{}
+	}
+	if !st.Found {
+		o.Usage.Sessions++ // an agent started, as the runner counts it
+	}
 	if o.LogPath == "" {
 		o.LogPath = fmt.Sprintf("/logs/%s/%s-%d.log", j.ID, j.Role, j.Attempt)
 	}

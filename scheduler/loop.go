@@ -63,6 +63,11 @@ type Config struct {
 	// PhaseMaxCost parks a phase that spent this many dollars over all
 	// its attempts (PHASE_MAX_COST_USD; 0: no limit).
 	PhaseMaxCost float64
+	// PhaseMaxTokens and PhaseMaxSessions park a phase that used this
+	// many tokens, or started this many agent processes, over its whole
+	// life: every attempt, role, reviewer and run (PHASE_MAX_TOKENS,
+	// PHASE_MAX_SESSIONS; 0: no limit).
+	PhaseMaxTokens, PhaseMaxSessions int64
 	// GateState, when set, hears whether the base's gate is red: true
 	// after a merge gate fails, false after a merge lands. The pacer caps
 	// every lane at 1 while it is red. Called from the loop: it must not
@@ -184,7 +189,7 @@ type phase struct {
 	// journal): the summary counts this run's attempts and time only.
 	runsBefore  int
 	spentBefore time.Duration
-	usage       ledger.Usage          // over every run, for PHASE_MAX_COST_USD
+	usage       ledger.Usage          // over every run, for the phase caps (budget.go)
 	run         ledger.Usage          // this run's
 	byRole      map[Role]ledger.Usage // this run's, by role
 }
@@ -344,6 +349,7 @@ func (s *Scheduler) interruptedOutcome(o Outcome) {
 	p := s.byID[o.ID]
 	s.release(p)
 	p.spent += o.Ended.Sub(o.Started)
+	s.book(p, o) // spent is spent, and its sessions count (PHASE_MAX_SESSIONS)
 	s.record(state.Record{Phase: o.ID, Event: "interrupted", Role: o.Role, Attempt: o.Attempt})
 	s.emit(Event{Kind: EvExit, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: "interrupted", LogPath: o.LogPath})
 }
@@ -498,6 +504,9 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 			continue
 		}
 		j := *p.next
+		if s.capBeforeLaunch(p, &j) {
+			continue
+		}
 		p.next = nil
 		if p.lane != nil && l != p.lane {
 			j.Session = "" // another lane's CLI cannot resume this session: start fresh
@@ -564,6 +573,9 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		l := s.laneFor(p, j.Role, now)
 		if l == nil {
 			continue // its lane is full or cooling down
+		}
+		if s.capBeforeLaunch(p, &j) {
+			continue
 		}
 		if err := s.setState(p, manifest.Running); err != nil {
 			s.fatal = err
@@ -777,6 +789,12 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		return
 	}
 	overBudget := s.book(p, o)
+	if o.Reason == ReasonBudget && o.Found {
+		// A resumed phase over a cap whose branch was not done: the
+		// runner started no agent (Job.Capped).
+		p.unlaunch(o.Role)
+		overBudget = true
+	}
 	if overBudget && !o.OK {
 		s.overBudget(p, o)
 		return

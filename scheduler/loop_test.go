@@ -1226,7 +1226,7 @@ func TestPGIDJournaled(t *testing.T) {
 			t.Errorf("pgid record %+v", r)
 		}
 	}
-	if !slices.Equal(evs, []string{"run", "launch", "pgid", "done", "merged"}) {
+	if !slices.Equal(evs, []string{"run", "launch", "pgid", "usage", "done", "merged"}) {
 		t.Errorf("journal events %v", evs)
 	}
 }

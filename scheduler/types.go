@@ -106,6 +106,11 @@ type Job struct {
 	Since string
 	// Checks names the failing checks a supervisor repairs.
 	Checks []string
+	// Capped, set on a resumed attempt of a phase that reached a token
+	// or session cap, says which: the runner may find the branch done
+	// (no agent), but starts no agent; it fails with reason budget and
+	// Found instead.
+	Capped string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all

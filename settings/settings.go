@@ -51,6 +51,8 @@ type Settings struct {
 	ReviewMaxRounds      int
 	RunMaxCost           float64
 	PhaseMaxCost         float64
+	PhaseMaxTokens       int
+	PhaseMaxSessions     int
 	Notify               string
 	Listen               string
 	ListenPublic         bool

@@ -232,6 +232,10 @@ type PhaseHistory struct {
 	Session    map[Role]string
 	launchedAt time.Time
 	inFlight   Role // the role of a launch with no outcome yet
+	// started counts agent processes started ("pgid") since the last
+	// outcome: an attempt whose driver was killed books no usage, and
+	// its sessions count from these.
+	started int64
 }
 
 // Rules are the settings a run decides eligibility by: its flags and
@@ -342,6 +346,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "wait":
 			h.Waiting, h.WaitingFiles = r.Detail, r.Files
 		case "launch":
+			h.orphanSessions()
 			if h.Last == "merged" {
 				*h = PhaseHistory{}
 			}
@@ -363,7 +368,10 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			h.inFlight = r.Role
 		case "pgid":
 			h.PGIDs = append(h.PGIDs, r.PGID)
+			h.started++
 		case "exit", "done", "fail", "interrupted", "cooldown", "transient":
+			// The outcome's usage record counted its sessions.
+			h.started = 0
 			h.PGIDs = nil
 			h.inFlight = ""
 			if r.Event == "interrupted" && r.Role == Supervisor {
@@ -424,6 +432,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "retry":
 			// Counters start over for a retried phase; what it spent
 			// stays spent.
+			h.orphanSessions()
 			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh}
 		case "usage":
 			if r.Usage != nil {
@@ -432,6 +441,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		}
 	}
 	for _, h := range hs {
+		h.orphanSessions()
 		if h.inFlight == Supervisor {
 			// The driver died while a repair ran (SIGKILL): no outcome,
 			// so no attempt spent either.
@@ -485,6 +495,16 @@ func Culprit(hist map[string]*PhaseHistory, id string) string {
 		id = h.WaitsOn
 	}
 	return id
+}
+
+// orphanSessions books the agent processes of an attempt that has no
+// outcome (its driver was killed) as sessions: they ran, whatever
+// became of them (PHASE_MAX_SESSIONS).
+func (h *PhaseHistory) orphanSessions() {
+	if h.started > 0 {
+		h.addUsage(h.inFlight, ledger.Usage{Sessions: h.started})
+		h.started = 0
+	}
 }
 
 // addUsage books one attempt's spend.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/secret"
 )
 
@@ -132,7 +133,10 @@ func TestHistory(t *testing.T) {
 				with(rec(1, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 7 }),
 				with(rec(2, "a", "pgid", Worker, 1), func(r *Record) { r.PGID = 8 }),
 			},
-			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", PGIDs: []int{7, 8}, launchedAt: at(0)}},
+			// Each process started is a session (PHASE_MAX_SESSIONS),
+			// though no outcome booked it yet.
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", PGIDs: []int{7, 8}, launchedAt: at(0),
+				Usage: ledger.Usage{Sessions: 2}, ByRole: map[Role]ledger.Usage{Worker: {Sessions: 2}}}},
 			cool: map[Role]time.Time{},
 		},
 		{

@@ -155,6 +155,9 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 	}
 	out, res, err := rp.Run(ctx)
 	o.Usage, _ = usageOf(o.LogPath, 0) // its own fresh log: this run's spend (skipped costs noted in it)
+	if !res.Started.IsZero() && res.Reason != proc.ReasonStart {
+		o.Usage.Sessions = 1 // a reviewer process started (PHASE_MAX_SESSIONS)
+	}
 	if ctx.Err() != nil {
 		o.Verdict = review.Verdict{Kind: review.None, Why: "interrupted"}
 		noteInLog(o.LogPath, "claudopilot: no verdict: interrupted")

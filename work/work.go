@@ -212,6 +212,11 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 		}
 	}
 
+	if j.Capped != "" {
+		// Over a token or session cap: no agent starts (and none ran).
+		o.Found = true
+		return fail(scheduler.ReasonBudget, j.Capped)
+	}
 	cmd := r.command(j)
 	docRel, doneRel := t.docRel, t.doneRel
 	if j.Outside != nil {
@@ -264,6 +269,9 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 	})
 	var costNotes []string
 	o.Usage, costNotes = usageOf(log, logStart)
+	if res.Reason != proc.ReasonStart {
+		o.Usage.Sessions = 1 // an agent process started (PHASE_MAX_SESSIONS)
+	}
 	o.Warnings = append(o.Warnings, costNotes...)
 	if j.Lane != "" {
 		noteInLog(log, fmt.Sprintf("claudopilot: %s attempt %d of %s ran on lane %s", j.Role, j.Attempt, j.ID, j.Lane))

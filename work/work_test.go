@@ -770,8 +770,32 @@ func TestRunResume(t *testing.T) {
 		j := job()
 		j.Resume = true
 		o := f.run(j)
-		if !o.OK || !f.hasFile(o.Tip, "half.txt") {
-			t.Fatalf("outcome = %+v", o)
+		if !o.OK || !f.hasFile(o.Tip, "half.txt") || o.Usage.Sessions != 1 {
+			t.Fatalf("outcome = %+v, want OK with one session", o)
+		}
+	})
+	// Over a token or session cap (PHASE_MAX_SESSIONS): a done branch
+	// still goes to the gate (no session), anything else starts no agent.
+	t.Run("capped: done branch goes to the gate", func(t *testing.T) {
+		t.Parallel()
+		f, tip, marker := doneBranch(t)
+		j := job()
+		j.Resume, j.Capped = true, "started 3 agent sessions of 3 (PHASE_MAX_SESSIONS)"
+		if o := f.run(j); !o.OK || o.Tip != tip || exists(marker) || o.Usage.Sessions != 0 {
+			t.Fatalf("outcome = %+v, want OK at %s without an agent", o, tip)
+		}
+	})
+	t.Run("capped: not done, no agent", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.parkBranch(map[string]string{"half.txt": "half\n"}, true)
+		marker := filepath.Join(f.tmp, "agent-ran")
+		f.runner.Agent = "touch '" + marker + "'"
+		j := job()
+		j.Resume, j.Capped = true, "started 3 agent sessions of 3 (PHASE_MAX_SESSIONS)"
+		o := f.run(j)
+		if o.Reason != scheduler.ReasonBudget || !o.Found || o.Detail != j.Capped || exists(marker) || o.Usage.Sessions != 0 {
+			t.Fatalf("outcome = %+v, want a budget failure found without an agent", o)
 		}
 	})
 }
