@@ -2,6 +2,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/transcript"
 )
 
 // Options are what logs's flags and arguments say.
@@ -20,6 +22,8 @@ type Options struct {
 	Role    string // "": any
 	Attempt int    // 0: the newest
 	Follow  bool
+	// Pretty renders agent output as a transcript (package transcript).
+	Pretty bool
 }
 
 // NewCmd is `claudopilot logs`; runF runs the parsed options (Run when
@@ -29,17 +33,24 @@ func NewCmd(runF func(context.Context, *Options) error) cmdutil.Command {
 }
 
 func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error) {
-	fs := cmdutil.NewFlags(a, "logs", "logs ID [--role worker|supervisor|reviewer|gate|prepare] [--attempt N] [-f] [--roadmap DIR]", `
+	fs := cmdutil.NewFlags(a, "logs", "logs ID [--role worker|supervisor|reviewer|gate|prepare] [--attempt N] [-f] [--pretty] [--roadmap DIR]", `
 Print a phase's log: the newest one, or the newest of one role, or one
 attempt. With -f, keep printing what is appended until Ctrl-C, moving on to
 a newer log of the phase (the next attempt) when one appears.
 
+With --pretty, an agent's output (Claude Code's stream-json, codex exec
+--json, opencode run --format json) is printed as a transcript: what the
+assistant said, each tool call with its input in one line and the first
+lines of its result, and what each turn spent. Other lines print as they
+are. Without --pretty the log is printed raw, byte for byte.
+
 Logs live in .claudopilot/logs/<id>/<role>-<attempt>.log. An issue of the
 queue is named as in the graph, "#12" (its checks logs are --role checks).`,
-		"  claudopilot logs phase-03\n  claudopilot logs phase-03 --role gate\n  claudopilot logs phase-03 --role worker --attempt 2\n  claudopilot logs phase-03 -f")
+		"  claudopilot logs phase-03\n  claudopilot logs phase-03 --pretty\n  claudopilot logs phase-03 --role gate\n  claudopilot logs phase-03 --role worker --attempt 2\n  claudopilot logs phase-03 -f")
 	role := fs.String("role", "", "only logs of this role: worker, supervisor, reviewer, gate or prepare")
 	attempt := fs.Int("attempt", 0, "this attempt of the role (default: the newest)")
 	follow := fs.BoolP("follow", "f", false, "keep printing as the log grows")
+	pretty := fs.Bool("pretty", false, "print agent output as a transcript (text, tool calls folded, cost per turn)")
 	dirFlag := fs.String("roadmap", "", "the roadmap folder (default: ./roadmap, else ./.claudopilot/roadmap)")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return nil, err
@@ -55,7 +66,7 @@ queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 	if *attempt != 0 && *role == "" {
 		return nil, cmdutil.UsageErrorf("logs: --attempt needs --role")
 	}
-	return &Options{App: a, Dir: *dirFlag, ID: fs.Arg(0), Role: *role, Attempt: *attempt, Follow: *follow}, nil
+	return &Options{App: a, Dir: *dirFlag, ID: fs.Arg(0), Role: *role, Attempt: *attempt, Follow: *follow, Pretty: *pretty}, nil
 }
 
 // Run prints the log chosen, or follows it.
@@ -96,10 +107,17 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 		defer f.Close()
+		if o.Pretty {
+			entries, err := transcript.Read(f)
+			if err != nil {
+				return fmt.Errorf("logs: read %s: %w", s.Rel(path), err)
+			}
+			return transcript.WriteText(a.S.Out, entries, transcript.DefaultFold)
+		}
 		_, err = io.Copy(a.S.Out, f)
 		return err
 	}
-	return followLogs(ctx, a, path, func() string {
+	return followLogs(ctx, a, o.Pretty, path, func() string {
 		if *attempt != 0 {
 			return path
 		}
@@ -107,17 +125,19 @@ func Run(ctx context.Context, o *Options) error {
 	})
 }
 
-// followLogs prints path as it grows, switching to newer() when that names
-// another file, until ctx ends (Ctrl-C).
-func followLogs(ctx context.Context, a *cmdutil.App, path string, newer func() string) error {
+// followLogs prints path as it grows (as a transcript when pretty),
+// switching to newer() when that names another file, until ctx ends
+// (Ctrl-C).
+func followLogs(ctx context.Context, a *cmdutil.App, pretty bool, path string, newer func() string) error {
 	var off int64
+	out := sink(a.S.Out, pretty)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if path != "" {
 			if f, err := os.Open(path); err == nil {
 				if _, err := f.Seek(off, io.SeekStart); err == nil {
-					n, _ := io.Copy(a.S.Out, f)
+					n, _ := io.Copy(out, f)
 					off += n
 				}
 				f.Close()
@@ -127,7 +147,7 @@ func followLogs(ctx context.Context, a *cmdutil.App, path string, newer func() s
 			if path != "" {
 				fmt.Fprintf(a.S.Err, "==> %s <==\n", next)
 			}
-			path, off = next, 0
+			path, off, out = next, 0, sink(a.S.Out, pretty)
 			continue
 		}
 		select {
@@ -136,4 +156,38 @@ func followLogs(ctx context.Context, a *cmdutil.App, path string, newer func() s
 		case <-tick.C:
 		}
 	}
+}
+
+// sink is where followed bytes go: out itself, or, when pretty, a
+// transcript of the lines as they complete.
+func sink(out io.Writer, pretty bool) io.Writer {
+	if !pretty {
+		return out
+	}
+	return &lineWriter{s: transcript.NewTextStream(out, transcript.DefaultFold)}
+}
+
+// lineWriter hands complete lines to a transcript stream, keeping a
+// partial last line until the rest of it is written.
+type lineWriter struct {
+	s    *transcript.TextStream
+	part []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.part = append(w.part, b...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		if err := w.s.Line(string(w.part[:i])); err != nil {
+			return len(b), err
+		}
+		w.part = w.part[i+1:]
+	}
+	if len(w.part) > transcript.MaxLine {
+		w.part = w.part[:0] // a line past the limit is dropped, as Read drops it
+	}
+	return len(b), nil
 }

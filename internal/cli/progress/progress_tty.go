@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/transcript"
 )
 
 // The live table on a terminal. Every line is cut to the terminal's width
@@ -138,166 +138,18 @@ func (p *View) detail(r *row, st string, now time.Time) string {
 	return clean(r.note)
 }
 
-// lastReadable is the newest line of an agent's log worth showing: Claude
-// Code's stream-json events become their text or the tool they call;
-// plain output is shown as it is, without control characters.
+// lastReadable is the newest line of an agent's log worth showing, as the
+// transcript reads it (an agent event's text or the tool it calls; plain
+// output as it is, without control characters).
 func lastReadable(lines []string) string {
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		if l == "" {
-			continue
-		}
-		if strings.HasPrefix(l, "{") {
-			if s, ok := streamJSONLine(l); ok {
-				if s != "" {
-					return clean(s)
-				}
-				continue
-			}
-		}
-		return clean(l)
+	p := transcript.NewParser()
+	for _, l := range lines {
+		p.Feed(l)
 	}
-	return ""
-}
-
-// streamJSONLine renders one line of `claude --output-format stream-json`
-// or of `codex exec --json`.
-// ok is false when the line is not such an event; s is "" for events not
-// worth a line (tool results, bookkeeping).
-func streamJSONLine(line string) (s string, ok bool) {
-	var ev struct {
-		Type    string `json:"type"`
-		Subtype string `json:"subtype"`
-		Model   string `json:"model"`
-		Result  string `json:"result"`
-		// Claude: an object with the content; Codex's error: a string.
-		Message json.RawMessage `json:"message"`
-		// Codex
-		Item  *codexItem `json:"item"`
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal([]byte(line), &ev) != nil || ev.Type == "" {
-		return "", false
-	}
-	switch ev.Type {
-	case "item.started", "item.updated", "item.completed":
-		if ev.Item == nil {
-			return "", true
-		}
-		return ev.Item.text(), true
-	case "turn.failed":
-		if ev.Error != nil {
-			return "failed: " + firstLine(ev.Error.Message), true
-		}
-		return "failed", true
-	case "error":
-		var msg string
-		_ = json.Unmarshal(ev.Message, &msg)
-		return "error: " + firstLine(msg), true
-	case "system":
-		if ev.Subtype == "init" {
-			if ev.Model != "" {
-				return "started (" + ev.Model + ")", true
-			}
-			return "started", true
-		}
-		return "", true
-	case "result":
-		if r := firstLine(ev.Result); r != "" {
-			return "result: " + r, true
-		}
-		return "result: " + ev.Subtype, true
-	case "assistant":
-		return assistantLine(ev.Message), true
-	}
-	return "", true
-}
-
-// assistantLine is the last readable part of a Claude assistant message:
-// its text, or the tool it uses and on what.
-func assistantLine(message json.RawMessage) string {
-	var msg struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(message, &msg) != nil {
-		return ""
-	}
-	var items []struct {
-		Type  string         `json:"type"`
-		Text  string         `json:"text"`
-		Name  string         `json:"name"`
-		Input map[string]any `json:"input"`
-	}
-	if json.Unmarshal(msg.Content, &items) != nil {
-		return ""
-	}
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		switch it.Type {
-		case "text":
-			if t := firstLine(it.Text); t != "" {
-				return t
-			}
-		case "tool_use":
-			for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description", "prompt"} {
-				if v, _ := it.Input[k].(string); v != "" {
-					return it.Name + ": " + firstLine(v)
-				}
-			}
-			return it.Name
-		}
-	}
-	return ""
-}
-
-// codexItem is an item of `codex exec --json` (its kind is "type", or
-// "item_type" in early versions).
-type codexItem struct {
-	Type     string `json:"type"`
-	ItemType string `json:"item_type"`
-	Text     string `json:"text"`
-	Command  string `json:"command"`
-	Server   string `json:"server"`
-	Tool     string `json:"tool"`
-	Query    string `json:"query"`
-	Message  string `json:"message"`
-	Changes  []struct {
-		Path string `json:"path"`
-	} `json:"changes"`
-}
-
-func (it *codexItem) text() string {
-	kind := it.Type
-	if kind == "" {
-		kind = it.ItemType
-	}
-	switch kind {
-	case "agent_message", "assistant_message", "reasoning":
-		return strings.Trim(firstLine(it.Text), "*")
-	case "command_execution":
-		return "$ " + firstLine(it.Command)
-	case "file_change":
-		var paths []string
-		for _, c := range it.Changes {
-			paths = append(paths, c.Path)
-		}
-		return "edit: " + strings.Join(paths, ", ")
-	case "mcp_tool_call":
-		return it.Server + "." + it.Tool
-	case "web_search":
-		return "search: " + firstLine(it.Query)
-	case "error":
-		return "error: " + firstLine(it.Message)
-	}
-	return ""
-}
-
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
+	es := p.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if h := transcript.Headline(es[i]); h != "" {
+			return h
 		}
 	}
 	return ""

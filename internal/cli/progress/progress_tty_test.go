@@ -157,7 +157,7 @@ func TestStreamJSONLines(t *testing.T) {
 		`{"type":"result","subtype":"success","result":"Renamed the doc to DONE_."}`:                                     "result: Renamed the doc to DONE_.",
 		"plain output\r with a \x1b[31mcolour\x1b[0m":                                                                    "plain output with a colour",
 		`{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Added the cart."}}`:               "Added the cart.",
-		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc 'go test ./...'"}}`: "$ bash -lc 'go test ./...'",
+		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc 'go test ./...'"}}`: "shell: bash -lc 'go test ./...'",
 		`{"type":"item.completed","item":{"id":"item_0","item_type":"reasoning","text":"**Planning the change**"}}`:      "Planning the change",
 	} {
 		if got := lastReadable([]string{in, `{"type":"user","message":{"content":[{"type":"tool_result"}]}}`}); got != want {
