@@ -137,7 +137,7 @@ func runKnobs() []Knob {
 		{Env: "LISTEN_PUBLIC", Flag: "listen-public", Def: "0", Help: "allow --listen on an address that is not loopback (still token-only)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.ListenPublic })},
 		{Env: "AGENT_RESUME_CMD", Flag: "resume-cmd", Help: `command that relaunches a worker in its agent session after a rate limit or a crash; {session} is the session id (e.g. "claude -p --resume {session}")`, Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.ResumeCmd })},
 		{Env: "SANDBOX", Flag: "sandbox", Def: "auto", Help: "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined; auto: bwrap where it works here, else off with a warning", Kind: Sandbox, Scope: rq, to: field(func(s *Settings) *string { return &s.Sandbox })},
-		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "1", Help: "network inside the sandbox (0: none)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxNet })},
+		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "1", Help: "network inside the sandbox: 1 shares the host's (its loopback services too: docs/sandbox.md), 0 none", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxNet })},
 		{Env: "SANDBOX_GATE", Flag: "sandbox-gate", Def: "0", Help: "gates and WORKTREE_PREPARE_CMD run in the sandbox too", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxGate })},
 		{Env: "SANDBOX_RW", Flag: "sandbox-rw", Help: "more writable paths inside the sandbox, ':'-separated, absolute or ~/", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxRW })},
 	}

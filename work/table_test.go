@@ -1,0 +1,255 @@
+package work_test
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/sandbox"
+)
+
+// tableRows maps the probe's ids (testdata/agents/i21-probe.sh) to the
+// first column of the table in docs/sandbox.md.
+var tableRows = map[string]string{
+	"worktree":  "its worktree",
+	"admin":     "its worktree's admin folder (`.git/worktrees/<id>`)",
+	"branch":    "its branch",
+	"others":    "the base branch and other branches",
+	"base":      "the base checkout",
+	"neighbour": "other phases' worktrees",
+	"repo":      "the repository's config, `hooks/`, `info/`",
+	"objects":   "existing objects in `.git/objects`",
+	"home":      "HOME",
+	"settings":  "the CLI's settings and memory (`~/.claude/settings.json`, `CLAUDE.md`, …)",
+	"state":     "the rest of the CLI's state (`~/.claude/…`)",
+	"rw":        "SANDBOX_RW paths",
+	"tmp":       "the host's `/tmp`",
+	"rest":      "the rest of the filesystem",
+	"environ":   "the driver's environment (`/proc/<pid>/environ`)",
+	"process":   "the driver's process (signals)",
+	"loop1":     "the host's loopback (`127.0.0.1`), SANDBOX_NET=1",
+	"addr1":     "the host's other addresses and outside, SANDBOX_NET=1",
+	"loop0":     "the host's loopback, SANDBOX_NET=0",
+	"addr0":     "the host's other addresses and outside, SANDBOX_NET=0",
+}
+
+// docTable reads the table of docs/sandbox.md: row → column → the cell's
+// leading words ("read and write", "read only", "nothing", "reach").
+func docTable(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "docs", "sandbox.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]map[string]string{}
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "<!-- table:begin -->":
+			in = true
+			continue
+		case line == "<!-- table:end -->":
+			in = false
+		}
+		if !in || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| what ") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 3 {
+			t.Fatalf("docs/sandbox.md: a table row without three cells: %s", line)
+		}
+		lead := func(c string) string {
+			c, _, _ = strings.Cut(strings.TrimSpace(c), " (")
+			return c
+		}
+		out[strings.TrimSpace(cells[0])] = map[string]string{sandbox.Bwrap: lead(cells[1]), sandbox.Off: lead(cells[2])}
+	}
+	return out
+}
+
+// listener counts the connections made to it, closing each at once.
+type listener struct {
+	ln net.Listener
+	n  atomic.Int64
+}
+
+func listen(t *testing.T, host string) *listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.n.Add(1)
+			c.Close()
+		}
+	}()
+	return l
+}
+
+// hostAddress is a non-loopback IPv4 address of this host ("": none).
+func hostAddress() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			return ip.IP.String()
+		}
+	}
+	return ""
+}
+
+// The table of docs/sandbox.md, "What an agent can read, write and reach",
+// is what a probe agent (testdata/agents/i21-probe.sh) finds under bwrap
+// (with SANDBOX_NET=1, and =0 for the network rows) and without a sandbox,
+// row by row (issue 21). Without bubblewrap only the off column is checked.
+func TestSandboxTable(t *testing.T) {
+	table := docTable(t)
+	for id, row := range tableRows {
+		if table[row] == nil {
+			t.Errorf("docs/sandbox.md's table has no row %q (the probe's %s)", row, id)
+		}
+	}
+	if len(table) != len(tableRows) {
+		t.Errorf("docs/sandbox.md's table has %d rows, the probe knows %d: every row needs a probe", len(table), len(tableRows))
+	}
+	addr := hostAddress()
+	if addr == "" {
+		t.Log("no non-loopback address here: the rows of the host's other addresses are not probed")
+	}
+	for _, mode := range modes(t) {
+		got := map[string][2]bool{}
+		for _, netOn := range []bool{true, false} {
+			if !netOn && mode == sandbox.Off {
+				continue // SANDBOX_NET means nothing without the sandbox
+			}
+			res := probeRun(t, mode, netOn, addr)
+			for id, v := range res {
+				got[id] = v
+			}
+		}
+		if mode == sandbox.Off {
+			got["loop0"], got["addr0"] = got["loop1"], got["addr1"]
+		}
+		for id, row := range tableRows {
+			if (id == "addr0" || id == "addr1") && addr == "" {
+				continue
+			}
+			want := table[row][mode]
+			var have string
+			r, w := got[id][0], got[id][1]
+			switch {
+			case strings.HasPrefix(id, "loop") || strings.HasPrefix(id, "addr"):
+				have = map[bool]string{true: "reach", false: "nothing"}[r]
+			case r && w:
+				have = "read and write"
+			case r:
+				have = "read only"
+			case !w:
+				have = "nothing"
+			default:
+				have = "write only"
+			}
+			if have != want {
+				t.Errorf("%s: %q: the table says %q, the probe found %q", mode, row, want, have)
+			}
+		}
+	}
+}
+
+// probeRun runs the probe as a phase's worker and returns, per row id,
+// whether it could read and write (for the network rows: reach).
+func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]bool {
+	t.Helper()
+	f := newFixture(t)
+	// Outside /tmp, which the sandbox replaces: HOME, SANDBOX_RW and the
+	// rest of the filesystem.
+	outside, err := os.MkdirTemp("/var/tmp", "claudopilot-table-")
+	if err != nil {
+		t.Skipf("no /var/tmp to probe the filesystem outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	hostTmp, err := os.MkdirTemp("/tmp", "claudopilot-table-")
+	if err != nil {
+		t.Skipf("no /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(hostTmp) })
+	home, rw, rest := filepath.Join(outside, "home"), filepath.Join(outside, "rw"), filepath.Join(outside, "rest")
+	f.write(home, "profile", "the user's\n")
+	f.write(home, ".claude/settings.json", "{}\n")
+	f.write(home, ".claude/state.json", "{}\n")
+	f.write(rw, "file", "rw\n")
+	f.write(rest, "file", "rest\n")
+	f.write(hostTmp, "file", "tmp\n")
+	p2 := filepath.Join(f.top, ".claudopilot", "worktrees", "p2")
+	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p2", p2, "main")
+	f.write(p2, "secret", "p2's\n")
+	f.gitIn(f.top, "branch", "release")
+	readme := f.gitIn(f.top, "cat-file", "blob", "main:README.md")
+	if err := f.git.Protect(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	loop := listen(t, "127.0.0.1")
+	addrs := loop.ln.Addr().String()
+	var other *listener
+	if addr != "" {
+		other = listen(t, addr)
+		addrs += " " + other.ln.Addr().String()
+	}
+	if mode == sandbox.Bwrap {
+		f.sandboxed()
+		f.runner.Sandbox.Net = netOn
+		f.runner.Sandbox.RW = []string{rw}
+		f.runner.Sandbox.State = sandbox.HomeState(home)
+	}
+	out := filepath.Join(f.wt(), ".probe")
+	f.runner.Agent = hostileAgent(t, "i21-probe.sh")
+	f.runner.Env = append(f.runner.Env, "OUT="+out, "TOP="+f.top, "P2="+p2, "COMMON="+filepath.Join(f.top, ".git"),
+		"HOME="+home, "RW="+rw, "REST="+rest, "HOSTTMP="+hostTmp, "DRIVER="+strconv.Itoa(os.Getpid()), "ADDRS="+addrs)
+	o := f.run(job())
+	if !o.OK {
+		log, _ := os.ReadFile(o.LogPath)
+		t.Fatalf("%s net=%v: outcome %+v\n%s", mode, netOn, o, log)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) != 3 {
+			continue
+		}
+		v := got[fs[0]]
+		v[map[string]int{"read": 0, "write": 1}[fs[1]]] = fs[2] == "1"
+		got[fs[0]] = v
+	}
+	// On the host: branches and objects.
+	got["others"] = [2]bool{got["others"][0], f.rev("refs/heads/release") != f.rev("refs/heads/main")}
+	got["objects"] = [2]bool{got["objects"][0], f.gitIn(f.top, "cat-file", "blob", "main:README.md") != readme}
+	got["branch"] = [2]bool{got["branch"][0], strings.Contains(f.gitIn(f.top, "log", "--format=%s", "refs/heads/auto/p1"), "probe")}
+	net := "1"
+	if !netOn {
+		net = "0"
+	}
+	got["loop"+net] = [2]bool{loop.n.Load() > 0}
+	if other != nil {
+		got["addr"+net] = [2]bool{other.n.Load() > 0}
+	}
+	return got
+}
