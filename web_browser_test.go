@@ -49,7 +49,7 @@ func TestWebPageDrivesARun(t *testing.T) {
 		{"click Resume", chromedp.Click(chromedp.CSS("#btn-resume"))},
 		{"b shows merged", chromedp.WaitVisible(chromedp.CSS(node("b", "merged")))},
 		{"pick b in the table", clickNow(`tr[data-id="b"]`)},
-		{"the log pane shows b's output", chromedp.WaitVisible(chromedp.Search(`//pre[@id="log"][contains(., "hello from b")]`))},
+		{"the log pane shows b's output", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "hello from b")]`))},
 		{"c shows running", chromedp.WaitVisible(chromedp.CSS(node("c", "running")))},
 	})
 	r.screenshot("page.png")

@@ -52,6 +52,12 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		Token: tok, Model: model, Hub: hub, Redact: red,
 		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
+		Logs: func(id string) ([]state.LogFile, error) {
+			if rm.Node(id) == nil && !roadmap.IsIssueRef(id) {
+				return nil, fmt.Errorf("no phase %q", id)
+			}
+			return l.Logs(id, ""), nil
+		},
 	}
 	addr, err := srv.Serve(ctx, cfg.Listen, nil)
 	if err != nil {
@@ -145,9 +151,9 @@ func FindLog(l state.Layout, rm *roadmap.Roadmap, id, role string, attempt int) 
 		return "", fmt.Errorf("no phase %q", id)
 	}
 	switch role {
-	case "", "worker", "supervisor", "reviewer", "gate", "prepare":
+	case "", "worker", "supervisor", "reviewer", "gate", "prepare", "merge-prepare", "lockfile", "checks":
 	default:
-		return "", fmt.Errorf("role %q: want worker, supervisor, reviewer, gate or prepare", role)
+		return "", fmt.Errorf("role %q: want worker, supervisor, reviewer, gate, prepare, merge-prepare, lockfile or checks", role)
 	}
 	if role != "" && attempt > 0 {
 		return l.LogPath(id, role, attempt), nil

@@ -224,6 +224,9 @@ func (m *Model) Apply(ev scheduler.Event) {
 	case scheduler.EvFailed, scheduler.EvBlocked:
 		p.Activity = ""
 		p.Reason, p.Detail = string(ev.Reason), ev.Detail
+		if ev.LogPath != "" {
+			p.Log = ev.LogPath // what parked it: the pane opens on it
+		}
 	case scheduler.EvCooldown:
 		p.Cooldown = ev.Until
 		// The attempt that hit the limit ran on the phase's lane.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -13,14 +12,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 //go:embed page.html
@@ -43,12 +41,17 @@ type Actions interface {
 // LogPath finds a phase's log: role "" means any, attempt 0 the newest.
 type LogPath func(id, role string, attempt int) (string, error)
 
+// LogList lists a phase's logs, oldest first (state.Layout.Logs); an error
+// for an id that is no node.
+type LogList func(id string) ([]state.LogFile, error)
+
 // Server is the HTTP side of a running driver.
 type Server struct {
 	Token   string
 	Model   *Model
 	Actions Actions
 	Log     LogPath
+	Logs    LogList
 	Hub     *Hub
 	// Redact is the driver's redaction funnel: every log line served
 	// goes through it (nil: the rules alone).
@@ -108,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/state", s.auth(s.state))
 	mux.HandleFunc("GET /api/v1/events", s.auth(s.events))
 	mux.HandleFunc("GET /api/v1/logs/{id}", s.auth(s.logs))
+	mux.HandleFunc("GET /api/v1/logs/{id}/list", s.auth(s.logList))
 	mux.HandleFunc("POST /api/v1/actions", s.auth(s.action))
 	return mux
 }
@@ -196,75 +200,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, b)
 			fl.Flush()
-		}
-	}
-}
-
-// logs prints a phase's log, scrubbed of secrets; follow=1 streams new
-// lines as server-sent events until the client goes.
-func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	attempt := 0
-	if a := q.Get("attempt"); a != "" {
-		n, err := strconv.Atoi(a)
-		if err != nil || n < 1 {
-			httpError(w, http.StatusBadRequest, "attempt: want a number ≥ 1")
-			return
-		}
-		attempt = n
-	}
-	path, err := s.Log(r.PathValue("id"), q.Get("role"), attempt)
-	if err != nil {
-		httpError(w, http.StatusNotFound, err.Error())
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		httpError(w, http.StatusNotFound, "no log yet")
-		return
-	}
-	defer f.Close()
-	if q.Get("follow") != "1" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		red := s.Redact.Stream()
-		for sc.Scan() {
-			fmt.Fprintln(w, red.Line(sc.Text()))
-		}
-		return
-	}
-	s.follow(w, r, f)
-}
-
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, f *os.File) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		httpError(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
-	sseHeaders(w)
-	rd := bufio.NewReader(f)
-	red := s.Redact.Stream()
-	var part string
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		for {
-			line, err := rd.ReadString('\n')
-			part += line
-			if err != nil {
-				break // the rest of a line comes later
-			}
-			b, _ := json.Marshal(red.Line(strings.TrimRight(part, "\r\n")))
-			fmt.Fprintf(w, "event: line\ndata: %s\n\n", b)
-			part = ""
-		}
-		fl.Flush()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-tick.C: // a log is a file: look again for more
 		}
 	}
 }
