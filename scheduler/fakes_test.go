@@ -8,6 +8,7 @@ package scheduler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,6 +168,8 @@ type step struct {
 	Found bool
 	// Usage is what the agent reports spending.
 	Usage ledger.Usage
+	// Exit is the agent's exit code for Reason ReasonExit (default 1).
+	Exit int
 }
 
 var okStep = step{OK: true}
@@ -283,7 +286,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 	default:
 		o.Reason, o.Detail, o.Cooldown, o.Transient, o.Found = st.Reason, st.Detail, st.Cooldown, st.Transient, st.Found
 		if o.Reason == ReasonExit {
-			o.ExitCode = 1
+			o.ExitCode = cmp.Or(st.Exit, 1)
 		}
 	}
 	// A fixed logical duration, so time spent adds up exactly.

@@ -189,9 +189,12 @@ type phase struct {
 	// journal): the summary counts this run's attempts and time only.
 	runsBefore  int
 	spentBefore time.Duration
-	usage       ledger.Usage          // over every run, for the phase caps (budget.go)
-	run         ledger.Usage          // this run's
-	byRole      map[Role]ledger.Usage // this run's, by role
+	// noDone: its last attempt that told ended without the DONE_ doc
+	// (HaltError.NoDone).
+	noDone bool
+	usage  ledger.Usage          // over every run, for the phase caps (budget.go)
+	run    ledger.Usage          // this run's
+	byRole map[Role]ledger.Usage // this run's, by role
 }
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
@@ -804,6 +807,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.logPath = o.LogPath
 		p.tip = o.Tip
 		p.transient = 0
+		p.noDone = false
 		detail := ""
 		if o.Found {
 			// Found done, no agent ran: the launch gives its attempt back.
@@ -837,6 +841,14 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	p.transient = 0
 	if o.LogPath != "" {
 		p.logPath = o.LogPath
+	}
+	p.noDone = noDoneAfter(p.noDone, o)
+	if r := workerReport(p, o); r != ReasonNone {
+		// The worker's own report (Claudopilot's exit codes): no
+		// supervisor is sent; the phase stops here.
+		s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: r, Detail: o.Detail, Log: o.LogPath})
+		s.giveUp(p, r, o.Detail)
+		return
 	}
 	by := o.Role
 	if o.Found {
@@ -1240,4 +1252,36 @@ func (p *phase) unlaunch(role Role) {
 	} else {
 		p.workerRuns--
 	}
+}
+
+// workerReport is what a roadmap phase's worker reported by its exit code,
+// as Claudopilot's contract has it: 2 a checkpoint, 4 a dependency error.
+// Either stops the phase with no supervisor spent: the run halts with
+// that code, or under KEEP_GOING the phase is parked with its dependents.
+// ReasonNone for anything else (an issue's agent never reports so).
+func workerReport(p *phase, o Outcome) Reason {
+	if p.n.Outside || o.Role != Worker || o.Reason != ReasonExit || o.Cooldown > 0 {
+		return ReasonNone
+	}
+	switch o.ExitCode {
+	case 2:
+		return ReasonCheckpoint
+	case 4:
+		return ReasonDeps
+	}
+	return ReasonNone
+}
+
+// noDoneAfter says whether a phase is without its DONE_ doc after a
+// failed attempt: an attempt that ended without it (a worker's exit 5 or
+// 6 is Claudopilot's "gave up" and "stopped short"), until one gets past
+// the done check (a red gate); other failures tell nothing of it.
+func noDoneAfter(was bool, o Outcome) bool {
+	switch {
+	case o.Reason == ReasonNoDone, o.Role == Worker && o.Reason == ReasonExit && (o.ExitCode == 5 || o.ExitCode == 6):
+		return true
+	case o.Reason == ReasonGate:
+		return false
+	}
+	return was
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/claudopilot/claudopilot/state"
 	"reflect"
 	"slices"
@@ -1292,5 +1293,70 @@ func TestGateEvents(t *testing.T) {
 	want := []string{EvLaunch, EvGate + "/worker", EvExit, EvMerging, EvGate + "/merge", EvMerged}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("events of a: %v, want %v", kinds, want)
+	}
+}
+
+// A worker's exit code reports as Claudopilot's contract has it: 2 a
+// checkpoint, 4 a dependency error. No supervisor is sent: the run halts
+// with the report's reason (exit 2, exit 4), or under KEEP_GOING the
+// phase is parked with its dependents and the rest goes on.
+func TestWorkerReports(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		exit int
+		want Reason
+		keep bool
+	}{{2, ReasonCheckpoint, false}, {4, ReasonDeps, false}, {4, ReasonDeps, true}, {2, ReasonCheckpoint, true}} {
+		t.Run(fmt.Sprintf("exit%d/keep-going=%v", c.exit, c.keep), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, manifestOf(
+				"[pending] **a** — a (deps: none)",
+				"[pending] **b** — b (deps: a)",
+				"[pending] **c** — c (deps: none)",
+			), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, KeepGoing: c.keep})
+			h.runner.on("a", Worker, step{Reason: ReasonExit, Exit: c.exit, Detail: fmt.Sprintf("worker exited %d", c.exit)})
+			_, _, err := h.run(context.Background())
+			if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+				t.Errorf("%d supervisors sent, want none", n)
+			}
+			if c.keep {
+				wantErrIs(t, err, ErrParked)
+				h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
+				return
+			}
+			if he := wantHalt(t, err); he.ID != "a" || he.Reason != c.want {
+				t.Errorf("HaltError = %+v, want a/%s", he, c.want)
+			}
+			h.store.wantStates(t, map[string]manifest.State{"a": manifest.Failed, "b": manifest.Pending})
+		})
+	}
+}
+
+// A phase that never produced its DONE_ doc, whose repairs could not make
+// it, halts as Claudopilot's exit 6 whatever the last repair's own exit
+// (HaltError.NoDone); one whose gate went red past the done check does
+// not.
+func TestHaltWithoutDoneDoc(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		workers []step
+		want    bool
+	}{
+		{"no-done", []step{fail(ReasonNoDone), fail(ReasonNoDone)}, true},
+		{"gave-up-exit-5", []step{{Reason: ReasonExit, Exit: 5}, {Reason: ReasonExit, Exit: 6}}, true},
+		{"red-gate-after", []step{fail(ReasonNoDone), fail(ReasonGate)}, false},
+		{"crash", []step{fail(ReasonExit), fail(ReasonExit)}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
+			h.runner.on("a", Worker, c.workers...)
+			h.runner.on("a", Supervisor, step{Reason: ReasonExit, Exit: 3}, step{Reason: ReasonExit, Exit: 3})
+			_, _, err := h.run(context.Background())
+			if he := wantHalt(t, err); he.NoDone != c.want {
+				t.Errorf("HaltError = %+v, want NoDone %v", he, c.want)
+			}
+		})
 	}
 }

@@ -362,7 +362,7 @@ func (s *Scheduler) giveUp(p *phase, r Reason, detail string) {
 	s.record(state.Record{Phase: p.n.ID, Event: "failed", Reason: r})
 	s.emit(Event{Kind: EvFailed, Phase: p.n.ID, State: string(manifest.Failed), Reason: r, Detail: detail, LogPath: p.logPath})
 	if s.halt == nil {
-		s.halt = &HaltError{ID: p.n.ID, Reason: r, LogPath: p.logPath}
+		s.halt = &HaltError{ID: p.n.ID, Reason: r, LogPath: p.logPath, NoDone: p.noDone}
 		s.emit(Event{Kind: EvHalt, Phase: p.n.ID, Reason: r, Detail: "no new launches; running phases finish and merge"})
 	}
 }

@@ -22,21 +22,23 @@ const (
 )
 
 const (
-	ReasonNone      = state.ReasonNone
-	ReasonNoDone    = state.ReasonNoDone
-	ReasonExit      = state.ReasonExit
-	ReasonGate      = state.ReasonGate
-	ReasonPrepare   = state.ReasonPrepare
-	ReasonStuck     = state.ReasonStuck
-	ReasonTimeout   = state.ReasonTimeout
-	ReasonWorktree  = state.ReasonWorktree
-	ReasonConflict  = state.ReasonConflict
-	ReasonScope     = state.ReasonScope
-	ReasonSecret    = state.ReasonSecret
-	ReasonProtected = state.ReasonProtected
-	ReasonBudget    = state.ReasonBudget
-	ReasonChecks    = state.ReasonChecks
-	ReasonMerge     = state.ReasonMerge
+	ReasonNone       = state.ReasonNone
+	ReasonNoDone     = state.ReasonNoDone
+	ReasonExit       = state.ReasonExit
+	ReasonGate       = state.ReasonGate
+	ReasonPrepare    = state.ReasonPrepare
+	ReasonStuck      = state.ReasonStuck
+	ReasonTimeout    = state.ReasonTimeout
+	ReasonWorktree   = state.ReasonWorktree
+	ReasonConflict   = state.ReasonConflict
+	ReasonScope      = state.ReasonScope
+	ReasonSecret     = state.ReasonSecret
+	ReasonProtected  = state.ReasonProtected
+	ReasonBudget     = state.ReasonBudget
+	ReasonChecks     = state.ReasonChecks
+	ReasonMerge      = state.ReasonMerge
+	ReasonCheckpoint = state.ReasonCheckpoint
+	ReasonDeps       = state.ReasonDeps
 )
 
 // Job asks a Runner for one attempt at one phase.
@@ -265,6 +267,10 @@ type HaltError struct {
 	ID      string
 	Reason  Reason
 	LogPath string
+	// NoDone: the phase never produced its DONE_ doc and its repairs
+	// could not make it (Claudopilot's exit 6), whatever the last
+	// failure's own reason.
+	NoDone bool
 }
 
 func (e *HaltError) Error() string {

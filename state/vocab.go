@@ -31,6 +31,9 @@ const (
 	ReasonProtected Reason = "protected"
 	ReasonBudget    Reason = "budget" // the phase spent PHASE_MAX_COST_USD
 	ReasonReview    Reason = "review" // the reviewers still blocked after the last round
+	// A worker's own report, by its exit code (Claudopilot's contract):
+	ReasonCheckpoint Reason = "checkpoint" // exited 2: a checkpoint, for a person to look at
+	ReasonDeps       Reason = "dependency" // exited 4: a dependency it needs is not there
 	// The landing on GitHub (an outside node's pull request):
 	ReasonChecks Reason = "checks"       // the pull request's checks are red, or still pending after CHECKS_TIMEOUT
 	ReasonPush   Reason = "push"         // the branch could not be pushed

@@ -39,11 +39,11 @@ var ExitTable = []struct {
 }{
 	{ExitOK, "all phases merged (or the command succeeded)"},
 	{ExitFatal, "fatal: not a repository, refused base branch, already running, git or I/O error"},
-	{ExitCheckpoint, "stopped at a LOOP-CHECKPOINT marker"},
+	{ExitCheckpoint, "stopped at a LOOP-CHECKPOINT marker, or a worker exited 2 (a checkpoint)"},
 	{ExitInvalid, "invalid or missing manifest, an unreadable settings file, or nothing can progress"},
-	{ExitDepError, "a worker reported a dependency error"},
+	{ExitDepError, "a worker reported a dependency error (exited 4)"},
 	{ExitExhausted, "halted: a phase exhausted its supervisor attempts or review rounds"},
-	{ExitNoDone, "halted: a phase never produced its DONE_ doc"},
+	{ExitNoDone, "halted: a phase never produced its DONE_ doc and its repairs could not make it"},
 	{ExitIterLimit, "iteration limit reached"},
 	{ExitParked, "keep-going finished with parked ([blocked]) phases"},
 	{ExitBudget, "RUN_MAX_COST_USD reached: running attempts finished, nothing new started"},
@@ -96,7 +96,12 @@ func ExitCode(err error, sig os.Signal) int {
 	case errors.Is(err, scheduler.ErrCheckpoint):
 		return ExitCheckpoint
 	case errors.As(err, &halt):
-		if halt.Reason == scheduler.ReasonNoDone {
+		switch {
+		case halt.Reason == scheduler.ReasonCheckpoint:
+			return ExitCheckpoint
+		case halt.Reason == scheduler.ReasonDeps:
+			return ExitDepError
+		case halt.Reason == scheduler.ReasonNoDone, halt.NoDone:
 			return ExitNoDone
 		}
 		return ExitExhausted

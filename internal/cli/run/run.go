@@ -36,9 +36,10 @@ Settings come from flags, then the environment, then claudopilot.config at
 the repository root (KEY=VALUE lines), then the manifest's **Gate:** and
 **Prepare:** lines, then defaults. Each flag names its variable.
 
-Exit codes: 0 all merged; 1 fatal; 2 stopped at a LOOP-CHECKPOINT; 3 invalid
-manifest or nothing can progress; 5 halted, supervisor attempts exhausted;
-6 halted, a phase never produced its DONE_ doc; 8 keep-going left phases
+Exit codes: 0 all merged; 1 fatal; 2 stopped at a LOOP-CHECKPOINT (or a
+worker exited 2); 3 invalid manifest or nothing can progress; 4 a worker
+exited 4 (a dependency error); 5 halted, supervisor attempts exhausted; 6
+halted, a phase never produced its DONE_ doc; 8 keep-going left phases
 [blocked]; 64 flag misuse; 130/143 interrupted.`
 
 const runExample = `  claudopilot run roadmap/ --base develop
