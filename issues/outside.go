@@ -162,27 +162,7 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 	if w.is.Title == "" {
 		w.is.Title = j.ID
 	}
-	// Land exactly what the runner gated, or the head this landing itself
-	// moved the branch to (the base merged in by update-branch).
-	if j.Tip != "" {
-		sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
-		switch {
-		case err != nil:
-			out.Reason, out.Detail = state.ReasonWorktree, err.Error()
-			return out
-		case sha != j.Tip && sha != l.st.head:
-			out.Reason, out.Detail = state.ReasonWorktree, fmt.Sprintf("%s is at %s, not at the gated tip %s", w.branch, short(sha), short(j.Tip))
-			return out
-		}
-	}
-	var kind string
-	var f *failure
-	if j.Verdict != nil {
-		f = w.recordVerdict(ctx, j.Verdict, &l.st)
-	}
-	if f == nil { // no verdict, a PASS recorded, or a tree that moved
-		kind, f = w.landStep(ctx, j.ReviewFirst, &l.st)
-	}
+	kind, f := w.landJob(ctx, j, &l.st)
 	pr := 0
 	if w.pr != nil {
 		pr = w.pr.Number
@@ -217,6 +197,30 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		}
 	}
 	return out
+}
+
+// landJob lands j: exactly what the runner gated, or the head this
+// landing itself moved the branch to (the base merged in by
+// update-branch), after recording the review gate's verdict when the
+// loop hands one over (a BLOCKING one, or one not recorded, ends here).
+func (w *worker) landJob(ctx context.Context, j scheduler.MergeJob, st *landState) (string, *failure) {
+	if j.Tip != "" {
+		sha, err := w.q.git.RevParse(ctx, "refs/heads/"+w.branch)
+		switch {
+		case err != nil:
+			return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+		case sha != j.Tip && sha != st.head:
+			return "", &failure{reason: string(state.ReasonWorktree), detail: fmt.Sprintf("%s is at %s, not at the gated tip %s", w.branch, short(sha), short(j.Tip))}
+		}
+	}
+	if j.Verdict != nil {
+		if f := w.recordVerdict(ctx, j.Verdict, st); f != nil {
+			return "", f
+		}
+	}
+	// No verdict, a PASS recorded, or a tree that moved under the
+	// reviewers (handed back again).
+	return w.landStep(ctx, j.ReviewFirst, st)
 }
 
 // forget drops issue n's landing: the issue has left the scheduler. The
