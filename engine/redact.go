@@ -40,6 +40,6 @@ func (l logWriter) Write(p []byte) (int, error) { return l.e.redact.Writer(l.w).
 
 // redactEvent is ev with its texts through the funnel.
 func redactEvent(r *secret.Redactor, ev scheduler.Event) scheduler.Event {
-	ev.Detail = r.String(ev.Detail)
+	ev.Detail, ev.Title = r.String(ev.Detail), r.String(ev.Title)
 	return ev
 }

@@ -21,6 +21,9 @@ type Event struct {
 	Until   time.Time `json:"until,omitzero"`
 	Files   []string  `json:"files,omitempty"`
 	Lane    string    `json:"lane,omitempty"`
+	// Title and Deps describe an outside node (EvNode).
+	Title string   `json:"title,omitempty"`
+	Deps  []string `json:"deps,omitempty"`
 	// Usage is an ended attempt's reported spend (exit events).
 	Usage *ledger.Usage `json:"usage,omitempty"`
 }
@@ -47,6 +50,7 @@ const (
 	EvLanes    = "lanes"    // the pacer changed lanes' concurrency
 	EvBudget   = "budget"   // a cost budget was reached
 	EvDrain    = "drain"    // no new launches; the run ends when what runs is done
+	EvNode     = "node"     // an outside node joined the graph, or its title or deps changed (Title, Deps)
 )
 
 // PhaseSummary is one phase's line in the end-of-run summary.

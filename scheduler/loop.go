@@ -305,7 +305,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			}
 			s.onBatch(ms)
 		case e := <-s.stages:
-			s.emit(e)
+			s.stage(e)
 		case ro := <-s.rev.results:
 			if ctx.Err() != nil {
 				s.rev.running--
@@ -346,6 +346,15 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	return s.finish()
 }
 
+// stage tells what an attempt or a merge reached as it goes; a gate's
+// start is journaled too, so a timeline drawn from the journal marks it.
+func (s *Scheduler) stage(e Event) {
+	if e.Kind == EvGate {
+		s.record(state.Record{Time: e.Time, Phase: e.Phase, Event: "gate", Role: e.Role, Attempt: e.Attempt, Detail: e.Detail, Lane: e.Lane})
+	}
+	s.emit(e)
+}
+
 // interruptedOutcome books an attempt that ended because of an interrupt.
 func (s *Scheduler) interruptedOutcome(o Outcome) {
 	s.warnOutcome(o)
@@ -371,7 +380,7 @@ func (s *Scheduler) drain() {
 		case m := <-s.out.landed:
 			s.landedAfterInterrupt(m)
 		case e := <-s.stages:
-			s.emit(e)
+			s.stage(e)
 		case o := <-s.results:
 			s.interruptedOutcome(o)
 		case m := <-s.merged:

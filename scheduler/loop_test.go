@@ -1360,3 +1360,29 @@ func TestHaltWithoutDoneDoc(t *testing.T) {
 		})
 	}
 }
+
+// A gate's start is journaled too: a timeline drawn from the journal (a
+// finished run's) marks the attempt's gate and the merge's.
+func TestGateJournaled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
+	h.jn = openJournal(t)
+	h.runner.onRun = func(j Job) { j.Gating() }
+	h.merger.onMerge = func(j MergeJob) { j.Gating() }
+	if _, _, err := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := state.ReadJournal(h.jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []string
+	for _, r := range recs {
+		if r.Event != "pgid" && r.Event != "usage" {
+			evs = append(evs, r.Event+"/"+r.Detail+string(r.Role))
+		}
+	}
+	if want := []string{"run/", "launch/worker", "gate/worker", "done/worker", "gate/merge", "merged/"}; !slices.Equal(evs, want) {
+		t.Errorf("journal %v, want %v", evs, want)
+	}
+}

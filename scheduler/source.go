@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -24,6 +25,9 @@ type outsideState struct {
 	landed  chan MergeOutcome
 	landing int      // landings under way (they hold no agent slot)
 	queue   []*phase // done, waiting for dispatch to start their landing
+	// told is each node's title and deps as last journaled and told
+	// (EvNode), so a poll that changes nothing says nothing.
+	told map[string]string
 }
 
 // SetSource adds a source of outside nodes (the issue queue). Call before
@@ -72,6 +76,7 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 	}
 	s.out.nodes, s.out.order = next, order
 	s.regraph()
+	s.tellNodes()
 	for _, n := range ns {
 		if p := s.byID[n.ID]; p != nil && n.Retry && !s.inFlight(p) && (p.state == manifest.Blocked || p.state == manifest.Failed) {
 			s.retry(p)
@@ -195,6 +200,26 @@ func (s *Scheduler) drop(p *phase, why string) {
 	s.record(state.Record{Phase: p.n.ID, Event: EvAway, Detail: why})
 	s.emit(Event{Kind: EvAway, Phase: p.n.ID, Detail: why})
 	s.regraph()
+}
+
+// tellNodes journals and tells each outside node's title and deps when
+// they are new or changed: the page and the timeline name issues by them,
+// and draw their edges.
+func (s *Scheduler) tellNodes() {
+	if s.out.told == nil {
+		s.out.told = map[string]string{}
+	}
+	for _, id := range s.out.order {
+		n := s.out.nodes[id]
+		key := n.Title + "\x00" + strings.Join(n.Deps, "\x00")
+		if s.out.told[id] == key {
+			continue
+		}
+		s.out.told[id] = key
+		deps := slices.Clone(n.Deps)
+		s.record(state.Record{Phase: id, Event: EvNode, Title: n.Title, Deps: deps})
+		s.emit(Event{Kind: EvNode, Phase: id, Title: n.Title, Deps: deps})
+	}
 }
 
 // regraph rebuilds s.rm from the manifest's graph and the outside nodes,

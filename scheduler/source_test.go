@@ -410,3 +410,46 @@ func (b *blockOn) Run(ctx context.Context, j Job, started func(pgid int)) Outcom
 	<-ctx.Done()
 	return Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Reason: ReasonExit, Detail: "killed"}
 }
+
+// An outside node's title and deps are told (EvNode) and journaled when
+// it joins the graph and when they change; an offer that changes nothing
+// says nothing. A gate's start is journaled for the timeline.
+func TestOutsideNodesTold(t *testing.T) {
+	src := newSource()
+	text := manifestOf("[pending] **a** — A (deps: none)")
+	h := sourceHarness(t, text, Config{MaxParallel: 1}, src)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	jn, err := state.OpenJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jn.Close()
+	h.s.jn = jn
+	renamed := issueNode(1, "a")
+	renamed.Title = "issue #1, renamed"
+	src.ch <- []OutsideNode{issueNode(1, "a")}
+	src.ch <- []OutsideNode{issueNode(1, "a")}
+	src.ch <- []OutsideNode{renamed}
+	close(src.ch)
+	_, evs, err := h.run(context.Background())
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
+	}
+	var told []string
+	for _, e := range evs {
+		if e.Kind == EvNode {
+			told = append(told, e.Phase+" "+e.Title+" "+fmt.Sprint(e.Deps))
+		}
+	}
+	if fmt.Sprint(told) != "[#1 issue #1 [a] #1 issue #1, renamed [a]]" {
+		t.Errorf("told %q", told)
+	}
+	recs, err := state.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := state.History(recs)
+	if h := hist["#1"]; h == nil || h.Title != "issue #1, renamed" || fmt.Sprint(h.Deps) != "[a]" || h.Last != "merged" {
+		t.Errorf("#1's history: %+v", hist["#1"])
+	}
+}

@@ -44,6 +44,10 @@ type Record struct {
 	Found bool `json:"found,omitempty"`
 	// Usage is an attempt's spend ("usage" records).
 	Usage *ledger.Usage `json:"usage,omitempty"`
+	// Title and Deps describe a node from outside the manifest ("node"
+	// records: an issue's title and what it waits on).
+	Title string   `json:"title,omitempty"`
+	Deps  []string `json:"deps,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -140,7 +144,7 @@ func (j *Journal) write(r Record) error {
 	if j.redact != nil {
 		// The texts a record carries (a failure's detail, a command):
 		// ids, paths and hashes are the driver's own.
-		r.Detail, r.Cmd = j.redact(r.Detail), j.redact(r.Cmd)
+		r.Detail, r.Cmd, r.Title = j.redact(r.Detail), j.redact(r.Cmd), j.redact(r.Title)
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -229,7 +233,10 @@ type PhaseHistory struct {
 	Usage  ledger.Usage
 	ByRole map[Role]ledger.Usage
 	// Session is the newest agent session per role, for AGENT_RESUME_CMD.
-	Session    map[Role]string
+	Session map[Role]string
+	// Title and Deps are an outside node's, from its newest "node" record.
+	Title      string
+	Deps       []string
 	launchedAt time.Time
 	inFlight   Role // the role of a launch with no outcome yet
 	// started counts agent processes started ("pgid") since the last
@@ -320,6 +327,10 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			continue
 		}
 		h := get(r.Phase)
+		if r.Event == "node" {
+			h.Title, h.Deps = r.Title, r.Deps
+			continue
+		}
 		if r.Event != "wait" && r.Event != "pgid" && r.Event != "conflict" {
 			h.Waiting, h.WaitingFiles = "", nil
 		}
@@ -348,7 +359,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "launch":
 			h.orphanSessions()
 			if h.Last == "merged" {
-				*h = PhaseHistory{}
+				*h = PhaseHistory{Title: h.Title, Deps: h.Deps}
 			}
 			if h.inFlight == Supervisor {
 				// The repair launched before this one has no outcome:
@@ -433,7 +444,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			// Counters start over for a retried phase; what it spent
 			// stays spent.
 			h.orphanSessions()
-			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh}
+			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh, Title: h.Title, Deps: h.Deps}
 		case "usage":
 			if r.Usage != nil {
 				h.addUsage(r.Role, *r.Usage)

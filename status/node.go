@@ -15,11 +15,13 @@ import (
 // Node is what the manifest and the journal say about one node.
 type Node struct {
 	ID    string
-	Title string // "" for an outside node: the journal has no titles
+	Title string // an outside node's is its "node" record's ("" before one)
 	State manifest.State
 	// Outside is set for a node from outside the manifest (an issue,
 	// "#12"): its state is its last journal record's (OutsideState).
-	Outside  bool
+	Outside bool
+	// Deps are an outside node's deps, from its "node" record.
+	Deps     []string
 	Attempts int
 	// Reason, Detail and WaitsOn say why a [failed] or [blocked] node is
 	// parked; Detail also why an outside node is away. They are empty in
@@ -62,7 +64,9 @@ func phase(n *roadmap.Node, hist map[string]*state.PhaseHistory, live bool) Node
 func Outside(hist map[string]*state.PhaseHistory, live bool) []Node {
 	var out []Node
 	for id, h := range hist {
-		if roadmap.IsIssueRef(id) {
+		// An issue the queue only offered has a title on record and no
+		// lifecycle yet: the journal does not name it as worked on.
+		if roadmap.IsIssueRef(id) && h.Last != "" {
 			out = append(out, fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live))
 		}
 	}
@@ -74,7 +78,7 @@ func Outside(hist map[string]*state.PhaseHistory, live bool) []Node {
 // when the journal has no record of it.
 func OutsideNode(hist map[string]*state.PhaseHistory, id string, live bool) (n Node, ok bool) {
 	h := hist[id]
-	if h == nil || !roadmap.IsIssueRef(id) {
+	if h == nil || h.Last == "" || !roadmap.IsIssueRef(id) {
 		return Node{ID: id}, false
 	}
 	return fold(Node{ID: id, State: OutsideState(h), Outside: true}, h, live), true
@@ -103,6 +107,9 @@ func OutsideDone(hist map[string]*state.PhaseHistory) func(id string) bool {
 func fold(n Node, h *state.PhaseHistory, live bool) Node {
 	if h == nil {
 		return n
+	}
+	if n.Outside {
+		n.Title, n.Deps = h.Title, h.Deps
 	}
 	n.Attempts = h.WorkerRuns + h.SuperRuns
 	n.Spent = h.Spent

@@ -20,12 +20,12 @@ type Phase struct {
 	Title string `json:"title"`
 	State string `json:"state"` // the manifest state; "away" for an outside node
 	// Outside is set for a node from outside the manifest (an issue of
-	// the queue, "#12"): its row comes from the journal and the events,
-	// its deps are not known here, and Level is OutsideLevel.
+	// the queue, "#12"): its row, title and deps come from the journal
+	// and the events (EvNode).
 	Outside  bool     `json:"outside,omitempty"`
 	Activity string   `json:"activity,omitempty"` // worker, supervisor, reviewer, merging, waiting: …
 	Deps     []string `json:"deps"`
-	Level    int      `json:"level"`    // wave of the whole graph, for drawing
+	Level    int      `json:"level"`    // wave of the whole graph (issues too), for drawing
 	Critical bool     `json:"critical"` // on the critical path of the work left at start
 	Attempts int      `json:"attempts"`
 	Reason   string   `json:"reason,omitempty"`
@@ -91,13 +91,6 @@ type Model struct {
 func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules state.Rules, paused bool) *Model {
 	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now, rules: rules, outsideDone: map[string]bool{}}
 	m.st = State{Version: 1, Paused: paused}
-	all := func(*roadmap.Node) manifest.State { return manifest.Pending }
-	level := map[string]int{}
-	for i, lv := range rm.Levels(all) {
-		for _, n := range lv {
-			level[n.ID] = i
-		}
-	}
 	crit := map[string]bool{}
 	path, _, _ := rm.CriticalPath(roadmap.FileState)
 	for _, n := range path {
@@ -106,7 +99,7 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 	// The journal's history folds as status folds it (status.Phases).
 	for i, sn := range status.Phases(rm, hist, false) {
 		n := rm.Nodes[i]
-		p := &Phase{ID: n.ID, Title: sn.Title, State: string(sn.State), Level: level[n.ID], Critical: crit[n.ID], Deps: []string{}}
+		p := &Phase{ID: n.ID, Title: sn.Title, State: string(sn.State), Critical: crit[n.ID], Deps: []string{}}
 		for _, d := range rm.Deps(n) {
 			p.Deps = append(p.Deps, d.ID)
 		}
@@ -126,6 +119,7 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 			m.outsideDone[o.ID] = true
 		}
 		p := m.addOutside(o.ID)
+		p.Title, p.Deps = o.Title, append(p.Deps, o.Deps...)
 		p.State, p.Attempts, p.spent, p.Usage, p.Log = string(o.State), o.Attempts, o.Spent, o.Usage, o.Log
 		p.Reason, p.Detail = string(o.Reason), o.Detail
 		for r, u := range o.ByRole {
@@ -134,21 +128,42 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 		}
 		m.st.Usage = ledger.Add(m.st.Usage, o.Usage)
 	}
+	m.relevel()
 	return m
 }
 
-// OutsideLevel is the level of every outside node: a column of its own
-// left of the roadmap's first wave, so that the edge from an issue to a
-// phase that depends on it points the way the others do.
-const OutsideLevel = -1
-
 // addOutside adds a row for outside node id, pending until its journal or
-// its events say more.
+// its events say more (its title and deps: EvNode).
 func (m *Model) addOutside(id string) *Phase {
-	p := &Phase{ID: id, State: string(manifest.Pending), Outside: true, Level: OutsideLevel, Deps: []string{}}
+	p := &Phase{ID: id, State: string(manifest.Pending), Outside: true, Deps: []string{}}
 	m.phases = append(m.phases, p)
 	m.byID[id] = p
 	return p
+}
+
+// relevel gives every node its wave in the graph of the phases and the
+// outside nodes together (roadmap.With, the scheduler's own graph), so an
+// issue is drawn after what it waits on and before what waits on it. A
+// graph the outside deps make cyclic keeps the levels it had.
+func (m *Model) relevel() {
+	var extra []manifest.Phase
+	for _, p := range m.phases {
+		if p.Outside {
+			extra = append(extra, manifest.Phase{ID: p.ID, Title: p.Title, Deps: p.Deps})
+		}
+	}
+	g, err := m.rm.With(extra)
+	if err != nil {
+		return
+	}
+	all := func(*roadmap.Node) manifest.State { return manifest.Pending }
+	for i, lv := range g.Levels(all) {
+		for _, n := range lv {
+			if p := m.byID[n.ID]; p != nil {
+				p.Level = i
+			}
+		}
+	}
 }
 
 // Apply folds one event into the state.
@@ -179,6 +194,7 @@ func (m *Model) Apply(ev scheduler.Event) {
 		// An outside node the journal did not name at start: its first
 		// event brings it.
 		p = m.addOutside(ev.Phase)
+		m.relevel()
 	}
 	if p == nil {
 		return
@@ -215,6 +231,9 @@ func (m *Model) Apply(ev scheduler.Event) {
 		p.Activity = "waiting: " + ev.Detail
 	case scheduler.EvConflict:
 		p.Conflict = ev.Detail
+	case scheduler.EvNode:
+		p.Title, p.Deps = ev.Title, append([]string{}, ev.Deps...)
+		m.relevel()
 	case scheduler.EvAway:
 		// It left the driver's hands (a pull request handed to a human,
 		// the issue closed or claimed elsewhere): Detail says why.

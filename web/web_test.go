@@ -455,7 +455,7 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 	}
 	st := m.State()
 	p3 := row(st, "#3")
-	if !p3.Outside || p3.State != "blocked" || p3.Attempts != 1 || p3.Reason != "gate" || p3.Log != "/logs/3/worker-1.log" || p3.Cost == nil || *p3.Cost != 0.10 || p3.Level != OutsideLevel || p3.Elapsed != 2 {
+	if !p3.Outside || p3.State != "blocked" || p3.Attempts != 1 || p3.Reason != "gate" || p3.Log != "/logs/3/worker-1.log" || p3.Cost == nil || *p3.Cost != 0.10 || p3.Level != 0 || p3.Elapsed != 2 {
 		t.Errorf("#3 from the journal: %+v", p3)
 	}
 	if p5 := row(st, "#5"); p5.State != "away" || p5.Detail != "handed to a human for review" {
@@ -464,8 +464,15 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 	if st.Counts["away"] != 1 || st.Counts["blocked"] != 1 || st.Cost == nil || *st.Cost != 0.10 {
 		t.Errorf("counts %v, cost %v", st.Counts, st.Cost)
 	}
-	if p := row(st, "i"); p.Outside || !slices.Equal(p.Deps, []string{"#3"}) {
-		t.Errorf("i: %+v", p)
+	if p := row(st, "i"); p.Outside || !slices.Equal(p.Deps, []string{"#3"}) || p.Level != 1 {
+		t.Errorf("i (after #3 in the graph): %+v", p)
+	}
+
+	// An issue's title and deps (EvNode) put it after what it waits on.
+	m.Apply(scheduler.Event{Kind: scheduler.EvNode, Phase: "#3", Title: "Add the API", Deps: []string{"#5"}})
+	st = m.State()
+	if p3 := row(st, "#3"); p3.Title != "Add the API" || !slices.Equal(p3.Deps, []string{"#5"}) || p3.Level != 1 || row(st, "i").Level != 2 || row(st, "#5").Level != 0 {
+		t.Errorf("#3 with its title and deps: %+v; i at level %d", p3, row(st, "i").Level)
 	}
 
 	// #7 was never seen: its first event brings it.

@@ -91,6 +91,9 @@ func (p *View) Consume(events <-chan scheduler.Event) {
 				p.draw()
 			case again:
 				// A waiting merge tried again: its wait was told once.
+			case e.Kind == scheduler.EvNode:
+				// An issue offered (or retitled): the page's and --json's;
+				// the lines tell it when it starts.
 			default:
 				fmt.Fprintln(p.s.Err, formatEvent(e, p.Cwd))
 			}
@@ -111,8 +114,8 @@ func (p *View) retriedWait(e scheduler.Event) bool {
 func (p *View) apply(e scheduler.Event) {
 	r := p.by[e.Phase]
 	if r == nil {
-		if e.Phase == "" {
-			return
+		if e.Phase == "" || e.Kind == scheduler.EvNode {
+			return // an issue offered gets its row when it starts
 		}
 		r = &row{id: e.Phase}
 		p.rows = append(p.rows, r)
