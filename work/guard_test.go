@@ -42,6 +42,38 @@ func TestRunRecreatesUnpopulatedWorktree(t *testing.T) {
 	}
 }
 
+// A kill can cut `git worktree add` off after it created the admin
+// folder's commondir and before it wrote it (CI: TestCrashResumeStacked).
+// An empty commondir makes every `git worktree list` of the repository
+// die ("failed to read .git/worktrees/p1/commondir"), so every phase
+// failed with reason worktree until a human cleaned up. The runner sets
+// the worktree aside and makes it again, as for any cut-off add.
+func TestRunRecreatesWorktreeCutOffBeforeCommondir(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.gitIn(f.top, "worktree", "add", "-q", "--no-checkout", "-b", "auto/p1", f.wt(), "main")
+	f.gitIn(f.top, "worktree", "lock", "--reason", "initializing", f.wt())
+	admin := strings.TrimSpace(f.gitIn(f.wt(), "rev-parse", "--absolute-git-dir"))
+	if err := os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Command("git", "-C", f.top, "worktree", "list").CombinedOutput(); err == nil {
+		t.Fatal("git lists worktrees with an empty commondir: the test does not reproduce the crash")
+	}
+	j := job()
+	j.Resume = true
+	f.runner.Agent = f.agent("echo work > work.txt\n" + doneBody)
+	if o := f.run(j); !o.OK {
+		t.Fatalf("outcome = %+v, want OK", o)
+	}
+	if !f.hasFile("auto/p1", "work.txt") || !f.hasFile("auto/p1", "README.md") {
+		t.Errorf("auto/p1 lacks the agent's work or the base's files")
+	}
+	if aside, _ := filepath.Glob(f.wt() + ".broken-*"); len(aside) != 1 {
+		t.Errorf("the cut-off worktree was not set aside: %v", aside)
+	}
+}
+
 // In depth: a leftover commit never deletes a tracked file that was
 // already missing when the agent started; it is refused (reason
 // worktree). A file the agent itself deletes is committed as usual.

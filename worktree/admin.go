@@ -105,3 +105,51 @@ func inode(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// mendCommondirs gives every linked worktree's empty commondir the
+// content git writes there ("../..", the repository's common dir). A
+// `git worktree add` killed between creating that file and writing it
+// leaves it empty, and then every command that reads the worktrees
+// (worktree list, add, unlock, branch -f) dies with "failed to read
+// .../commondir", for every phase, until a human repairs it. Mended, the
+// entry shows as what it is, a locked "initializing" add, which the
+// runner sets aside and makes again. It reports whether it mended one.
+// Only an empty plain file with one link is written, never followed: an
+// agent can write its own admin folder.
+func (c *Client) mendCommondirs(ctx context.Context) (bool, error) {
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return false, err
+	}
+	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mend worktree admin folders: %w", err)
+	}
+	mended := false
+	for _, e := range entries {
+		p := filepath.Join(common, "worktrees", e.Name(), "commondir")
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return mended, fmt.Errorf("mend %s: %w", p, err)
+		}
+		_, werr := f.WriteString("../..\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return mended, fmt.Errorf("mend %s: %w", p, werr)
+		}
+		mended = true
+	}
+	return mended, nil
+}

@@ -196,8 +196,24 @@ func (c *Client) environ(extra []string) []string {
 
 // run executes `git -C dir args...`. stdin nil means no input (/dev/null).
 // stdout is returned even on failure (merge-tree reports conflicts with exit
-// 1). Failures are *GitError.
+// 1). Failures are *GitError. A command git refused because a worktree's
+// admin folder has an empty commondir (what a kill during `git worktree
+// add` leaves) is made once more after mendCommondirs: git dies on it
+// before it changes anything, in every command that reads the worktrees.
 func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
+	out, err := c.runOnce(ctx, dir, stdin, extraEnv, args...)
+	var ge *GitError
+	if !errors.As(err, &ge) || ge.ExitCode != 128 || !strings.Contains(ge.Stderr, "/commondir") {
+		return out, err
+	}
+	if mended, merr := c.mendCommondirs(ctx); merr != nil || !mended {
+		return out, err
+	}
+	return c.runOnce(ctx, dir, stdin, extraEnv, args...)
+}
+
+// runOnce is run without the mending.
+func (c *Client) runOnce(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
 	dir = c.abs(dir)
 	defer c.guardFor(args)()
 	cmd := c.command(ctx, dir, extraEnv, args)
