@@ -47,6 +47,9 @@ type Settings struct {
 	// ListenPublic allows an address that is not loopback.
 	Listen       string
 	ListenPublic bool
+	// ListenOrigin is the page's public origin behind an HTTPS proxy
+	// ("" the listen address's own).
+	ListenOrigin string
 	// Protect is the settings' part of the files no landing may change
 	// (docs/landing.md): the files the settings model reads and
 	// PROTECTED_PATHS, Off for PROTECTED_PATHS=none. The engine adds what

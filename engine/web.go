@@ -29,6 +29,14 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	if err := web.CheckAddr(cfg.Listen, cfg.ListenPublic); err != nil {
 		return nil, &SettingsError{Err: err}
 	}
+	origin := ""
+	if cfg.ListenOrigin != "" {
+		o, err := web.CheckOrigin(cfg.ListenOrigin)
+		if err != nil {
+			return nil, &SettingsError{Err: err}
+		}
+		origin = o
+	}
 	tok, err := web.NewToken()
 	if err != nil {
 		return nil, err
@@ -49,7 +57,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
 	}
 	srv := &web.Server{
-		Token: tok, Model: model, Hub: hub, Redact: red,
+		Token: tok, Model: model, Hub: hub, Redact: red, Origin: origin,
 		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 		Logs: func(id string) ([]state.LogFile, error) {
@@ -67,7 +75,11 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "claudopilot: web page: http://%s/login?code=%s (once; the API token is in %s)\n", addr, code, rel(tokPath))
+	base := "http://" + addr
+	if origin != "" {
+		base = origin
+	}
+	fmt.Fprintf(log, "claudopilot: web page: %s/login?code=%s (once; the API token is in %s)\n", base, code, rel(tokPath))
 	go func() {
 		<-ctx.Done()
 		hub.Close()

@@ -56,6 +56,7 @@ type Settings struct {
 	Notify               string
 	Listen               string
 	ListenPublic         bool
+	ListenOrigin         string
 	ResumeCmd            string
 	Sandbox              string // a sandbox mode (sandbox.ParseMode)
 	SandboxNet           bool

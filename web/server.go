@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ type Server struct {
 	// Redact is the driver's redaction funnel: every log line served
 	// goes through it (nil: the rules alone).
 	Redact *secret.Redactor
+	// Origin is the page's public origin when an HTTPS proxy serves it
+	// (LISTEN_ORIGIN, "https://pilot.example.com"): the browser's requests
+	// name it, not the address the driver listens on ("" none).
+	Origin string
 
 	mu   sync.Mutex      // guards once
 	once map[string]bool // one-time login codes not used yet
@@ -103,6 +108,19 @@ func CheckAddr(addr string, public bool) error {
 	return fmt.Errorf("--listen %s is not a loopback address: pass --listen-public too to serve other machines (still token-only)", addr)
 }
 
+// CheckOrigin reads LISTEN_ORIGIN: a scheme (http or https) and a host,
+// no path; it returns the origin as browsers write it.
+func CheckOrigin(origin string) (string, error) {
+	u, err := url.Parse(origin)
+	if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil) {
+		err = errors.New("want SCHEME://HOST[:PORT], e.g. https://pilot.example.com")
+	}
+	if err != nil {
+		return "", fmt.Errorf("LISTEN_ORIGIN (--listen-origin) %q: %w", origin, err)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil
+}
+
 // Handler routes every request.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -138,7 +156,7 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		if r.Method == http.MethodPost {
 			origin := r.Header.Get("Origin")
-			if origin != "" && origin != "http://"+r.Host {
+			if origin != "" && origin != "http://"+r.Host && (s.Origin == "" || origin != s.Origin) {
 				httpError(w, http.StatusForbidden, "cross-origin request refused")
 				return
 			}

@@ -570,3 +570,30 @@ func TestLogsThroughTheFunnel(t *testing.T) {
 		}
 	}
 }
+
+// Behind an HTTPS proxy the browser names the public origin: without
+// LISTEN_ORIGIN every button's POST is refused (the check compares with
+// http://<Host>); with it, that origin and the listen address's own pass,
+// any other is still refused.
+func TestListenOrigin(t *testing.T) {
+	f := newFixture(t)
+	const public = "https://pilot.example.com"
+	if got := f.do(t, "POST", "/api/v1/actions", "tok", public, `{"action":"pause"}`).StatusCode; got != 403 {
+		t.Errorf("proxied POST without LISTEN_ORIGIN: %d, want 403", got)
+	}
+	o, err := CheckOrigin("HTTPS://Pilot.example.com/")
+	if err != nil || o != public {
+		t.Fatalf("CheckOrigin: %q, %v", o, err)
+	}
+	f.srv.Origin = o
+	for origin, want := range map[string]int{public: 200, f.ts.URL: 200, "https://evil.example.com": 403, "http://pilot.example.com": 403} {
+		if got := f.do(t, "POST", "/api/v1/actions", "tok", origin, `{"action":"pause"}`).StatusCode; got != want {
+			t.Errorf("POST from %s: %d, want %d", origin, got, want)
+		}
+	}
+	for _, bad := range []string{"pilot.example.com", "https://pilot.example.com/claudopilot", "ftp://x", "https://", "https://u@x"} {
+		if _, err := CheckOrigin(bad); err == nil || !strings.Contains(err.Error(), "LISTEN_ORIGIN") {
+			t.Errorf("CheckOrigin(%q): %v", bad, err)
+		}
+	}
+}
