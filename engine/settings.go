@@ -17,6 +17,7 @@ type Settings struct {
 	Sandbox                                    *sandbox.Config // nil: SANDBOX=off
 	Stray                                      *sandbox.Watch  // set when Sandbox is nil: writes outside a worktree are reported
 	MaxParallel, MaxSuper, Transient, LogCapMB int
+	LogKeep                                    int // LOG_KEEP
 	KeepGoing, IgnoreCheckpoints               bool
 	SecretScan                                 bool
 	// SecretAllow are SECRET_ALLOW's globs: the secret scan's hits in

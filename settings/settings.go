@@ -33,6 +33,7 @@ type Settings struct {
 	RateLimitSleep       time.Duration
 	TransientRetries     int
 	LogCapMB             int
+	LogKeep              int // LOG_KEEP: 0 keeps every log
 	LockfileCmd          string
 	MergeBatch           int
 	MergeBatchGate       string // top or each

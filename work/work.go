@@ -56,6 +56,10 @@ type Runner struct {
 	// agent session; "{session}" is replaced by the session id.
 	ResumeCmd string
 	Now       func() time.Time
+	// LogKeep (LOG_KEEP) is how many logs of a node's role are kept
+	// whatever they say; older ones of passing attempts are rotated
+	// away. 0 keeps all.
+	LogKeep int
 
 	// Sandbox confines agents (and, with its Gate set, gates and
 	// WORKTREE_PREPARE_CMD) with bubblewrap; nil runs them as they are.
@@ -68,12 +72,34 @@ type Runner struct {
 var _ scheduler.Runner = (*Runner)(nil)
 
 // Run carries out one attempt. It never panics on a bad worktree: every
-// problem becomes an Outcome with a reason.
+// problem becomes an Outcome with a reason. The attempt's log ends with a
+// stamped line saying how it ended (state.EndStamp), and LOG_KEEP rotates
+// the role's older logs of passing attempts away.
 func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
+	o := r.run(ctx, j, started)
+	log := r.Layout.LogPath(j.ID, string(j.Role), j.Attempt)
+	if _, err := os.Stat(log); err != nil {
+		log = o.LogPath // no agent ran: the prepare's log, if any
+	}
+	what := fmt.Sprintf("%s attempt %d of %s finished: exit %d", j.Role, j.Attempt, j.ID, o.ExitCode)
+	if !o.OK {
+		what = fmt.Sprintf("%s attempt %d of %s failed: reason=%s: %s", j.Role, j.Attempt, j.ID, o.Reason, o.Detail)
+	}
+	if log != "" && !(o.OK && o.Found) {
+		appendLine(log, state.EndStamp(r.now(), what))
+	}
+	if r.LogKeep > 0 {
+		if _, err := r.Layout.RotateLogs(j.ID, string(j.Role), r.LogKeep, r.now()); err != nil {
+			o.Warnings = append(o.Warnings, "LOG_KEEP: "+err.Error())
+		}
+	}
+	return o
+}
+
+func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
 	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: r.now()}
 	fail := func(reason scheduler.Reason, detail string) scheduler.Outcome {
 		o.Reason, o.Detail, o.Ended = reason, detail, r.now()
-		noteInLog(o.LogPath, fmt.Sprintf("claudopilot: %s attempt %d of %s failed: reason=%s: %s", j.Role, j.Attempt, j.ID, reason, detail))
 		return o
 	}
 	wt := r.Layout.Worktree(j.ID)
@@ -514,6 +540,16 @@ func leaveJail(ctx context.Context, jail *sandbox.Jail, git *worktree.Client, lo
 		o.Warnings = append(o.Warnings, "sandbox: "+n)
 	}
 	return err
+}
+
+// appendLine adds a line at the end of a log.
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n%s\n", line)
 }
 
 // noteInLog appends one line of the driver's to an attempt's log, so the

@@ -412,7 +412,7 @@ func TestRunOutcomes(t *testing.T) {
 					t.Errorf("worktree not clean:\n%s", st)
 				}
 				log := f.read(o.LogPath)
-				if !strings.Contains(log, "cannot finish") || !strings.Contains(log, "=== claudopilot: worker attempt 1 of p1 failed: reason=exit: worker exited 1") {
+				if !strings.Contains(log, "cannot finish") || !strings.Contains(log, ": worker attempt 1 of p1 failed: reason=exit: worker exited 1") {
 					t.Errorf("log:\n%s", log)
 				}
 			},
@@ -1197,5 +1197,45 @@ git add README.md && git commit -qm resolve
 	}
 	if b, _ := os.ReadFile(seen); strings.TrimSpace(string(b)) != "conflict" {
 		t.Errorf("the supervisor was told %q, want conflict", b)
+	}
+}
+
+// Every agent's log ends with a stamped line, passing attempts too; with
+// LOG_KEEP the older logs of passing attempts are rotated away (each
+// recorded), never a failed attempt's nor the latest.
+func TestRunLogsStampedAndRotated(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.runner.LogKeep = 1
+	f.runner.Now = func() time.Time { return time.Date(2026, 12, 4, 22, 5, 4, 0, time.UTC) }
+	pass := f.agent(`echo working; date > "f-$CLAUDOPILOT_ATTEMPT"; git add -A; git commit -qm work` + doneBody)
+	again := f.agent(`echo again; date > "g-$CLAUDOPILOT_ATTEMPT"; git add -A; git commit -qm more`)
+	fails := f.agent("echo cannot; exit 1")
+	logOf := func(n int) string { return f.layout.LogPath("p1", "worker", n) }
+	for i, agent := range []string{pass, again, fails, again} {
+		f.runner.Agent = agent
+		j := job()
+		j.Attempt = i + 1
+		o := f.run(j)
+		if o.OK != (i != 2) {
+			t.Fatalf("attempt %d: %+v", i+1, o)
+		}
+	}
+	if exists(logOf(1)) || exists(logOf(2)) {
+		t.Error("the older logs of passing attempts were kept")
+	}
+	if !exists(logOf(3)) || !exists(logOf(4)) {
+		t.Error("a failed attempt's log, or the latest, was rotated away")
+	}
+	want := "\n=== claudopilot 2026-12-04T22:05:04Z: worker attempt 4 of p1 finished: exit 0\n"
+	if got := f.read(logOf(4)); !strings.HasSuffix(got, want) {
+		t.Errorf("the latest log ends:\n%s\nwant %q", got, want)
+	}
+	if !strings.HasSuffix(f.read(logOf(3)), "\n=== claudopilot 2026-12-04T22:05:04Z: worker attempt 3 of p1 failed: reason=exit: worker exited 1\n") {
+		t.Errorf("the failed log ends:\n%s", f.read(logOf(3)))
+	}
+	rot, ok := f.layout.RotatedLog("p1", "worker", 2)
+	if !ok || rot.End != "=== claudopilot 2026-12-04T22:05:04Z: worker attempt 2 of p1 finished: exit 0" {
+		t.Errorf("rotated record of attempt 2: %+v %v", rot, ok)
 	}
 }

@@ -98,6 +98,9 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		if *attempt != 0 {
 			what = fmt.Sprintf("%s log of attempt %d", *role, *attempt)
+			if rot, ok := s.Layout.RotatedLog(id, *role, *attempt); ok {
+				return fmt.Errorf("logs: the %s of %s was rotated away (LOG_KEEP) at %s; it ended: %s", what, id, rot.When.Local().Format(time.RFC3339), rot.End)
+			}
 		}
 		return fmt.Errorf("logs: %s has no %s yet (in %s)", id, what, s.Rel(s.Layout.LogDir(id)))
 	}

@@ -125,7 +125,7 @@ type Run struct {
 // of the settings themselves are Resolve's.
 func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, error) {
 	c := engine.Settings{
-		MaxParallel: s.MaxParallel, MaxSuper: s.MaxSupervisor, Transient: s.TransientRetries, LogCapMB: s.LogCapMB,
+		MaxParallel: s.MaxParallel, MaxSuper: s.MaxSupervisor, Transient: s.TransientRetries, LogCapMB: s.LogCapMB, LogKeep: s.LogKeep,
 		KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints, SecretScan: s.SecretScan, SecretAllow: s.SecretAllow,
 		MergeBatch: s.MergeBatch, GateRetries: s.GateRetries, MergeBatchGateEach: s.MergeBatchGate == "each", Stack: s.Stack,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Super: s.Supervisor,
