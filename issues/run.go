@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -67,7 +66,7 @@ func (q *Queue) Render(ch <-chan scheduler.Event) {
 		case scheduler.EvVerdict:
 			q.logf("%s: review %s", e.Phase, e.Detail)
 		case scheduler.EvCooldown:
-			q.logf("%s: rate limited; no launches on its agent until %s", e.Phase, e.Until.Format(time.TimeOnly))
+			q.logf("%s: %s", e.Phase, e.Detail)
 		case scheduler.EvWarn:
 			q.logf("warning: %s%s", prefix(e.Phase), e.Detail)
 		case scheduler.EvPaused:

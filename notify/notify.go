@@ -155,6 +155,9 @@ func Message(ev scheduler.Event) string {
 	case scheduler.EvEnd:
 		return "claudopilot: run finished: " + ev.Detail
 	case scheduler.EvCooldown:
+		if ev.Detail != "" {
+			return fmt.Sprintf("claudopilot: %s: %s", ev.Phase, ev.Detail)
+		}
 		return fmt.Sprintf("claudopilot: rate limit on %s: cooling down until %s", ev.Phase, ev.Until.Local().Format("15:04"))
 	case EvCooldownEnd:
 		return "claudopilot: rate-limit cooldown over; launches go on"

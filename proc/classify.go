@@ -31,7 +31,11 @@ func (k Kind) String() string {
 // The patterns match per line so ".*" never joins unrelated lines. 429 must
 // stand alone: "processed 4290 files" is not a rate limit.
 var (
-	rateLimitRe = regexp.MustCompile(`(?i)rate.?limit|usage limit|\b429\b|too many requests|please (?:retry|wait)|exceeded.*(?:quota|limit)`)
+	// Beside the generic words, the CLIs' own: Claude Code's "You've hit
+	// your session limit", Codex's "You've hit your usage limit" and
+	// usage_limit_reached, opencode's "Free usage exceeded" (the
+	// fixtures in testdata/limits name their sources).
+	rateLimitRe = regexp.MustCompile(`(?i)rate.?limit|usage.?limit|\b429\b|too many requests|please (?:retry|wait)|exceeded.*(?:quota|limit)|quota exceeded|usage exceeded|hit (?:your|the) (?:\w+ )?limit\b`)
 	transientRe = regexp.MustCompile(`(?i)api error|overloaded|5[0-9][0-9] internal server error|bad gateway|service unavailable|socket connection was closed`)
 )
 
@@ -93,8 +97,18 @@ var (
 	// "resets 3pm", "resets at 3:30 PM", "reset at 15:00 (UTC)",
 	// "will reset at 3pm (America/New_York)".
 	resetAtRe = regexp.MustCompile(`(?i)\bresets?\s+(?:(at)\s+)?(\d{1,2})(?::(\d{2}))?(?:\s*([ap])\.?m\b\.?|\b)(?:\s*\(?\s*(utc|gmt|[a-z]+(?:/[a-z0-9_+-]+)+)\b\)?)?`)
-	// Claude Code's "Claude AI usage limit reached|1750000000".
-	epochRe = regexp.MustCompile(`(?i)limit reached\|(\d{9,11})\b`)
+	// Claude Code's "Claude AI usage limit reached|1750000000"; Codex's
+	// usage_limit_reached error, "resets_at":1777936568 (its quotes
+	// escaped when it is quoted in a JSON event's message).
+	epochRe = regexp.MustCompile(`(?i)(?:limit reached\||\\?"resets_at\\?"\s*:\s*)(\d{9,11})\b`)
+	// Codex's usage_limit_reached error, "resets_in_seconds":13872.
+	resetsInRe = regexp.MustCompile(`(?i)\\?"resets_in_seconds\\?"\s*:\s*(\d+)\b`)
+	// Codex's "try again at 6:44 PM." (today) and "try again at Sep 27th,
+	// 2026 4:59 AM." (in the driver's zone, as Codex writes it).
+	tryAtRe = regexp.MustCompile(`(?i)\btry again at\s+(?:([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([ap])\.?m\b`)
+	// "6h16m", "2m22s": opencode's compact countdowns, spaced out for
+	// hintPairRe.
+	compactRe = regexp.MustCompile(`(?i)(\d)([dhms])(\d)`)
 	// "resets at 2025-01-05T15:00:00Z", "try again at 2025-01-05 15:00 UTC".
 	isoRe = regexp.MustCompile(`(?i)\b(?:resets?|until|available|try again|retry)\s+(?:at\s+|on\s+)?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|\s*UTC|[+-]\d{2}:?\d{2})?)`)
 )
@@ -104,20 +118,37 @@ var (
 // next such time after now in now's location, or UTC/the named zone when the
 // text says so.
 func CooldownHint(tail []string, now time.Time, def time.Duration) time.Duration {
-	for i := len(tail) - 1; i >= 0; i-- {
-		ctx := hintContextRe.MatchString(tail[i])
-		cont := i > 0 && hintContextRe.MatchString(tail[i-1])
-		if d, ok := lineHint(tail[i], now, ctx, cont); ok {
-			return d
-		}
+	if d, ok := ResetHint(tail, now); ok {
+		return d
 	}
 	return def
 }
 
-// lineHint returns the valid hint that starts last in line. Relative hints
-// need context: a keyword in the line, or (for a message wrapped onto the
-// next line) in the previous line when the hint opens the line.
+// ResetHint is how long the output says to wait, from the last hint in
+// tail, and whether it gave one: a reset time ("resets 3pm", Codex's
+// "try again at 6:44 PM", an epoch) or a wait ("try again in 2 hours").
+func ResetHint(tail []string, now time.Time) (time.Duration, bool) {
+	for i := len(tail) - 1; i >= 0; i-- {
+		ctx := hintContextRe.MatchString(tail[i])
+		cont := i > 0 && hintContextRe.MatchString(tail[i-1])
+		if d, ok := lineHint(tail[i], now, ctx, cont); ok {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// lineHint returns the valid hint that starts last in line; a reset time
+// beats a relative wait in the same line (opencode's "Your limit will
+// reset at 2026-04-11 20:30:24 [retrying in 2m 22s #8]": the countdown is
+// its own next retry). Relative hints need context: a keyword in the
+// line, or (for a message wrapped onto the next line) in the previous
+// line when the hint opens the line.
 func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) {
+	if d, ok := absoluteHint(line, now); ok {
+		return d, true
+	}
+	line = compactRe.ReplaceAllString(line, "$1$2 $3")
 	best, bestAt := time.Duration(0), -1
 	try := func(at int, d time.Duration, ok bool) {
 		if ok && d > 0 && d <= maxHint && at > bestAt {
@@ -133,9 +164,23 @@ func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) 
 			try(m[0], d, ok)
 		}
 	}
-	for _, m := range retryAfterRe.FindAllStringSubmatchIndex(line, -1) {
-		n, err := strconv.Atoi(line[m[2]:m[3]])
-		try(m[0], time.Duration(n)*time.Second, err == nil && n < int(maxHint/time.Second))
+	for _, re := range []*regexp.Regexp{retryAfterRe, resetsInRe} {
+		for _, m := range re.FindAllStringSubmatchIndex(line, -1) {
+			n, err := strconv.Atoi(line[m[2]:m[3]])
+			try(m[0], time.Duration(n)*time.Second, err == nil && n < int(maxHint/time.Second))
+		}
+	}
+	return best, bestAt >= 0
+}
+
+// absoluteHint returns the wait until the reset time that starts last in
+// line, if it names one.
+func absoluteHint(line string, now time.Time) (time.Duration, bool) {
+	best, bestAt := time.Duration(0), -1
+	try := func(at int, d time.Duration, ok bool) {
+		if ok && d > 0 && d <= maxHint && at > bestAt {
+			best, bestAt = d, at
+		}
 	}
 	for _, m := range resetAtRe.FindAllStringSubmatchIndex(line, -1) {
 		d, ok := parseResetAt(line, m, now)
@@ -149,7 +194,45 @@ func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) 
 		t, ok := parseISO(line[m[2]:m[3]], now.Location())
 		try(m[0], t.Sub(now), ok)
 	}
+	for _, m := range tryAtRe.FindAllStringSubmatchIndex(line, -1) {
+		t, ok := parseTryAt(line, m, now)
+		try(m[0], t.Sub(now), ok)
+	}
 	return best, bestAt >= 0
+}
+
+// parseTryAt reads a tryAtRe match: a clock time today (tomorrow when it
+// has passed), or on the date given, in now's zone.
+func parseTryAt(line string, m []int, now time.Time) (time.Time, bool) {
+	group := func(i int) string {
+		if m[2*i] < 0 {
+			return ""
+		}
+		return line[m[2*i]:m[2*i+1]]
+	}
+	h, _ := strconv.Atoi(group(4))
+	mins, _ := strconv.Atoi(group(5))
+	if h < 1 || h > 12 || mins > 59 {
+		return time.Time{}, false
+	}
+	h %= 12
+	if strings.EqualFold(group(6), "p") {
+		h += 12
+	}
+	if group(1) == "" {
+		t := time.Date(now.Year(), now.Month(), now.Day(), h, mins, 0, 0, now.Location())
+		if !t.After(now) {
+			t = t.AddDate(0, 0, 1)
+		}
+		return t, true
+	}
+	mon, err := time.Parse("Jan", strings.ToUpper(group(1)[:1])+strings.ToLower(group(1)[1:]))
+	day, _ := strconv.Atoi(group(2))
+	year, _ := strconv.Atoi(group(3))
+	if err != nil || day < 1 || day > 31 {
+		return time.Time{}, false
+	}
+	return time.Date(year, mon.Month(), day, h, mins, 0, 0, now.Location()), true
 }
 
 func parseDurationSeq(s string) (time.Duration, bool) {

@@ -24,6 +24,9 @@ type Event struct {
 	// Title and Deps describe an outside node (EvNode).
 	Title string   `json:"title,omitempty"`
 	Deps  []string `json:"deps,omitempty"`
+	// Lanes are the lanes a usage limit holds (cooldown events): every
+	// lane on the account that hit it.
+	Lanes []string `json:"lanes,omitempty"`
 	// Usage is an ended attempt's reported spend (exit events).
 	Usage *ledger.Usage `json:"usage,omitempty"`
 }
@@ -37,7 +40,7 @@ const (
 	EvMerging  = "merging"  // the merge owner took the phase
 	EvMerged   = "merged"   // the phase landed on the base
 	EvWait     = "wait"     // a merge waits for uncommitted files to go
-	EvCooldown = "cooldown" // a rate limit: no launches on that agent until Until
+	EvCooldown = "cooldown" // a usage limit: no launches on its account's lanes (Lanes) until Until
 	EvRetry    = "retry"    // a transient error: relaunch after a backoff
 	EvFailed   = "failed"   // the phase is [failed] (halt)
 	EvBlocked  = "blocked"  // the phase is [blocked] (keep-going), or waits on one

@@ -72,18 +72,19 @@ func (l *laneSlot) cmdOf(r Role) string {
 	return l.Cmd
 }
 
-// quotaOf keys a role's quota on a lane (its rate-limit cooldown) by its
-// command and its account: a worker and a supervisor running the same
-// command on one account share its rate limit; two accounts do not.
+// quotaOf keys a role's quota on a lane (its usage-limit breaker,
+// breaker.go) by its account: the lanes of one account share it whatever
+// command they run; two accounts do not.
 func (l *laneSlot) quotaOf(r Role) string { return QuotaKey(l.cmdOf(r), l.Account) }
 
-// QuotaKey keys a cooldown: the command, and the account's folder when
-// the lane names one.
+// QuotaKey keys a usage limit: the lane's account (LANE_<id>_CREDENTIALS'
+// folder) when it names one, else its command (the user's own account,
+// one quota per command as before accounts were named).
 func QuotaKey(cmd, account string) string {
 	if account == "" {
 		return cmd
 	}
-	return cmd + " (account " + account + ")"
+	return "account " + account
 }
 
 func (s *Scheduler) cooling(l *laneSlot, r Role, now time.Time) bool {

@@ -194,7 +194,7 @@ func TestLaneAccountsKeyTheQuota(t *testing.T) {
 	if len(js) != 2 || js[0].Account != "/home/u/.claude" || js[1].Lane != "work" || js[1].Account != "/home/u/.claude-work" {
 		t.Fatalf("jobs %+v, want main's account, then work's", js)
 	}
-	if k := QuotaKey("claude -p", "/home/u/.claude"); k != "claude -p (account /home/u/.claude)" || QuotaKey("claude -p", "") != "claude -p" {
+	if k := QuotaKey("claude -p", "/home/u/.claude"); k != "account /home/u/.claude" || QuotaKey("claude -p", "") != "claude -p" {
 		t.Errorf("QuotaKey = %q", k)
 	}
 	// One account: the fallback is the same quota, so a cooldown of it

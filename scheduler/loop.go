@@ -827,17 +827,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		s.landOrReview(p)
 		return
 	case o.Cooldown > 0:
-		until := s.now().Add(o.Cooldown)
-		key := p.lane.quotaOf(o.Role)
-		if until.After(s.cooldown[key]) {
-			s.cooldown[key] = until
-		}
-		// No notBefore: the lane's cooldown holds the relaunch, and a
-		// lane's FALLBACK may take it at once.
-		s.requeue(p, o, time.Time{})
-		p.next.Session = o.Usage.SessionID // resume it after the wait
-		s.record(state.Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until, Cmd: key})
-		s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: until, LogPath: o.LogPath})
+		s.tripBreaker(p, o)
 		return
 	case o.Transient && p.transient < s.cfg.TransientMaxRetries:
 		p.transient++

@@ -1,6 +1,12 @@
 package web
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+)
 
 // Lane is one lane as the API shows it (LANES only; docs/lanes.md).
 type Lane struct {
@@ -46,4 +52,37 @@ func (m *Model) laneFigures(ls []Lane, now time.Time) []Lane {
 		}
 	}
 	return ls
+}
+
+// hold books a usage limit: every lane of its account waits until its
+// reset. Called with m.mu held.
+func (m *Model) hold(ev scheduler.Event) {
+	if m.laneCool == nil {
+		m.laneCool = map[string]time.Time{}
+	}
+	for _, id := range ev.Lanes {
+		if ev.Until.After(m.laneCool[id]) {
+			m.laneCool[id] = ev.Until
+		}
+	}
+	if m.holds == nil {
+		m.holds = map[string]Hold{}
+	}
+	k := strings.Join(ev.Lanes, ",")
+	if h, ok := m.holds[k]; !ok || ev.Until.After(h.Until) {
+		m.holds[k] = Hold{Lanes: slices.Clone(ev.Lanes), Until: ev.Until, Detail: ev.Detail}
+	}
+}
+
+// holdsAt lists the usage limits still holding at now, soonest reset
+// first. Called with m.mu held.
+func (m *Model) holdsAt(now time.Time) []Hold {
+	var out []Hold
+	for _, h := range m.holds {
+		if h.Until.After(now) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b Hold) int { return a.Until.Compare(b.Until) })
+	return out
 }

@@ -65,6 +65,17 @@ type State struct {
 	Cooldown time.Time               `json:"cooldown_until,omitzero"`
 	// Lanes are the run's lanes with LANES set (docs/lanes.md).
 	Lanes []Lane `json:"lanes,omitempty"`
+	// Holds are the usage limits holding launches now, each on every lane
+	// of its account, with the reset to count down to.
+	Holds []Hold `json:"holds,omitempty"`
+}
+
+// Hold is a usage limit that stops launches on an account's lanes until
+// its reset (docs/lanes.md, "One usage limit stops the account").
+type Hold struct {
+	Lanes  []string  `json:"lanes,omitempty"` // "" is the one lane without LANES
+	Until  time.Time `json:"until"`
+	Detail string    `json:"detail"`
 }
 
 // Model is the run's state, kept from the scheduler's events. Apply is
@@ -77,8 +88,10 @@ type Model struct {
 	st     State
 	now    func() time.Time
 	lanes  LaneSource // nil without LANES
-	// laneCool is each lane's latest rate-limit cooldown end.
+	// laneCool is each lane's latest rate-limit cooldown end; holds
+	// the usage limits by the lanes they hold.
 	laneCool map[string]time.Time
+	holds    map[string]Hold
 	// rules and outsideDone feed the scheduler's eligibility rule for
 	// Next: the run's KEEP_GOING and IGNORE_LOOP_CHECKPOINTS, and the
 	// outside nodes ("#12") merged, from the journal and the events.
@@ -186,6 +199,7 @@ func (m *Model) Apply(ev scheduler.Event) {
 		if ev.Until.After(m.st.Cooldown) {
 			m.st.Cooldown = ev.Until
 		}
+		m.hold(ev)
 	}
 	if ev.Kind == scheduler.EvMerged && roadmap.IsIssueRef(ev.Phase) {
 		m.outsideDone[ev.Phase] = true // an outside node landed
@@ -272,6 +286,7 @@ func (m *Model) State() State {
 	now := m.now()
 	st := m.st
 	st.Lanes = m.laneFigures(lanes, now)
+	st.Holds = m.holdsAt(now)
 	st.ByRole = maps.Clone(st.ByRole)
 	st.Phases = make([]Phase, len(m.phases))
 	st.Running, st.Next = []string{}, []string{}

@@ -359,8 +359,13 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// finished may well have printed "429" along the way.
 		switch proc.Classify(res.Tail) {
 		case proc.RateLimit:
-			o.Cooldown = proc.CooldownHint(res.Tail, r.now(), r.DefaultCooldown)
-			return fail(scheduler.ReasonExit, "rate limited")
+			d, hinted := proc.ResetHint(res.Tail, r.now())
+			if !hinted {
+				o.Cooldown = r.DefaultCooldown
+				return fail(scheduler.ReasonExit, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)")
+			}
+			o.Cooldown = d
+			return fail(scheduler.ReasonExit, "usage limit, resets "+r.now().Add(d).Local().Format("Jan 2 15:04"))
 		case proc.Transient:
 			o.Transient = true
 		}

@@ -449,6 +449,19 @@ func TestRunOutcomes(t *testing.T) {
 			},
 		},
 		{
+			// Codex's usage_limit_reached (earendil-works/pi#4172), in
+			// an exec --json error event: a reset time, so the detail
+			// names it.
+			name:   "a usage limit with its reset",
+			agent:  `echo '{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":5400}}"}'` + "\nexit 1",
+			reason: scheduler.ReasonExit,
+			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
+				if o.Cooldown != 90*time.Minute || !strings.HasPrefix(o.Detail, "usage limit, resets ") {
+					t.Errorf("Cooldown = %v, detail %q; want 1h30m and the reset", o.Cooldown, o.Detail)
+				}
+			},
+		},
+		{
 			name:   "rate limit without a hint",
 			agent:  "echo '429 Too Many Requests'\nexit 2",
 			reason: scheduler.ReasonExit,

@@ -165,7 +165,7 @@ func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 			o := h.Node
 			why = append(why, fmt.Sprintf("its scope (owns: %s) overlaps running %s's (owns: %s)", strings.Join(n.Owns, ", "), o.ID, strings.Join(o.Owns, ", ")))
 		case scheduler.HoldCooldown:
-			why = append(why, fmt.Sprintf("a rate-limit cooldown holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.Now).Round(time.Second)))
+			why = append(why, fmt.Sprintf("a usage limit on its account holds new agents until %s (%s left)", h.Until.Local().Format("15:04:05"), h.Until.Sub(s.Now).Round(time.Second)))
 		case scheduler.HoldCheckpoint:
 			why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", h.Line))
 		}
