@@ -98,23 +98,37 @@ func TestLandingMergeOfBaseAddsNothing(t *testing.T) {
 
 // An allow comment naming the rule, or a SECRET_ALLOW glob, accepts a
 // known false positive; the accepted hits are reported apart. A comment
-// naming another rule accepts nothing.
+// naming another rule accepts nothing. A comment is trusted only on a
+// line the base holds already (the user wrote it): one the branch added
+// is the agent's verdict on its own output and the hit stands, saying
+// so; so does one in a commit's message.
 func TestLandingAllow(t *testing.T) {
 	g, commit := newRepo(t)
 	ctx := context.Background()
-	base := commit("base", map[string]string{"README.md": "hi\n"})
-	tip := commit("add", map[string]string{
-		"a.go":              "const fake = \"" + testToken + "\" // claudopilot:allow-secret github-token\n",
+	userLine := "const fake = \"" + testToken + "\" // claudopilot:allow-secret github-token\n"
+	base := commit("base", map[string]string{"README.md": "hi\n", "a.go": userLine})
+	commit("add", map[string]string{
+		"a.go":              userLine + "// a second case\n" + userLine,
 		"b.go":              "const fake = \"" + testToken + "\" // claudopilot:allow-secret high-entropy\n",
+		"d.go":              "const fake = \"" + testToken + "\" // claudopilot:allow-secret github-token\n",
 		"testdata/x.golden": "DB_PASS=s3cr3tP4ssw0rd\n",
 		"c.pem.fixture":     "-----BEGIN RSA PRIVATE KEY-----\n",
 	})
+	tip := commit(testToken+" claudopilot:allow-secret github-token", map[string]string{"e.txt": "e\n"})
 	r, err := (&Scanner{Allow: []string{"testdata/**", "*.fixture"}}).Landing(ctx, g, base, tip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Found) != 1 || r.Found[0].Path != "b.go" || r.Found[0].Rule != "github-token" {
-		t.Errorf("found %v", r.Found)
+	var found []string
+	for _, f := range r.Found {
+		found = append(found, f.Path+" "+f.Note)
+	}
+	want := "" +
+		" an allow comment the branch added is not trusted: list the path in SECRET_ALLOW or commit the line on the base; " +
+		"b.go ; " +
+		"d.go an allow comment the branch added is not trusted: list the path in SECRET_ALLOW or commit the line on the base"
+	if strings.Join(found, "; ") != want {
+		t.Errorf("found %q\nwant %q", found, want)
 	}
 	var allowed []string
 	for _, f := range r.Allowed {
@@ -122,6 +136,24 @@ func TestLandingAllow(t *testing.T) {
 	}
 	if strings.Join(allowed, "; ") != "a.go claudopilot:allow-secret; c.pem.fixture SECRET_ALLOW *.fixture; testdata/x.golden SECRET_ALLOW testdata/**" {
 		t.Errorf("allowed %q", allowed)
+	}
+}
+
+// No allow accepts the driver's own secrets: an agent that read the
+// token and writes it under a SECRET_ALLOW path, with an allow comment,
+// is stopped all the same.
+func TestLandingKnownValueNeverAllowed(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	pw := "Zq8wXv93kLpT7mNb"
+	base := commit("base", map[string]string{"README.md": "hi\n"})
+	tip := commit("add", map[string]string{"testdata/leak.txt": pw + " # claudopilot:allow-secret known-secret\n"})
+	r, err := (&Scanner{Allow: []string{"testdata/**"}, Known: NewRedactor([]string{"DEPLOY_PASSWORD=" + pw})}).Landing(ctx, g, base, tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Found) != 1 || r.Found[0].Rule != ruleKnown || r.Found[0].Note != noteKnownAllow || len(r.Allowed) != 0 {
+		t.Errorf("found %v, allowed %v", r.Found, r.Allowed)
 	}
 }
 

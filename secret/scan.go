@@ -30,6 +30,8 @@ type Finding struct {
 	// Allowed says what accepted it ("claudopilot:allow-secret",
 	// "SECRET_ALLOW <glob>"); empty for a hit.
 	Allowed string
+	// Note says why an allow on the line did not accept the hit.
+	Note string
 }
 
 func (f Finding) String() string {
@@ -41,10 +43,23 @@ func (f Finding) String() string {
 	case f.Path == "":
 		return fmt.Sprintf("message of commit %.12s:%d: %s", f.Commit, f.Line, what)
 	case f.Commit != "":
-		return fmt.Sprintf("%s:%d (added by commit %.12s): %s", f.Path, f.Line, f.Commit, what)
+		return fmt.Sprintf("%s:%d (added by commit %.12s): %s%s", f.Path, f.Line, f.Commit, what, f.note())
 	}
-	return fmt.Sprintf("%s:%d: %s", f.Path, f.Line, what)
+	return fmt.Sprintf("%s:%d: %s%s", f.Path, f.Line, what, f.note())
 }
+
+func (f Finding) note() string {
+	if f.Note == "" {
+		return ""
+	}
+	return " [" + f.Note + "]"
+}
+
+// Notes for a hit an allow did not accept.
+const (
+	noteAgentAllow = "an allow comment the branch added is not trusted: list the path in SECRET_ALLOW or commit the line on the base"
+	noteKnownAllow = "the driver's own secret: no allow accepts it"
+)
 
 // Describe lists findings for a failure detail, at most ten.
 func Describe(fs []Finding) string {
@@ -102,7 +117,7 @@ type Report struct {
 // binary file's bytes as text. A secret committed and removed later
 // still lands in the history.
 func (s *Scanner) Landing(ctx context.Context, git *worktree.Client, from, to string) (Report, error) {
-	p := &patchScan{s: s}
+	p := &patchScan{s: s, ctx: ctx, git: git, from: from}
 	tree := []string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "--end-of-options", from, to}
 	if err := git.GitStream(ctx, "", p.read, tree...); err != nil {
 		return Report{}, fmt.Errorf("scan for secrets: %w", err)
@@ -138,6 +153,14 @@ func Push(ctx context.Context, git *worktree.Client, from, to string, known *Red
 type patchScan struct {
 	s     *Scanner
 	nonce string // "" while reading the tree's diff
+
+	// The base the scan is against, for an allow comment: only one the
+	// base holds already (the user wrote it) is trusted. base caches each
+	// file's lines there.
+	ctx  context.Context
+	git  *worktree.Client
+	from string
+	base map[string]map[string]bool
 
 	// The commit being read: its id, parents, which of its diffs (one
 	// per parent for a merge) and each diff's findings.
@@ -286,9 +309,11 @@ func (p *patchScan) endCommit() {
 // message scans one line of a commit's message.
 func (p *patchScan) message(l string) {
 	for _, h := range p.hits([]string{l}) {
+		// A message of a commit being landed is the branch's: its
+		// allow comment is never trusted.
 		f := Finding{Line: p.msgLine, Rule: h.rule, Detail: h.detail, Commit: p.commit}
 		if slices.Contains(allows(l), h.rule) {
-			f.Allowed = "claudopilot:allow-secret"
+			f.Note = noteAgentAllow
 		}
 		p.found = append(p.found, f)
 	}
@@ -319,21 +344,64 @@ func (p *patchScan) endRun() {
 			continue
 		}
 		seen[f] = true
-		al := allows(run[h.line])
-		if h.also {
-			al = append(al, allows(run[h.line+1])...)
-		}
-		if slices.Contains(al, h.rule) {
-			f.Allowed = "claudopilot:allow-secret"
-		} else if g := p.s.allowed(p.path); g != "" {
-			f.Allowed = "SECRET_ALLOW " + g
-		}
+		p.allow(&f, run, h)
 		if p.perDiff != nil {
 			p.perDiff[f]++
 		} else {
 			p.found = append(p.found, f)
 		}
 	}
+}
+
+// allow decides whether an allow accepts hit h of run, found as f. The
+// driver's own secrets are never accepted. An allow comment is trusted
+// only on a line the base already holds in that file, as it is: the
+// user wrote it there; one the branch wrote is the agent's verdict on
+// its own output.
+func (p *patchScan) allow(f *Finding, run []string, h lineHit) {
+	lines := []string{run[h.line]}
+	if h.also {
+		lines = append(lines, run[h.line+1])
+	}
+	var commented []string
+	for _, l := range lines {
+		if slices.Contains(allows(l), h.rule) {
+			commented = append(commented, l)
+		}
+	}
+	g := p.s.allowed(p.path)
+	switch {
+	case h.rule == ruleKnown && (len(commented) > 0 || g != ""):
+		f.Note = noteKnownAllow
+	case len(commented) > 0 && slices.ContainsFunc(commented, p.onBase):
+		f.Allowed = "claudopilot:allow-secret"
+	case g != "":
+		f.Allowed = "SECRET_ALLOW " + g
+	case len(commented) > 0:
+		f.Note = noteAgentAllow
+	}
+}
+
+// onBase reports whether the scan's base holds line in the file being
+// read. A base that cannot be read holds nothing: the hit stands.
+func (p *patchScan) onBase(line string) bool {
+	if p.git == nil || p.from == "" {
+		return false
+	}
+	lines, ok := p.base[p.path]
+	if !ok {
+		lines = map[string]bool{}
+		if data, found, err := p.git.ReadFile(p.ctx, p.from, p.path); err == nil && found {
+			for l := range strings.SplitSeq(string(data), "\n") {
+				lines[strings.TrimSuffix(l, "\r")] = true
+			}
+		}
+		if p.base == nil {
+			p.base = map[string]map[string]bool{}
+		}
+		p.base[p.path] = lines
+	}
+	return lines[line]
 }
 
 // allowed is the SECRET_ALLOW glob matching file, or "".

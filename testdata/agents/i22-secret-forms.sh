@@ -3,7 +3,8 @@
 # scan did not look (#22 §1): in a merge commit's own changes only (taken
 # out again by the next commit), in a binary file (it holds a NUL byte), in
 # a commit message, split over two lines, base64-encoded, in one-line JSON
-# and as a DB_PASS= assignment. The supervisor insists on
+# and as a DB_PASS= assignment, and writes an allow comment on a token
+# itself (only one the base holds is trusted). The supervisor insists on
 # CLAUDOPILOT_FAILURE=secret, saves the failure and its detail to
 # $RECORD/<phase>.supervisor, and rewrites the branch as one clean commit
 # (a soft reset to the merge base, the secrets' files removed).
@@ -34,6 +35,8 @@ if [ "${CLAUDOPILOT_ROLE:-}" = worker ]; then
 	printf 'creds: %s\n' "$(printf %s "$tok" | base64 | tr -d '\n')" >work/b64.yaml
 	echo '{"db":{"password":"Hx7kq9Lm2p"}}' >work/cfg.json
 	printf 'CACHE_KEY=users\nDB_PASS=s3cr3tP4ssw0rd\n' >work/app.env
+	# Its own verdict: an allow comment on the token.
+	printf 'const fake = "%s" // claudopilot:allow-secret github-token\n' "$tok" >work/fixture.go
 	git add -A work
 	git commit -q -m "$phase: more
 
@@ -47,6 +50,6 @@ mkdir -p "$RECORD"
 printf 'failure=%s\ndetail=%s\n' "${CLAUDOPILOT_FAILURE:-}" "${CLAUDOPILOT_FAILURE_DETAIL:-}" >"$RECORD/$phase.supervisor"
 [ "${CLAUDOPILOT_FAILURE:-}" = secret ] || die "CLAUDOPILOT_FAILURE is '${CLAUDOPILOT_FAILURE:-}'"
 git reset -q --soft "$(git merge-base HEAD "refs/heads/$CLAUDOPILOT_BASE")"
-git rm -q --cached work/blob.bin work/split.go work/b64.yaml work/cfg.json work/app.env
-rm -f work/blob.bin work/split.go work/b64.yaml work/cfg.json work/app.env
+git rm -q --cached work/blob.bin work/split.go work/b64.yaml work/cfg.json work/app.env work/fixture.go
+rm -f work/blob.bin work/split.go work/b64.yaml work/cfg.json work/app.env work/fixture.go
 git commit -q -m "$phase: work, without the secrets"
