@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -330,6 +331,10 @@ func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *plan
 	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir, e.redact)
 	if err != nil {
 		return err
+	}
+	if cfg.Listen != "" {
+		// The page stops with the driver: `claudopilot web` finds none.
+		e.onClose(func() { os.Remove(filepath.Join(e.Layout.StateDir(), WebFile)) })
 	}
 	e.events = fanOut(e.raw, e.redact, append(listeners, webListeners...)...)
 	return nil

@@ -79,7 +79,11 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	if origin != "" {
 		base = origin
 	}
-	fmt.Fprintf(log, "claudopilot: web page: %s/login?code=%s (once; the API token is in %s)\n", base, code, rel(tokPath))
+	where := filepath.Join(l.StateDir(), WebFile)
+	if err := writeWebWhere(where, webWhere{Addr: addr, URL: base}); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "claudopilot: web page: %s/login?code=%s (once; `claudopilot web` prints another; the API token is in %s)\n", base, code, rel(tokPath))
 	go func() {
 		<-ctx.Done()
 		hub.Close()

@@ -1,13 +1,19 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/web"
 )
 
 // The web page's log pane reads the same listing as `logs`
@@ -58,5 +64,63 @@ func TestFindLog(t *testing.T) {
 	}
 	if _, err := FindLog(l, rm, "nope", "", 0); err == nil {
 		t.Error("a log of an unknown phase")
+	}
+}
+
+// `claudopilot web`'s side: with the token, the running driver makes a
+// new one-time login URL each time (the page's base, LISTEN_ORIGIN's when
+// set); it works once, and the used one opens a page that says how to
+// get another. With no driver serving (no web.json, or one left by a
+// killed driver) it fails with ErrNoWeb.
+func TestWebLogin(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := WebLogin(context.Background(), dir); !errors.Is(err, ErrNoWeb) {
+		t.Fatalf("no driver: %v", err)
+	}
+	srv := &web.Server{Token: "tok", Hub: web.NewHub()}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, err := srv.Serve(ctx, "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, WebTokenFile), []byte("tok\n"), 0o600)
+	if err := writeWebWhere(filepath.Join(dir, WebFile), webWhere{Addr: addr, URL: "http://" + addr}); err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) (int, string) {
+		resp, err := noRedirect.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	first, err := WebLogin(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := WebLogin(context.Background(), dir)
+	if err != nil || second == first || !strings.HasPrefix(second, "http://"+addr+"/login?code=") {
+		t.Fatalf("second URL %q (first %q): %v", second, first, err)
+	}
+	for _, u := range []string{first, second} {
+		if code, _ := get(u); code != http.StatusSeeOther {
+			t.Errorf("%s: %d, want 303 (logged in)", u, code)
+		}
+	}
+	if code, body := get(first); code != http.StatusForbidden || !strings.Contains(body, "claudopilot web") {
+		t.Errorf("a used URL: %d %q", code, body)
+	}
+	cancel()
+	// The driver is gone and its web.json stayed (a kill).
+	for {
+		if _, err := http.Get("http://" + addr + "/"); err != nil {
+			break
+		}
+	}
+	if _, err := WebLogin(context.Background(), dir); !errors.Is(err, ErrNoWeb) {
+		t.Errorf("web.json left by a killed driver: %v", err)
 	}
 }

@@ -131,6 +131,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/logs/{id}", s.auth(s.logs))
 	mux.HandleFunc("GET /api/v1/logs/{id}/list", s.auth(s.logList))
 	mux.HandleFunc("POST /api/v1/actions", s.auth(s.action))
+	mux.HandleFunc("POST /api/v1/login", s.auth(s.newLogin))
 	return mux
 }
 
@@ -147,7 +148,7 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 			tok, byCookie = c.Value, true
 		}
 		if tok == "" {
-			httpError(w, http.StatusUnauthorized, "a token is needed: Authorization: Bearer <.claudopilot/state/web-token>, or open the login URL the driver printed")
+			httpError(w, http.StatusUnauthorized, "a token is needed: Authorization: Bearer <.claudopilot/state/web-token>, or open a login URL (`claudopilot web` prints one)")
 			return
 		}
 		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
@@ -170,6 +171,18 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// loginUsed is the page a login URL that is unknown or was used already
+// opens: it says how to get another.
+const loginUsed = `<!doctype html><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>claudopilot: login URL used</title>
+<body style="font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem">
+<h1 style="font-size:1.2rem">This login URL was used already (or is unknown)</h1>
+<p>A login URL works once. For a new one, run this in the repository where the driver runs:</p>
+<pre style="background:#f0f2f5;padding:.6rem">claudopilot web</pre>
+<p>It prints a fresh URL for the running driver (and fails when none runs).
+Scripts use the token in <code>.claudopilot/state/web-token</code> as a bearer header instead.</p>
+</body>`
+
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
 	s.mu.Lock()
@@ -177,7 +190,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	delete(s.once, code)
 	s.mu.Unlock()
 	if !ok {
-		httpError(w, http.StatusForbidden, "this login URL is unknown or was used already: print a new one with the token from .claudopilot/state/web-token")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, loginUsed)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
@@ -220,6 +236,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 	}
+}
+
+// newLogin makes a one-time login code for `claudopilot web` (which holds
+// the token): {"code":"…"}.
+func (s *Server) newLogin(w http.ResponseWriter, r *http.Request) {
+	code, err := s.LoginCode()
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"code": code})
 }
 
 type actionReq struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/run"
 	"github.com/claudopilot/claudopilot/internal/cli/status"
 	"github.com/claudopilot/claudopilot/internal/cli/version"
+	"github.com/claudopilot/claudopilot/internal/cli/web"
 	"github.com/claudopilot/claudopilot/launch"
 )
 
@@ -43,6 +44,7 @@ func Commands() []cmdutil.Command {
 		pause.NewCmdDrain(nil),
 		lanes.NewCmd(nil),
 		lanes.NewCmdLane(nil),
+		web.NewCmd(nil),
 		doctor.NewCmd(nil),
 		clean.NewCmd(nil),
 		demo.NewCmd(nil),
