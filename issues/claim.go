@@ -202,6 +202,9 @@ func (q *Queue) claim(ctx context.Context, n int) (won bool, round int64, why st
 	if is.State != "open" || !is.HasLabel(q.cfg.Labels.Ready) || is.HasLabel(q.cfg.Labels.Claim) {
 		return false, 0, "no longer ready", nil
 	}
+	if l := q.foreignLabel(is); l != "" {
+		return false, 0, "claimed by another tool (" + l + ")", nil
+	}
 	if err := q.claimLabels(ctx, n); err != nil {
 		q.undoClaimLabels(ctx, n)
 		return false, 0, "", err
@@ -277,11 +280,14 @@ func (q *Queue) undoClaimLabels(ctx context.Context, n int) {
 // ever work it. A blocked issue is not resumed (its end was cut short):
 // its claim is released.
 func (q *Queue) releaseStale(ctx context.Context, is *Issue, live, mine func(int) bool) (released bool, holder string, resume bool, round int64, err error) {
-	st, _, err := q.claimState(ctx, is.Number)
+	st, cs, err := q.claimState(ctx, is.Number)
 	if err != nil {
 		return false, "", false, 0, err
 	}
 	now := q.clock.Now()
+	if st.Holder == "" && foreignClaimComment(cs) {
+		return false, "", false, 0, nil // another tool's claim under the same label: its own janitor's
+	}
 	if st.Holder == "" {
 		// CLAIM_LABEL without a claim comment: an instance died between
 		// the two. Stale by the label's age.
@@ -398,4 +404,32 @@ func CheckBlocked(ctx context.Context, gh *GitHub, l Labels, n int) error {
 		return &NotBlockedError{N: n, Why: fmt.Sprintf("open without %q", l.Blocked)}
 	}
 	return nil
+}
+
+// foreignLabel is the first of FOREIGN_CLAIM_LABELS on is (other than
+// this queue's own claim label), or "".
+func (q *Queue) foreignLabel(is *Issue) string {
+	for _, l := range q.cfg.ForeignClaims {
+		if l != "" && l != q.cfg.Labels.Claim && is.HasLabel(l) {
+			return l
+		}
+	}
+	return ""
+}
+
+// foreignClaimComment says whether another tool claimed the issue in a
+// comment: issue-pilot's "claimed by <lane>" (without this tool's marker)
+// or issue-orchestrator's io-claim block. Such a claim under the shared
+// claim label is that tool's to release, never this queue's.
+func foreignClaimComment(cs []Comment) bool {
+	for _, c := range cs {
+		b := strings.TrimSpace(c.Body)
+		if strings.Contains(b, "claudopilot:") {
+			continue
+		}
+		if strings.HasPrefix(b, "claimed by ") || strings.Contains(b, "```io-claim") {
+			return true
+		}
+	}
+	return false
 }

@@ -53,9 +53,13 @@ type Config struct {
 	// from merge to auto, which Start announces.
 	MergeMethodDefaulted bool
 	ClaimStale           time.Duration // CLAIM_STALE_HOURS (default 6h)
-	TrustedAuthors       []string      // authors whose issues are trusted whoever labelled them
-	AgentEnvAllow        []string      // variables kept in the agent's environment even if secret
-	Token                string        // stripped from agents' environments and scrubbed
+	// ForeignClaims (FOREIGN_CLAIM_LABELS) are other tools' claim labels
+	// (issue-pilot's in-pilot, issue-orchestrator's agent-running): an
+	// issue carrying one is worked by someone else, and is left alone.
+	ForeignClaims  []string
+	TrustedAuthors []string // authors whose issues are trusted whoever labelled them
+	AgentEnvAllow  []string // variables kept in the agent's environment even if secret
+	Token          string   // stripped from agents' environments and scrubbed
 
 	// Gate, Agent, Supervisor, Prepare, the timeouts, LogCap, KillGrace
 	// and RateLimitSleep are the run's: the engine's runner and reviewer
@@ -445,6 +449,13 @@ func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]schedul
 	byNum := map[int]*Issue{}
 	for _, is := range ready {
 		if held(is.Number) || is.HasLabel(q.cfg.Labels.Claim) {
+			continue
+		}
+		if l := q.foreignLabel(is); l != "" {
+			if why := "claimed by another tool (" + l + ")"; st.skipLogged[is.Number] != why {
+				q.logf("#%d: skipped, %s", is.Number, why)
+				st.skipLogged[is.Number] = why
+			}
 			continue
 		}
 		ok, why, err := q.trusted(ctx, is)

@@ -33,7 +33,8 @@ type Settings struct {
 	RateLimitSleep       time.Duration
 	TransientRetries     int
 	LogCapMB             int
-	LogKeep              int // LOG_KEEP: 0 keeps every log
+	LogKeep              int      // LOG_KEEP: 0 keeps every log
+	ForeignClaims        []string // FOREIGN_CLAIM_LABELS
 	LockfileCmd          string
 	MergeBatch           int
 	MergeBatchGate       string // top or each

@@ -170,7 +170,7 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 	}
 	c = issues.Config{
 		Token: g.Token, Labels: issues.Labels(s.Labels), NewestFirst: s.IssueOrder == "newest",
-		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale,
+		BatchSize: s.BatchSize, AutoMerge: s.AutoMerge, MergeMethod: s.MergeMethod, ClaimStale: s.ClaimStale, ForeignClaims: s.ForeignClaims,
 		MergeMethodDefaulted: s.Source("MERGE_METHOD").Kind == settings.FromDefault,
 		TrustedAuthors:       s.TrustedAuthors, AgentEnvAllow: s.AgentEnvAllow,
 		LogCap: int64(s.LogCapMB) << 20,
