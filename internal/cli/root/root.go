@@ -17,6 +17,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/initcmd"
 	"github.com/claudopilot/claudopilot/internal/cli/lanes"
 	"github.com/claudopilot/claudopilot/internal/cli/logs"
+	"github.com/claudopilot/claudopilot/internal/cli/migrate"
 	"github.com/claudopilot/claudopilot/internal/cli/pause"
 	"github.com/claudopilot/claudopilot/internal/cli/plan"
 	"github.com/claudopilot/claudopilot/internal/cli/queue"
@@ -46,6 +47,7 @@ func Commands() []cmdutil.Command {
 		lanes.NewCmdLane(nil),
 		web.NewCmd(nil),
 		doctor.NewCmd(nil),
+		migrate.NewCmd(nil),
 		clean.NewCmd(nil),
 		demo.NewCmd(nil),
 		completion.NewCmd(nil),

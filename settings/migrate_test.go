@@ -1,0 +1,82 @@
+package settings
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMigrate: Claudopilot's and issue-pilot's files become one
+// claudopilot.config that reads back as the same settings; renamed and
+// dropped settings are reported. The files are written for this test in
+// the forms of jopnick/claudopilot v0.4.0's templates/claudopilot.config.sh
+// and kasbly/issue-pilot's issue-pilot.conf.example.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(top, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("claudopilot.config.sh", `#!/usr/bin/env bash
+export GATE_CMD="go vet ./... && go test ./..."
+export MAX_PARALLEL=4
+export RETRY_TRANSIENT_API=1
+export WORKTREE_PREPARE_CMD='"quoted"'
+`)
+	write("issue-pilot.conf", `READY_LABEL="status/approved"
+POLL_SECS=90
+LANES="claude"
+LANE_claude_CONCURRENCY=2
+MAX_PARALLEL=9
+GATE_CMD="$(make gate)"
+`)
+	write("claudopilot/prompts/worker.md", "work\n")
+	m, err := Migrate(top, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(m.Read, ",") != "claudopilot.config.sh,issue-pilot.conf" {
+		t.Errorf("read %v", m.Read)
+	}
+	for _, want := range []string{"\nGATE_CMD=go vet ./... && go test ./...\n", "\nMAX_PARALLEL=4\n", "\nREADY_LABEL=status/approved\n",
+		"\n# from issue-pilot.conf:2 (POLL_SECS)\nPOLL_SECONDS=90\n", "\nLANE_claude_CONCURRENCY=2\n", "\nWORKTREE_PREPARE_CMD='\"quoted\"'\n"} {
+		if !strings.Contains(m.Config, want) {
+			t.Errorf("config lacks %q:\n%s", want, m.Config)
+		}
+	}
+	report := strings.Join(append(append(m.Took, m.Renamed...), m.Dropped...), "\n")
+	for _, want := range []string{"POLL_SECS is written as POLL_SECONDS=90", "RETRY_TRANSIENT_API is Claudopilot's and has no effect here",
+		"issue-pilot.conf:6", "claudopilot/prompts/"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	// Written out, the new file alone reads as the same settings.
+	again := t.TempDir()
+	if err := os.WriteFile(filepath.Join(again, ConfigFile), []byte(m.Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, probs, _ := readFiles(again, map[string]string{})
+	if len(probs) != 0 {
+		t.Fatalf("the migrated file has problems: %v", probs)
+	}
+	for k, want := range map[string]string{"GATE_CMD": "go vet ./... && go test ./...", "MAX_PARALLEL": "4", "POLL_SECONDS": "90", "WORKTREE_PREPARE_CMD": `"quoted"`, "LANES": "claude"} {
+		if got[k].v != want {
+			t.Errorf("%s reads back as %q, want %q", k, got[k].v, want)
+		}
+	}
+	write(ConfigFile, "MAX_PARALLEL=2\n")
+	if _, err := Migrate(top, map[string]string{}); err == nil {
+		t.Error("migrate overwrote an existing claudopilot.config")
+	}
+	if _, err := Migrate(t.TempDir(), map[string]string{}); err != ErrNothingToMigrate {
+		t.Errorf("no files: %v", err)
+	}
+}
