@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 const (
@@ -80,7 +81,7 @@ func (m *gateMerger) land(j scheduler.MergeJob) scheduler.MergeOutcome {
 func (m *gateMerger) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.MergeOutcome {
 	m.gate()
 	if m.isRed(j.ID) {
-		return scheduler.MergeOutcome{ID: j.ID, Reason: scheduler.ReasonGate, Detail: "red"}
+		return scheduler.MergeOutcome{ID: j.ID, Reason: state.ReasonGate, Detail: "red"}
 	}
 	return m.land(j)
 }
@@ -116,7 +117,7 @@ func (m *gateMerger) MergeBatch(ctx context.Context, js []scheduler.MergeJob) []
 		case culprit < 0 || k < culprit:
 			outs[k] = m.land(j)
 		case k == culprit:
-			outs[k] = scheduler.MergeOutcome{ID: j.ID, Reason: scheduler.ReasonGate, Detail: "red"}
+			outs[k] = scheduler.MergeOutcome{ID: j.ID, Reason: state.ReasonGate, Detail: "red"}
 		default:
 			outs[k] = scheduler.MergeOutcome{ID: j.ID, Again: true}
 		}
@@ -139,7 +140,7 @@ type repairRunner struct {
 }
 
 func (r repairRunner) Run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
-	if j.Role == scheduler.Supervisor {
+	if j.Role == state.Supervisor {
 		t0 := time.Now()
 		time.Sleep(trainRepair)
 		r.m.mu.Lock()

@@ -16,7 +16,9 @@ import (
 
 // failure is why an attempt did not succeed.
 type failure struct {
-	reason string // the scheduler's reasons (state.Reason: exit, no-done, gate, prepare, worktree, …), then the landing's: push, checks, merge, pull request
+	// reason: the scheduler's (exit, no-done, gate, prepare, worktree, …),
+	// then the landing's (push, checks, merge, pull request).
+	reason state.Reason
 	detail string
 	log    string // the log that shows it
 	checks []string
@@ -24,13 +26,24 @@ type failure struct {
 	// go beyond it. red: the checks were red (not pending).
 	head string
 	red  bool
+	// interrupted: the driver is stopping; nothing failed. away: why the
+	// issue left the queue while it landed (closed, transferred, …).
+	interrupted bool
+	away        string
 }
 
 func (f *failure) Error() string {
-	if f.detail == "" {
-		return f.reason
+	switch {
+	case f.interrupted:
+		return "interrupted"
+	case f.away != "":
+		return f.away
+	case f.detail == "":
+		return string(f.reason)
+	case f.reason == "":
+		return f.detail
 	}
-	return f.reason + ": " + f.detail
+	return string(f.reason) + ": " + f.detail
 }
 
 // worker is one issue's GitHub side: its claim round, branch, pull
@@ -189,9 +202,9 @@ func (w *worker) push(ctx context.Context) *failure {
 	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &failure{reason: "interrupted"}
+			return &failure{interrupted: true}
 		}
-		return &failure{reason: "push", detail: err.Error()}
+		return &failure{reason: state.ReasonPush, detail: err.Error()}
 	}
 	return nil
 }
@@ -208,14 +221,14 @@ func (w *worker) scanPush(ctx context.Context) *failure {
 	found, err := secret.Push(ctx, q.git, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch, q.known())
 	switch {
 	case ctx.Err() != nil:
-		return &failure{reason: "interrupted"}
+		return &failure{interrupted: true}
 	case err != nil:
 		w.unpushed = "the secret scan could not run: " + err.Error()
-		return &failure{reason: string(state.ReasonSecret), detail: "nothing was pushed: " + w.unpushed}
+		return &failure{reason: state.ReasonSecret, detail: "nothing was pushed: " + w.unpushed}
 	case len(found) > 0:
 		w.unpushed = secret.Describe(found)
 		q.logIssue(w.n, "not pushed: %s", w.unpushed)
-		return &failure{reason: string(state.ReasonSecret), detail: "nothing was pushed: " + w.unpushed}
+		return &failure{reason: state.ReasonSecret, detail: "nothing was pushed: " + w.unpushed}
 	}
 	return nil
 }
@@ -257,7 +270,10 @@ func (w *worker) follow(ctx context.Context, sha string) error {
 func (w *worker) block(ctx context.Context, f *failure) error {
 	q := w.q
 	var b strings.Builder
-	fmt.Fprintf(&b, "claudopilot could not finish this issue: **%s**", f.reason)
+	b.WriteString("claudopilot could not finish this issue")
+	if f.reason != "" {
+		fmt.Fprintf(&b, ": **%s**", f.reason)
+	}
 	if f.detail != "" {
 		fmt.Fprintf(&b, " (%s)", f.detail)
 	}
@@ -302,13 +318,13 @@ func (w *worker) advice(f *failure) string {
 	l := w.q.cfg.Labels
 	again := fmt.Sprintf("remove `%s` and add `%s`", l.Blocked, l.Ready)
 	switch {
-	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, methodRefused):
+	case f.reason == state.ReasonMerge && strings.Contains(f.detail, methodRefused):
 		return "Set MERGE_METHOD=auto (the default) or a method the repository allows and restart the queue; then " + again + "."
-	case f.reason == string(state.ReasonMerge) && strings.Contains(f.detail, mergeQueueOnly):
+	case f.reason == state.ReasonMerge && strings.Contains(f.detail, mergeQueueOnly):
 		return "Adding the pull request to GitHub's merge queue failed (see above): add it yourself, or " + again + " to have it added once more."
-	case f.reason == string(state.ReasonSecret):
+	case f.reason == state.ReasonSecret:
 		return fmt.Sprintf("A retry continues on that branch: first take the secret out of its history (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
-	case f.reason == string(state.ReasonProtected):
+	case f.reason == state.ReasonProtected:
 		return fmt.Sprintf("A retry continues on that branch: first put those files back as they are on the base (or delete the branch `%s` in the driver's clone to start over), then %s.", w.branch, again)
 	}
 	return "To try again, " + again + "."

@@ -74,7 +74,7 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 	q := w.q
 	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
 	if err != nil {
-		return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+		return "", &failure{reason: state.ReasonWorktree, detail: err.Error()}
 	}
 	if sha != st.head {
 		if f := w.push(ctx); f != nil {
@@ -86,13 +86,13 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 		pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
 			fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
 		if err != nil {
-			return "", &failure{reason: "pull request", detail: err.Error()}
+			return "", &failure{reason: state.ReasonPR, detail: err.Error()}
 		}
 		w.pr = pr
 		w.stopHB() // an open pull request keeps the claim alive
 		q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
 		if err := q.gh.MarkReady(ctx, w.pr); err != nil {
-			return "", &failure{reason: "pull request", detail: err.Error()}
+			return "", &failure{reason: state.ReasonPR, detail: err.Error()}
 		}
 	}
 	if sha != st.head {
@@ -102,15 +102,15 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 	headMoved := func(err error) *failure {
 		st.moved++
 		if st.moved > 5 {
-			return &failure{reason: "merge", detail: "the head kept moving: " + err.Error()}
+			return &failure{reason: state.ReasonMerge, detail: "the head kept moving: " + err.Error()}
 		}
 		p, perr := q.gh.PR(ctx, w.pr.Number)
 		if perr != nil {
-			return &failure{reason: "merge", detail: perr.Error()}
+			return &failure{reason: state.ReasonMerge, detail: perr.Error()}
 		}
 		q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
 		if err := w.follow(ctx, p.HeadSHA); err != nil {
-			return &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+			return &failure{reason: state.ReasonWorktree, detail: err.Error()}
 		}
 		st.head, st.since = p.HeadSHA, q.clock.Now()
 		return nil
@@ -120,13 +120,13 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 		verdict, checks, stp := w.waitChecks(ctx, sha, st.since)
 		switch {
 		case ctx.Err() != nil:
-			return "", &failure{reason: "interrupted"}
+			return "", &failure{interrupted: true}
 		case stp != nil && stp.kind == Merged:
 			return Merged, nil
 		case stp != nil && stp.kind == Dropped:
-			return Dropped, &failure{reason: stp.why}
+			return Dropped, &failure{away: stp.why}
 		case stp != nil:
-			return "", &failure{reason: "pull request", detail: stp.why}
+			return "", &failure{reason: state.ReasonPR, detail: stp.why}
 		case verdict == "timeout":
 			detail := fmt.Sprintf("checks of %s still pending after CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
 			if checks == nil {
@@ -134,10 +134,10 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 			} else if p := pendingNames(checks); len(p) > 0 {
 				detail += ": " + strings.Join(p, ", ")
 			}
-			return "", &failure{reason: "checks", detail: detail, checks: pendingNames(checks), head: sha}
+			return "", &failure{reason: state.ReasonChecks, detail: detail, checks: pendingNames(checks), head: sha}
 		case verdict == "red":
 			_, failing := Verdict(checks)
-			return "", &failure{reason: "checks", detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks), head: sha, red: true}
+			return "", &failure{reason: state.ReasonChecks, detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks), head: sha, red: true}
 		}
 		// Green.
 		if !q.cfg.AutoMerge {
@@ -152,11 +152,11 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 		// that cannot be read stops the landing (it fails closed).
 		behind, err := q.gh.BehindBase(ctx, q.cfg.Base, sha)
 		if err != nil {
-			return "", &failure{reason: "merge", detail: err.Error()}
+			return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
 		}
 		if behind > 0 {
 			if st.updates++; st.updates > maxUpdates {
-				return "", &failure{reason: "merge", detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
+				return "", &failure{reason: state.ReasonMerge, detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
 			}
 			head, err := q.gh.UpdateBranch(ctx, w.pr.Number, sha)
 			switch {
@@ -166,13 +166,13 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 				}
 				continue
 			case errors.Is(err, ErrConflict):
-				return "", &failure{reason: string(state.ReasonConflict), detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err), head: sha}
+				return "", &failure{reason: state.ReasonConflict, detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err), head: sha}
 			case err != nil:
-				return "", &failure{reason: "merge", detail: err.Error()}
+				return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
 			}
 			q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
 			if err := w.follow(ctx, head); err != nil {
-				return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+				return "", &failure{reason: state.ReasonWorktree, detail: err.Error()}
 			}
 			st.head, st.since = head, q.clock.Now()
 			continue
@@ -244,7 +244,7 @@ func (w *worker) merge(ctx context.Context, sha string) error {
 // mergeFailure is the failure of a merge GitHub refused, with advice that
 // does not send the issue round the same refusal again.
 func mergeFailure(err error) *failure {
-	f := &failure{reason: "merge", detail: err.Error()}
+	f := &failure{reason: state.ReasonMerge, detail: err.Error()}
 	switch {
 	case errors.Is(err, ErrMethodRefused):
 		f.detail = methodRefused + ": " + githubMessage(err)
@@ -267,18 +267,18 @@ func (w *worker) throughQueue(ctx context.Context, sha string, st *landState) (s
 	q := w.q
 	before, _ := q.gh.MergeQueue(ctx, w.pr.Number)
 	if err := q.gh.Enqueue(ctx, w.pr, sha); err != nil {
-		return "", &failure{reason: "merge", detail: mergeQueueOnly + ", and adding it failed: " + githubMessage(err)}
+		return "", &failure{reason: state.ReasonMerge, detail: mergeQueueOnly + ", and adding it failed: " + githubMessage(err)}
 	}
 	q.logIssue(w.n, "pull request #%d added to the merge queue at %s", w.pr.Number, short(sha))
 	since := q.clock.Now()
 	for {
 		if why := q.awayWhy(w.n); why != "" {
-			return Dropped, &failure{reason: why}
+			return Dropped, &failure{away: why}
 		}
 		now, err := q.gh.MergeQueue(ctx, w.pr.Number)
 		switch {
 		case ctx.Err() != nil:
-			return "", &failure{reason: "interrupted"}
+			return "", &failure{interrupted: true}
 		case err != nil:
 		case now.Merged:
 			q.logIssue(w.n, "the merge queue merged pull request #%d", w.pr.Number)
@@ -290,15 +290,15 @@ func (w *worker) throughQueue(ctx context.Context, sha string, st *landState) (s
 				return "", nil // the landing brings the branch up to date (or sends the conflict to the supervisor), then queues it again
 			}
 			if strings.Contains(strings.ToLower(now.Removed), "check") {
-				return "", &failure{reason: string(state.ReasonChecks), detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed + " (its merge group with " + q.cfg.Base + ")", head: sha, red: true, checks: []string{"merge queue: " + now.Removed}}
+				return "", &failure{reason: state.ReasonChecks, detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed + " (its merge group with " + q.cfg.Base + ")", head: sha, red: true, checks: []string{"merge queue: " + now.Removed}}
 			}
-			return "", &failure{reason: "merge", detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed}
+			return "", &failure{reason: state.ReasonMerge, detail: "the merge queue removed pull request #" + fmt.Sprint(w.pr.Number) + ": " + now.Removed}
 		}
 		if q.clock.Now().Sub(since) >= q.cfg.ChecksTimeout {
-			return "", &failure{reason: string(state.ReasonChecks), detail: fmt.Sprintf("pull request #%d still in the merge queue after CHECKS_TIMEOUT (%s)", w.pr.Number, q.cfg.ChecksTimeout), head: sha}
+			return "", &failure{reason: state.ReasonChecks, detail: fmt.Sprintf("pull request #%d still in the merge queue after CHECKS_TIMEOUT (%s)", w.pr.Number, q.cfg.ChecksTimeout), head: sha}
 		}
 		if err := q.clock.Sleep(ctx, q.cfg.CheckPoll); err != nil {
-			return "", &failure{reason: "interrupted"}
+			return "", &failure{interrupted: true}
 		}
 	}
 }
@@ -323,27 +323,27 @@ func (w *worker) awaitApproval(ctx context.Context, st *landState) (string, *fai
 		st.approval = q.clock.Now()
 		for _, n := range []int{w.n, w.pr.Number} {
 			if err := q.gh.AddLabels(ctx, n, q.cfg.Labels.Approval); err != nil && !errors.Is(err, ErrNotFound) {
-				return "", &failure{reason: "merge", detail: err.Error()}
+				return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
 			}
 		}
 		w.approvalAsked = true
 		msg := fmt.Sprintf("Pull request #%d is green, but the base branch requires an approving review before it can be merged. It waits for one (label `%s`): approve it and claudopilot merges it, without another agent run. Without an approval by %s (CLAIM_STALE_HOURS), it is left for you to merge.",
 			w.pr.Number, q.cfg.Labels.Approval, st.approval.Add(q.cfg.ClaimStale).UTC().Format(time.RFC3339))
 		if _, err := q.gh.PostComment(ctx, w.n, msg); err != nil && !errors.Is(err, ErrNotFound) {
-			return "", &failure{reason: "merge", detail: err.Error()}
+			return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
 		}
 		q.logIssue(w.n, "pull request #%d waits for an approving review", w.pr.Number)
 	}
 	for {
 		if why := q.awayWhy(w.n); why != "" {
-			return Dropped, &failure{reason: why}
+			return Dropped, &failure{away: why}
 		}
 		if p, err := q.gh.PR(ctx, w.pr.Number); err == nil {
 			switch {
 			case p.Merged:
 				return Merged, nil
 			case p.State != "open":
-				return "", &failure{reason: "pull request", detail: fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
+				return "", &failure{reason: state.ReasonPR, detail: fmt.Sprintf("pull request #%d was closed without merging", p.Number)}
 			}
 		}
 		if who, err := q.gh.Approvals(ctx, w.pr.Number); err == nil && len(who) > st.approvers {
@@ -356,7 +356,7 @@ func (w *worker) awaitApproval(ctx context.Context, st *landState) (string, *fai
 			return Review, nil
 		}
 		if err := q.clock.Sleep(ctx, q.cfg.CheckPoll); err != nil {
-			return "", &failure{reason: "interrupted"}
+			return "", &failure{interrupted: true}
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		pr = w.pr.Number
 	}
 	switch {
-	case ctx.Err() != nil || (f != nil && f.reason == "interrupted"):
+	case ctx.Err() != nil || (f != nil && f.interrupted):
 		out.Err = fmt.Errorf("land %s: %w", j.ID, context.Cause(ctx))
 	case f == nil && kind == Merged:
 		out.OK, out.Commit = true, l.st.head
@@ -186,11 +186,11 @@ func (q *Queue) Land(ctx context.Context, j scheduler.MergeJob) scheduler.MergeO
 		})
 		out.Away = true
 	case kind == Dropped:
-		q.goneAway(n, f.reason)
-		out.Away, out.Detail = true, f.reason
+		q.goneAway(n, f.away)
+		out.Away, out.Detail = true, f.away
 	default:
-		out.Reason, out.Detail, out.LogPath, out.Checks, out.Commit = state.Reason(f.reason), f.detail, f.log, f.checks, f.head
-		if f.reason == string(state.ReasonChecks) && !f.red {
+		out.Reason, out.Detail, out.LogPath, out.Checks, out.Commit = f.reason, f.detail, f.log, f.checks, f.head
+		if f.reason == state.ReasonChecks && !f.red {
 			// Checks still pending at CHECKS_TIMEOUT: nothing for a
 			// repair to go beyond; the issue is blocked.
 			out.Commit = ""
@@ -208,9 +208,9 @@ func (w *worker) landJob(ctx context.Context, j scheduler.MergeJob, st *landStat
 		sha, err := w.q.git.RevParse(ctx, "refs/heads/"+w.branch)
 		switch {
 		case err != nil:
-			return "", &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+			return "", &failure{reason: state.ReasonWorktree, detail: err.Error()}
 		case sha != j.Tip && sha != st.head:
-			return "", &failure{reason: string(state.ReasonWorktree), detail: fmt.Sprintf("%s is at %s, not at the gated tip %s", w.branch, short(sha), short(j.Tip))}
+			return "", &failure{reason: state.ReasonWorktree, detail: fmt.Sprintf("%s is at %s, not at the gated tip %s", w.branch, short(sha), short(j.Tip))}
 		}
 	}
 	if j.Verdict != nil {
@@ -297,9 +297,9 @@ func (q *Queue) Record(id string, st manifest.State, note scheduler.Note) {
 		})
 		return
 	}
-	f := &failure{reason: string(note.Reason), detail: note.Detail, log: note.LogPath}
-	if f.reason == "" {
-		f.reason = string(st)
+	f := &failure{reason: note.Reason, detail: note.Detail, log: note.LogPath}
+	if f.reason == "" && f.detail == "" {
+		f.detail = "the scheduler marked it " + string(st)
 	}
 	q.addResult(Result{Number: n, Kind: Blocked, PR: pr, Reason: f.Error()})
 	q.logIssue(n, "blocked: %s", f.Error())

@@ -20,7 +20,7 @@ func (w *worker) protected(ctx context.Context) *failure {
 		if w.unpushed == "" {
 			w.unpushed = "the protected-file check could not run"
 		}
-		return &failure{reason: string(state.ReasonProtected), detail: detail}
+		return &failure{reason: state.ReasonProtected, detail: detail}
 	}
 	if q.cfg.Protect == nil {
 		return fail("the protected-file check has no set of files to check")

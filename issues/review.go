@@ -165,7 +165,7 @@ func (q *Queue) reviewInputs(ctx context.Context, id string) (work.ReviewInputs,
 // reviewFailure ends the issue for the review gate: a review that could
 // not be recorded or read back fails closed.
 func reviewFailure(format string, args ...any) *failure {
-	return &failure{reason: string(state.ReasonReview), detail: fmt.Sprintf(format, args...)}
+	return &failure{reason: state.ReasonReview, detail: fmt.Sprintf(format, args...)}
 }
 
 // passed tells whether the driver's own PASS covers exactly the live tree
@@ -183,7 +183,7 @@ func (w *worker) passed(ctx context.Context, st *landState) (pass, again bool, f
 	if in.head != st.head {
 		w.q.logIssue(w.n, "the head moved to %s before the review; checking again", short(in.head))
 		if err := w.follow(ctx, in.head); err != nil {
-			return false, false, &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+			return false, false, &failure{reason: state.ReasonWorktree, detail: err.Error()}
 		}
 		st.head, st.since = in.head, w.q.clock.Now()
 		return false, true, nil
@@ -241,7 +241,7 @@ func (w *worker) recordVerdict(ctx context.Context, v *scheduler.Verdict, st *la
 		q.logIssue(w.n, "the pull request or its base moved during the review; reviewing again")
 		if live.head != st.head {
 			if err := w.follow(ctx, live.head); err != nil {
-				return &failure{reason: string(state.ReasonWorktree), detail: err.Error()}
+				return &failure{reason: state.ReasonWorktree, detail: err.Error()}
 			}
 			st.head, st.since = live.head, q.clock.Now()
 		}

@@ -178,7 +178,7 @@ func (o *Owner) train(ctx context.Context, js []scheduler.MergeJob, outs []sched
 	}
 	if red >= 0 {
 		c := chain[red]
-		outs[c.i] = scheduler.MergeOutcome{ID: c.j.ID, Reason: scheduler.ReasonGate, LogPath: redLog,
+		outs[c.i] = scheduler.MergeOutcome{ID: c.j.ID, Reason: state.ReasonGate, LogPath: redLog,
 			Detail: fmt.Sprintf("the gate is red on the merge with %s (in a merge train, after %d phase(s) before it that landed): see %s", o.Layout.Base, red, redLog)}
 		for _, l := range chain[red+1:] {
 			outs[l.i] = scheduler.MergeOutcome{ID: l.j.ID, Again: true}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 const trainManifest = `# Execution Manifest
@@ -60,7 +61,7 @@ func TestMergeBatchBisectsToTheCulprit(t *testing.T) {
 			got = "ok"
 		case o.Again:
 			got = "again"
-		case o.Reason == scheduler.ReasonGate:
+		case o.Reason == state.ReasonGate:
 			got = "gate"
 		}
 		if got != want || o.ID != js[k].ID || o.Err != nil {
@@ -137,7 +138,7 @@ func TestMergeBatchGateEach(t *testing.T) {
 	}
 	outs := f.owner.MergeBatch(f.ctx, js)
 	f.owner.Wait()
-	if !outs[0].OK || !outs[1].OK || outs[2].Reason != scheduler.ReasonGate || !outs[3].Again {
+	if !outs[0].OK || !outs[1].OK || outs[2].Reason != state.ReasonGate || !outs[3].Again {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	if f.rev("main") != outs[1].Commit {
@@ -171,7 +172,7 @@ func TestMergeGateRetriesFlake(t *testing.T) {
 	_, tip = g.branch("t1", "", map[string]string{"t1.txt": "t1\n"})
 	j = job("t1", "one", tip)
 	j.Gate = "test -e '" + seen2 + "' || { : > '" + seen2 + "'; exit 1; }"
-	if out := g.owner.Merge(g.ctx, j); out.OK || out.Reason != scheduler.ReasonGate {
+	if out := g.owner.Merge(g.ctx, j); out.OK || out.Reason != state.ReasonGate {
 		t.Errorf("without GATE_RETRIES: %+v", out)
 	}
 }

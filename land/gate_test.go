@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/land"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // A process the agent left behind commits on auto/<id> after the phase's
@@ -24,7 +24,7 @@ func TestMergeGatesATipThatMovedAfterGating(t *testing.T) {
 	j.Gate = "test ! -e broken"
 
 	out := f.owner.Merge(f.ctx, j)
-	if out.Reason != scheduler.ReasonGate {
+	if out.Reason != state.ReasonGate {
 		t.Fatalf("outcome = %+v, want the merge gate red", out)
 	}
 	f.refused(out, "p1", base)
@@ -44,7 +44,7 @@ func TestMergeGateIsHermetic(t *testing.T) {
 	j.Gate = "test -f generated.cfg"
 
 	out := f.owner.Merge(f.ctx, j)
-	if out.Reason != scheduler.ReasonGate {
+	if out.Reason != state.ReasonGate {
 		t.Fatalf("outcome = %+v, want the merge gate red without generated.cfg", out)
 	}
 	f.refused(out, "p1", base)

@@ -200,7 +200,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 			return out, false
 		}
 		if !ok {
-			out.Reason, out.LogPath = scheduler.ReasonGate, log
+			out.Reason, out.LogPath = state.ReasonGate, log
 			out.Detail = "the gate is red on the merge with " + o.Layout.Base + ": see " + log
 			return out, false
 		}
@@ -253,7 +253,7 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 		}
 	}
 	if len(conflicts) > 0 {
-		out.Reason = scheduler.ReasonConflict
+		out.Reason = state.ReasonConflict
 		out.Detail += "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
 		return "", "", out, true, false
 	}
@@ -286,7 +286,7 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 	}
 	rep, err := o.secrets(ctx, base, commit)
 	if err != nil || len(rep.Found) > 0 {
-		out.Err, out.Reason, out.Detail = err, scheduler.ReasonSecret, secret.Describe(rep.Found)
+		out.Err, out.Reason, out.Detail = err, state.ReasonSecret, secret.Describe(rep.Found)
 		return "", "", out, true, false
 	}
 	// Hits an allow comment or SECRET_ALLOW accepted land, told as a
@@ -311,19 +311,19 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string,
 		out.Err = fmt.Errorf("the protected-file check of %s could not run: %w", j.ID, err)
 		return out, true
 	} else if len(hits) > 0 {
-		out.Reason, out.Detail = scheduler.ReasonProtected, protect.Describe(hits)
+		out.Reason, out.Detail = state.ReasonProtected, protect.Describe(hits)
 		return out, true
 	}
 	if paths, err := o.markers(ctx, mb, tip); err != nil {
 		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
 		return out, true
 	} else if len(paths) > 0 {
-		out.Reason = scheduler.ReasonConflict
+		out.Reason = state.ReasonConflict
 		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
 		return out, true
 	}
 	if paths := o.outOfScope(j, changed); len(paths) > 0 {
-		out.Reason = scheduler.ReasonScope
+		out.Reason = state.ReasonScope
 		out.Detail = "changes outside (owns: " + strings.Join(j.Owns, ", ") + "): " + strings.Join(paths, ", ")
 		return out, true
 	}

@@ -401,7 +401,7 @@ func TestMergeConflict(t *testing.T) {
 	base := f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
 
 	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
-	if out.Reason != scheduler.ReasonConflict || out.Err != nil {
+	if out.Reason != state.ReasonConflict || out.Err != nil {
 		t.Fatalf("outcome = %+v, want Reason conflict", out)
 	}
 	if !strings.Contains(out.Detail, "README.md") || !strings.Contains(out.Detail, "main") {
@@ -430,7 +430,7 @@ func TestMergeConflictMarkersLeftIn(t *testing.T) {
 	tip := f.gitIn(wt, "rev-parse", "HEAD")
 
 	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
-	if out.Reason != scheduler.ReasonConflict || !strings.Contains(out.Detail, "conflict markers left in") || !strings.Contains(out.Detail, "README.md") {
+	if out.Reason != state.ReasonConflict || !strings.Contains(out.Detail, "conflict markers left in") || !strings.Contains(out.Detail, "README.md") {
 		t.Fatalf("outcome = %+v, want Reason conflict naming README.md's markers", out)
 	}
 	f.refused(out, "p1", base)
@@ -478,7 +478,7 @@ func TestMergeScope(t *testing.T) {
 		j := job("p2", "second phase (deps: p1) (owns: api/)", tip)
 		j.Owns = []string{"api/"}
 		out := f.owner.Merge(f.ctx, j)
-		if out.Reason != scheduler.ReasonScope || out.Err != nil {
+		if out.Reason != state.ReasonScope || out.Err != nil {
 			t.Fatalf("outcome = %+v, want Reason scope", out)
 		}
 		if !strings.Contains(out.Detail, "other.txt") {
@@ -542,7 +542,7 @@ func TestMergeGateRedOnTheMergeCommit(t *testing.T) {
 	j.Gate = "echo checking; if [ -f base.txt ] && [ -f branch.txt ]; then echo both present; exit 1; fi"
 
 	out := f.owner.Merge(f.ctx, j)
-	if out.Reason != scheduler.ReasonGate || out.Err != nil {
+	if out.Reason != state.ReasonGate || out.Err != nil {
 		t.Fatalf("outcome = %+v, want Reason gate", out)
 	}
 	if !strings.Contains(out.Detail, "gate-1.log") {
@@ -786,7 +786,7 @@ func TestMergeLockfileOnlyConflict(t *testing.T) {
 		f, tip, base := setup(t)
 		f.owner.LockfileCmd = "exit 3"
 		out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
-		if out.Reason != scheduler.ReasonConflict || !strings.Contains(out.Detail, "go.sum") {
+		if out.Reason != state.ReasonConflict || !strings.Contains(out.Detail, "go.sum") {
 			t.Fatalf("outcome = %+v, want Reason conflict on go.sum", out)
 		}
 		f.refused(out, "p1", base)
@@ -827,7 +827,7 @@ func TestMergeDerivedConflictFiles(t *testing.T) {
 		f.owner.Derived = regexp.MustCompile(`^gen/.*\.json$`)
 		f.owner.LockfileCmd = "printf 'regenerated\\n' > schema.json"
 		out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
-		if out.Reason != scheduler.ReasonConflict {
+		if out.Reason != state.ReasonConflict {
 			t.Fatalf("outcome = %+v, want a conflict", out)
 		}
 		f.refused(out, "p1", base)

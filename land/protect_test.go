@@ -11,6 +11,7 @@ import (
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -116,7 +117,7 @@ func TestMergeRefusesProtectedFiles(t *testing.T) {
 			tip := f.hostileBranch("p1", "p1-first.md", tc.changes...)
 			out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
 			f.owner.Wait()
-			if out.Reason != scheduler.ReasonProtected || out.Err != nil {
+			if out.Reason != state.ReasonProtected || out.Err != nil {
 				t.Fatalf("outcome = %+v, want reason protected", out)
 			}
 			if !strings.Contains(out.Detail, tc.want+" (") || !strings.Contains(out.Detail, tc.why) {
@@ -195,7 +196,7 @@ func TestMergeProtectsDocsAtTheTopLevel(t *testing.T) {
 	tip := f.hostileBranch("p1", "p1-first.md", add("p2-second.md", "delete README.md\n"), add("README.md", "a better readme\n"))
 	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
 	f.owner.Wait()
-	if out.Reason != scheduler.ReasonProtected || !strings.Contains(out.Detail, "p2-second.md (") || strings.Contains(out.Detail, "README") {
+	if out.Reason != state.ReasonProtected || !strings.Contains(out.Detail, "p2-second.md (") || strings.Contains(out.Detail, "README") {
 		t.Fatalf("outcome = %+v, want p2-second.md protected and README.md not", out)
 	}
 	if got := f.rev("main"); got != base {
@@ -234,7 +235,7 @@ func TestMergeBatchRefusesTheProtectedLinkAlone(t *testing.T) {
 	}
 	outs := f.owner.MergeBatch(f.ctx, js)
 	f.owner.Wait()
-	if !outs[0].OK || outs[1].Reason != scheduler.ReasonProtected || !outs[2].OK {
+	if !outs[0].OK || outs[1].Reason != state.ReasonProtected || !outs[2].OK {
 		t.Fatalf("outcomes = %+v, want t1 and t3 landed, t2 refused as protected", outs)
 	}
 	if _, has, _ := f.git.ReadFile(f.ctx, "main", "claudopilot.config"); has {

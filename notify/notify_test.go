@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // TestEachEvent: every notable event runs NOTIFY_CMD once, with the message
@@ -24,9 +25,9 @@ func TestEachEvent(t *testing.T) {
 	evs := []scheduler.Event{
 		{Kind: scheduler.EvLaunch, Phase: "a"}, // not notable
 		{Kind: scheduler.EvMerged, Phase: "a"},
-		{Kind: scheduler.EvBlocked, Phase: "b", Reason: scheduler.ReasonGate, Detail: "red"},
+		{Kind: scheduler.EvBlocked, Phase: "b", Reason: state.ReasonGate, Detail: "red"},
 		{Kind: scheduler.EvBlocked, Phase: "c", Detail: "waits on b"}, // a dependent: no message
-		{Kind: scheduler.EvFailed, Phase: "d", Reason: scheduler.ReasonExit},
+		{Kind: scheduler.EvFailed, Phase: "d", Reason: state.ReasonExit},
 		{Kind: scheduler.EvCooldown, Phase: "e", Until: past},
 		{Kind: EvCooldownEnd},
 		{Kind: scheduler.EvBudget, Detail: "run budget reached: $1.00 of $1.00"},

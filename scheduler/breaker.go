@@ -41,7 +41,7 @@ func (s *Scheduler) tripBreaker(p *phase, o Outcome) {
 func (s *Scheduler) lanesOn(key string) []string {
 	var out []string
 	for _, l := range s.lanes {
-		if l.quotaOf(Worker) == key || l.quotaOf(Supervisor) == key {
+		if l.quotaOf(state.Worker) == key || l.quotaOf(state.Supervisor) == key {
 			out = append(out, l.ID)
 		}
 	}

@@ -34,8 +34,8 @@ func TestBreakerTwoLanesOneAccount(t *testing.T) {
 	h.runner.maxParallel = 3 // one slot on each lane
 	holdB := make(chan struct{})
 	h.runner.entered = make(chan Job, 8)
-	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "usage limit, resets 15:00"}, okStep)
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: holdB})
+	h.runner.on("a", state.Worker, step{Cooldown: time.Hour, Detail: "usage limit, resets 15:00"}, okStep)
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: holdB})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
@@ -74,12 +74,12 @@ func TestBreakerLiftsAtTheReset(t *testing.T) {
 	}
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: opus)", "[pending] **b** — b (lane: sonnet) (deps: a)"), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
 	h.runner.maxParallel = 2
-	h.runner.on("a", Worker, step{Cooldown: 50 * time.Millisecond, Detail: "usage limit"})
+	h.runner.on("a", state.Worker, step{Cooldown: 50 * time.Millisecond, Detail: "usage limit"})
 	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := h.runner.jobsOf("a", Worker)
+	js := h.runner.jobsOf("a", state.Worker)
 	if len(js) != 2 || js[1].Attempt != 1 {
 		t.Fatalf("a's jobs %+v, want attempt 1 twice", js)
 	}

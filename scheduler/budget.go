@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+
 	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/ledger"
@@ -17,14 +18,14 @@ func (s *Scheduler) book(p *phase, o Outcome) (phaseOver bool) {
 	}
 	u := o.Usage
 	lane := ""
-	if p.lane != nil && o.Role != ReviewerRole {
+	if p.lane != nil && o.Role != state.ReviewerRole {
 		lane = p.lane.ID // the ledger says which lane spent it
 	}
 	s.record(state.Record{Phase: o.ID, Event: "usage", Role: o.Role, Attempt: o.Attempt, Usage: &u, Lane: lane})
 	p.usage = ledger.Add(p.usage, u)
 	p.run = ledger.Add(p.run, u)
 	if p.byRole == nil {
-		p.byRole = map[Role]ledger.Usage{}
+		p.byRole = map[state.Role]ledger.Usage{}
 	}
 	p.byRole[o.Role] = ledger.Add(p.byRole[o.Role], u)
 	s.spend = ledger.Add(s.spend, u)
@@ -73,9 +74,9 @@ func (s *Scheduler) capBeforeLaunch(p *phase, j *Job) bool {
 		return false
 	}
 	p.next, p.owed, p.transient = nil, nil, 0
-	p.reason, p.detail = ReasonBudget, why
-	s.record(state.Record{Phase: p.n.ID, Event: "fail", Reason: ReasonBudget, Detail: why})
-	s.emit(Event{Kind: EvBudget, Phase: p.n.ID, Reason: ReasonBudget, Detail: why})
+	p.reason, p.detail = state.ReasonBudget, why
+	s.record(state.Record{Phase: p.n.ID, Event: "fail", Reason: state.ReasonBudget, Detail: why})
+	s.emit(Event{Kind: EvBudget, Phase: p.n.ID, Reason: state.ReasonBudget, Detail: why})
 	s.park(p)
 	return true
 }
@@ -87,12 +88,12 @@ func (s *Scheduler) overBudget(p *phase, o Outcome) {
 		p.logPath = o.LogPath
 	}
 	p.transient = 0
-	p.reason = ReasonBudget
+	p.reason = state.ReasonBudget
 	p.detail = s.capReached(p)
 	if p.detail == "" {
 		p.detail = o.Detail // the runner's word: a resumed phase it did not start (Job.Capped)
 	}
-	s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: ReasonBudget, Detail: p.detail, Log: o.LogPath})
-	s.emit(Event{Kind: EvBudget, Phase: o.ID, Reason: ReasonBudget, Detail: p.detail})
+	s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: state.ReasonBudget, Detail: p.detail, Log: o.LogPath})
+	s.emit(Event{Kind: EvBudget, Phase: o.ID, Reason: state.ReasonBudget, Detail: p.detail})
 	s.park(p)
 }

@@ -2,9 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"testing"
+
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/state"
-	"testing"
 
 	"github.com/claudopilot/claudopilot/ledger"
 )
@@ -18,22 +19,22 @@ func cost(c float64, session string) ledger.Usage {
 func TestHistoryUsage(t *testing.T) {
 	a, b, c := cost(0.1, "s1"), cost(0.2, "s2"), cost(0.05, "")
 	recs := []state.Record{
-		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
-		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &a},
-		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1},
-		{Phase: "p", Event: "usage", Role: Supervisor, Attempt: 1, Usage: &c},
+		{Phase: "p", Event: "launch", Role: state.Worker, Attempt: 1},
+		{Phase: "p", Event: "usage", Role: state.Worker, Attempt: 1, Usage: &a},
+		{Phase: "p", Event: "fail", Role: state.Worker, Attempt: 1},
+		{Phase: "p", Event: "usage", Role: state.Supervisor, Attempt: 1, Usage: &c},
 		{Phase: "p", Event: "retry"},
-		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &b},
+		{Phase: "p", Event: "usage", Role: state.Worker, Attempt: 1, Usage: &b},
 	}
 	h, _ := state.History(recs)
 	if got := ledger.CostText(h["p"].Usage); got != "$0.35" {
 		t.Errorf("total %s", got)
 	}
-	if got := ledger.CostText(h["p"].ByRole[Worker]); got != "$0.30" {
+	if got := ledger.CostText(h["p"].ByRole[state.Worker]); got != "$0.30" {
 		t.Errorf("worker %s", got)
 	}
-	if h["p"].Session[Worker] != "s2" {
-		t.Errorf("session %q", h["p"].Session[Worker])
+	if h["p"].Session[state.Worker] != "s2" {
+		t.Errorf("session %q", h["p"].Session[state.Worker])
 	}
 }
 
@@ -41,11 +42,11 @@ func TestHistoryUsage(t *testing.T) {
 func TestCooldownRelaunchCarriesSession(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
-	h.runner.on("a", Worker, step{Cooldown: 1, Usage: cost(0.01, "sess-a")})
+	h.runner.on("a", state.Worker, step{Cooldown: 1, Usage: cost(0.01, "sess-a")})
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	js := h.runner.jobsOf("a", Worker)
+	js := h.runner.jobsOf("a", state.Worker)
 	if len(js) != 2 || js[0].Session != "" || js[1].Session != "sess-a" {
 		t.Fatalf("jobs %+v", js)
 	}
@@ -56,10 +57,10 @@ func TestCooldownRelaunchCarriesSession(t *testing.T) {
 func TestRunBudgetEndsWithRepairDue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, RunMaxCost: 1})
-	h.runner.on("a", Worker, step{Reason: ReasonExit, Usage: cost(1.5, "")})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonExit, Usage: cost(1.5, "")})
 	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrBudget)
-	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs after the budget was reached", n)
 	}
 }
@@ -71,7 +72,7 @@ func TestDrain(t *testing.T) {
 	controls := make(chan Control)
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, Controls: controls})
 	hold := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: hold})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: hold})
 	h.runner.entered = make(chan Job, 2)
 	ch := h.start(context.Background())
 	<-h.runner.entered
@@ -102,7 +103,7 @@ func TestDrainLeavesARedPhasePendingWithItsRepairOwed(t *testing.T) {
 	h1 := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), cfg)
 	h1.jn = openJournal(t)
 	hold := make(chan struct{})
-	h1.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Wait: true, Hold: hold})
+	h1.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Detail: "red", Wait: true, Hold: hold})
 	h1.runner.entered = make(chan Job, 2)
 	ch := h1.start(context.Background())
 	<-h1.runner.entered
@@ -112,7 +113,7 @@ func TestDrainLeavesARedPhasePendingWithItsRepairOwed(t *testing.T) {
 	if _, _, err := h1.await(ch); err != nil {
 		t.Fatalf("drain ended with %v", err)
 	}
-	if n := len(h1.runner.jobsOf("a", Supervisor)); n != 0 {
+	if n := len(h1.runner.jobsOf("a", state.Supervisor)); n != 0 {
 		t.Fatalf("%d supervisors launched while draining", n)
 	}
 	h1.store.wantStates(t, map[string]manifest.State{"a": manifest.Pending, "b": manifest.Pending})
@@ -123,7 +124,7 @@ func TestDrainLeavesARedPhasePendingWithItsRepairOwed(t *testing.T) {
 		t.Fatalf("next run: %v", err)
 	}
 	jobs := h2.runner.jobsOf("a", "")
-	if len(jobs) != 1 || jobs[0].Role != Supervisor || jobs[0].Attempt != 1 || jobs[0].Failure != ReasonGate || jobs[0].Detail != "red" {
+	if len(jobs) != 1 || jobs[0].Role != state.Supervisor || jobs[0].Attempt != 1 || jobs[0].Failure != state.ReasonGate || jobs[0].Detail != "red" {
 		t.Fatalf("a's jobs in the next run %+v, want its supervisor #1 (gate, red) alone", jobs)
 	}
 	h2.store.wantStates(t, allMerged("a", "b"))
@@ -134,12 +135,12 @@ func TestDrainLeavesARedPhasePendingWithItsRepairOwed(t *testing.T) {
 // must not exhaust a phase.
 func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
 	recs := []state.Record{
-		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
-		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonConflict},
-		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 1},
-		{Phase: "p", Event: "interrupted", Role: Supervisor, Attempt: 1},
-		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 2},
-		{Phase: "q", Event: "launch", Role: Supervisor, Attempt: 1}, // the driver died here
+		{Phase: "p", Event: "launch", Role: state.Worker, Attempt: 1},
+		{Phase: "p", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonConflict},
+		{Phase: "p", Event: "launch", Role: state.Supervisor, Attempt: 1},
+		{Phase: "p", Event: "interrupted", Role: state.Supervisor, Attempt: 1},
+		{Phase: "p", Event: "launch", Role: state.Supervisor, Attempt: 2},
+		{Phase: "q", Event: "launch", Role: state.Supervisor, Attempt: 1}, // the driver died here
 	}
 	h, _ := state.History(recs)
 	if h["p"].SuperSpent != 0 || h["p"].SuperRuns != 2 {
@@ -156,11 +157,11 @@ func TestStoppedRepairSpendsNoAttempt(t *testing.T) {
 func TestRunBudgetIgnoresNegativeCost(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)", "[pending] **c** — c (deps: b)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, RunMaxCost: 1})
-	h.runner.on("a", Worker, step{OK: true, Usage: cost(-1000, "")})
-	h.runner.on("b", Worker, step{OK: true, Usage: cost(1.5, "")})
+	h.runner.on("a", state.Worker, step{OK: true, Usage: cost(-1000, "")})
+	h.runner.on("b", state.Worker, step{OK: true, Usage: cost(1.5, "")})
 	sum, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrBudget)
-	if n := len(h.runner.jobsOf("c", Worker)); n != 0 {
+	if n := len(h.runner.jobsOf("c", state.Worker)); n != 0 {
 		t.Errorf("c launched after the budget was spent")
 	}
 	if c, _ := sum.Usage.Cost(); c != 1.5 {

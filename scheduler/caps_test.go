@@ -19,15 +19,15 @@ func tokens(n int64) ledger.Usage { return ledger.Usage{Tokens: &n} }
 func TestSessionCapParks(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 5, PhaseMaxSessions: 2})
-	h.runner.on("a", Worker, fail(ReasonGate), fail(ReasonGate))
-	h.runner.on("a", Supervisor, fail(ReasonExit))
+	h.runner.on("a", state.Worker, fail(state.ReasonGate), fail(state.ReasonGate))
+	h.runner.on("a", state.Supervisor, fail(state.ReasonExit))
 	sum, evs, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	if n := h.runner.callsOf("a"); n != 2 {
 		t.Errorf("a ran %d times, want 2 (the cap)", n)
 	}
 	p := phaseSummary(t, sum, "a")
-	if p.Reason != ReasonBudget {
+	if p.Reason != state.ReasonBudget {
 		t.Errorf("a's reason %q, want budget", p.Reason)
 	}
 	i := indexOf(evs, isEv(EvBudget, "a"))
@@ -42,9 +42,9 @@ func TestSessionCapParks(t *testing.T) {
 func TestTokenCapCountsRolesAndPassingStillMerges(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b"), Config{MaxParallel: 1, MaxSupervisorAttempts: 5, PhaseMaxTokens: 1000})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Usage: tokens(600)})
-	h.runner.on("a", Supervisor, step{Reason: ReasonExit, Usage: tokens(500)})
-	h.runner.on("b", Worker, step{OK: true, Usage: tokens(5000)})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Usage: tokens(600)})
+	h.runner.on("a", state.Supervisor, step{Reason: state.ReasonExit, Usage: tokens(500)})
+	h.runner.on("b", state.Worker, step{OK: true, Usage: tokens(5000)})
 	_, evs, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	i := indexOf(evs, isEv(EvBudget, "a"))
@@ -68,12 +68,12 @@ func TestCapsAcrossRestart(t *testing.T) {
 	cfg := Config{MaxParallel: 1, MaxSupervisorAttempts: 5, PhaseMaxSessions: 3}
 	h1 := newHarness(t, text, cfg)
 	h1.jn = openJournal(t)
-	h1.runner.on("a", Worker, fail(ReasonGate), step{Wait: true})
-	h1.runner.on("a", Supervisor, fail(ReasonExit))
+	h1.runner.on("a", state.Worker, fail(state.ReasonGate), step{Wait: true})
+	h1.runner.on("a", state.Supervisor, fail(state.ReasonExit))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h1.start(ctx)
-	h1.ev.wait(t, "second worker", isLaunch("a", Worker, 2))
+	h1.ev.wait(t, "second worker", isLaunch("a", state.Worker, 2))
 	cancel()
 	_, _, err := h1.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
@@ -107,21 +107,21 @@ func TestCapsAcrossRestart(t *testing.T) {
 func TestKilledDriverSessionCounts(t *testing.T) {
 	one := ledger.Usage{Sessions: 1}
 	recs := []state.Record{
-		{Phase: "p", Event: "launch", Role: Worker, Attempt: 1},
-		{Phase: "p", Event: "pgid", Role: Worker, Attempt: 1, PGID: 10},
-		{Phase: "p", Event: "usage", Role: Worker, Attempt: 1, Usage: &one},
-		{Phase: "p", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 1},
-		{Phase: "p", Event: "pgid", Role: Supervisor, Attempt: 1, PGID: 11}, // killed here
-		{Phase: "p", Event: "launch", Role: Supervisor, Attempt: 1},
-		{Phase: "p", Event: "pgid", Role: Supervisor, Attempt: 1, PGID: 12}, // and here
+		{Phase: "p", Event: "launch", Role: state.Worker, Attempt: 1},
+		{Phase: "p", Event: "pgid", Role: state.Worker, Attempt: 1, PGID: 10},
+		{Phase: "p", Event: "usage", Role: state.Worker, Attempt: 1, Usage: &one},
+		{Phase: "p", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate},
+		{Phase: "p", Event: "launch", Role: state.Supervisor, Attempt: 1},
+		{Phase: "p", Event: "pgid", Role: state.Supervisor, Attempt: 1, PGID: 11}, // killed here
+		{Phase: "p", Event: "launch", Role: state.Supervisor, Attempt: 1},
+		{Phase: "p", Event: "pgid", Role: state.Supervisor, Attempt: 1, PGID: 12}, // and here
 		{Phase: "p", Event: "retry"},
 	}
 	h, _ := state.History(recs)
 	if n := h["p"].Usage.Sessions; n != 3 {
 		t.Errorf("%d sessions, want 3", n)
 	}
-	if n := h["p"].ByRole[Supervisor].Sessions; n != 2 {
+	if n := h["p"].ByRole[state.Supervisor].Sessions; n != 2 {
 		t.Errorf("%d supervisor sessions, want 2", n)
 	}
 }

@@ -89,7 +89,7 @@ func TestJournalSyncsOncePerTrain(t *testing.T) {
 	defer cancel()
 	ch := h.start(ctx)
 	for _, id := range []string{"a", "b", "c", "d"} {
-		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == Worker })
+		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == state.Worker })
 	}
 	close(release)
 	if _, _, err := h.await(ch); err != nil {
@@ -120,7 +120,7 @@ func TestJournalSyncedBeforeTheEnd(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 0})
 	h.jn = openJournal(t)
-	h.runner.on("a", Worker, fail(ReasonExit))
+	h.runner.on("a", state.Worker, fail(state.ReasonExit))
 	h.build()
 	var unsynced bool
 	h.ev.hook = func(e Event) {

@@ -3,9 +3,10 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -78,7 +79,7 @@ func (s *Scheduler) onEdit(reported []byte) {
 				changes = append(changes, "new phase "+n.ID)
 			}
 			if n.State == manifest.Running {
-				p.next = &Job{Role: Worker, Resume: true}
+				p.next = &Job{Role: state.Worker, Resume: true}
 			}
 		} else {
 			p.n = n

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // newEditHarness is newHarness over a real roadmap folder holding a doc
@@ -78,8 +79,8 @@ func TestEditRetriesParkedPhase(t *testing.T) {
 		"[pending] **c** — c (deps: none)",
 	), Config{MaxParallel: 2, KeepGoing: true}, "a", "b", "c")
 	releaseC := make(chan struct{})
-	h.runner.on("a", Worker, fail(ReasonGate))
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC}) // keeps the run alive
+	h.runner.on("a", state.Worker, fail(state.ReasonGate))
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: releaseC}) // keeps the run alive
 	ch := h.start(context.Background())
 	h.ev.wait(t, "b parked", isEv(EvBlocked, "b"))
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked})
@@ -90,11 +91,11 @@ func TestEditRetriesParkedPhase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	a := h.runner.jobsOf("a", Worker)
+	a := h.runner.jobsOf("a", state.Worker)
 	if len(a) != 2 || a[0].Retry || !a[1].Retry || a[1].Attempt != 1 {
 		t.Errorf("a's jobs %+v, want attempt 1, then attempt 1 again with Retry", a)
 	}
-	if b := h.runner.jobsOf("b", Worker); len(b) != 1 {
+	if b := h.runner.jobsOf("b", state.Worker); len(b) != 1 {
 		t.Errorf("b's jobs %+v", b)
 	}
 	h.store.wantStates(t, allMerged("a", "b", "c"))
@@ -116,8 +117,8 @@ func TestEditLiftsHalt(t *testing.T) {
 		"[pending] **d** — d (deps: a)",
 	), Config{MaxParallel: 2}, "a", "c", "d")
 	releaseC := make(chan struct{})
-	h.runner.on("a", Worker, fail(ReasonExit))
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC})
+	h.runner.on("a", state.Worker, fail(state.ReasonExit))
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: releaseC})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "halt", isEv(EvHalt, "a"))
 	h.humanEdit(edits, "[failed] **a**", "[pending] **a**")
@@ -137,7 +138,7 @@ func TestEditInvalidIgnored(t *testing.T) {
 		"[pending] **a** — a (deps: none)",
 	), Config{MaxParallel: 1}, "a")
 	release := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: release})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
 	h.humanEdit(edits, "(deps: none)", "(deps: ghost)")
@@ -158,7 +159,7 @@ func TestEditKeepsDriverStateForRunningPhase(t *testing.T) {
 		"[pending] **a** — a (deps: none)",
 	), Config{MaxParallel: 1}, "a")
 	release := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: release})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
 	h.humanEdit(edits, "[running] **a**", "[pending] **a**")
@@ -184,7 +185,7 @@ func TestEditRemovesCheckpoint(t *testing.T) {
 	text := "# R\n\n## Phases\n\n1. [pending] **one** — (deps: none)\n\n<!-- LOOP-CHECKPOINT: look -->\n\n2. [pending] **two** — (deps: none)\n"
 	h, edits := newEditHarness(t, text, Config{MaxParallel: 2}, "one", "two")
 	release := make(chan struct{})
-	h.runner.on("one", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("one", state.Worker, step{OK: true, Wait: true, Hold: release})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "launch", isEv(EvLaunch, "one"))
 	h.humanEdit(edits, "<!-- LOOP-CHECKPOINT: look -->\n\n", "")
@@ -203,7 +204,7 @@ func TestEditAddsPhase(t *testing.T) {
 		"[pending] **a** — a (deps: none)",
 	), Config{MaxParallel: 2}, "a", "n")
 	release := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: release})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
 	h.humanEdit(edits, "a (deps: none)\n", "a (deps: none)\n2. [pending] **n** — new (deps: none)\n")
@@ -230,7 +231,7 @@ func TestOverlappingScopesSerialized(t *testing.T) {
 	), Config{MaxParallel: 3})
 	release := make(chan struct{})
 	for _, id := range []string{"a", "c", "d"} {
-		h.runner.on(id, Worker, step{OK: true, Wait: true, Hold: release})
+		h.runner.on(id, state.Worker, step{OK: true, Wait: true, Hold: release})
 	}
 	h.runner.entered = make(chan Job, 8)
 	ch := h.start(context.Background())
@@ -275,8 +276,8 @@ func TestEditDoesNotUndoDeferredWrites(t *testing.T) {
 		return nil
 	}
 	releaseA, releaseC := make(chan struct{}), make(chan struct{})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Wait: true, Hold: releaseA})
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC}) // keeps the run alive
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Detail: "red", Wait: true, Hold: releaseA})
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: releaseC}) // keeps the run alive
 	ch := h.start(context.Background())
 	h.ev.wait(t, "a and c running", func(e Event) bool { return e.Kind == EvLaunch && e.Phase == "c" })
 	broken.Store(true)
@@ -312,7 +313,7 @@ func TestEditReadsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: release})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
 	h.humanEdit(edits, "a (deps: none)\n", "a (deps: none)\n2. [pending] **n** — new (deps: none)\n")
@@ -336,8 +337,8 @@ func TestEditDuringCheckoutAdvanceAppliesAfterMerge(t *testing.T) {
 	), Config{MaxParallel: 2, KeepGoing: true}, "b", "c")
 	dir := h.rm.Dir
 	releaseC := make(chan struct{})
-	h.runner.on("b", Worker, fail(ReasonGate))
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: releaseC})
+	h.runner.on("b", state.Worker, fail(state.ReasonGate))
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: releaseC})
 	h.merger.onMerge = func(j MergeJob) {
 		if j.ID != "c" {
 			return
@@ -365,7 +366,7 @@ func TestEditDuringCheckoutAdvanceAppliesAfterMerge(t *testing.T) {
 			t.Errorf("warning during the checkout advance: %s", e.Detail)
 		}
 	}
-	if b := h.runner.jobsOf("b", Worker); len(b) != 2 {
+	if b := h.runner.jobsOf("b", state.Worker); len(b) != 2 {
 		t.Errorf("b's jobs %+v, want a retry after the edit", b)
 	}
 	h.store.wantStates(t, allMerged("b", "c"))

@@ -151,8 +151,8 @@ func FileView(rm *roadmap.Roadmap, rules state.Rules, cool state.Cooldowns, exte
 		Held:         func(n *roadmap.Node) bool { return n.State == manifest.Running },
 		ExternalDone: externalDone,
 		KeepGoing:    rules.KeepGoing, IgnoreCheckpoints: rules.IgnoreCheckpoints,
-		Cooldown: func(cmd string) time.Time { return cool.For(cmd, Worker) },
-		Cmds:     func(n *roadmap.Node) []string { return LaneCmds(lanes, n, Worker) },
+		Cooldown: func(cmd string) time.Time { return cool.For(cmd, state.Worker) },
+		Cmds:     func(n *roadmap.Node) []string { return LaneCmds(lanes, n, state.Worker) },
 		Now:      now,
 	}
 }

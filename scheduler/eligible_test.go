@@ -1,10 +1,11 @@
 package scheduler
 
 import (
-	"github.com/claudopilot/claudopilot/state"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -25,12 +26,12 @@ func TestHolds(t *testing.T) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	lanes := []Lane{{ID: "one", Cmd: "cmd-1", SupervisorCmd: "cmd-1", Fallback: "two"}, {ID: "two", Cmd: "cmd-2", SupervisorCmd: "cmd-2"}}
-	cool := state.Cooldowns{{Cmd: "cmd-1", Role: Supervisor}: now.Add(time.Hour)}
+	cool := state.Cooldowns{{Cmd: "cmd-1", Role: state.Supervisor}: now.Add(time.Hour)}
 	v := View{
 		Roadmap: rm, State: roadmap.FileState,
 		Held:     func(n *roadmap.Node) bool { return n.State == manifest.Running },
-		Cooldown: func(cmd string) time.Time { return cool.For(cmd, Worker) },
-		Cmds:     func(n *roadmap.Node) []string { return LaneCmds(lanes, n, Worker) },
+		Cooldown: func(cmd string) time.Time { return cool.For(cmd, state.Worker) },
+		Cmds:     func(n *roadmap.Node) []string { return LaneCmds(lanes, n, state.Worker) },
 		Now:      now,
 	}
 	kinds := func(n string) []HoldKind {
@@ -59,7 +60,7 @@ func TestHolds(t *testing.T) {
 	}
 	// Both of c's commands cool down (the supervisor's limit on cmd-1 is
 	// the worker's too): the cooldown holds it, until the first ends.
-	cool[state.CoolKey{Cmd: "cmd-2", Role: Worker}] = now.Add(time.Minute)
+	cool[state.CoolKey{Cmd: "cmd-2", Role: state.Worker}] = now.Add(time.Minute)
 	v.ExternalDone = func(id string) bool { return id == "#12" }
 	hs := Holds(v, rm.Node("c"))
 	if last := hs[len(hs)-1]; last.Kind != HoldCooldown || !last.Until.Equal(now.Add(time.Minute)) {

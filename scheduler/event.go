@@ -4,23 +4,24 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // Event is one thing that happened in a run, for progress output and
 // --json. The scheduler loop is the only sender.
 type Event struct {
-	Time    time.Time `json:"time"`
-	Kind    string    `json:"event"`
-	Phase   string    `json:"phase,omitempty"`
-	State   string    `json:"state,omitempty"`
-	Role    Role      `json:"role,omitempty"`
-	Attempt int       `json:"attempt,omitempty"`
-	Reason  Reason    `json:"reason,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
-	LogPath string    `json:"log,omitempty"`
-	Until   time.Time `json:"until,omitzero"`
-	Files   []string  `json:"files,omitempty"`
-	Lane    string    `json:"lane,omitempty"`
+	Time    time.Time    `json:"time"`
+	Kind    string       `json:"event"`
+	Phase   string       `json:"phase,omitempty"`
+	State   string       `json:"state,omitempty"`
+	Role    state.Role   `json:"role,omitempty"`
+	Attempt int          `json:"attempt,omitempty"`
+	Reason  state.Reason `json:"reason,omitempty"`
+	Detail  string       `json:"detail,omitempty"`
+	LogPath string       `json:"log,omitempty"`
+	Until   time.Time    `json:"until,omitzero"`
+	Files   []string     `json:"files,omitempty"`
+	Lane    string       `json:"lane,omitempty"`
 	// Title and Deps describe an outside node (EvNode).
 	Title string   `json:"title,omitempty"`
 	Deps  []string `json:"deps,omitempty"`
@@ -64,13 +65,13 @@ type PhaseSummary struct {
 	// AttemptsInAll counts earlier runs' attempts too (a resumed run).
 	AttemptsInAll int           `json:"attempts_in_all"`
 	Spent         time.Duration `json:"spent_ns"` // in this run
-	Reason        Reason        `json:"reason,omitempty"`
+	Reason        state.Reason  `json:"reason,omitempty"`
 	WaitsOn       string        `json:"waits_on,omitempty"`
 	LogPath       string        `json:"log,omitempty"`
 	// Usage is what the phase's agents reported spending in this run;
 	// ByRole splits it by worker, supervisor and reviewer.
-	Usage  ledger.Usage          `json:"usage"`
-	ByRole map[Role]ledger.Usage `json:"usage_by_role,omitempty"`
+	Usage  ledger.Usage                `json:"usage"`
+	ByRole map[state.Role]ledger.Usage `json:"usage_by_role,omitempty"`
 }
 
 // Summary is how the run ended.

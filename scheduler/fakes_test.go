@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
@@ -151,7 +152,7 @@ func (m *memStore) wantStates(t testing.TB, want map[string]manifest.State) {
 // step scripts one Runner call.
 type step struct {
 	OK        bool
-	Reason    Reason
+	Reason    state.Reason
 	Detail    string
 	Log       string // default /logs/<id>/<role>-<attempt>.log
 	Tip       string // default tip-<id>-<role>-<call>
@@ -174,11 +175,11 @@ type step struct {
 
 var okStep = step{OK: true}
 
-func fail(r Reason) step { return step{Reason: r, Detail: "detail: " + string(r)} }
+func fail(r state.Reason) step { return step{Reason: r, Detail: "detail: " + string(r)} }
 
 type runKey struct {
 	ID   string
-	Role Role
+	Role state.Role
 }
 
 // fakeRunner plays scripted outcomes per phase and role, in call order.
@@ -216,7 +217,7 @@ func newRunner(maxParallel int) *fakeRunner {
 }
 
 // on appends scripted steps for calls of id in role.
-func (r *fakeRunner) on(id string, role Role, steps ...step) *fakeRunner {
+func (r *fakeRunner) on(id string, role state.Role, steps ...step) *fakeRunner {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := runKey{id, role}
@@ -265,7 +266,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 	o.Usage = st.Usage
 	if j.Capped != "" && !st.Found {
 		// Over a cap and not done: the runner starts no agent.
-		st = step{Reason: ReasonBudget, Detail: j.Capped, Found: true}
+		st = step{Reason: state.ReasonBudget, Detail: j.Capped, Found: true}
 		o.Usage = ledger.Usage{}
 	}
 	if !st.Found {
@@ -276,7 +277,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 	}
 	switch {
 	case cancelled && !st.CancelOK:
-		o.Reason, o.Detail, o.ExitCode = ReasonExit, "interrupted", -1
+		o.Reason, o.Detail, o.ExitCode = state.ReasonExit, "interrupted", -1
 	case st.OK || cancelled:
 		o.OK, o.Found = true, st.Found
 		o.Tip = st.Tip
@@ -285,7 +286,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 		}
 	default:
 		o.Reason, o.Detail, o.Cooldown, o.Transient, o.Found = st.Reason, st.Detail, st.Cooldown, st.Transient, st.Found
-		if o.Reason == ReasonExit {
+		if o.Reason == state.ReasonExit {
 			o.ExitCode = cmp.Or(st.Exit, 1)
 		}
 	}
@@ -307,7 +308,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 }
 
 // jobsOf returns the jobs started for id, optionally only in one role.
-func (r *fakeRunner) jobsOf(id string, role Role) []Job {
+func (r *fakeRunner) jobsOf(id string, role state.Role) []Job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Job
@@ -366,7 +367,7 @@ type mstep struct {
 	Wait    []string
 	Waiting string
 	Changed chan struct{} // the watch a waiting merge hands back
-	Reason  Reason
+	Reason  state.Reason
 	Detail  string
 	Err     error
 	// Hold, when set, makes the call wait until it is closed, ignoring
@@ -588,7 +589,7 @@ func isEv(kind, phase string) func(Event) bool {
 	return func(e Event) bool { return e.Kind == kind && (phase == "" || e.Phase == phase) }
 }
 
-func isLaunch(phase string, role Role, attempt int) func(Event) bool {
+func isLaunch(phase string, role state.Role, attempt int) func(Event) bool {
 	return func(e Event) bool {
 		return e.Kind == EvLaunch && e.Phase == phase && e.Role == role && (attempt == 0 || e.Attempt == attempt)
 	}

@@ -2,12 +2,13 @@ package scheduler
 
 import (
 	"context"
-	"github.com/claudopilot/claudopilot/state"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/manifest"
 )
@@ -57,12 +58,12 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	h1.jn = openJournal(t)
 	// (Worker 2 reports success as it is interrupted, so its end is the
 	// same whichever way the loop collects it.)
-	h1.runner.on("a", Worker, fail(ReasonGate), step{Wait: true, CancelOK: true})
-	h1.runner.on("a", Supervisor, fail(ReasonExit))
+	h1.runner.on("a", state.Worker, fail(state.ReasonGate), step{Wait: true, CancelOK: true})
+	h1.runner.on("a", state.Supervisor, fail(state.ReasonExit))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h1.start(ctx)
-	h1.ev.wait(t, "second worker launch", isLaunch("a", Worker, 2))
+	h1.ev.wait(t, "second worker launch", isLaunch("a", state.Worker, 2))
 	cancel()
 	_, _, err := h1.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
@@ -73,7 +74,7 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	// The restarted driver reads the manifest as the first left it.
 	h2 := newHarness(t, h1.store.text(), cfg)
 	h2.jn = reopen(t, h1.jn)
-	h2.runner.on("a", Worker, fail(ReasonGate))
+	h2.runner.on("a", state.Worker, fail(state.ReasonGate))
 	sum, _, err := h2.run(context.Background())
 	if err != nil {
 		t.Fatalf("second Run: %v", err)
@@ -82,12 +83,12 @@ func TestJournalCarriesSupervisorCountsAcrossRestart(t *testing.T) {
 	if len(jobs) != 2 {
 		t.Fatalf("second run jobs %+v, want a resumed worker and one supervisor", jobs)
 	}
-	if w := jobs[0]; w.Role != Worker || !w.Resume || w.Attempt != 3 {
+	if w := jobs[0]; w.Role != state.Worker || !w.Resume || w.Attempt != 3 {
 		t.Errorf("first job after restart %+v, want worker attempt 3 with Resume", w)
 	}
 	// One supervisor attempt was spent before the restart, so one
 	// remains: it is the last allowed, hence best-effort, and numbered 2.
-	if s := jobs[1]; s.Role != Supervisor || s.Attempt != 2 || s.Mode != "best-effort" || s.Failure != ReasonGate {
+	if s := jobs[1]; s.Role != state.Supervisor || s.Attempt != 2 || s.Mode != "best-effort" || s.Failure != state.ReasonGate {
 		t.Errorf("supervisor job after restart %+v, want attempt 2, best-effort", s)
 	}
 	// The summary counts this run's attempts, and all of them apart.
@@ -106,21 +107,21 @@ func TestResumeFoundDoneIsNoAttempt(t *testing.T) {
 	cfg := Config{MaxParallel: 2, MaxSupervisorAttempts: 2}
 	h1 := newHarness(t, text, cfg)
 	h1.jn = openJournal(t)
-	h1.runner.on("a", Worker, step{Wait: true})
-	h1.runner.on("b", Worker, step{Wait: true})
+	h1.runner.on("a", state.Worker, step{Wait: true})
+	h1.runner.on("b", state.Worker, step{Wait: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h1.start(ctx)
-	h1.ev.wait(t, "a's worker", isLaunch("a", Worker, 1))
-	h1.ev.wait(t, "b's worker", isLaunch("b", Worker, 1))
+	h1.ev.wait(t, "a's worker", isLaunch("a", state.Worker, 1))
+	h1.ev.wait(t, "b's worker", isLaunch("b", state.Worker, 1))
 	cancel()
 	_, _, err := h1.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 
 	h2 := newHarness(t, h1.store.text(), cfg)
 	h2.jn = reopen(t, h1.jn)
-	h2.runner.on("a", Worker, step{OK: true, Found: true})
-	h2.runner.on("b", Worker, step{OK: true, Found: true})
+	h2.runner.on("a", state.Worker, step{OK: true, Found: true})
+	h2.runner.on("b", state.Worker, step{OK: true, Found: true})
 	sum, _, err := h2.run(context.Background())
 	if err != nil {
 		t.Fatalf("second Run: %v", err)
@@ -148,8 +149,8 @@ func TestRestoreResumesSupervisorAfterFail(t *testing.T) {
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate, Detail: "red"},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate, Detail: "red"},
 	)
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -158,7 +159,7 @@ func TestRestoreResumesSupervisorAfterFail(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatalf("jobs %+v, want one supervisor run", jobs)
 	}
-	if j := jobs[0]; j.Role != Supervisor || j.Attempt != 1 || !j.Resume || j.Failure != ReasonGate || j.Detail != "red" || j.Mode != "standard" {
+	if j := jobs[0]; j.Role != state.Supervisor || j.Attempt != 1 || !j.Resume || j.Failure != state.ReasonGate || j.Detail != "red" || j.Mode != "standard" {
 		t.Errorf("job %+v", j)
 	}
 }
@@ -172,19 +173,19 @@ func TestRestoreAfterKilledRepairsSendsSupervisor(t *testing.T) {
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1}, // killed
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 2, Reason: ReasonGate},
-		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 2}, // killed
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 3},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 3, Reason: ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 1}, // killed
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 2},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 2, Reason: state.ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 2}, // killed
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 3},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 3, Reason: state.ReasonGate},
 	)
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v (the killed repairs were counted)", err)
 	}
-	sup := h.runner.jobsOf("a", Supervisor)
+	sup := h.runner.jobsOf("a", state.Supervisor)
 	if len(sup) != 1 || sup[0].Attempt != 3 || sup[0].Mode != "standard" {
 		t.Errorf("supervisor jobs %+v, want one, attempt 3, standard (none of the two spent)", sup)
 	}
@@ -197,15 +198,15 @@ func TestRestoreExhaustedSupervisor(t *testing.T) {
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Supervisor, Attempt: 1, Reason: state.ReasonExit},
 	)
-	h.runner.on("a", Worker, fail(ReasonGate))
+	h.runner.on("a", state.Worker, fail(state.ReasonGate))
 	_, _, err := h.run(context.Background())
 	wantHalt(t, err)
-	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs beyond the limit", n)
 	}
 }
@@ -222,32 +223,32 @@ func TestRestoreRetryAfterFlip(t *testing.T) {
 			), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
 			h.jn = openJournal(t)
 			appendAll(t, h.jn,
-				state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-				state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-				state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
-				state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
-				state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 2},
-				state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 2, Reason: ReasonExit},
-				state.Record{Phase: "a", Event: last, Reason: ReasonExit},
+				state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+				state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate},
+				state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 1},
+				state.Record{Phase: "a", Event: "fail", Role: state.Supervisor, Attempt: 1, Reason: state.ReasonExit},
+				state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 2},
+				state.Record{Phase: "a", Event: "fail", Role: state.Supervisor, Attempt: 2, Reason: state.ReasonExit},
+				state.Record{Phase: "a", Event: last, Reason: state.ReasonExit},
 				state.Record{Phase: "b", Event: "blocked", WaitsOn: "a"},
 			)
-			h.runner.on("a", Worker, fail(ReasonGate))
+			h.runner.on("a", state.Worker, fail(state.ReasonGate))
 			sum, _, err := h.run(context.Background())
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			w := h.runner.jobsOf("a", Worker)
+			w := h.runner.jobsOf("a", state.Worker)
 			if len(w) != 1 || !w[0].Retry || w[0].Attempt != 1 || w[0].Resume {
 				t.Errorf("worker jobs %+v, want attempt 1 with Retry", w)
 			}
-			s := h.runner.jobsOf("a", Supervisor)
+			s := h.runner.jobsOf("a", state.Supervisor)
 			if len(s) != 1 || s[0].Attempt != 1 || s[0].Mode != "standard" || s[0].Retry {
 				t.Errorf("supervisor jobs %+v, want a fresh attempt 1 (counters reset)", s)
 			}
 			if p := phaseSummary(t, sum, "a"); p.Attempts != 2 {
 				t.Errorf("summary a %+v, want 2 attempts (reset)", p)
 			}
-			if w := h.runner.jobsOf("b", Worker); len(w) != 1 || !w[0].Retry {
+			if w := h.runner.jobsOf("b", state.Worker); len(w) != 1 || !w[0].Retry {
 				// b was [blocked] waiting on a and is [pending] now: it
 				// also restarts as a retry.
 				t.Errorf("b jobs %+v", w)
@@ -270,8 +271,8 @@ func TestRestoredCooldownDelaysResume(t *testing.T) {
 	h.jn = openJournal(t)
 	until := time.Now().Add(100 * time.Millisecond)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "cooldown", Role: state.Worker, Attempt: 1, Until: until},
 	)
 	_, evs, err := h.run(context.Background())
 	if err != nil {
@@ -295,8 +296,8 @@ func TestRestoreSkipsMerged(t *testing.T) {
 	), Config{MaxParallel: 1})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "done", Role: state.Worker, Attempt: 1},
 	)
 	sum, _, err := h.run(context.Background())
 	if err != nil {
@@ -345,18 +346,18 @@ func TestResumeUnfinishedMergeGoesToSupervisor(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
 	h.jn = openJournal(t)
-	appendAll(t, h.jn, state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1})
-	h.runner.on("a", Worker, step{Reason: ReasonConflict, Detail: "conflicts with main: x", Found: true})
-	h.runner.on("a", Supervisor, step{OK: true})
+	appendAll(t, h.jn, state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonConflict, Detail: "conflicts with main: x", Found: true})
+	h.runner.on("a", state.Supervisor, step{OK: true})
 	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	jobs := h.runner.allJobs()
-	if len(jobs) != 2 || jobs[0].Role != Worker || !jobs[0].Resume {
+	if len(jobs) != 2 || jobs[0].Role != state.Worker || !jobs[0].Resume {
 		t.Fatalf("jobs %+v, want the resumed worker, then the supervisor", jobs)
 	}
-	if j := jobs[1]; j.Role != Supervisor || j.Attempt != 1 || j.Failure != ReasonConflict || j.Detail != "conflicts with main: x" {
+	if j := jobs[1]; j.Role != state.Supervisor || j.Attempt != 1 || j.Failure != state.ReasonConflict || j.Detail != "conflicts with main: x" {
 		t.Errorf("supervisor job %+v, want attempt 1 for the conflict", j)
 	}
 	if p := phaseSummary(t, sum, "a"); p.Attempts != 1 || p.AttemptsInAll != 2 || p.State != "merged" {

@@ -2,10 +2,11 @@ package scheduler
 
 import (
 	"fmt"
-	"github.com/claudopilot/claudopilot/state"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -65,8 +66,8 @@ func (s *Scheduler) laneByID(id string) *laneSlot {
 }
 
 // cmdOf is the command a role runs on a lane.
-func (l *laneSlot) cmdOf(r Role) string {
-	if r == Supervisor {
+func (l *laneSlot) cmdOf(r state.Role) string {
+	if r == state.Supervisor {
 		return l.SupervisorCmd
 	}
 	return l.Cmd
@@ -75,7 +76,7 @@ func (l *laneSlot) cmdOf(r Role) string {
 // quotaOf keys a role's quota on a lane (its usage-limit breaker,
 // breaker.go) by its account: the lanes of one account share it whatever
 // command they run; two accounts do not.
-func (l *laneSlot) quotaOf(r Role) string { return QuotaKey(l.cmdOf(r), l.Account) }
+func (l *laneSlot) quotaOf(r state.Role) string { return QuotaKey(l.cmdOf(r), l.Account) }
 
 // QuotaKey keys a usage limit: the lane's account (LANE_<id>_CREDENTIALS'
 // folder) when it names one, else its command (the user's own account,
@@ -87,12 +88,12 @@ func QuotaKey(cmd, account string) string {
 	return "account " + account
 }
 
-func (s *Scheduler) cooling(l *laneSlot, r Role, now time.Time) bool {
+func (s *Scheduler) cooling(l *laneSlot, r state.Role, now time.Time) bool {
 	return s.cooldown[l.quotaOf(r)].After(now)
 }
 
 // usable is true when l has a free slot and no cooldown for role r.
-func (s *Scheduler) usable(l *laneSlot, r Role, now time.Time) bool {
+func (s *Scheduler) usable(l *laneSlot, r state.Role, now time.Time) bool {
 	return l != nil && l.running < l.Slots && !s.cooling(l, r, now)
 }
 
@@ -101,7 +102,7 @@ func (s *Scheduler) usable(l *laneSlot, r Role, now time.Time) bool {
 // (lane: …) names; while that lane cools down its FALLBACK takes over. A
 // phase bound to no lane takes the first lane with a free slot, in LANES
 // order.
-func (s *Scheduler) laneFor(p *phase, r Role, now time.Time) *laneSlot {
+func (s *Scheduler) laneFor(p *phase, r state.Role, now time.Time) *laneSlot {
 	if s.paused || s.budgetHit || s.draining {
 		return nil
 	}
@@ -135,7 +136,7 @@ func (s *Scheduler) freeSlots(now time.Time) int {
 	}
 	n := 0
 	for _, l := range s.lanes {
-		if !s.cooling(l, Worker, now) && l.running < l.Slots {
+		if !s.cooling(l, state.Worker, now) && l.running < l.Slots {
 			n += l.Slots - l.running
 		}
 	}
@@ -145,8 +146,8 @@ func (s *Scheduler) freeSlots(now time.Time) int {
 // nextCooldownEnd is the earliest future end of a lane's cooldown.
 func (s *Scheduler) cooldownEnds(consider func(time.Time)) {
 	for _, l := range s.lanes {
-		consider(s.cooldown[l.quotaOf(Worker)])
-		consider(s.cooldown[l.quotaOf(Supervisor)])
+		consider(s.cooldown[l.quotaOf(state.Worker)])
+		consider(s.cooldown[l.quotaOf(state.Supervisor)])
 	}
 }
 
@@ -159,7 +160,7 @@ func (s *Scheduler) heldBack(now time.Time) bool {
 	}
 	cooling := false
 	for _, l := range s.lanes {
-		if s.cooling(l, Worker, now) {
+		if s.cooling(l, state.Worker, now) {
 			cooling = true
 		}
 	}
@@ -242,7 +243,7 @@ func (s *Scheduler) gateState(red bool) {
 // phase n may run on in role r, as laneFor picks them: its lane (the one
 // it names) and that lane's FALLBACK, or every lane when it names none.
 // Without LANES, lanes is the one lane of AGENT_CMD.
-func LaneCmds(lanes []Lane, n *roadmap.Node, r Role) []string {
+func LaneCmds(lanes []Lane, n *roadmap.Node, r state.Role) []string {
 	var home *laneSlot
 	slots := make([]*laneSlot, len(lanes))
 	for i, l := range lanes {

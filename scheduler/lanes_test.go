@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 )
 
 func twoLanes(claude, codex int) []Lane {
@@ -25,7 +27,7 @@ func TestLanesSplitByAnnotationAndFreeSlot(t *testing.T) {
 	h.runner.maxParallel = 3
 	hold := make(chan struct{})
 	for _, id := range []string{"pinned", "x", "y"} {
-		h.runner.on(id, Worker, step{OK: true, Wait: true, Hold: hold})
+		h.runner.on(id, state.Worker, step{OK: true, Wait: true, Hold: hold})
 	}
 	h.runner.entered = make(chan Job, 3)
 	ch := h.start(context.Background())
@@ -60,12 +62,12 @@ func TestLanesSplitByAnnotationAndFreeSlot(t *testing.T) {
 func TestLaneFallbackOnRateLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)"), Config{Lanes: twoLanes(1, 1), MaxSupervisorAttempts: 1})
-	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	h.runner.on("a", state.Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
 	sum, _, err := h.run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := h.runner.jobsOf("a", Worker)
+	js := h.runner.jobsOf("a", state.Worker)
 	if len(js) != 2 || js[0].Lane != "claude" || js[1].Lane != "codex" || js[1].Cmd != "codex exec" {
 		t.Fatalf("jobs %+v, want claude then codex", js)
 	}
@@ -82,7 +84,7 @@ func TestLanePinnedWaitsForItsLane(t *testing.T) {
 	lanes[0].Fallback = ""
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: claude)", "[pending] **b** — b (lane: codex)"), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
 	h.runner.maxParallel = 2 // one slot on each lane
-	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	h.runner.on("a", state.Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := h.start(ctx)
 	h.ev.wait(t, "cooldown", isEv(EvCooldown, "a"))
@@ -90,7 +92,7 @@ func TestLanePinnedWaitsForItsLane(t *testing.T) {
 	cancel()
 	_, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
-	if js := h.runner.jobsOf("a", Worker); len(js) != 1 {
+	if js := h.runner.jobsOf("a", state.Worker); len(js) != 1 {
 		t.Errorf("a ran %d times during its lane's cooldown", len(js))
 	}
 }
@@ -106,7 +108,7 @@ func TestPauseResumeAndSlots(t *testing.T) {
 		"[pending] **c** — c",
 	), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, AgentCmd: "agent", Controls: controls})
 	holdA := make(chan struct{})
-	h.runner.on("a", Worker, step{OK: true, Wait: true, Hold: holdA})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: holdA})
 	h.runner.entered = make(chan Job, 3)
 	ch := h.start(context.Background())
 	if j := <-h.runner.entered; j.ID != "a" {
@@ -122,8 +124,8 @@ func TestPauseResumeAndSlots(t *testing.T) {
 	}
 	// Two slots from the pacer, then resume: b and c run together.
 	holdBC := make(chan struct{})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: holdBC})
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: holdBC})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: holdBC})
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: holdBC})
 	h.runner.maxParallel = 2
 	controls <- Control{Slots: map[string]int{"": 2}}
 	h.ev.wait(t, "lanes", isEv(EvLanes, ""))
@@ -164,7 +166,7 @@ func TestGateStateReported(t *testing.T) {
 	var got []bool
 	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1,
 		GateState: func(red bool) { got = append(got, red) }})
-	h.merger.on("a", mstep{Reason: ReasonGate, Detail: "red"})
+	h.merger.on("a", mstep{Reason: state.ReasonGate, Detail: "red"})
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +188,11 @@ func TestLaneAccountsKeyTheQuota(t *testing.T) {
 		}
 	}
 	h := newHarness(t, manifestOf("[pending] **a** — a (lane: main)"), Config{Lanes: lanes("/home/u/.claude-work"), MaxSupervisorAttempts: 1})
-	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	h.runner.on("a", state.Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	js := h.runner.jobsOf("a", Worker)
+	js := h.runner.jobsOf("a", state.Worker)
 	if len(js) != 2 || js[0].Account != "/home/u/.claude" || js[1].Lane != "work" || js[1].Account != "/home/u/.claude-work" {
 		t.Fatalf("jobs %+v, want main's account, then work's", js)
 	}
@@ -201,10 +203,10 @@ func TestLaneAccountsKeyTheQuota(t *testing.T) {
 	// holds the phase on every lane it may run on.
 	rm := parseRoadmap(t, manifestOf("[pending] **a** — a (lane: main)"))
 	n := rm.Nodes[0]
-	if got := LaneCmds(lanes("/home/u/.claude"), n, Worker); len(got) != 2 || got[0] != got[1] {
+	if got := LaneCmds(lanes("/home/u/.claude"), n, state.Worker); len(got) != 2 || got[0] != got[1] {
 		t.Errorf("one account: quotas %q, want one", got)
 	}
-	if got := LaneCmds(lanes("/home/u/.claude-work"), n, Worker); len(got) != 2 || got[0] == got[1] {
+	if got := LaneCmds(lanes("/home/u/.claude-work"), n, state.Worker); len(got) != 2 || got[0] == got[1] {
 		t.Errorf("two accounts: quotas %q, want two", got)
 	}
 }

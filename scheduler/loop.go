@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/state"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
@@ -152,7 +153,7 @@ type phase struct {
 	superRuns  int
 	superSpent int // supervisor attempts that count against the limit
 	transient  int
-	reason     Reason
+	reason     state.Reason
 	detail     string
 	logPath    string
 	tip        string
@@ -192,9 +193,9 @@ type phase struct {
 	// noDone: its last attempt that told ended without the DONE_ doc
 	// (HaltError.NoDone).
 	noDone bool
-	usage  ledger.Usage          // over every run, for the phase caps (budget.go)
-	run    ledger.Usage          // this run's
-	byRole map[Role]ledger.Usage // this run's, by role
+	usage  ledger.Usage                // over every run, for the phase caps (budget.go)
+	run    ledger.Usage                // this run's
+	byRole map[state.Role]ledger.Usage // this run's, by role
 }
 
 // New makes a scheduler for a validated roadmap. The journal may be nil
@@ -578,7 +579,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		if s.scopeFree(p) != nil {
 			continue // a phase started in this round overlaps it
 		}
-		j := Job{Role: Worker, Retry: p.retry}
+		j := Job{Role: state.Worker, Retry: p.retry}
 		if p.owed != nil {
 			j = *p.owed
 		}
@@ -715,7 +716,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.Gating = func() {
 		s.stages <- Event{Time: s.now(), Kind: EvGate, Phase: j.ID, Role: j.Role, Attempt: j.Attempt, Lane: j.Lane}
 	}
-	if j.Role == Supervisor {
+	if j.Role == state.Supervisor {
 		p.superRuns++
 		j.Attempt = p.superRuns
 		if j.Mode == "" {
@@ -801,7 +802,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		return
 	}
 	overBudget := s.book(p, o)
-	if o.Reason == ReasonBudget && o.Found {
+	if o.Reason == state.ReasonBudget && o.Found {
 		// A resumed phase over a cap whose branch was not done: the
 		// runner started no agent (Job.Capped).
 		p.unlaunch(o.Role)
@@ -842,7 +843,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		p.logPath = o.LogPath
 	}
 	p.noDone = noDoneAfter(p.noDone, o)
-	if r := workerReport(p, o); r != ReasonNone {
+	if r := workerReport(p, o); r != state.ReasonNone {
 		// The worker's own report (Claudopilot's exit codes): no
 		// supervisor is sent; the phase stops here.
 		s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: r, Detail: o.Detail, Log: o.LogPath})
@@ -866,7 +867,7 @@ func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
 	// The same job again, failure context and all; it reuses the attempt
 	// number.
 	j := p.job
-	if o.Role == Supervisor {
+	if o.Role == state.Supervisor {
 		p.superRuns--
 		p.superSpent--
 	} else {
@@ -881,16 +882,16 @@ func (s *Scheduler) requeue(p *phase, o Outcome, at time.Time) {
 // worker (or merge) gets the supervisor; a supervisor that did not make the
 // phase done and green hands back to the worker, in the same worktree. Once
 // attempts run out the run halts, or parks the phase.
-func (s *Scheduler) failed(p *phase, by Role, r Reason, detail, log string) {
+func (s *Scheduler) failed(p *phase, by state.Role, r state.Reason, detail, log string) {
 	p.reason, p.detail = r, detail
 	if log != "" {
 		p.logPath = log
 	}
 	if s.halt == nil && p.superSpent < s.cfg.MaxSupervisorAttempts {
-		if by == Supervisor {
-			p.next = &Job{Role: Worker}
+		if by == state.Supervisor {
+			p.next = &Job{Role: state.Worker}
 		} else {
-			p.next = &Job{Role: Supervisor, Failure: r, FailureLog: p.logPath, Detail: detail}
+			p.next = &Job{Role: state.Supervisor, Failure: r, FailureLog: p.logPath, Detail: detail}
 		}
 		p.notBefore = time.Time{}
 		return
@@ -1007,7 +1008,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		s.reviewStale(p, m.Detail)
 	default:
 		p.waiting, p.waitRounds = "", 0
-		if m.Reason == ReasonGate {
+		if m.Reason == state.ReasonGate {
 			s.gateState(true)
 		}
 		s.record(state.Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
@@ -1244,8 +1245,8 @@ func (s *Scheduler) release(p *phase) {
 const foundDone = state.FoundDone
 
 // unlaunch gives back the attempt a launch of role took.
-func (p *phase) unlaunch(role Role) {
-	if role == Supervisor {
+func (p *phase) unlaunch(role state.Role) {
+	if role == state.Supervisor {
 		p.superRuns--
 		p.superSpent--
 	} else {
@@ -1258,17 +1259,17 @@ func (p *phase) unlaunch(role Role) {
 // Either stops the phase with no supervisor spent: the run halts with
 // that code, or under KEEP_GOING the phase is parked with its dependents.
 // ReasonNone for anything else (an issue's agent never reports so).
-func workerReport(p *phase, o Outcome) Reason {
-	if p.n.Outside || o.Role != Worker || o.Reason != ReasonExit || o.Cooldown > 0 {
-		return ReasonNone
+func workerReport(p *phase, o Outcome) state.Reason {
+	if p.n.Outside || o.Role != state.Worker || o.Reason != state.ReasonExit || o.Cooldown > 0 {
+		return state.ReasonNone
 	}
 	switch o.ExitCode {
 	case 2:
-		return ReasonCheckpoint
+		return state.ReasonCheckpoint
 	case 4:
-		return ReasonDeps
+		return state.ReasonDeps
 	}
-	return ReasonNone
+	return state.ReasonNone
 }
 
 // noDoneAfter says whether a phase is without its DONE_ doc after a
@@ -1277,9 +1278,9 @@ func workerReport(p *phase, o Outcome) Reason {
 // the done check (a red gate); other failures tell nothing of it.
 func noDoneAfter(was bool, o Outcome) bool {
 	switch {
-	case o.Reason == ReasonNoDone, o.Role == Worker && o.Reason == ReasonExit && (o.ExitCode == 5 || o.ExitCode == 6):
+	case o.Reason == state.ReasonNoDone, o.Role == state.Worker && o.Reason == state.ReasonExit && (o.ExitCode == 5 || o.ExitCode == 6):
 		return true
-	case o.Reason == ReasonGate:
+	case o.Reason == state.ReasonGate:
 		return false
 	}
 	return was

@@ -44,7 +44,7 @@ func TestDiamondAllMerged(t *testing.T) {
 	merge02 := make(chan struct{})
 	hold02 := make(chan struct{})
 	h.merger.on("phase-02", mstep{Called: merge02, Hold: hold02})
-	h.runner.on("phase-03", Worker, step{OK: true, Wait: true, Hold: merge02})
+	h.runner.on("phase-03", state.Worker, step{OK: true, Wait: true, Hold: merge02})
 
 	ch := h.start(context.Background())
 	h.ev.wait(t, "exit of phase-03", isEv(EvExit, "phase-03"))
@@ -67,7 +67,7 @@ func TestDiamondAllMerged(t *testing.T) {
 		t.Errorf("merge order = %v, want %v", order, want)
 	}
 	for _, j := range h.runner.allJobs() {
-		if j.Role != Worker || j.Attempt != 1 || j.Retry || j.Resume || j.Mode != "" {
+		if j.Role != state.Worker || j.Attempt != 1 || j.Retry || j.Resume || j.Mode != "" {
 			t.Errorf("job %+v: want a plain first worker attempt", j)
 		}
 		if j.Gate != "make test" {
@@ -106,11 +106,11 @@ func TestJobCarriesPhaseFields(t *testing.T) {
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	a := h.runner.jobsOf("a", Worker)[0]
+	a := h.runner.jobsOf("a", state.Worker)[0]
 	if a.Doc != "a-thing.md" || a.Gate != "make a" || !slices.Equal(a.Owns, []string{"a/", "x.go"}) || !strings.HasPrefix(a.Title, "the A thing") {
 		t.Errorf("job a = %+v", a)
 	}
-	b := h.runner.jobsOf("b", Worker)[0]
+	b := h.runner.jobsOf("b", state.Worker)[0]
 	if b.Doc != "b.md" || b.Gate != "make all" || len(b.Owns) != 0 {
 		t.Errorf("job b = %+v", b)
 	}
@@ -129,7 +129,7 @@ func TestMaxParallelRespectedAndReached(t *testing.T) {
 	h := newHarness(t, manifestOf(lines...), Config{MaxParallel: 3})
 	release := make(chan struct{})
 	for i := 1; i <= 6; i++ {
-		h.runner.on("p"+string(rune('0'+i)), Worker, step{OK: true, Wait: true, Hold: release})
+		h.runner.on("p"+string(rune('0'+i)), state.Worker, step{OK: true, Wait: true, Hold: release})
 	}
 	h.runner.entered = make(chan Job, 16)
 	ch := h.start(context.Background())
@@ -260,21 +260,21 @@ func TestHaltStopsLaunchesRunningPhaseFinishes(t *testing.T) {
 		"[pending] **d** — d (deps: a)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 0})
 	releaseB := make(chan struct{})
-	h.runner.on("a", Worker, step{Reason: ReasonExit, Detail: "exit 2", Log: "/logs/a.log"})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: releaseB})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonExit, Detail: "exit 2", Log: "/logs/a.log"})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: releaseB})
 	ch := h.start(context.Background())
 	h.ev.wait(t, "halt", isEv(EvHalt, "a"))
 	close(releaseB)
 	sum, evs, err := h.await(ch)
 
 	he := wantHalt(t, err)
-	if he.ID != "a" || he.Reason != ReasonExit || he.LogPath != "/logs/a.log" {
+	if he.ID != "a" || he.Reason != state.ReasonExit || he.LogPath != "/logs/a.log" {
 		t.Errorf("HaltError = %+v", he)
 	}
 	if n := h.runner.callsOf("c"); n != 0 {
 		t.Errorf("c launched %d times after the halt", n)
 	}
-	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs with MaxSupervisorAttempts 0", n)
 	}
 	if got := h.merger.landed(); !slices.Equal(got, []string{"b"}) {
@@ -293,7 +293,7 @@ func TestHaltStopsLaunchesRunningPhaseFinishes(t *testing.T) {
 	if indexOf(evs, isEv(EvFailed, "a")) < 0 {
 		t.Errorf("no EvFailed for a")
 	}
-	if p := phaseSummary(t, sum, "a"); p.State != "failed" || p.Reason != ReasonExit {
+	if p := phaseSummary(t, sum, "a"); p.State != "failed" || p.Reason != state.ReasonExit {
 		t.Errorf("summary a = %+v", p)
 	}
 }
@@ -319,21 +319,21 @@ func TestSupervisorRepairs(t *testing.T) {
 			h := newHarness(t, manifestOf("[pending] **a** — a (deps: none) (gate: make check)"),
 				Config{MaxParallel: 1, MaxSupervisorAttempts: c.max})
 			for i := 1; i <= c.superFail+1; i++ {
-				h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "worker red " + strconv.Itoa(i)})
+				h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Detail: "worker red " + strconv.Itoa(i)})
 			}
 			for i := 0; i < c.superFail; i++ {
-				h.runner.on("a", Supervisor, step{Reason: ReasonGate, Detail: "still red", Log: "/logs/a/s.log"})
+				h.runner.on("a", state.Supervisor, step{Reason: state.ReasonGate, Detail: "still red", Log: "/logs/a/s.log"})
 			}
 			sum, evs, err := h.run(context.Background())
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			sup := h.runner.jobsOf("a", Supervisor)
+			sup := h.runner.jobsOf("a", state.Supervisor)
 			if len(sup) != len(c.modes) {
 				t.Fatalf("%d supervisor runs, want %d", len(sup), len(c.modes))
 			}
 			for i, j := range sup {
-				if j.Role != Supervisor || j.Attempt != i+1 || j.Mode != c.modes[i] || j.Failure != ReasonGate || j.Gate != "make check" {
+				if j.Role != state.Supervisor || j.Attempt != i+1 || j.Mode != c.modes[i] || j.Failure != state.ReasonGate || j.Gate != "make check" {
 					t.Errorf("supervisor job %d = %+v, want attempt %d mode %s failure gate", i, j, i+1, c.modes[i])
 				}
 				// Each supervisor is told about the worker failure that
@@ -343,7 +343,7 @@ func TestSupervisorRepairs(t *testing.T) {
 					t.Errorf("supervisor job %d: FailureLog %q Detail %q, want %q and the worker's detail", i, j.FailureLog, j.Detail, wantLog)
 				}
 			}
-			w := h.runner.jobsOf("a", Worker)
+			w := h.runner.jobsOf("a", state.Worker)
 			if len(w) != c.superFail+1 {
 				t.Errorf("%d worker runs, want %d", len(w), c.superFail+1)
 			}
@@ -353,14 +353,14 @@ func TestSupervisorRepairs(t *testing.T) {
 				}
 			}
 			// Roles alternate: worker, supervisor, worker, ...
-			var roles []Role
+			var roles []state.Role
 			for _, e := range evs {
 				if e.Kind == EvLaunch {
 					roles = append(roles, e.Role)
 				}
 			}
 			for i, r := range roles {
-				if want := []Role{Worker, Supervisor}[i%2]; r != want {
+				if want := []state.Role{state.Worker, state.Supervisor}[i%2]; r != want {
 					t.Errorf("launch roles %v do not alternate worker/supervisor", roles)
 					break
 				}
@@ -381,12 +381,12 @@ func TestSupervisorRepairs(t *testing.T) {
 func TestSupervisorHandsBackToWorker(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
-	h.runner.on("a", Worker, fail(ReasonGate), okStep)
-	h.runner.on("a", Supervisor, fail(ReasonNoDone))
+	h.runner.on("a", state.Worker, fail(state.ReasonGate), okStep)
+	h.runner.on("a", state.Supervisor, fail(state.ReasonNoDone))
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	w := h.runner.jobsOf("a", Worker)
+	w := h.runner.jobsOf("a", state.Worker)
 	if len(w) != 2 || w[1].Attempt != 2 || w[1].Failure != "" {
 		t.Errorf("worker jobs %+v", w)
 	}
@@ -399,25 +399,25 @@ func TestSupervisorHandsBackToWorker(t *testing.T) {
 // halt's reason (package main maps exit to 5 and no-done to 6).
 func TestSupervisorExhaustedHalts(t *testing.T) {
 	t.Parallel()
-	for _, last := range []Reason{ReasonExit, ReasonNoDone, ReasonScope} {
+	for _, last := range []state.Reason{state.ReasonExit, state.ReasonNoDone, state.ReasonScope} {
 		t.Run(string(last), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, manifestOf(
 				"[pending] **a** — a (deps: none)",
 				"[pending] **b** — b (deps: a)",
 			), Config{MaxParallel: 2, MaxSupervisorAttempts: 2})
-			h.runner.on("a", Worker, fail(ReasonGate), fail(ReasonTimeout))
-			h.runner.on("a", Supervisor, fail(ReasonExit), step{Reason: last, Detail: "last", Log: "/logs/last"})
+			h.runner.on("a", state.Worker, fail(state.ReasonGate), fail(state.ReasonTimeout))
+			h.runner.on("a", state.Supervisor, fail(state.ReasonExit), step{Reason: last, Detail: "last", Log: "/logs/last"})
 			_, evs, err := h.run(context.Background())
 			he := wantHalt(t, err)
 			if he.ID != "a" || he.Reason != last || he.LogPath != "/logs/last" {
 				t.Errorf("HaltError = %+v, want a/%s", he, last)
 			}
-			sup := h.runner.jobsOf("a", Supervisor)
+			sup := h.runner.jobsOf("a", state.Supervisor)
 			if len(sup) != 2 {
 				t.Fatalf("%d supervisor runs, want 2", len(sup))
 			}
-			if sup[0].Mode != "standard" || sup[1].Mode != "best-effort" || sup[1].Attempt != 2 || sup[1].Failure != ReasonTimeout || sup[0].Failure != ReasonGate {
+			if sup[0].Mode != "standard" || sup[1].Mode != "best-effort" || sup[1].Attempt != 2 || sup[1].Failure != state.ReasonTimeout || sup[0].Failure != state.ReasonGate {
 				t.Errorf("supervisor jobs %+v", sup)
 			}
 			if h.runner.callsOf("b") != 0 || len(h.merger.landed()) != 0 {
@@ -442,8 +442,8 @@ func TestKeepGoingParks(t *testing.T) {
 		"[pending] **e** — e (deps: d)",
 		"[pending] **f** — f (deps: c, e)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 2, KeepGoing: true})
-	h.runner.on("a", Worker, fail(ReasonGate), fail(ReasonGate))
-	h.runner.on("a", Supervisor, fail(ReasonExit), fail(ReasonNoDone))
+	h.runner.on("a", state.Worker, fail(state.ReasonGate), fail(state.ReasonGate))
+	h.runner.on("a", state.Supervisor, fail(state.ReasonExit), fail(state.ReasonNoDone))
 	sum, evs, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	var he *HaltError
@@ -462,7 +462,7 @@ func TestKeepGoingParks(t *testing.T) {
 			t.Errorf("summary %s = %+v, want blocked waiting on a", id, p)
 		}
 	}
-	if p := phaseSummary(t, sum, "a"); p.State != "blocked" || p.Reason != ReasonNoDone || p.Attempts != 4 || p.WaitsOn != "" {
+	if p := phaseSummary(t, sum, "a"); p.State != "blocked" || p.Reason != state.ReasonNoDone || p.Attempts != 4 || p.WaitsOn != "" {
 		t.Errorf("summary a = %+v", p)
 	}
 	if sum.Counts["blocked"] != 4 || sum.Counts["merged"] != 2 {
@@ -483,11 +483,11 @@ func TestKeepGoingNoSupervisor(t *testing.T) {
 		"[pending] **a** — a (deps: none)",
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 1, KeepGoing: true})
-	h.runner.on("a", Worker, fail(ReasonStuck))
+	h.runner.on("a", state.Worker, fail(state.ReasonStuck))
 	_, _, err := h.run(context.Background())
 	wantErrIs(t, err, ErrParked)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Merged})
-	if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
 		t.Errorf("%d supervisor runs", n)
 	}
 }
@@ -502,8 +502,8 @@ func TestCooldownPausesLaunchesNotMerges(t *testing.T) {
 		"[pending] **c** — c (deps: none)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, AgentCmd: "claude", SupervisorCmd: "other"})
 	releaseB := make(chan struct{})
-	h.runner.on("a", Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: releaseB})
+	h.runner.on("a", state.Worker, step{Cooldown: time.Hour, Detail: "rate limited"})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: releaseB})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
@@ -521,7 +521,7 @@ func TestCooldownPausesLaunchesNotMerges(t *testing.T) {
 	if n := h.runner.callsOf("a"); n != 1 {
 		t.Errorf("a ran %d times during its cooldown", n)
 	}
-	if cool.Role != Worker || cool.Until.Before(cool.Time.Add(59*time.Minute)) {
+	if cool.Role != state.Worker || cool.Until.Before(cool.Time.Add(59*time.Minute)) {
 		t.Errorf("cooldown event %+v", cool)
 	}
 	if got := h.merger.landed(); !slices.Equal(got, []string{"b"}) {
@@ -545,8 +545,8 @@ func TestCooldownRelaunchSameAttempt(t *testing.T) {
 		"[pending] **c** — c (deps: none)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 0})
 	releaseB := make(chan struct{})
-	h.runner.on("a", Worker, step{Cooldown: 50 * time.Millisecond})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: releaseB})
+	h.runner.on("a", state.Worker, step{Cooldown: 50 * time.Millisecond})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: releaseB})
 	ch := h.start(context.Background())
 	cool := h.ev.wait(t, "cooldown", isEv(EvCooldown, "a"))
 	close(releaseB)
@@ -555,7 +555,7 @@ func TestCooldownRelaunchSameAttempt(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	jobs := h.runner.jobsOf("a", "")
-	if len(jobs) != 2 || jobs[0].Attempt != 1 || jobs[1].Attempt != 1 || jobs[1].Role != Worker {
+	if len(jobs) != 2 || jobs[0].Attempt != 1 || jobs[1].Attempt != 1 || jobs[1].Role != state.Worker {
 		t.Errorf("a's jobs %+v, want worker attempt 1 twice", jobs)
 	}
 	// Ordering by the scheduler's own clock: launches after the rate
@@ -579,22 +579,22 @@ func TestSupervisorCooldownSpendsNoAttempt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"),
 		Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red"})
-	h.runner.on("a", Supervisor, step{Cooldown: 10 * time.Millisecond}, okStep)
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Detail: "red"})
+	h.runner.on("a", state.Supervisor, step{Cooldown: 10 * time.Millisecond}, okStep)
 	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v (a cooldown must not use up the only supervisor attempt)", err)
 	}
-	sup := h.runner.jobsOf("a", Supervisor)
+	sup := h.runner.jobsOf("a", state.Supervisor)
 	if len(sup) != 2 {
 		t.Fatalf("supervisor jobs %+v, want 2", sup)
 	}
 	for _, j := range sup {
-		if j.Attempt != 1 || j.Failure != ReasonGate || j.Detail != "red" || j.Mode != "best-effort" {
+		if j.Attempt != 1 || j.Failure != state.ReasonGate || j.Detail != "red" || j.Mode != "best-effort" {
 			t.Errorf("supervisor job %+v, want attempt 1, failure gate/red, best-effort", j)
 		}
 	}
-	if e := mustFind(t, evs, isEv(EvCooldown, "a")); e.Role != Supervisor {
+	if e := mustFind(t, evs, isEv(EvCooldown, "a")); e.Role != state.Supervisor {
 		t.Errorf("cooldown event %+v", e)
 	}
 }
@@ -627,12 +627,12 @@ func TestTransientRetries(t *testing.T) {
 				},
 			})
 			for i := 0; i < c.transient; i++ {
-				h.runner.on("a", Worker, step{Transient: true, Reason: ReasonExit, Detail: "overloaded"})
+				h.runner.on("a", state.Worker, step{Transient: true, Reason: state.ReasonExit, Detail: "overloaded"})
 			}
 			_, evs, err := h.run(context.Background())
 			if c.wantErr {
 				he := wantHalt(t, err)
-				if he.Reason != ReasonExit {
+				if he.Reason != state.ReasonExit {
 					t.Errorf("HaltError %+v", he)
 				}
 				h.store.wantStates(t, map[string]manifest.State{"a": manifest.Failed})
@@ -648,7 +648,7 @@ func TestTransientRetries(t *testing.T) {
 				t.Errorf("%d runs, want %d", len(jobs), wantRuns)
 			}
 			for _, j := range jobs {
-				if j.Attempt != 1 || j.Role != Worker {
+				if j.Attempt != 1 || j.Role != state.Worker {
 					t.Errorf("job %+v: a transient retry reuses worker attempt 1", j)
 				}
 			}
@@ -679,9 +679,9 @@ func TestTransientCounterResetsAfterFailure(t *testing.T) {
 			return time.Millisecond
 		},
 	})
-	tr := step{Transient: true, Reason: ReasonExit}
-	h.runner.on("a", Worker, tr, tr)
-	h.runner.on("a", Supervisor, tr, okStep)
+	tr := step{Transient: true, Reason: state.ReasonExit}
+	h.runner.on("a", state.Worker, tr, tr)
+	h.runner.on("a", state.Supervisor, tr, okStep)
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -690,7 +690,7 @@ func TestTransientCounterResetsAfterFailure(t *testing.T) {
 	if !slices.Equal(backoffs, []int{1, 1}) {
 		t.Errorf("Backoff calls %v, want [1 1]", backoffs)
 	}
-	if sup := h.runner.jobsOf("a", Supervisor); len(sup) != 2 || sup[1].Attempt != 1 || sup[1].Failure != ReasonExit {
+	if sup := h.runner.jobsOf("a", state.Supervisor); len(sup) != 2 || sup[1].Attempt != 1 || sup[1].Failure != state.ReasonExit {
 		t.Errorf("supervisor jobs %+v", sup)
 	}
 }
@@ -702,16 +702,16 @@ func TestMergeConflictGoesToSupervisor(t *testing.T) {
 		"[pending] **a** — a (deps: none)",
 		"[pending] **b** — b (deps: a)",
 	), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
-	h.merger.on("a", mstep{Reason: ReasonConflict, Detail: "both modified: x.go"})
+	h.merger.on("a", mstep{Reason: state.ReasonConflict, Detail: "both modified: x.go"})
 	_, evs, err := h.run(context.Background())
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	sup := h.runner.jobsOf("a", Supervisor)
+	sup := h.runner.jobsOf("a", state.Supervisor)
 	if len(sup) != 1 {
 		t.Fatalf("supervisor jobs %+v, want 1", sup)
 	}
-	if j := sup[0]; j.Failure != ReasonConflict || j.Detail != "both modified: x.go" || j.Attempt != 1 {
+	if j := sup[0]; j.Failure != state.ReasonConflict || j.Detail != "both modified: x.go" || j.Attempt != 1 {
 		t.Errorf("supervisor job %+v", j)
 	}
 	mj := h.merger.jobsOf("a")
@@ -721,7 +721,7 @@ func TestMergeConflictGoesToSupervisor(t *testing.T) {
 	if got := h.merger.landed(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("landed %v", got)
 	}
-	i := indexOf(evs, func(e Event) bool { return e.Kind == EvExit && e.Phase == "a" && e.Reason == ReasonConflict })
+	i := indexOf(evs, func(e Event) bool { return e.Kind == EvExit && e.Phase == "a" && e.Reason == state.ReasonConflict })
 	if i < 0 || evs[i].Detail != "both modified: x.go" {
 		t.Errorf("no conflict exit event:\n%s", fmtEvents(evs))
 	}
@@ -731,9 +731,9 @@ func TestMergeConflictGoesToSupervisor(t *testing.T) {
 func TestMergeConflictHalts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
-	h.merger.on("a", mstep{Reason: ReasonConflict, Detail: "x.go"})
+	h.merger.on("a", mstep{Reason: state.ReasonConflict, Detail: "x.go"})
 	_, _, err := h.run(context.Background())
-	if he := wantHalt(t, err); he.Reason != ReasonConflict || he.ID != "a" {
+	if he := wantHalt(t, err); he.Reason != state.ReasonConflict || he.ID != "a" {
 		t.Errorf("HaltError %+v", he)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Failed})
@@ -770,7 +770,7 @@ func TestMergeWaitDoesNotBlockOthers(t *testing.T) {
 	), Config{MaxParallel: 2, Poll: time.Hour})
 	releaseB := make(chan struct{})
 	h.merger.on("a", mstep{Wait: []string{"dirty.txt"}})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: releaseB})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: releaseB})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
@@ -941,7 +941,7 @@ func TestMergeErrorIsFatal(t *testing.T) {
 func TestEventStream(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, diamondText, Config{MaxParallel: 2, MaxSupervisorAttempts: 1, Poll: time.Millisecond})
-	h.runner.on("phase-02", Worker, fail(ReasonGate))
+	h.runner.on("phase-02", state.Worker, fail(state.ReasonGate))
 	h.merger.on("phase-03", mstep{Wait: []string{"f"}})
 	_, evs, err := h.run(context.Background())
 	if err != nil {
@@ -963,7 +963,7 @@ func checkEventStream(t *testing.T, evs []Event) {
 	}
 	type att struct {
 		id   string
-		role Role
+		role state.Role
 		n    int
 	}
 	open := map[att]int{}
@@ -1022,8 +1022,8 @@ func TestInterrupt(t *testing.T) {
 	// Both agents finish successfully just as the interrupt lands. Neither
 	// may be merged, and c may not start. (Agents that fail because of the
 	// interrupt are TestBugInterruptedAgentCountedAsFailure.)
-	h.runner.on("a", Worker, step{Wait: true, CancelOK: true})
-	h.runner.on("b", Worker, step{Wait: true, CancelOK: true})
+	h.runner.on("a", state.Worker, step{Wait: true, CancelOK: true})
+	h.runner.on("b", state.Worker, step{Wait: true, CancelOK: true})
 	h.runner.entered = make(chan Job, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -1078,7 +1078,7 @@ func TestInterruptLetsMergeFinish(t *testing.T) {
 	h.merger.on("a", mstep{Called: called, Hold: hold})
 	// x is still running at the interrupt and finishes then; it keeps the
 	// loop from ending on its own, whatever order it sees things in.
-	h.runner.on("x", Worker, step{Wait: true, CancelOK: true})
+	h.runner.on("x", state.Worker, step{Wait: true, CancelOK: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
@@ -1223,7 +1223,7 @@ func TestPGIDJournaled(t *testing.T) {
 	var evs []string
 	for _, r := range recs {
 		evs = append(evs, r.Event)
-		if r.Event == "pgid" && (r.PGID <= 1000 || r.Phase != "a" || r.Role != Worker || r.Attempt != 1) {
+		if r.Event == "pgid" && (r.PGID <= 1000 || r.Phase != "a" || r.Role != state.Worker || r.Attempt != 1) {
 			t.Errorf("pgid record %+v", r)
 		}
 	}
@@ -1304,9 +1304,9 @@ func TestWorkerReports(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		exit int
-		want Reason
+		want state.Reason
 		keep bool
-	}{{2, ReasonCheckpoint, false}, {4, ReasonDeps, false}, {4, ReasonDeps, true}, {2, ReasonCheckpoint, true}} {
+	}{{2, state.ReasonCheckpoint, false}, {4, state.ReasonDeps, false}, {4, state.ReasonDeps, true}, {2, state.ReasonCheckpoint, true}} {
 		t.Run(fmt.Sprintf("exit%d/keep-going=%v", c.exit, c.keep), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, manifestOf(
@@ -1314,9 +1314,9 @@ func TestWorkerReports(t *testing.T) {
 				"[pending] **b** — b (deps: a)",
 				"[pending] **c** — c (deps: none)",
 			), Config{MaxParallel: 1, MaxSupervisorAttempts: 2, KeepGoing: c.keep})
-			h.runner.on("a", Worker, step{Reason: ReasonExit, Exit: c.exit, Detail: fmt.Sprintf("worker exited %d", c.exit)})
+			h.runner.on("a", state.Worker, step{Reason: state.ReasonExit, Exit: c.exit, Detail: fmt.Sprintf("worker exited %d", c.exit)})
 			_, _, err := h.run(context.Background())
-			if n := len(h.runner.jobsOf("a", Supervisor)); n != 0 {
+			if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
 				t.Errorf("%d supervisors sent, want none", n)
 			}
 			if c.keep {
@@ -1343,16 +1343,16 @@ func TestHaltWithoutDoneDoc(t *testing.T) {
 		workers []step
 		want    bool
 	}{
-		{"no-done", []step{fail(ReasonNoDone), fail(ReasonNoDone)}, true},
-		{"gave-up-exit-5", []step{{Reason: ReasonExit, Exit: 5}, {Reason: ReasonExit, Exit: 6}}, true},
-		{"red-gate-after", []step{fail(ReasonNoDone), fail(ReasonGate)}, false},
-		{"crash", []step{fail(ReasonExit), fail(ReasonExit)}, false},
+		{"no-done", []step{fail(state.ReasonNoDone), fail(state.ReasonNoDone)}, true},
+		{"gave-up-exit-5", []step{{Reason: state.ReasonExit, Exit: 5}, {Reason: state.ReasonExit, Exit: 6}}, true},
+		{"red-gate-after", []step{fail(state.ReasonNoDone), fail(state.ReasonGate)}, false},
+		{"crash", []step{fail(state.ReasonExit), fail(state.ReasonExit)}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 2})
-			h.runner.on("a", Worker, c.workers...)
-			h.runner.on("a", Supervisor, step{Reason: ReasonExit, Exit: 3}, step{Reason: ReasonExit, Exit: 3})
+			h.runner.on("a", state.Worker, c.workers...)
+			h.runner.on("a", state.Supervisor, step{Reason: state.ReasonExit, Exit: 3}, step{Reason: state.ReasonExit, Exit: 3})
 			_, _, err := h.run(context.Background())
 			if he := wantHalt(t, err); he.NoDone != c.want {
 				t.Errorf("HaltError = %+v, want NoDone %v", he, c.want)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // A supervisor whose fix passes the branch gate while the merge with the
@@ -16,13 +17,13 @@ func TestMergeRedUsesUpSupervisorAttempts(t *testing.T) {
 	t.Parallel()
 	text := manifestOf("[pending] **a** — a (deps: none)")
 	h := newHarness(t, text, Config{MaxParallel: 1, MaxSupervisorAttempts: 2, KeepGoing: true})
-	red := mstep{Reason: ReasonGate, Detail: "red on the merge"}
+	red := mstep{Reason: state.ReasonGate, Detail: "red on the merge"}
 	h.merger.on("a", red, red, red, red, red, red)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, _, err := h.run(ctx)
 	wantErrIs(t, err, ErrParked)
-	if n := len(h.runner.jobsOf("a", Supervisor)); n != 2 {
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 2 {
 		t.Errorf("%d supervisor runs, want 2", n)
 	}
 	if n := len(h.merger.jobsOf("a")); n != 3 {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // Nodes from outside the manifest (the issues of a GitHub queue) are
@@ -78,7 +79,7 @@ type Source interface {
 
 // Note says why a node got its state.
 type Note struct {
-	Reason  Reason
+	Reason  state.Reason
 	Detail  string
 	LogPath string
 }

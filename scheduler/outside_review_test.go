@@ -9,6 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // reviewingSource lands as the issue queue does with the review gate on:
@@ -43,9 +44,9 @@ func (f *reviewingSource) Land(ctx context.Context, j MergeJob) MergeOutcome {
 	case stale:
 		return MergeOutcome{ID: j.ID, Stale: true, Commit: j.Tip, Detail: "the base moved"}
 	case v.Last:
-		return MergeOutcome{ID: j.ID, Reason: ReasonReview, Detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", v.Round, strings.Join(v.Findings, "; "))}
+		return MergeOutcome{ID: j.ID, Reason: state.ReasonReview, Detail: fmt.Sprintf("still BLOCKING after %d round(s): %s", v.Round, strings.Join(v.Findings, "; "))}
 	}
-	return MergeOutcome{ID: j.ID, Reason: ReasonReview, Commit: v.Head, Checks: v.Findings, Detail: "BLOCKING"}
+	return MergeOutcome{ID: j.ID, Reason: state.ReasonReview, Commit: v.Head, Checks: v.Findings, Detail: "BLOCKING"}
 }
 
 func outsideReviewHarness(t *testing.T, text string, cfg Config, src *reviewingSource) (*harness, *fakeReviewer) {
@@ -124,7 +125,7 @@ func TestOutsideReviewRounds(t *testing.T) {
 	if !slices.Equal(rounds, []int{1, 1, 2}) {
 		t.Errorf("review rounds %v, want [1 1 2]", rounds)
 	}
-	w := h.runner.jobsOf("#1", Worker)
+	w := h.runner.jobsOf("#1", state.Worker)
 	if len(w) != 2 || !slices.Equal(w[1].Findings, []string{"f: off by one"}) || w[1].Since != "green-tip-#1-worker-1" {
 		t.Fatalf("workers %+v: want the second with the findings, beyond the reviewed head", w)
 	}

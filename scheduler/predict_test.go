@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // fakePredictor predicts a conflict between a and b once both run, and
@@ -141,12 +142,12 @@ func TestPredictedConflictGivesTheBaseBetweenAttempts(t *testing.T) {
 	told := make(chan struct{})
 	hold := make(chan struct{})
 	h.runner.onRun = func(j Job) {
-		if j.ID == "a" && j.Role == Worker {
+		if j.ID == "a" && j.Role == state.Worker {
 			<-told // a lands once the conflict was told
 		}
 	}
-	h.runner.on("b", Worker, step{Wait: true, Hold: hold, Reason: ReasonGate, Detail: "red"})
-	h.runner.on("c", Worker, step{Wait: true, Hold: hold, Reason: ReasonGate, Detail: "red"})
+	h.runner.on("b", state.Worker, step{Wait: true, Hold: hold, Reason: state.ReasonGate, Detail: "red"})
+	h.runner.on("c", state.Worker, step{Wait: true, Hold: hold, Reason: state.ReasonGate, Detail: "red"})
 	h.build().SetPredictor(fp)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -168,9 +169,9 @@ func TestPredictedConflictGivesTheBaseBetweenAttempts(t *testing.T) {
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged})
 	for _, tc := range []struct {
 		id   string
-		role Role
+		role state.Role
 		want bool
-	}{{"b", Worker, false}, {"b", Supervisor, true}, {"c", Worker, false}, {"c", Supervisor, false}} {
+	}{{"b", state.Worker, false}, {"b", state.Supervisor, true}, {"c", state.Worker, false}, {"c", state.Supervisor, false}} {
 		js := h.runner.jobsOf(tc.id, tc.role)
 		if len(js) != 1 || js[0].TakeBase != tc.want {
 			t.Errorf("%s's %s jobs %+v, want one with TakeBase %v", tc.id, tc.role, js, tc.want)

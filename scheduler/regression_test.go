@@ -6,12 +6,13 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"github.com/claudopilot/claudopilot/state"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/manifest"
 )
@@ -42,7 +43,7 @@ func TestRegressionFatalMergeErrorWithQueuedMergeHangs(t *testing.T) {
 	h.merger.on("a", mstep{Called: aMerging, Err: boom})
 	// b finishes while a's merge is in progress, so it is queued behind it
 	// whichever of the two results the loop sees first.
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: aMerging})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: aMerging})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
@@ -100,12 +101,12 @@ func TestRegressionInterruptBeforeStartReportsNoProgress(t *testing.T) {
 func TestRegressionSupervisorCooldownLosesFailureLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Detail: "red", Log: "/logs/a/worker-1.log"})
-	h.runner.on("a", Supervisor, step{Cooldown: time.Millisecond, Log: "/logs/a/supervisor-1.log"}, okStep)
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Detail: "red", Log: "/logs/a/worker-1.log"})
+	h.runner.on("a", state.Supervisor, step{Cooldown: time.Millisecond, Log: "/logs/a/supervisor-1.log"}, okStep)
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	sup := h.runner.jobsOf("a", Supervisor)
+	sup := h.runner.jobsOf("a", state.Supervisor)
 	if len(sup) != 2 {
 		t.Fatalf("supervisor jobs %+v", sup)
 	}
@@ -131,8 +132,8 @@ func TestRegressionSameCommandCooldownNotShared(t *testing.T) {
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, AgentCmd: "claude", SupervisorCmd: "claude"})
 	holdA := make(chan struct{})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Wait: true, Hold: holdA}) // fails once released
-	h.runner.on("b", Worker, step{Cooldown: time.Second})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Wait: true, Hold: holdA}) // fails once released
+	h.runner.on("b", state.Worker, step{Cooldown: time.Second})
 	ch := h.start(context.Background())
 	cool := h.ev.wait(t, "cooldown", isEv(EvCooldown, "b"))
 	close(holdA)
@@ -142,7 +143,7 @@ func TestRegressionSameCommandCooldownNotShared(t *testing.T) {
 	}
 	// Ordering by the scheduler's own clock: with a shared quota the
 	// supervisor on the same command may not start before the limit ends.
-	l := mustFind(t, h.ev.all(), isLaunch("a", Supervisor, 1))
+	l := mustFind(t, h.ev.all(), isLaunch("a", state.Supervisor, 1))
 	if l.Time.Before(cool.Until) {
 		t.Errorf("supervisor on the rate-limited command started %v before the cooldown ended", cool.Until.Sub(l.Time))
 	}
@@ -165,8 +166,8 @@ func TestRegressionRestoredCooldownEndsRunWithNoProgress(t *testing.T) {
 	h.jn = openJournal(t)
 	until := time.Now().Add(300 * time.Millisecond)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "cooldown", Role: Worker, Attempt: 1, Until: until},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "cooldown", Role: state.Worker, Attempt: 1, Until: until},
 	)
 	_, evs, err := h.run(context.Background())
 	if err != nil {
@@ -198,9 +199,9 @@ func TestRegressionLoopSpinsWhileRelaunchWaitsForSlot(t *testing.T) {
 		"[pending] **c** — c (deps: none)",
 	), Config{MaxParallel: 2, TransientMaxRetries: 1, Backoff: func(int) time.Duration { return time.Millisecond }})
 	release := make(chan struct{})
-	h.runner.on("a", Worker, step{Transient: true, Reason: ReasonExit})
-	h.runner.on("b", Worker, step{OK: true, Wait: true, Hold: release})
-	h.runner.on("c", Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("a", state.Worker, step{Transient: true, Reason: state.ReasonExit})
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: release})
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: release})
 	var ticks atomic.Int64
 	s := h.build()
 	s.now = func() time.Time { ticks.Add(1); return time.Now() }
@@ -252,7 +253,7 @@ func TestRegressionInterruptedAttemptsHaveNoExitEvent(t *testing.T) {
 	t.Parallel()
 	for trial := 0; trial < 5; trial++ {
 		h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
-		h.runner.on("a", Worker, step{Wait: true})
+		h.runner.on("a", state.Worker, step{Wait: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := h.start(ctx)
 		h.ev.wait(t, "launch", isEv(EvLaunch, "a"))
@@ -293,7 +294,7 @@ func TestRegressionInterruptedAgentCountedAsFailure(t *testing.T) {
 			"[pending] **a** — a (deps: none)",
 			"[pending] **b** — b (deps: none)",
 		), Config{MaxParallel: 2})
-		h.runner.on("a", Worker, step{Wait: true}) // killed by the interrupt
+		h.runner.on("a", state.Worker, step{Wait: true}) // killed by the interrupt
 		exited := make(chan Job, 4)
 		h.runner.exited = exited
 		ctx, cancel := context.WithCancel(context.Background())
@@ -338,16 +339,16 @@ func TestRegressionRestoreAfterSupervisorFailureSkipsWorkerHandback(t *testing.T
 	h := newHarness(t, manifestOf("[running] **a** — a (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 3})
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
-		state.Record{Phase: "a", Event: "launch", Role: Supervisor, Attempt: 1},
-		state.Record{Phase: "a", Event: "fail", Role: Supervisor, Attempt: 1, Reason: ReasonExit},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate},
+		state.Record{Phase: "a", Event: "launch", Role: state.Supervisor, Attempt: 1},
+		state.Record{Phase: "a", Event: "fail", Role: state.Supervisor, Attempt: 1, Reason: state.ReasonExit},
 	)
 	if _, _, err := h.run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	jobs := h.runner.allJobs()
-	if len(jobs) == 0 || jobs[0].Role != Worker || jobs[0].Attempt != 2 {
+	if len(jobs) == 0 || jobs[0].Role != state.Worker || jobs[0].Attempt != 2 {
 		t.Errorf("first job after the restart is %+v; the live loop would hand the failed supervisor back to worker attempt 2", jobs[0])
 	}
 	h.store.wantStates(t, allMerged("a"))
@@ -362,14 +363,14 @@ func TestDistinctCommandsDoNotShareCooldown(t *testing.T) {
 		"[pending] **b** — b (deps: none)",
 	), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, AgentCmd: "claude", SupervisorCmd: "codex"})
 	holdA := make(chan struct{})
-	h.runner.on("a", Worker, step{Reason: ReasonGate, Wait: true, Hold: holdA})
-	h.runner.on("b", Worker, step{Cooldown: time.Hour})
+	h.runner.on("a", state.Worker, step{Reason: state.ReasonGate, Wait: true, Hold: holdA})
+	h.runner.on("b", state.Worker, step{Cooldown: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.start(ctx)
 	h.ev.wait(t, "cooldown", isEv(EvCooldown, "b"))
 	close(holdA)
-	h.ev.wait(t, "supervisor launch", isLaunch("a", Supervisor, 1))
+	h.ev.wait(t, "supervisor launch", isLaunch("a", state.Supervisor, 1))
 	h.ev.wait(t, "merge of a", isEv(EvMerged, "a"))
 	cancel()
 	_, _, err := h.await(ch)

@@ -15,7 +15,7 @@ func (s *Scheduler) restore() error {
 			// worktree and goes straight to the gate if the branch is
 			// already done; otherwise the worker is relaunched there and
 			// that attempt counts.
-			p.next = &Job{Role: Worker, Resume: true}
+			p.next = &Job{Role: state.Worker, Resume: true}
 			p.started = now
 		}
 	}
@@ -31,7 +31,7 @@ func (s *Scheduler) restore() error {
 	// were holds every lane of its role, which errs on the side of not
 	// hitting a limit twice.
 	for _, l := range s.lanes {
-		for _, role := range []Role{Worker, Supervisor} {
+		for _, role := range []state.Role{state.Worker, state.Supervisor} {
 			cmd := l.quotaOf(role)
 			if until := cool.For(cmd, role); until.After(now) && until.After(s.cooldown[cmd]) {
 				s.cooldown[cmd] = until
@@ -68,7 +68,7 @@ func (s *Scheduler) restore() error {
 			// Left mid-way by a drain (or flipped back by hand from
 			// [running]): it goes on as a [running] phase would, once
 			// it may start.
-			p.owed = &Job{Role: Worker, Resume: true}
+			p.owed = &Job{Role: state.Worker, Resume: true}
 		}
 		job := p.next
 		if job == nil {
@@ -78,9 +78,9 @@ func (s *Scheduler) restore() error {
 			continue
 		}
 		// A crash: resume the agent's session where it was.
-		job.Session = h.Session[Worker]
-		if h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
-			*job = Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
+		job.Session = h.Session[state.Worker]
+		if h.Last == "fail" && h.LastFailBy != state.Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
+			*job = Job{Role: state.Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 		}
 	}
 	s.restoreReviews(recs)

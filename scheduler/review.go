@@ -13,12 +13,6 @@ import (
 	"github.com/claudopilot/claudopilot/state"
 )
 
-// ReasonReview: the reviewers still blocked after the last round.
-const ReasonReview = state.ReasonReview
-
-// ReviewerRole is the role that reads a green phase before it lands.
-const ReviewerRole = state.ReviewerRole
-
 // Event kinds of the review gate.
 const (
 	EvReview  = "review"  // a reviewer started (Attempt: its run number, Detail: lenses)
@@ -178,7 +172,7 @@ func (s *Scheduler) dispatchReviews(ctx context.Context) {
 		s.rev.queue = s.rev.queue[1:]
 		s.rev.running++
 		s.byID[j.ID].busy = true
-		s.emit(Event{Kind: EvReview, Phase: j.ID, Role: ReviewerRole, Attempt: j.Round,
+		s.emit(Event{Kind: EvReview, Phase: j.ID, Role: state.ReviewerRole, Attempt: j.Round,
 			Detail: fmt.Sprintf("round %d, reviewer %d of %d: %s", j.Round, j.Index, j.Of, strings.Join(j.Lenses, ","))})
 		go func() {
 			o := s.rev.r.Review(ctx, j)
@@ -196,10 +190,10 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 	rp := s.revPhase(p)
 	rp.waiting--
 	rp.outcomes = append(rp.outcomes, o)
-	s.record(state.Record{Phase: o.ID, Event: "review", Role: ReviewerRole, Attempt: rp.round, Detail: o.Verdict.Kind.String() + " " + o.Verdict.Why, Tip: o.Head, Commit: o.Base, Log: o.LogPath})
+	s.record(state.Record{Phase: o.ID, Event: "review", Role: state.ReviewerRole, Attempt: rp.round, Detail: o.Verdict.Kind.String() + " " + o.Verdict.Why, Tip: o.Head, Commit: o.Base, Log: o.LogPath})
 	// Reviewers' spend goes to the ledger and the budgets like any
 	// agent's.
-	if s.book(p, Outcome{ID: o.ID, Role: ReviewerRole, Attempt: o.Run, Usage: o.Usage, LogPath: o.LogPath}) {
+	if s.book(p, Outcome{ID: o.ID, Role: state.ReviewerRole, Attempt: o.Run, Usage: o.Usage, LogPath: o.LogPath}) {
 		rp.overBudget = true
 	}
 	if rp.waiting > 0 {
@@ -224,7 +218,7 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 	if rp.overBudget && d.Action != review.Land {
 		// Another round would spend more than PHASE_MAX_COST_USD allows.
 		rp.overBudget = false
-		s.overBudget(p, Outcome{ID: p.n.ID, Role: ReviewerRole, LogPath: o.LogPath})
+		s.overBudget(p, Outcome{ID: p.n.ID, Role: state.ReviewerRole, LogPath: o.LogPath})
 		return
 	}
 	if d.Action == review.Land && len(heads) != 1 {
@@ -254,17 +248,17 @@ func (s *Scheduler) onReview(o ReviewOutcome) {
 		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: fmt.Sprintf("BLOCKING in round %d: %s", rp.round, strings.Join(d.Findings, "; "))})
 		rp.round++
 		rp.reran = false
-		s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
-		p.reason, p.detail = ReasonReview, strings.Join(d.Findings, "; ")
-		p.next = &Job{Role: Worker, Findings: d.Findings}
+		s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: state.ReviewerRole, Attempt: rp.round})
+		p.reason, p.detail = state.ReasonReview, strings.Join(d.Findings, "; ")
+		p.next = &Job{Role: state.Worker, Findings: d.Findings}
 	case review.Exhausted:
 		detail := fmt.Sprintf("still BLOCKING after %d round(s): %s", rp.round, strings.Join(d.Findings, "; "))
 		s.emit(Event{Kind: EvVerdict, Phase: p.n.ID, Detail: detail})
 		if o.LogPath != "" {
 			p.logPath = o.LogPath
 		}
-		s.record(state.Record{Phase: p.n.ID, Event: "fail", Reason: ReasonReview, Detail: detail, Log: p.logPath})
-		s.giveUp(p, ReasonReview, detail)
+		s.record(state.Record{Phase: p.n.ID, Event: "fail", Reason: state.ReasonReview, Detail: detail, Log: p.logPath})
+		s.giveUp(p, state.ReasonReview, detail)
 	}
 }
 
@@ -305,9 +299,9 @@ func (s *Scheduler) reviewedAgain(p *phase, findings []string) {
 	rp := s.revPhase(p)
 	rp.round++
 	rp.reran = false
-	s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: ReviewerRole, Attempt: rp.round})
-	p.reason, p.detail = ReasonReview, strings.Join(findings, "; ")
-	p.next = &Job{Role: Worker, Findings: findings}
+	s.record(state.Record{Phase: p.n.ID, Event: "review-round", Role: state.ReviewerRole, Attempt: rp.round})
+	p.reason, p.detail = state.ReasonReview, strings.Join(findings, "; ")
+	p.next = &Job{Role: state.Worker, Findings: findings}
 	p.notBefore = time.Time{}
 }
 
@@ -348,7 +342,7 @@ func (s *Scheduler) drainReviews() {
 
 // giveUp fails a phase for good: parked under keep-going, else [failed]
 // and the run halts.
-func (s *Scheduler) giveUp(p *phase, r Reason, detail string) {
+func (s *Scheduler) giveUp(p *phase, r state.Reason, detail string) {
 	p.reason, p.detail = r, detail
 	if s.cfg.KeepGoing || p.n.Outside {
 		// An outside node never halts the run: its source records why

@@ -2,10 +2,11 @@ package scheduler
 
 import (
 	"context"
-	"github.com/claudopilot/claudopilot/state"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/state"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
@@ -143,14 +144,14 @@ func TestReviewBlockOnceThenPass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, fmtEvents(evs))
 	}
-	ws := h.runner.jobsOf("a", Worker)
+	ws := h.runner.jobsOf("a", state.Worker)
 	if len(ws) != 2 || ws[0].Findings != nil || !slices.Equal(ws[1].Findings, []string{"f: off by one"}) {
 		t.Fatalf("worker jobs %+v: the second must carry the findings", ws)
 	}
 	if rs := rv.jobsOf("a"); len(rs) != 2 || rs[1].Round != 2 || rs[1].Tip != "tip-a-worker-2" {
 		t.Fatalf("reviewer jobs %+v", rs)
 	}
-	if len(h.runner.jobsOf("a", Supervisor)) != 0 {
+	if len(h.runner.jobsOf("a", state.Supervisor)) != 0 {
 		t.Fatal("a BLOCKING verdict went to the supervisor")
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged})
@@ -161,22 +162,22 @@ func TestReviewRoundsExhaustedHalt(t *testing.T) {
 	rv.on("a", blockStep, blockStep, passStep)
 	sum, evs, err := h.run(t.Context())
 	he := wantHalt(t, err)
-	if he.ID != "a" || he.Reason != ReasonReview {
+	if he.ID != "a" || he.Reason != state.ReasonReview {
 		t.Fatalf("halt %+v", he)
 	}
 	if n := len(rv.jobsOf("a")); n != 2 {
 		t.Fatalf("%d reviewer runs, want 2 (REVIEW_MAX_ROUNDS)", n)
 	}
-	if n := len(h.runner.jobsOf("a", Worker)); n != 2 {
+	if n := len(h.runner.jobsOf("a", state.Worker)); n != 2 {
 		t.Fatalf("%d worker runs, want 2", n)
 	}
 	if len(h.merger.allJobs()) != 0 {
 		t.Fatal("a blocked phase was merged")
 	}
-	if ps := phaseSummary(t, sum, "a"); ps.Reason != ReasonReview {
+	if ps := phaseSummary(t, sum, "a"); ps.Reason != state.ReasonReview {
 		t.Fatalf("summary %+v", ps)
 	}
-	mustFind(t, evs, func(e Event) bool { return e.Kind == EvFailed && e.Phase == "a" && e.Reason == ReasonReview })
+	mustFind(t, evs, func(e Event) bool { return e.Kind == EvFailed && e.Phase == "a" && e.Reason == state.ReasonReview })
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Failed, "b": manifest.Pending})
 }
 
@@ -187,7 +188,7 @@ func TestReviewRoundsExhaustedKeepGoing(t *testing.T) {
 	rv.on("a", blockStep)
 	_, evs, err := h.run(t.Context())
 	wantErrIs(t, err, ErrParked)
-	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == ReasonReview })
+	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == state.ReasonReview })
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
 }
 
@@ -201,7 +202,7 @@ func TestReviewNoVerdictRerunsOnce(t *testing.T) {
 		if rs := rv.jobsOf("a"); len(rs) != 2 || rs[1].Round != 1 {
 			t.Fatalf("reviewer jobs %+v: the round reruns, not the next", rs)
 		}
-		if n := len(h.runner.jobsOf("a", Worker)); n != 1 {
+		if n := len(h.runner.jobsOf("a", state.Worker)); n != 1 {
 			t.Fatalf("%d worker runs: a missing verdict is no BLOCKING", n)
 		}
 	})
@@ -209,7 +210,7 @@ func TestReviewNoVerdictRerunsOnce(t *testing.T) {
 		h, rv := newReviewHarness(t, manifestOf("[pending] **a** — A (deps: none)"), reviewCfg(1))
 		rv.on("a", noneStep, noneStep, passStep)
 		_, _, err := h.run(t.Context())
-		if he := wantHalt(t, err); he.Reason != ReasonReview {
+		if he := wantHalt(t, err); he.Reason != state.ReasonReview {
 			t.Fatalf("halt %+v", he)
 		}
 		if n := len(rv.jobsOf("a")); n != 2 {
@@ -301,16 +302,16 @@ func TestReviewRoundSurvivesRestart(t *testing.T) {
 	h := newHarness(t, manifestOf("[running] **a** — A (deps: none)"), reviewCfg(2))
 	h.jn = openJournal(t)
 	appendAll(t, h.jn,
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
-		state.Record{Phase: "a", Event: "done", Role: Worker, Attempt: 1, Tip: "t1"},
-		state.Record{Phase: "a", Event: "review", Role: ReviewerRole, Attempt: 1, Detail: "BLOCKING"},
-		state.Record{Phase: "a", Event: "review-round", Role: ReviewerRole, Attempt: 2},
-		state.Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 2},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+		state.Record{Phase: "a", Event: "done", Role: state.Worker, Attempt: 1, Tip: "t1"},
+		state.Record{Phase: "a", Event: "review", Role: state.ReviewerRole, Attempt: 1, Detail: "BLOCKING"},
+		state.Record{Phase: "a", Event: "review-round", Role: state.ReviewerRole, Attempt: 2},
+		state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 2},
 	)
 	rv := newReviewer().on("a", blockStep, passStep)
 	h.build().SetReviewer(rv)
 	_, evs, err := h.run(t.Context())
-	if he := wantHalt(t, err); he.Reason != ReasonReview {
+	if he := wantHalt(t, err); he.Reason != state.ReasonReview {
 		t.Fatalf("halt %+v\n%s", he, fmtEvents(evs))
 	}
 	if rs := rv.jobsOf("a"); len(rs) != 1 || rs[0].Round != 2 {
@@ -334,12 +335,12 @@ func TestReviewCostsInTheLedger(t *testing.T) {
 	if n := len(rv.jobsOf("a")); n != 2 {
 		t.Fatalf("%d reviewer runs of a, want 2 (the second takes it to $4)\n%s", n, fmtEvents(evs))
 	}
-	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == ReasonBudget })
+	mustFind(t, evs, func(e Event) bool { return e.Kind == EvBlocked && e.Phase == "a" && e.Reason == state.ReasonBudget })
 	pa := phaseSummary(t, sum, "a")
-	if c, ok := pa.ByRole[ReviewerRole].Cost(); !ok || c != 4 {
+	if c, ok := pa.ByRole[state.ReviewerRole].Cost(); !ok || c != 4 {
 		t.Fatalf("a's reviewer spend %+v", pa.ByRole)
 	}
-	if c, ok := phaseSummary(t, sum, "b").ByRole[ReviewerRole].Cost(); !ok || c != 1 {
+	if c, ok := phaseSummary(t, sum, "b").ByRole[state.ReviewerRole].Cost(); !ok || c != 1 {
 		t.Fatalf("b's reviewer spend %+v", phaseSummary(t, sum, "b").ByRole)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Merged})

@@ -85,7 +85,7 @@ func (s *Scheduler) onOffers(ns []OutsideNode) {
 		if p := s.byID[n.ID]; p != nil && n.Resume && p.workerRuns == 0 && p.next == nil && !p.busy && p.state == manifest.Pending {
 			// Worked by this driver before it was killed: resume its
 			// branch, as for a phase found [running].
-			p.next = &Job{Role: Worker, Resume: true}
+			p.next = &Job{Role: state.Worker, Resume: true}
 			p.started = s.now()
 			s.restoreOutside(p)
 			_ = s.setState(p, manifest.Running)
@@ -185,9 +185,9 @@ func (s *Scheduler) restoreOutside(p *phase) {
 	p.reason, p.detail, p.spent = h.Reason, h.Detail, h.Spent
 	p.runsBefore, p.spentBefore = p.workerRuns+p.superRuns, p.spent
 	p.logPath = h.Log
-	p.next.Session = h.Session[Worker]
-	if h.Last == "fail" && h.LastFailBy != Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
-		p.next = &Job{Role: Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
+	p.next.Session = h.Session[state.Worker]
+	if h.Last == "fail" && h.LastFailBy != state.Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
+		p.next = &Job{Role: state.Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
 	}
 }
 
@@ -324,7 +324,7 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 		p.tip = m.Commit
 		s.reviewStale(p, m.Detail)
 	case m.Err != nil:
-		s.giveUp(p, ReasonMerge, m.Err.Error())
+		s.giveUp(p, state.ReasonMerge, m.Err.Error())
 	default:
 		s.record(state.Record{Phase: m.ID, Event: "fail", Reason: m.Reason, Detail: m.Detail, Log: m.LogPath})
 		s.emit(Event{Kind: EvExit, Phase: m.ID, Reason: m.Reason, Detail: m.Detail, LogPath: m.LogPath})
@@ -339,7 +339,7 @@ func (s *Scheduler) onLanded(m MergeOutcome) {
 				findings = []string{m.Detail}
 			}
 			s.reviewedAgain(p, findings)
-		case (m.Reason == ReasonChecks || m.Reason == ReasonConflict) && m.Commit != "":
+		case (m.Reason == state.ReasonChecks || m.Reason == state.ReasonConflict) && m.Commit != "":
 			// The supervisor repairs it: it must go beyond the red head.
 			p.tip, p.checks = m.Commit, m.Checks
 			s.failed(p, "", m.Reason, m.Detail, m.LogPath)
@@ -362,7 +362,7 @@ func (s *Scheduler) outsideJob(p *phase, j *Job) {
 	}
 	w := n.Work
 	j.Outside = &w
-	if (j.Role == Supervisor && (j.Failure == ReasonChecks || j.Failure == ReasonConflict)) || len(j.Findings) > 0 {
+	if (j.Role == state.Supervisor && (j.Failure == state.ReasonChecks || j.Failure == state.ReasonConflict)) || len(j.Findings) > 0 {
 		j.Since, j.Checks = p.tip, p.checks
 	}
 }

@@ -49,7 +49,7 @@ func (f *fakeSource) Land(ctx context.Context, j MergeJob) MergeOutcome {
 		select {
 		case <-hold:
 		case <-ctx.Done():
-			return MergeOutcome{ID: j.ID, Reason: ReasonMerge, Detail: "interrupted"}
+			return MergeOutcome{ID: j.ID, Reason: state.ReasonMerge, Detail: "interrupted"}
 		}
 	}
 	return m
@@ -121,13 +121,13 @@ func TestOutsideNodesAreScheduledWithPhases(t *testing.T) {
 		}
 	}
 	order := func(pred func(Event) bool) int { return indexOf(evs, pred) }
-	if !(order(isEv(EvMerged, "a")) < order(isLaunch("#1", Worker, 1)) && order(isEv(EvMerged, "#1")) < order(isLaunch("b", Worker, 1))) {
+	if !(order(isEv(EvMerged, "a")) < order(isLaunch("#1", state.Worker, 1)) && order(isEv(EvMerged, "#1")) < order(isLaunch("b", state.Worker, 1))) {
 		t.Errorf("launches ignore the edges a -> #1 -> b:\n%s", fmtEvents(evs))
 	}
 	if len(h.merger.jobsOf("#1")) != 0 || len(src.landsOf("#1")) != 1 {
 		t.Errorf("#1 must land through its source, not the merge owner")
 	}
-	if j := h.runner.jobsOf("#1", Worker); len(j) != 1 || j[0].Outside == nil || j[0].Outside.Branch != "claudopilot/issue-1" {
+	if j := h.runner.jobsOf("#1", state.Worker); len(j) != 1 || j[0].Outside == nil || j[0].Outside.Branch != "claudopilot/issue-1" {
 		t.Errorf("the runner did not get #1's outside work: %+v", j)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged})
@@ -146,7 +146,7 @@ func TestOutsideNodesAreScheduledWithPhases(t *testing.T) {
 
 func TestOutsideRedChecksGoToTheSupervisor(t *testing.T) {
 	src := newSource()
-	src.script["#1"] = []MergeOutcome{{Reason: ReasonChecks, Detail: "failing checks: ci", Checks: []string{"ci"}, Commit: "red-sha", LogPath: "/logs/#1/checks-1.log"}}
+	src.script["#1"] = []MergeOutcome{{Reason: state.ReasonChecks, Detail: "failing checks: ci", Checks: []string{"ci"}, Commit: "red-sha", LogPath: "/logs/#1/checks-1.log"}}
 	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1}, src)
 	src.ch <- []OutsideNode{issueNode(1)}
 	close(src.ch)
@@ -157,8 +157,8 @@ func TestOutsideRedChecksGoToTheSupervisor(t *testing.T) {
 	if st := phaseSummary(t, sum, "#1").State; st != "merged" {
 		t.Fatalf("#1 is %s, want merged\n%s", st, fmtEvents(evs))
 	}
-	sv := h.runner.jobsOf("#1", Supervisor)
-	if len(sv) != 1 || sv[0].Failure != ReasonChecks || sv[0].Since != "red-sha" || len(sv[0].Checks) != 1 || sv[0].FailureLog != "/logs/#1/checks-1.log" {
+	sv := h.runner.jobsOf("#1", state.Supervisor)
+	if len(sv) != 1 || sv[0].Failure != state.ReasonChecks || sv[0].Since != "red-sha" || len(sv[0].Checks) != 1 || sv[0].FailureLog != "/logs/#1/checks-1.log" {
 		t.Fatalf("supervisor jobs = %+v, want one checks repair beyond red-sha", sv)
 	}
 	if l := src.landsOf("#1"); len(l) != 2 || l[1].Tip != "tip-#1-supervisor-1" {
@@ -177,7 +177,7 @@ func TestOutsideLandingHoldsNoSlot(t *testing.T) {
 	// While #1 waits on its checks, #2's agent gets the only slot.
 	<-src.landing
 	src.ch <- []OutsideNode{issueNode(1), issueNode(2)}
-	h.ev.wait(t, "#2 launched while #1 waits on its checks", isLaunch("#2", Worker, 1))
+	h.ev.wait(t, "#2 launched while #1 waits on its checks", isLaunch("#2", state.Worker, 1))
 	close(hold)
 	close(src.ch)
 	sum, evs, err := h.await(done)
@@ -190,7 +190,7 @@ func TestOutsideAwayIsDropped(t *testing.T) {
 	src := newSource()
 	src.script["#2"] = []MergeOutcome{{Away: true, Detail: "handed to a human for review"}}
 	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 2}, src)
-	h.runner.on("#1", Worker, step{})
+	h.runner.on("#1", state.Worker, step{})
 	// A claim lost: the runner reports Away.
 	h.runner.onRun = nil
 	src.ch <- []OutsideNode{issueNode(1), issueNode(2)}
@@ -242,7 +242,7 @@ func TestOutsideFailureParksWithoutHalting(t *testing.T) {
 	if got := src.recorded(); got[len(got)-1] != "#1 blocked pull request" {
 		t.Errorf("records = %q, want #1 blocked with its reason", got)
 	}
-	if len(h.runner.jobsOf("#1", Supervisor)) != 0 {
+	if len(h.runner.jobsOf("#1", state.Supervisor)) != 0 {
 		t.Error("a supervisor was sent to a closed pull request")
 	}
 }
@@ -308,14 +308,14 @@ func TestOutsideResumeTakesItsCounts(t *testing.T) {
 	defer jn.Close()
 	for _, r := range []state.Record{
 		// An earlier round: four attempts, then blocked.
-		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 4},
-		{Phase: "#1", Event: "fail", Role: Worker, Attempt: 4, Reason: ReasonNoDone},
-		{Phase: "#1", Event: "blocked", Reason: ReasonNoDone},
+		{Phase: "#1", Event: "launch", Role: state.Worker, Attempt: 4},
+		{Phase: "#1", Event: "fail", Role: state.Worker, Attempt: 4, Reason: state.ReasonNoDone},
+		{Phase: "#1", Event: "blocked", Reason: state.ReasonNoDone},
 		// This round, queued again: two attempts, the driver killed in
 		// the second.
-		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 1},
-		{Phase: "#1", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonNoDone},
-		{Phase: "#1", Event: "launch", Role: Worker, Attempt: 2},
+		{Phase: "#1", Event: "launch", Role: state.Worker, Attempt: 1},
+		{Phase: "#1", Event: "fail", Role: state.Worker, Attempt: 1, Reason: state.ReasonNoDone},
+		{Phase: "#1", Event: "launch", Role: state.Worker, Attempt: 2},
 	} {
 		if err := jn.Append(r); err != nil {
 			t.Fatal(err)
@@ -329,10 +329,10 @@ func TestOutsideResumeTakesItsCounts(t *testing.T) {
 	if _, evs, err := h.run(context.Background()); err != nil {
 		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
 	}
-	if js := h.runner.jobsOf("#1", Worker); len(js) != 1 || !js[0].Resume || js[0].Attempt != 3 {
+	if js := h.runner.jobsOf("#1", state.Worker); len(js) != 1 || !js[0].Resume || js[0].Attempt != 3 {
 		t.Errorf("#1's jobs %+v, want one, resumed, attempt 3", js)
 	}
-	if js := h.runner.jobsOf("#2", Worker); len(js) != 1 || js[0].Resume || js[0].Attempt != 1 {
+	if js := h.runner.jobsOf("#2", state.Worker); len(js) != 1 || js[0].Resume || js[0].Attempt != 1 {
 		t.Errorf("#2's jobs %+v, want one, fresh, attempt 1", js)
 	}
 }
@@ -344,7 +344,7 @@ func TestOutsideDrainCountsIssues(t *testing.T) {
 	src := newSource()
 	hold := make(chan struct{})
 	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1, Controls: controls}, src)
-	h.runner.on("#1", Worker, step{OK: true, Wait: true, Hold: hold})
+	h.runner.on("#1", state.Worker, step{OK: true, Wait: true, Hold: hold})
 	h.runner.entered = make(chan Job, 2)
 	src.ch <- []OutsideNode{issueNode(1), issueNode(2)}
 	ch := h.start(context.Background())
@@ -408,7 +408,7 @@ func (b *blockOn) Run(ctx context.Context, j Job, started func(pgid int)) Outcom
 	}
 	close(b.started)
 	<-ctx.Done()
-	return Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Reason: ReasonExit, Detail: "killed"}
+	return Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Reason: state.ReasonExit, Detail: "killed"}
 }
 
 // An outside node's title and deps are told (EvNode) and journaled when

@@ -73,7 +73,7 @@ func (s *Scheduler) stackOn(p *phase, j *Job) {
 	if p.verify != "" {
 		j.StackedOn, p.verify = p.verify, ""
 	}
-	if j.Role != Worker || p.workerRuns+p.superRuns > 0 && !j.Fresh {
+	if j.Role != state.Worker || p.workerRuns+p.superRuns > 0 && !j.Fresh {
 		return // a later attempt works where it is
 	}
 	dep := s.stackDep(p)
@@ -159,7 +159,7 @@ func (s *Scheduler) verifyStacks() {
 			continue
 		}
 		s.mergeQ = slices.DeleteFunc(s.mergeQ, func(x *phase) bool { return x == p })
-		p.next = &Job{Role: Worker, Resume: true, TakeBase: true, StackedOn: p.verify}
+		p.next = &Job{Role: state.Worker, Resume: true, TakeBase: true, StackedOn: p.verify}
 		p.verify, p.takeBase = "", false
 		p.notBefore = time.Time{}
 	}

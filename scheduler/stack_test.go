@@ -26,12 +26,12 @@ func TestStackStartsOnTheDepsTip(t *testing.T) {
 	defer cancel()
 	ch := h.start(ctx)
 	h.ev.wait(t, "b stacked", isEv(EvStacked, "b"))
-	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == Worker })
+	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == state.Worker })
 	close(gate)
 	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
-	js := h.runner.jobsOf("b", Worker)
+	js := h.runner.jobsOf("b", state.Worker)
 	if len(js) != 1 || js[0].StackOn != "tip-a-worker-1" {
 		t.Errorf("b's jobs %+v, want one stacked on tip-a-worker-1", js)
 	}
@@ -49,10 +49,10 @@ func TestNoStackWaitsForTheLanding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if indexOf(evs, isLaunch("b", Worker, 1)) < indexOf(evs, isEv(EvMerged, "a")) {
+	if indexOf(evs, isLaunch("b", state.Worker, 1)) < indexOf(evs, isEv(EvMerged, "a")) {
 		t.Errorf("b launched before a landed:\n%s", fmtEvents(evs))
 	}
-	if js := h.runner.jobsOf("b", Worker); len(js) != 1 || js[0].StackOn != "" {
+	if js := h.runner.jobsOf("b", state.Worker); len(js) != 1 || js[0].StackOn != "" {
 		t.Errorf("b's jobs %+v, want one not stacked", js)
 	}
 }
@@ -65,7 +65,7 @@ func TestStackTakesTheBaseWhenTheDepLands(t *testing.T) {
 	gate := make(chan struct{})
 	hold := make(chan struct{})
 	h.merger.on("a", mstep{Gate: gate})
-	h.runner.on("b", Worker, step{Wait: true, Hold: hold, Reason: ReasonGate, Detail: "red"})
+	h.runner.on("b", state.Worker, step{Wait: true, Hold: hold, Reason: state.ReasonGate, Detail: "red"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ch := h.start(ctx)
@@ -76,7 +76,7 @@ func TestStackTakesTheBaseWhenTheDepLands(t *testing.T) {
 	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
-	w, s := h.runner.jobsOf("b", Worker), h.runner.jobsOf("b", Supervisor)
+	w, s := h.runner.jobsOf("b", state.Worker), h.runner.jobsOf("b", state.Supervisor)
 	if len(w) != 1 || w[0].TakeBase || len(s) != 1 || !s[0].TakeBase || s[0].StackedOn != "" {
 		t.Errorf("b's worker jobs %+v and supervisor jobs %+v: want the supervisor alone to take the base", w, s)
 	}
@@ -90,9 +90,9 @@ func TestStackStopsWhenTheDepIsParked(t *testing.T) {
 	h := stackHarness(t, Config{MaxParallel: 2, MaxSupervisorAttempts: 1, KeepGoing: true})
 	h.jn = openJournal(t)
 	gate := make(chan struct{})
-	h.merger.on("a", mstep{Gate: gate, Reason: ReasonGate, Detail: "red"})
-	h.runner.on("a", Supervisor, fail(ReasonGate))
-	h.runner.on("b", Worker, step{Wait: true}) // runs until stopped
+	h.merger.on("a", mstep{Gate: gate, Reason: state.ReasonGate, Detail: "red"})
+	h.runner.on("a", state.Supervisor, fail(state.ReasonGate))
+	h.runner.on("b", state.Worker, step{Wait: true}) // runs until stopped
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ch := h.start(ctx)
@@ -125,7 +125,7 @@ func TestStackStopsWhenTheDepIsParked(t *testing.T) {
 	if _, evs, err := h2.run(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
-	js := h2.runner.jobsOf("b", Worker)
+	js := h2.runner.jobsOf("b", state.Worker)
 	if len(js) != 1 || !js[0].Fresh {
 		t.Errorf("b's jobs after the retry %+v, want one that starts over", js)
 	}
@@ -145,17 +145,17 @@ func TestStackChecksTheTipWhenTheDepLandsFromAnother(t *testing.T) {
 	t.Parallel()
 	h := stackHarness(t, Config{MaxParallel: 2, MaxSupervisorAttempts: 1})
 	gate := make(chan struct{})
-	h.merger.on("a", mstep{Gate: gate, Reason: ReasonGate, Detail: "red"})
-	h.runner.on("b", Worker, okStep, step{OK: true, Found: true})
+	h.merger.on("a", mstep{Gate: gate, Reason: state.ReasonGate, Detail: "red"})
+	h.runner.on("b", state.Worker, okStep, step{OK: true, Found: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ch := h.start(ctx)
-	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == Worker })
+	h.ev.wait(t, "b done", func(e Event) bool { return e.Kind == EvExit && e.Phase == "b" && e.Role == state.Worker })
 	close(gate)
 	if _, evs, err := h.await(ch); err != nil {
 		t.Fatalf("%v\n%s", err, fmtEvents(evs))
 	}
-	js := h.runner.jobsOf("b", Worker)
+	js := h.runner.jobsOf("b", state.Worker)
 	if len(js) != 2 || js[0].StackOn != "tip-a-worker-1" || js[1].StackedOn != "tip-a-worker-1" || !js[1].Resume || !js[1].TakeBase {
 		t.Errorf("b's jobs %+v, want a stacked one, then a check of tip-a-worker-1 with the base merged in", js)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // batchMerger is a fakeMerger that also lands trains: in order, the first
@@ -42,7 +43,7 @@ func (b *batchMerger) MergeBatch(ctx context.Context, js []MergeJob) []MergeOutc
 		case b.red[j.ID]:
 			delete(b.red, j.ID)
 			culprit = true
-			outs[k] = MergeOutcome{ID: j.ID, Reason: ReasonGate, Detail: "red in the train", LogPath: "gate.log"}
+			outs[k] = MergeOutcome{ID: j.ID, Reason: state.ReasonGate, Detail: "red in the train", LogPath: "gate.log"}
 		default:
 			if err := b.store.SetState(j.ID, manifest.Merged); err != nil {
 				outs[k] = MergeOutcome{ID: j.ID, Err: err}
@@ -86,7 +87,7 @@ func TestMergeTrainHandsOverWaitingPhases(t *testing.T) {
 	// Every worker is done (its exit booked, so it waits in the queue)
 	// before the first merge returns.
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == Worker })
+		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == state.Worker })
 	}
 	close(release)
 	_, _, err := h.await(ch)
@@ -110,8 +111,8 @@ func TestMergeTrainHandsOverWaitingPhases(t *testing.T) {
 			t.Errorf("%s handed over %d times after the first train, want 1", id, n)
 		}
 	}
-	sup := h.runner.jobsOf("c", Supervisor)
-	if len(sup) != 1 || sup[0].Failure != ReasonGate || !strings.Contains(sup[0].FailureLog, "gate.log") {
+	sup := h.runner.jobsOf("c", state.Supervisor)
+	if len(sup) != 1 || sup[0].Failure != state.ReasonGate || !strings.Contains(sup[0].FailureLog, "gate.log") {
 		t.Errorf("c's supervisor jobs = %+v, want one for the red gate", sup)
 	}
 	if n := bm.overlaps.Load(); n != 0 {

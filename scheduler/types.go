@@ -4,41 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/state"
-	"time"
-)
-
-// Role and Reason are the journal's words (package state), used here
-// under their old names.
-type (
-	Role   = state.Role
-	Reason = state.Reason
-)
-
-const (
-	Worker     = state.Worker
-	Supervisor = state.Supervisor
-)
-
-const (
-	ReasonNone       = state.ReasonNone
-	ReasonNoDone     = state.ReasonNoDone
-	ReasonExit       = state.ReasonExit
-	ReasonGate       = state.ReasonGate
-	ReasonPrepare    = state.ReasonPrepare
-	ReasonStuck      = state.ReasonStuck
-	ReasonTimeout    = state.ReasonTimeout
-	ReasonWorktree   = state.ReasonWorktree
-	ReasonConflict   = state.ReasonConflict
-	ReasonScope      = state.ReasonScope
-	ReasonSecret     = state.ReasonSecret
-	ReasonProtected  = state.ReasonProtected
-	ReasonBudget     = state.ReasonBudget
-	ReasonChecks     = state.ReasonChecks
-	ReasonMerge      = state.ReasonMerge
-	ReasonCheckpoint = state.ReasonCheckpoint
-	ReasonDeps       = state.ReasonDeps
 )
 
 // Job asks a Runner for one attempt at one phase.
@@ -47,13 +16,13 @@ type Job struct {
 	Title   string
 	Doc     string   // the phase doc's file name, without DONE_
 	Owns    []string // the declared scope; empty = anything
-	Role    Role
+	Role    state.Role
 	Attempt int // 1-based, counted per role
 	// Mode is "standard", or "best-effort" on a phase's last supervisor
 	// attempt.
 	Mode string
 	// Failure and FailureLog tell a supervisor what went wrong.
-	Failure    Reason
+	Failure    state.Reason
 	FailureLog string
 	Detail     string // e.g. the conflicting paths
 	Gate       string // the gate for this phase (its own, or GATE_CMD)
@@ -120,10 +89,10 @@ type Job struct {
 // and a green gate.
 type Outcome struct {
 	ID       string
-	Role     Role
+	Role     state.Role
 	Attempt  int
 	OK       bool
-	Reason   Reason
+	Reason   state.Reason
 	ExitCode int
 	Detail   string // a short human explanation
 	LogPath  string // the log to read first
@@ -202,7 +171,7 @@ type MergeOutcome struct {
 	// may have changed (a watch on the files and the index): the merge is
 	// then tried again at once instead of at the next poll.
 	Changed <-chan struct{}
-	Reason  Reason // conflict, gate, scope, worktree
+	Reason  state.Reason // conflict, gate, scope, worktree
 	Detail  string
 	LogPath string // the log to read first (the merge gate's)
 	Err     error  // git or I/O failure
@@ -265,7 +234,7 @@ var (
 // HaltError ends a run that stopped on a failed phase (halt mode).
 type HaltError struct {
 	ID      string
-	Reason  Reason
+	Reason  state.Reason
 	LogPath string
 	// NoDone: the phase never produced its DONE_ doc and its repairs
 	// could not make it (Claudopilot's exit 6), whatever the last

@@ -71,7 +71,7 @@ func TestLogListOpensOnTheFailure(t *testing.T) {
 	if len(idx.Logs) != 4 || idx.Logs[1].Label != "gate 1" || idx.Open != 2 {
 		t.Fatalf("running: %+v", idx)
 	}
-	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvBlocked, Phase: "b", State: "blocked", Reason: scheduler.ReasonGate, LogPath: paths["gate-2"]})
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvBlocked, Phase: "b", State: "blocked", Reason: state.ReasonGate, LogPath: paths["gate-2"]})
 	idx = logIndex(t, f)
 	if idx.Open != 3 || !idx.Logs[3].Failing || idx.Logs[3].Label != "gate 2 (failed)" {
 		t.Errorf("parked on a red gate: %+v", idx)

@@ -213,9 +213,9 @@ func TestStateFollowsEvents(t *testing.T) {
 	cost := 0.25
 	for _, ev := range []scheduler.Event{
 		{Kind: scheduler.EvStart, Time: now},
-		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Time: now},
 		{Kind: scheduler.EvPaused, Time: now},
-		{Kind: scheduler.EvExit, Phase: "b", Role: scheduler.Worker, Attempt: 1, Time: now.Add(time.Second), Usage: &ledger.Usage{CostUSD: &cost}},
+		{Kind: scheduler.EvExit, Phase: "b", Role: state.Worker, Attempt: 1, Time: now.Add(time.Second), Usage: &ledger.Usage{CostUSD: &cost}},
 		{Kind: scheduler.EvMerging, Phase: "b", Time: now},
 	} {
 		f.srv.Model.Apply(ev)
@@ -363,11 +363,11 @@ func TestStateLanes(t *testing.T) {
 	now := time.Now()
 	until := now.Add(time.Hour)
 	for _, ev := range []scheduler.Event{
-		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "claude", Time: now},
-		{Kind: scheduler.EvExit, Phase: "b", Role: scheduler.Worker, Attempt: 1, Reason: scheduler.ReasonExit, Time: now},
-		{Kind: scheduler.EvCooldown, Phase: "b", Role: scheduler.Worker, Until: until, Time: now},
-		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "codex", Time: now},
-		{Kind: scheduler.EvLaunch, Phase: "c", State: "running", Role: scheduler.Worker, Attempt: 1, Lane: "codex", Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Lane: "claude", Time: now},
+		{Kind: scheduler.EvExit, Phase: "b", Role: state.Worker, Attempt: 1, Reason: state.ReasonExit, Time: now},
+		{Kind: scheduler.EvCooldown, Phase: "b", Role: state.Worker, Until: until, Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Lane: "codex", Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "c", State: "running", Role: state.Worker, Attempt: 1, Lane: "codex", Time: now},
 	} {
 		f.srv.Model.Apply(ev)
 	}
@@ -479,7 +479,7 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 	now := time.Now()
 	quarter := 0.25
 	for _, ev := range []scheduler.Event{
-		{Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: scheduler.Worker, Attempt: 1, Time: now},
+		{Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: state.Worker, Attempt: 1, Time: now},
 	} {
 		m.Apply(ev)
 	}
@@ -488,7 +488,7 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 		t.Errorf("#7 launched: %+v, running %v", p7, st.Running)
 	}
 	for _, ev := range []scheduler.Event{
-		{Kind: scheduler.EvExit, Phase: "#7", Role: scheduler.Worker, Attempt: 1, Time: now.Add(3 * time.Second), LogPath: "/logs/7/worker-1.log", Usage: &ledger.Usage{CostUSD: &quarter}},
+		{Kind: scheduler.EvExit, Phase: "#7", Role: state.Worker, Attempt: 1, Time: now.Add(3 * time.Second), LogPath: "/logs/7/worker-1.log", Usage: &ledger.Usage{CostUSD: &quarter}},
 		{Kind: scheduler.EvMerging, Phase: "#7", Time: now},
 	} {
 		m.Apply(ev)
@@ -498,7 +498,7 @@ func TestStateShowsOutsideNodes(t *testing.T) {
 	}
 	m.Apply(scheduler.Event{Kind: scheduler.EvMerged, Phase: "#7", State: "merged", Time: now})
 	m.Apply(scheduler.Event{Kind: scheduler.EvAway, Phase: "#8", Detail: "closed on GitHub", Time: now})
-	m.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "#3", State: "running", Role: scheduler.Worker, Attempt: 2, Time: now})
+	m.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "#3", State: "running", Role: state.Worker, Attempt: 2, Time: now})
 	m.Apply(scheduler.Event{Kind: scheduler.EvAway, Phase: "#3", Detail: "claimed by another instance", Time: now})
 	st = m.State()
 	if p7 := row(st, "#7"); p7.State != "merged" || p7.Activity != "" {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -99,7 +99,7 @@ func TestRunRedoesABaseMergeCutOff(t *testing.T) {
 	// The agent's leftovers went in before the base, in a commit of
 	// their own, not mixed with the merge's files.
 	log := f.gitIn(f.top, "log", "--format=%s", "--name-only", "main..auto/p1")
-	if !strings.Contains(log, "before merging") || strings.Contains(log, "left uncommitted by "+string(scheduler.Worker)) {
+	if !strings.Contains(log, "before merging") || strings.Contains(log, "left uncommitted by "+string(state.Worker)) {
 		t.Errorf("branch log:\n%s", log)
 	}
 	for _, c := range strings.Fields(f.gitIn(f.top, "log", "--no-merges", "--format=%H", "main..auto/p1")) {

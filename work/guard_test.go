@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -88,7 +88,7 @@ func TestLeftoversNeverDeleteUntouchedFiles(t *testing.T) {
 	j.Resume = true
 	f.runner.Agent = f.agent("echo more > more.txt\nexit 1\n")
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "README.md") {
+	if o.Reason != state.ReasonWorktree || !strings.Contains(o.Detail, "README.md") {
 		t.Fatalf("outcome = %+v, want Reason worktree naming README.md", o)
 	}
 	if !f.hasFile("auto/p1", "README.md") || f.hasFile("auto/p1", "more.txt") {
@@ -98,7 +98,7 @@ func TestLeftoversNeverDeleteUntouchedFiles(t *testing.T) {
 	f.gitIn(f.wt(), "checkout", "--", "README.md")
 	j.Resume, j.Attempt = false, 2
 	f.runner.Agent = f.agent("rm old.txt\nexit 1\n")
-	if o := f.run(j); o.Reason != scheduler.ReasonExit {
+	if o := f.run(j); o.Reason != state.ReasonExit {
 		t.Fatalf("outcome = %+v, want Reason exit", o)
 	}
 	if f.hasFile("auto/p1", "old.txt") || !f.hasFile("auto/p1", "more.txt") || !f.hasFile("auto/p1", "README.md") {
@@ -130,7 +130,7 @@ func TestLeftoversNeverReachTheMainRepository(t *testing.T) {
 		cancel()
 	}()
 	o := f.runner.Run(ctx, job(), nil)
-	if o.Reason != scheduler.ReasonWorktree {
+	if o.Reason != state.ReasonWorktree {
 		t.Errorf("outcome = %+v, want Reason worktree", o)
 	}
 	if !exists(lock) {
@@ -160,7 +160,7 @@ printf 'Title\n=======\n' > heading.md
 exit 1
 `)
 	o := f.run(job())
-	if o.Reason != scheduler.ReasonExit {
+	if o.Reason != state.ReasonExit {
 		t.Fatalf("outcome = %+v, want Reason exit", o)
 	}
 	if !f.hasFile("auto/p1", "work.txt") || !f.hasFile("auto/p1", "heading.md") {
@@ -197,7 +197,7 @@ func TestRunKeepsLockWhileAProcessWorksThere(t *testing.T) {
 	j := job()
 	j.Resume = true
 	f.runner.Agent = f.agent(doneBody)
-	if o := f.run(j); o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "still works") {
+	if o := f.run(j); o.Reason != state.ReasonWorktree || !strings.Contains(o.Detail, "still works") {
 		t.Fatalf("outcome = %+v, want Reason worktree", o)
 	}
 	if !exists(lock) {
@@ -265,7 +265,7 @@ func TestRunResumeOverUnfinishedMerge(t *testing.T) {
 	j := job()
 	j.Resume = true
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonConflict || !o.Found || !strings.Contains(o.Detail, "README.md") {
+	if o.Reason != state.ReasonConflict || !o.Found || !strings.Contains(o.Detail, "README.md") {
 		t.Fatalf("outcome = %+v, want a found conflict naming README.md", o)
 	}
 	if exists(ran) {
@@ -275,7 +275,7 @@ func TestRunResumeOverUnfinishedMerge(t *testing.T) {
 	f.runner.Super = f.agent(`grep -q '^<<<<<<<' README.md || exit 30
 echo resolved > README.md && git add README.md && git commit -q --no-edit
 ` + doneBody)
-	j.Role, j.Failure, j.Detail = scheduler.Supervisor, scheduler.ReasonConflict, o.Detail
+	j.Role, j.Failure, j.Detail = state.Supervisor, state.ReasonConflict, o.Detail
 	if o := f.run(j); !o.OK {
 		t.Fatalf("supervisor outcome = %+v, want OK", o)
 	}
@@ -341,7 +341,7 @@ func TestNotesStartOverWithAFreshWorktree(t *testing.T) {
 	note := filepath.Join(f.layout.StateDir(), "attempt-p1")
 	f.write(f.layout.StateDir(), "attempt-p1", "README.md\x00")
 	f.runner.Agent = f.agent("rm README.md\nexit 1\n")
-	if o := f.run(job()); o.Reason != scheduler.ReasonExit {
+	if o := f.run(job()); o.Reason != state.ReasonExit {
 		t.Fatalf("outcome = %+v, want Reason exit", o)
 	}
 	if f.hasFile("auto/p1", "README.md") {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/sandbox"
-	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
 
@@ -87,7 +87,7 @@ func TestRunRefusesWhatAnAgentPlantsInTheAdminFolder(t *testing.T) {
 				f.runner.Agent = hostileAgent(t, "i21-admin.sh")
 				f.runner.Env = append(f.runner.Env, "PLANT="+plant, "TARGET="+target)
 				o := f.run(job())
-				if o.OK || o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, c.want) {
+				if o.OK || o.Reason != state.ReasonWorktree || !strings.Contains(o.Detail, c.want) {
 					t.Errorf("outcome OK=%v reason=%s detail=%q; want reason worktree naming %q", o.OK, o.Reason, o.Detail, c.want)
 				}
 				got, err := os.ReadFile(target)

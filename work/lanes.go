@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // A phase's worktree and branch belong to the phase and outlive a lane
@@ -30,7 +31,7 @@ import (
 const LaneMarkFile = "claudopilot-lane"
 
 // LaneLine is one launch as the branch description records it.
-func LaneLine(role scheduler.Role, attempt int, lane string) string {
+func LaneLine(role state.Role, attempt int, lane string) string {
 	return fmt.Sprintf("%s %d: lane %s", role, attempt, lane)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // An attempt at an outside node (an issue of the queue: Job.Outside set)
@@ -125,7 +126,7 @@ func short(rev string) string {
 // outsideEnv is an outside node's part of the contract: the failing
 // checks' names for a repair of red checks.
 func outsideEnv(j scheduler.Job) []string {
-	if j.Outside == nil || j.Role != scheduler.Supervisor || len(j.Checks) == 0 {
+	if j.Outside == nil || j.Role != state.Supervisor || len(j.Checks) == 0 {
 		return nil
 	}
 	return []string{"CLAUDOPILOT_FAILING_CHECKS=" + strings.Join(j.Checks, "\n")}

@@ -46,7 +46,7 @@ func (f *fixture) commitAt(parent string, files map[string]string) string {
 
 func issueJob() scheduler.Job {
 	return scheduler.Job{
-		ID: issueID, Title: "fix the thing", Role: scheduler.Worker, Attempt: 1, Gate: "true",
+		ID: issueID, Title: "fix the thing", Role: state.Worker, Attempt: 1, Gate: "true",
 		Outside: &scheduler.OutsideWork{
 			Branch: issueBranch, From: originMain, Base: "main",
 			DocRel: issueDoc, Doc: []byte("# #12: fix the thing\n\nMake it work.\n"),
@@ -133,12 +133,12 @@ func TestRunOutsideDoneRule(t *testing.T) {
 		name   string
 		since  bool // a supervisor repairing the red head of an earlier worker
 		commit bool
-		want   scheduler.Reason
+		want   state.Reason
 	}{
-		{"worker without a commit", false, false, scheduler.ReasonNoDone},
-		{"worker with a commit", false, true, scheduler.ReasonNone},
-		{"repair without a commit beyond the red head", true, false, scheduler.ReasonNoDone},
-		{"repair with a commit beyond the red head", true, true, scheduler.ReasonNone},
+		{"worker without a commit", false, false, state.ReasonNoDone},
+		{"worker with a commit", false, true, state.ReasonNone},
+		{"repair without a commit beyond the red head", true, false, state.ReasonNoDone},
+		{"repair with a commit beyond the red head", true, true, state.ReasonNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -150,7 +150,7 @@ func TestRunOutsideDoneRule(t *testing.T) {
 				if o := f.run(j); !o.OK {
 					t.Fatalf("worker = %+v", o)
 				}
-				j.Role, j.Attempt, j.Failure = scheduler.Supervisor, 1, state.ReasonChecks
+				j.Role, j.Attempt, j.Failure = state.Supervisor, 1, state.ReasonChecks
 				j.Since = f.rev(issueBranch)
 			}
 			f.runner.Agent, f.runner.Super = "true", "true"
@@ -248,7 +248,7 @@ cp "$CLAUDOPILOT_PROMPT_FILE" '` + seen + `.prompt'
 cp "$CLAUDOPILOT_FAILURE_LOG" '` + seen + `.log'
 ` + commitBody)
 	j := issueJob()
-	j.Role, j.Attempt, j.Mode = scheduler.Supervisor, 1, "standard"
+	j.Role, j.Attempt, j.Mode = state.Supervisor, 1, "standard"
 	j.Failure, j.Detail, j.FailureLog = state.ReasonChecks, "failing checks: ci/test, lint", checksLog
 	j.Checks, j.Since = []string{"ci/test", "lint"}, f.rev(issueBranch)
 	o := f.run(j)
@@ -317,12 +317,12 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 		moved := f.commitAt(from, map[string]string{"README.md": "theirs\n"})
 		f.gitIn(f.top, "update-ref", originMain, moved)
 		o := f.run(issueJob())
-		if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+		if o.Reason != state.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
 			t.Fatalf("worker = %+v, want a conflict on README.md", o)
 		}
 		f.runner.Super = f.agent(`echo both > README.md && git add README.md && git commit -q --no-edit || exit 31`)
 		j := issueJob()
-		j.Role, j.Failure, j.Detail = scheduler.Supervisor, scheduler.ReasonConflict, o.Detail
+		j.Role, j.Failure, j.Detail = state.Supervisor, state.ReasonConflict, o.Detail
 		o = f.run(j)
 		if !o.OK {
 			t.Fatalf("supervisor = %+v", o)
@@ -376,7 +376,7 @@ func TestRunOutsideRefusesScriptAgent(t *testing.T) {
 	f.withOrigin()
 	f.runner.Agent = "script"
 	o := f.run(issueJob())
-	if o.OK || o.Reason != scheduler.ReasonExit || !strings.Contains(o.Detail, "phase docs only") {
+	if o.OK || o.Reason != state.ReasonExit || !strings.Contains(o.Detail, "phase docs only") {
 		t.Fatalf("outcome = %+v, want a clear refusal", o)
 	}
 	if exists(f.layout.Worktree(issueID)) {
@@ -393,7 +393,7 @@ func TestRunOutsideRefusesInheritedEnvironment(t *testing.T) {
 	f.withOrigin()
 	f.runner.Env = nil
 	o := f.run(issueJob())
-	if o.OK || o.Reason != scheduler.ReasonExit || !strings.Contains(o.Detail, "token") {
+	if o.OK || o.Reason != state.ReasonExit || !strings.Contains(o.Detail, "token") {
 		t.Fatalf("outcome = %+v, want a refusal", o)
 	}
 	if exists(f.layout.Worktree(issueID)) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/proc"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 )
@@ -86,8 +85,8 @@ func TestReapFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jn.Append(state.Record{Phase: "p1", Event: "launch", Role: scheduler.Worker, Attempt: 1})
-	jn.Append(state.Record{Phase: "p1", Event: "pgid", Role: scheduler.Worker, Attempt: 1, PGID: agent.Process.Pid})
+	jn.Append(state.Record{Phase: "p1", Event: "launch", Role: state.Worker, Attempt: 1})
+	jn.Append(state.Record{Phase: "p1", Event: "pgid", Role: state.Worker, Attempt: 1, PGID: agent.Process.Pid})
 	jn.Close()
 	err = work.Reap(work.ReapOptions{
 		Journal: jn.Path(), Layout: f.layout, Grace: time.Second,

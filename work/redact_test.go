@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // testSecret has bytes that URL-escaping changes, so each form differs.
@@ -40,7 +40,7 @@ func TestAttemptLogsAreRedacted(t *testing.T) {
 	j := job()
 	j.Gate = printForms(testSecret) + "exit 1"
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonGate {
+	if o.Reason != state.ReasonGate {
 		t.Fatalf("outcome %+v", o)
 	}
 	gateLog := f.layout.LogPath("p1", "gate", 1)
@@ -51,7 +51,7 @@ func TestAttemptLogsAreRedacted(t *testing.T) {
 	f.runner.Super = f.agent(`cp "$CLAUDOPILOT_FAILURE_LOG" '` + seen + `'` + "\nexit 1\n")
 	for _, failing := range []string{o.LogPath, old} {
 		j := job()
-		j.Role, j.Attempt, j.Failure, j.FailureLog = scheduler.Supervisor, 1, scheduler.ReasonGate, failing
+		j.Role, j.Attempt, j.Failure, j.FailureLog = state.Supervisor, 1, state.ReasonGate, failing
 		f.run(j)
 		for name, p := range map[string]string{"attempt log": o.LogPath, "gate log": gateLog, "failure log of " + failing: seen} {
 			text := f.read(p)

@@ -144,7 +144,7 @@ func (r *Reviewer) Review(ctx context.Context, j scheduler.ReviewJob) scheduler.
 		return none(err)
 	}
 	o.Run = n
-	o.LogPath = r.Layout.LogPath(j.ID, string(scheduler.ReviewerRole), n)
+	o.LogPath = r.Layout.LogPath(j.ID, string(state.ReviewerRole), n)
 	f, err := r.writeFiles(ctx, filepath.Join(dir, fmt.Sprintf("reviewer-%d", n)), in)
 	if err != nil {
 		return none(err)
@@ -256,7 +256,7 @@ func (r *Reviewer) process(j scheduler.ReviewJob, in inputs, f reviewFiles, n in
 		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
 		Sandbox: r.Sandbox, Show: []string{dir},
 		Env: ReviewEnv(r.Env, append([]string{
-			"CLAUDOPILOT_ROLE=" + string(scheduler.ReviewerRole),
+			"CLAUDOPILOT_ROLE=" + string(state.ReviewerRole),
 			"CLAUDOPILOT_PHASE=" + j.ID,
 			"CLAUDOPILOT_PHASE_DOC=" + f.doc,
 			"CLAUDOPILOT_BASE=" + baseBranch,

@@ -98,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 
 func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
 	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: r.now()}
-	fail := func(reason scheduler.Reason, detail string) scheduler.Outcome {
+	fail := func(reason state.Reason, detail string) scheduler.Outcome {
 		o.Reason, o.Detail, o.Ended = reason, detail, r.now()
 		return o
 	}
@@ -106,13 +106,13 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	t := r.target(j)
 	branch := t.branch
 	if err := checkOutside(j, r.command(j), r.Env); err != nil {
-		return fail(scheduler.ReasonExit, err.Error())
+		return fail(state.ReasonExit, err.Error())
 	}
 	// A driver killed while the agent ran in the sandbox left its tip in
 	// the private ref folder: carry it back before anything reads the
 	// branch (whatever SANDBOX says now).
 	if note, err := sandbox.Recover(ctx, r.Git, r.Layout.SandboxDir(j.ID), branch); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	} else if note != "" {
 		o.Warnings = append(o.Warnings, "sandbox: "+note)
 	}
@@ -133,7 +133,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 
 	fresh, kept, err := r.ensureWorktree(ctx, j, wt, t)
 	if err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	if kept {
 		// A branch left from an earlier run (parked, or its worktree
@@ -147,86 +147,86 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		log := r.Layout.LogPath(j.ID, "prepare", proc.NextLog(r.Layout.LogDir(j.ID), "prepare"))
 		jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(j.ID))
 		if err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
 		res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, Redact: r.Redact, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
 		o.LogPath = log
 		if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
 		if ctx.Err() != nil {
-			return fail(scheduler.ReasonExit, "interrupted")
+			return fail(state.ReasonExit, "interrupted")
 		}
 		if res.ExitCode != 0 {
-			return fail(scheduler.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
+			return fail(state.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
 		}
 		if err := r.recordEnvironment(ctx, j.ID, wt); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
 	}
 	if err := r.checkHead(ctx, wt, branch); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	// A merge of the driver's cut off by its death or an interrupt is
 	// set back and made again before anything reads the worktree.
 	if note, err := r.redoCutMerge(ctx, j, wt); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	} else if note != "" {
 		o.Warnings = append(o.Warnings, note)
 	}
-	if j.Resume && (j.Role != scheduler.Supervisor || j.Failure != scheduler.ReasonConflict) {
+	if j.Resume && (j.Role != state.Supervisor || j.Failure != state.ReasonConflict) {
 		// A killed driver (or agent) left a merge of the base with
 		// conflicts: it is the supervisor's, as a conflict. Neither the
 		// done check nor a gate may run over the markers, and recovery
 		// is no attempt.
 		if paths, err := r.unfinishedMerge(ctx, wt); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
 			o.Found = true
-			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
+			return fail(state.ReasonConflict, "conflicts with "+t.base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
 		}
 	}
 	if j.Retry {
 		// A kept branch starts current: the base is merged in first. A
 		// conflict there is left in place for the supervisor.
 		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
-			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
+			return fail(state.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
 		}
 		if kept && j.StackOn != "" {
 			// Stacked on a dep's tip: a kept branch takes it too.
 			if paths, err := r.mergeRef(ctx, j, wt, j.StackOn); err != nil {
-				return fail(scheduler.ReasonWorktree, err.Error())
+				return fail(state.ReasonWorktree, err.Error())
 			} else if len(paths) > 0 {
-				return fail(scheduler.ReasonConflict, "conflicts with the tip it is stacked on: "+strings.Join(paths, ", "))
+				return fail(state.ReasonConflict, "conflicts with the tip it is stacked on: "+strings.Join(paths, ", "))
 			}
 		}
 	}
-	if j.TakeBase && !j.Retry && j.Role == scheduler.Worker {
+	if j.TakeBase && !j.Retry && j.Role == state.Worker {
 		// The base holds a phase this branch was predicted to conflict
 		// with: merged in now, between attempts, so the conflict is met
 		// here rather than at the merge.
 		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
-			return fail(scheduler.ReasonConflict, "conflicts with "+t.base+", which has landed a phase predicted to conflict with this one: "+strings.Join(paths, ", "))
+			return fail(state.ReasonConflict, "conflicts with "+t.base+", which has landed a phase predicted to conflict with this one: "+strings.Join(paths, ", "))
 		}
 	}
-	if j.Role == scheduler.Supervisor && j.Failure == scheduler.ReasonConflict {
+	if j.Role == state.Supervisor && j.Failure == state.ReasonConflict {
 		if _, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
-	} else if j.Role == scheduler.Supervisor && j.TakeBase {
+	} else if j.Role == state.Supervisor && j.TakeBase {
 		// A supervisor taking the base resolves what the merge leaves,
 		// told as a conflict.
 		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		} else if len(paths) > 0 {
-			j.Failure, j.Detail = scheduler.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
+			j.Failure, j.Detail = state.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
 		}
 	}
-	if j.Resume && j.Role == scheduler.Worker {
+	if j.Resume && j.Role == state.Worker {
 		// The driver died during this phase. If the branch is done, go
 		// straight to the gate. (A resumed supervisor is owed for a
 		// failure the journal recorded, of an attempt that ended: the
@@ -241,23 +241,23 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if j.Capped != "" {
 		// Over a token or session cap: no agent starts (and none ran).
 		o.Found = true
-		return fail(scheduler.ReasonBudget, j.Capped)
+		return fail(state.ReasonBudget, j.Capped)
 	}
 	cmd := r.command(j)
 	docRel, doneRel := t.docRel, t.doneRel
 	if j.Outside != nil {
 		if err := writeDoc(wt, j.Outside); err != nil {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
 	}
 	if cmd == ScriptAgent {
 		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
-			return fail(scheduler.ReasonExit, err.Error())
+			return fail(state.ReasonExit, err.Error())
 		}
 	}
 	prompt, failLog, err := r.prompt(j, wt, t)
 	if err != nil {
-		return fail(scheduler.ReasonExit, err.Error())
+		return fail(state.ReasonExit, err.Error())
 	}
 	log := r.Layout.LogPath(j.ID, string(j.Role), j.Attempt)
 	o.LogPath = log
@@ -270,7 +270,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+FindingsPath(r.Layout, j.ID, j.Attempt))
 	}
 	if err := r.recordAttemptStart(ctx, j.ID, wt, fresh); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	// Only a killed driver leaves the note behind, for the resumed attempt.
 	defer r.endAttempt(j.ID)
@@ -281,7 +281,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	// its next attempt to resume (AGENT_RESUME_CMD).
 	jail, err := r.Sandbox.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
 	if err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	var snap *sandbox.Snapshot
 	if r.Sandbox == nil && r.Stray != nil {
@@ -305,7 +305,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	o.ExitCode = res.ExitCode
 	// The branch tip comes back from the sandbox before anything reads it.
 	if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	if snap != nil {
 		manifest := filepath.Join(r.Layout.Top, filepath.FromSlash(r.Layout.ManifestRel()))
@@ -322,7 +322,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if res.Stray != nil {
 		// Something of the agent's still runs: its worktree is not
 		// finished work, and the gate must not run beside it.
-		return fail(scheduler.ReasonWorktree, "the agent's processes could not all be stopped: "+res.Stray.Error())
+		return fail(state.ReasonWorktree, "the agent's processes could not all be stopped: "+res.Stray.Error())
 	}
 	// Leftovers are committed on every path the agent ran, each check of
 	// commitLeftovers first (a stopped agent may have left anything).
@@ -331,27 +331,27 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	case "canceled":
 		err := r.commitLeftovers(context.WithoutCancel(ctx), j, wt)
 		if errors.As(err, &refused) {
-			return fail(scheduler.ReasonWorktree, "interrupted; "+err.Error())
+			return fail(state.ReasonWorktree, "interrupted; "+err.Error())
 		}
-		return fail(scheduler.ReasonExit, "interrupted")
+		return fail(state.ReasonExit, "interrupted")
 	case "stuck", "timeout":
 		err := r.commitLeftovers(ctx, j, wt)
 		if errors.As(err, &refused) {
-			return fail(scheduler.ReasonWorktree, err.Error())
+			return fail(state.ReasonWorktree, err.Error())
 		}
 		if res.Reason == "stuck" {
-			return fail(scheduler.ReasonStuck, "no output for "+r.StuckTimeout.String())
+			return fail(state.ReasonStuck, "no output for "+r.StuckTimeout.String())
 		}
-		return fail(scheduler.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
+		return fail(state.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
 	case "start":
-		return fail(scheduler.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
+		return fail(state.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
 	}
 	if err := r.checkHead(ctx, wt, branch); err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	err = r.commitLeftovers(ctx, j, wt)
 	if err != nil {
-		return fail(scheduler.ReasonWorktree, err.Error())
+		return fail(state.ReasonWorktree, err.Error())
 	}
 	tip, done, why := r.doneCheck(ctx, j, t)
 	if res.ExitCode != 0 || !done {
@@ -362,18 +362,18 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 			d, hinted := proc.ResetHint(res.Tail, r.now())
 			if !hinted {
 				o.Cooldown = r.DefaultCooldown
-				return fail(scheduler.ReasonExit, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)")
+				return fail(state.ReasonExit, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)")
 			}
 			o.Cooldown = d
-			return fail(scheduler.ReasonExit, "usage limit, resets "+r.now().Add(d).Local().Format("Jan 2 15:04"))
+			return fail(state.ReasonExit, "usage limit, resets "+r.now().Add(d).Local().Format("Jan 2 15:04"))
 		case proc.Transient:
 			o.Transient = true
 		}
 		if res.ExitCode != 0 {
 			o.ExitCode = res.ExitCode
-			return fail(scheduler.ReasonExit, fmt.Sprintf("%s exited %d", j.Role, res.ExitCode))
+			return fail(state.ReasonExit, fmt.Sprintf("%s exited %d", j.Role, res.ExitCode))
 		}
-		return fail(scheduler.ReasonNoDone, why)
+		return fail(state.ReasonNoDone, why)
 	}
 	return r.gate(ctx, j, wt, tip, o)
 }
@@ -383,13 +383,13 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 // earlier session.
 func (r *Runner) command(j scheduler.Job) string {
 	cmd := r.Agent
-	if j.Role == scheduler.Supervisor {
+	if j.Role == state.Supervisor {
 		cmd = r.Super
 	}
 	if j.Cmd != "" {
 		cmd = j.Cmd // the lane's command
 	}
-	if j.Session != "" && j.Role == scheduler.Worker && r.ResumeCmd != "" {
+	if j.Session != "" && j.Role == state.Worker && r.ResumeCmd != "" {
 		// Carry on in the agent's own session (after a rate limit or a
 		// crash) instead of starting it over.
 		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
@@ -405,7 +405,7 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 	ok, log, err := RunGateIn(ctx, r.Sandbox, r.Git, r.Layout, j.ID, j.Gate, wt, r.Env, r.Redact, r.LogCap, r.KillGrace)
 	o.Ended = r.now()
 	if err != nil || !ok {
-		o.Reason, o.LogPath = scheduler.ReasonGate, log
+		o.Reason, o.LogPath = state.ReasonGate, log
 		o.Detail = "the gate is red: " + j.Gate
 		if err != nil {
 			o.Detail = err.Error()
@@ -503,7 +503,7 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 	if err != nil {
 		return false, false, err
 	}
-	firstTry := j.Role == scheduler.Worker && (j.Attempt == 1 || j.Fresh) && !j.Resume && !j.Retry
+	firstTry := j.Role == state.Worker && (j.Attempt == 1 || j.Fresh) && !j.Resume && !j.Retry
 	if exists {
 		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
 		if err != nil {
@@ -664,7 +664,7 @@ func (r *Runner) contractEnv(j scheduler.Job, t target) []string {
 		env = withoutVar(env, "CLAUDE_CONFIG_DIR")
 		env = append(env, "CLAUDE_CONFIG_DIR="+j.Account)
 	}
-	if j.Role == scheduler.Supervisor {
+	if j.Role == state.Supervisor {
 		env = append(env,
 			"CLAUDOPILOT_SUPERVISOR_MODE="+j.Mode,
 			"CLAUDOPILOT_FAILURE="+string(j.Failure),
@@ -692,7 +692,7 @@ func (r *Runner) prompt(j scheduler.Job, wt string, t target) ([]byte, string, e
 		d.Gate = "true"
 	}
 	var failLog string
-	if j.Role == scheduler.Supervisor && j.FailureLog != "" {
+	if j.Role == state.Supervisor && j.FailureLog != "" {
 		lines, err := proc.TailFile(j.FailureLog, 200)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, "", err

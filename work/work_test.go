@@ -182,7 +182,7 @@ git add -A && git commit -q -m "$CLAUDOPILOT_PHASE: done" || exit 21
 `
 
 func job() scheduler.Job {
-	return scheduler.Job{ID: "p1", Title: "first phase", Doc: "p1-first.md", Role: scheduler.Worker, Attempt: 1, Gate: "true"}
+	return scheduler.Job{ID: "p1", Title: "first phase", Doc: "p1-first.md", Role: state.Worker, Attempt: 1, Gate: "true"}
 }
 
 func (f *fixture) run(j scheduler.Job) scheduler.Outcome {
@@ -245,7 +245,7 @@ echo work > feature.txt
 	if o.LogPath != f.layout.LogPath("p1", "worker", 1) || !exists(o.LogPath) {
 		t.Errorf("LogPath = %q", o.LogPath)
 	}
-	if o.ID != "p1" || o.Role != scheduler.Worker || o.Attempt != 1 || o.Started.IsZero() || o.Ended.Before(o.Started) {
+	if o.ID != "p1" || o.Role != state.Worker || o.Attempt != 1 || o.Started.IsZero() || o.Ended.Before(o.Started) {
 		t.Errorf("outcome bookkeeping = %+v", o)
 	}
 
@@ -313,7 +313,7 @@ func TestRunPrepareFails(t *testing.T) {
 	f.runner.Prepare = "echo installing; echo boom >&2; exit 3"
 	f.runner.Agent = "touch '" + marker + "'"
 	o := f.run(job())
-	if o.OK || o.Reason != scheduler.ReasonPrepare || !strings.Contains(o.Detail, "3") {
+	if o.OK || o.Reason != state.ReasonPrepare || !strings.Contains(o.Detail, "3") {
 		t.Fatalf("outcome = %+v, want Reason prepare", o)
 	}
 	if o.LogPath != f.layout.LogPath("p1", "prepare", 1) {
@@ -335,7 +335,7 @@ func TestRunOutcomes(t *testing.T) {
 		agent  string // script body
 		gate   string
 		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
-		reason scheduler.Reason
+		reason state.Reason
 	}{
 		{
 			name:  "done and green",
@@ -353,7 +353,7 @@ func TestRunOutcomes(t *testing.T) {
 			name:   "gate red",
 			agent:  "echo work > feature.txt\n" + doneBody,
 			gate:   "echo the gate says no; exit 1",
-			reason: scheduler.ReasonGate,
+			reason: state.ReasonGate,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.LogPath != f.layout.LogPath("p1", "gate", 1) {
 					t.Errorf("LogPath = %q, want gate-1.log", o.LogPath)
@@ -369,7 +369,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "exit 1",
 			agent:  "echo giving up; exit 1",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.ExitCode != 1 || !strings.Contains(o.Detail, "exited 1") {
 					t.Errorf("outcome = %+v", o)
@@ -382,7 +382,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "exit 0 without the rename",
 			agent:  "echo work > feature.txt && git add -A && git commit -q -m work",
-			reason: scheduler.ReasonNoDone,
+			reason: state.ReasonNoDone,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !strings.Contains(o.Detail, doneRel) {
 					t.Errorf("Detail = %q", o.Detail)
@@ -395,12 +395,12 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "exit 0 having done nothing",
 			agent:  "exit 0",
-			reason: scheduler.ReasonNoDone,
+			reason: state.ReasonNoDone,
 		},
 		{
 			name:   "leftovers committed on failure",
 			agent:  "echo half > half.txt\necho 'cannot finish'\nexit 1",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if got := f.gitIn(f.top, "log", "-1", "--format=%s", "auto/p1"); got != leftover {
 					t.Errorf("tip subject = %q, want %q", got, leftover)
@@ -441,7 +441,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "rate limit",
 			agent:  "echo 'Error: rate limit exceeded, retry in 42 seconds'\nexit 1",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.Cooldown != 42*time.Second {
 					t.Errorf("Cooldown = %v, want 42s", o.Cooldown)
@@ -454,7 +454,7 @@ func TestRunOutcomes(t *testing.T) {
 			// names it.
 			name:   "a usage limit with its reset",
 			agent:  `echo '{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":5400}}"}'` + "\nexit 1",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.Cooldown != 90*time.Minute || !strings.HasPrefix(o.Detail, "usage limit, resets ") {
 					t.Errorf("Cooldown = %v, detail %q; want 1h30m and the reset", o.Cooldown, o.Detail)
@@ -464,7 +464,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "rate limit without a hint",
 			agent:  "echo '429 Too Many Requests'\nexit 2",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.Cooldown != time.Hour {
 					t.Errorf("Cooldown = %v, want the default 1h", o.Cooldown)
@@ -484,7 +484,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "overloaded",
 			agent:  "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}'\nexit 1",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !o.Transient || o.Cooldown != 0 {
 					t.Errorf("outcome = %+v, want Transient", o)
@@ -494,7 +494,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "HEAD switched away",
 			agent:  "git checkout -q -b elsewhere\n" + doneBody,
-			reason: scheduler.ReasonWorktree,
+			reason: state.ReasonWorktree,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !strings.Contains(o.Detail, "elsewhere") {
 					t.Errorf("Detail = %q", o.Detail)
@@ -504,12 +504,12 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "detached HEAD",
 			agent:  "git checkout -q --detach",
-			reason: scheduler.ReasonWorktree,
+			reason: state.ReasonWorktree,
 		},
 		{
 			name:   "worktree deleted",
 			agent:  `d=$(pwd); cd / && rm -rf "$d"`,
-			reason: scheduler.ReasonWorktree,
+			reason: state.ReasonWorktree,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !strings.Contains(o.Detail, "gone") {
 					t.Errorf("Detail = %q", o.Detail)
@@ -519,7 +519,7 @@ func TestRunOutcomes(t *testing.T) {
 		{
 			name:   "agent command not found",
 			agent:  "no-such-agent-command-xyz",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if o.ExitCode != 127 {
 					t.Errorf("ExitCode = %d, want 127", o.ExitCode)
@@ -582,9 +582,9 @@ func TestRunSupervisorWorktreeGone(t *testing.T) {
 	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, false)
 	f.runner.Super = f.agent(doneBody)
 	j := job()
-	j.Role, j.Failure = scheduler.Supervisor, scheduler.ReasonExit
+	j.Role, j.Failure = state.Supervisor, state.ReasonExit
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
+	if o.Reason != state.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
 		t.Fatalf("outcome = %+v, want Reason worktree", o)
 	}
 	if f.rev("auto/p1") != kept {
@@ -604,7 +604,7 @@ func TestRunRetryConflictThenSupervisor(t *testing.T) {
 	j := job()
 	j.Retry = true
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+	if o.Reason != state.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
 		t.Fatalf("outcome = %+v, want Reason conflict naming README.md", o)
 	}
 	if exists(marker) {
@@ -626,9 +626,9 @@ git rev-parse -q --verify MERGE_HEAD >/dev/null && echo "$CLAUDOPILOT_FAILURE $C
 echo 'I cannot resolve this'
 exit 1`)
 	sj := job()
-	sj.Role, sj.Mode, sj.Failure, sj.Detail, sj.FailureLog = scheduler.Supervisor, "standard", scheduler.ReasonConflict, o.Detail, ""
+	sj.Role, sj.Mode, sj.Failure, sj.Detail, sj.FailureLog = state.Supervisor, "standard", state.ReasonConflict, o.Detail, ""
 	so := f.run(sj)
-	if so.Reason != scheduler.ReasonExit {
+	if so.Reason != state.ReasonExit {
 		t.Fatalf("supervisor outcome = %+v, want Reason exit", so)
 	}
 	if got := strings.TrimSpace(f.read(seen)); !strings.HasPrefix(got, "conflict ") || !strings.Contains(got, "README.md") || !strings.HasSuffix(got, " supervisor") {
@@ -674,7 +674,7 @@ func TestRunSupervisorResolvedMergeIsConcluded(t *testing.T) {
 	f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
 	j := job()
 	j.Retry = true
-	if o := f.run(j); o.Reason != scheduler.ReasonConflict {
+	if o := f.run(j); o.Reason != state.ReasonConflict {
 		t.Fatalf("outcome = %+v", o)
 	}
 	f.runner.Super = f.agent(`
@@ -683,7 +683,7 @@ d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
 git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b"
 `)
 	sj := job()
-	sj.Role, sj.Mode, sj.Failure = scheduler.Supervisor, "best-effort", scheduler.ReasonConflict
+	sj.Role, sj.Mode, sj.Failure = state.Supervisor, "best-effort", state.ReasonConflict
 	so := f.run(sj)
 	if !so.OK {
 		t.Fatalf("supervisor outcome = %+v", so)
@@ -731,7 +731,7 @@ func TestRunResume(t *testing.T) {
 		f, _, marker := doneBranch(t)
 		j := job()
 		j.Resume, j.Gate = true, "false"
-		if o := f.run(j); o.Reason != scheduler.ReasonGate {
+		if o := f.run(j); o.Reason != state.ReasonGate {
 			t.Fatalf("outcome = %+v, want Reason gate", o)
 		}
 		if exists(marker) {
@@ -747,7 +747,7 @@ func TestRunResume(t *testing.T) {
 		f, _, marker := doneBranch(t)
 		f.runner.Super = f.runner.Agent
 		j := job()
-		j.Role, j.Failure, j.Mode, j.Resume = scheduler.Supervisor, scheduler.ReasonGate, "standard", true
+		j.Role, j.Failure, j.Mode, j.Resume = state.Supervisor, state.ReasonGate, "standard", true
 		o := f.run(j)
 		if !exists(marker) || o.Found {
 			t.Errorf("outcome = %+v; the supervisor's agent did not run", o)
@@ -807,7 +807,7 @@ func TestRunResume(t *testing.T) {
 		j := job()
 		j.Resume, j.Capped = true, "started 3 agent sessions of 3 (PHASE_MAX_SESSIONS)"
 		o := f.run(j)
-		if o.Reason != scheduler.ReasonBudget || !o.Found || o.Detail != j.Capped || exists(marker) || o.Usage.Sessions != 0 {
+		if o.Reason != state.ReasonBudget || !o.Found || o.Detail != j.Capped || exists(marker) || o.Usage.Sessions != 0 {
 			t.Fatalf("outcome = %+v, want a budget failure found without an agent", o)
 		}
 	})
@@ -840,7 +840,7 @@ func TestRunFirstTryWorktreeGoneOnLaterAttempt(t *testing.T) {
 	j := job()
 	j.Attempt = 2
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
+	if o.Reason != state.ReasonWorktree || !strings.Contains(o.Detail, "gone") {
 		t.Fatalf("outcome = %+v, want Reason worktree", o)
 	}
 }
@@ -850,7 +850,7 @@ func TestScriptAgent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		doc    string
-		reason scheduler.Reason
+		reason state.Reason
 		detail string
 	}{
 		{
@@ -860,13 +860,13 @@ func TestScriptAgent(t *testing.T) {
 		{
 			name:   "no sh block",
 			doc:    "# p1\n\nNothing to run.\n\n    echo indented\n",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 			detail: "has no ```sh block",
 		},
 		{
 			name:   "the script fails",
 			doc:    "# p1\n\n```bash\necho partial > partial.txt\nfalse\necho never > never.txt\n```\n",
-			reason: scheduler.ReasonExit,
+			reason: state.ReasonExit,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -965,12 +965,12 @@ func TestRunStoppedAgents(t *testing.T) {
 		name   string
 		setup  func(r *work.Runner)
 		cancel bool
-		reason scheduler.Reason
+		reason state.Reason
 		detail string
 	}{
-		{"stuck", func(r *work.Runner) { r.StuckTimeout = 300 * time.Millisecond }, false, scheduler.ReasonStuck, "no output"},
-		{"timeout", func(r *work.Runner) { r.AgentTimeout = 500 * time.Millisecond }, false, scheduler.ReasonTimeout, "ran longer"},
-		{"interrupted", nil, true, scheduler.ReasonExit, "interrupted"},
+		{"stuck", func(r *work.Runner) { r.StuckTimeout = 300 * time.Millisecond }, false, state.ReasonStuck, "no output"},
+		{"timeout", func(r *work.Runner) { r.AgentTimeout = 500 * time.Millisecond }, false, state.ReasonTimeout, "ran longer"},
+		{"interrupted", nil, true, state.ReasonExit, "interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1035,8 +1035,8 @@ func TestRunSupervisorContract(t *testing.T) {
 cp "$CLAUDOPILOT_FAILURE_LOG" '` + seen + `.log'
 ` + doneBody)
 	j := job()
-	j.Role, j.Attempt, j.Mode = scheduler.Supervisor, 2, "best-effort"
-	j.Failure, j.FailureLog, j.Detail = scheduler.ReasonGate, failing, "the gate is red: make test"
+	j.Role, j.Attempt, j.Mode = state.Supervisor, 2, "best-effort"
+	j.Failure, j.FailureLog, j.Detail = state.ReasonGate, failing, "the gate is red: make test"
 	o := f.run(j)
 	if !o.OK {
 		t.Fatalf("outcome = %+v", o)
@@ -1144,7 +1144,7 @@ func TestRunResumeAfterInterruptedMergeGate(t *testing.T) {
 	}
 	// The same detached HEAD without the mark: an agent did it.
 	f.gitIn(f.wt(), "checkout", "-q", "--detach", "HEAD")
-	if o := f.run(j); o.Reason != scheduler.ReasonWorktree {
+	if o := f.run(j); o.Reason != state.ReasonWorktree {
 		t.Fatalf("outcome = %+v, want Reason worktree", o)
 	}
 }
@@ -1189,7 +1189,7 @@ func TestRunTakeBaseConflict(t *testing.T) {
 	j := job()
 	j.Attempt, j.TakeBase = 2, true
 	o := f.run(j)
-	if o.Reason != scheduler.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
+	if o.Reason != state.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
 		t.Fatalf("worker outcome = %+v, want Reason conflict naming README.md", o)
 	}
 	if exists(marker) {
@@ -1203,7 +1203,7 @@ echo resolved > README.md
 git add README.md && git commit -qm resolve
 ` + doneBody)
 	s := job()
-	s.Role, s.Attempt, s.Failure, s.TakeBase = scheduler.Supervisor, 1, scheduler.ReasonGate, true
+	s.Role, s.Attempt, s.Failure, s.TakeBase = state.Supervisor, 1, state.ReasonGate, true
 	o = f.run(s)
 	if !o.OK {
 		t.Fatalf("supervisor outcome = %+v", o)

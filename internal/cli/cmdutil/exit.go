@@ -12,6 +12,7 @@ import (
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -97,11 +98,11 @@ func ExitCode(err error, sig os.Signal) int {
 		return ExitCheckpoint
 	case errors.As(err, &halt):
 		switch {
-		case halt.Reason == scheduler.ReasonCheckpoint:
+		case halt.Reason == state.ReasonCheckpoint:
 			return ExitCheckpoint
-		case halt.Reason == scheduler.ReasonDeps:
+		case halt.Reason == state.ReasonDeps:
 			return ExitDepError
-		case halt.Reason == scheduler.ReasonNoDone, halt.NoDone:
+		case halt.Reason == state.ReasonNoDone, halt.NoDone:
 			return ExitNoDone
 		}
 		return ExitExhausted

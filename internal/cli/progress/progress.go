@@ -32,12 +32,12 @@ type View struct {
 	drawn []int  // visible widths of the last table's lines, to redraw in place
 	Cwd   string // log paths are shown relative to it
 	start time.Time
-	logOf func(id string, role scheduler.Role, attempt int) string
+	logOf func(id string, role state.Role, attempt int) string
 }
 
 type row struct {
 	id, state, note, log string
-	role                 scheduler.Role
+	role                 state.Role
 	attempt              int
 	since                time.Time
 	until                time.Time
@@ -48,7 +48,7 @@ type row struct {
 
 func New(s *cmdutil.Streams, jsonOut bool, rm *roadmap.Roadmap, l state.Layout) *View {
 	p := &View{s: s, json: jsonOut, by: map[string]*row{}, start: time.Now()}
-	p.logOf = func(id string, role scheduler.Role, attempt int) string { return l.LogPath(id, string(role), attempt) }
+	p.logOf = func(id string, role state.Role, attempt int) string { return l.LogPath(id, string(role), attempt) }
 	if jsonOut {
 		p.enc = json.NewEncoder(s.Out)
 	}

@@ -17,9 +17,9 @@ func progressEvents() []scheduler.Event {
 	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
 	return []scheduler.Event{
 		{Time: t0, Kind: scheduler.EvStart, Detail: "2 phases"},
-		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0.Add(time.Second), Kind: scheduler.EvExit, Phase: "a", Role: scheduler.Worker, Attempt: 1, Reason: scheduler.ReasonGate, Detail: "the gate is red", LogPath: "/r/.claudopilot/logs/a/gate-1.log"},
-		{Time: t0.Add(2 * time.Second), Kind: scheduler.EvBlocked, Phase: "a", State: "blocked", Reason: scheduler.ReasonGate},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: state.Worker, Attempt: 1},
+		{Time: t0.Add(time.Second), Kind: scheduler.EvExit, Phase: "a", Role: state.Worker, Attempt: 1, Reason: state.ReasonGate, Detail: "the gate is red", LogPath: "/r/.claudopilot/logs/a/gate-1.log"},
+		{Time: t0.Add(2 * time.Second), Kind: scheduler.EvBlocked, Phase: "a", State: "blocked", Reason: state.ReasonGate},
 		{Time: t0.Add(2 * time.Second), Kind: scheduler.EvBlocked, Phase: "b", State: "blocked", Detail: "waits on a"},
 		{Time: t0.Add(3 * time.Second), Kind: scheduler.EvEnd, Detail: "1 blocked"},
 	}
@@ -114,8 +114,8 @@ func TestProgressWaitingMerge(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
 	detail := scheduler.WaitDetail([]string{"cart/cart.go"}, "")
 	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart},
-		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0, Kind: scheduler.EvExit, Phase: "a", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "a", State: "running", Role: state.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvExit, Phase: "a", Role: state.Worker, Attempt: 1},
 		{Time: t0, Kind: scheduler.EvMerging, Phase: "a"},
 		{Time: t0, Kind: scheduler.EvWait, Phase: "a", Files: []string{"cart/cart.go"}, Detail: detail}}
 	for i := 1; i <= 10; i++ {
@@ -141,8 +141,8 @@ func TestProgressIssueRows(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 22, 0, 0, 0, time.Local)
 	evs := []scheduler.Event{{Time: t0, Kind: scheduler.EvStart},
-		{Time: t0, Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0, Kind: scheduler.EvExit, Phase: "#7", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: state.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvExit, Phase: "#7", Role: state.Worker, Attempt: 1},
 		{Time: t0, Kind: scheduler.EvMerging, Phase: "#7"},
 		{Time: t0, Kind: scheduler.EvAway, Phase: "#7", Detail: "pull request #9 is ready for a human's review"}}
 	_, tty := renderEvents(t, true, false, evs)

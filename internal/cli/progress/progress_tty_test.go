@@ -34,7 +34,7 @@ func ttyRun(t *testing.T, width func() int, resize chan os.Signal, logOf func(st
 	s := &cmdutil.Streams{Out: &bytes.Buffer{}, Err: &errb, ErrIsTTY: true, Color: true, Width: width, Resize: resize}
 	p := New(s, false, rm, state.Layout{Top: "/r", RoadmapRel: "roadmap"})
 	if logOf != nil {
-		p.logOf = func(id string, _ scheduler.Role, _ int) string { return logOf(id) }
+		p.logOf = func(id string, _ state.Role, _ int) string { return logOf(id) }
 	}
 	ch := make(chan scheduler.Event)
 	done := make(chan struct{})
@@ -72,14 +72,14 @@ func TestLiveTableFitsAndShowsStages(t *testing.T) {
 	long := "phase-01-contracts-and-shared-types"
 	evs := []scheduler.Event{
 		{Time: t0, Kind: scheduler.EvStart},
-		{Time: t0, Kind: scheduler.EvLaunch, Phase: long, State: "running", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0, Kind: scheduler.EvLaunch, Phase: "phase-03", State: "running", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0, Kind: scheduler.EvGate, Phase: "phase-03", Role: scheduler.Worker, Attempt: 1},
-		{Time: t0, Kind: scheduler.EvExit, Phase: "phase-03", Role: scheduler.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: long, State: "running", Role: state.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvLaunch, Phase: "phase-03", State: "running", Role: state.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvGate, Phase: "phase-03", Role: state.Worker, Attempt: 1},
+		{Time: t0, Kind: scheduler.EvExit, Phase: "phase-03", Role: state.Worker, Attempt: 1},
 		{Time: t0, Kind: scheduler.EvMerging, Phase: "phase-03"},
 		{Time: t0, Kind: scheduler.EvGate, Phase: "phase-03", Detail: "merge"},
 		{Time: t0, Kind: scheduler.EvWait, Phase: "phase-03", Files: []string{"cart/cart.go"}, Detail: scheduler.WaitDetail([]string{"cart/cart.go"}, "")},
-		{Time: t0, Kind: scheduler.EvExit, Phase: long, Role: scheduler.Worker, Attempt: 1, Detail: "interrupted"},
+		{Time: t0, Kind: scheduler.EvExit, Phase: long, Role: state.Worker, Attempt: 1, Detail: "interrupted"},
 		{Time: t0, Kind: scheduler.EvEnd, Detail: "interrupted"},
 	}
 	for _, width := range []int{60, 80} {
