@@ -1,11 +1,10 @@
 package issues
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
-	"strings"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -91,48 +90,22 @@ func graphProblems(nodes []graphNode, phases []Phase, exists map[int]bool) map[i
 	if len(edges) == 0 {
 		return probs
 	}
-	// Cycles: the roadmap's own detection over a manifest written for the
-	// purpose, so they are found and worded exactly as for a manifest.
-	var b strings.Builder
-	b.WriteString("# issue graph\n\n")
-	known := func(id string) bool {
-		if n, ok := ParseIssueID(id); ok {
-			return inGraph[n]
-		}
-		return phase[id] != nil
-	}
-	line := func(id string, deps []string) {
-		var ds []string
-		for _, d := range deps {
-			if known(d) {
-				ds = append(ds, d)
-			}
-		}
-		dl := "none"
-		if len(ds) > 0 {
-			dl = strings.Join(ds, ", ")
-		}
-		fmt.Fprintf(&b, "- [pending] **%s** — node (deps: %s)\n", id, dl)
-	}
+	// Cycles: the roadmap's own check, so they are found and worded
+	// exactly as for a manifest.
+	var ids []string
+	deps := map[string][]string{}
 	for _, nd := range nodes {
-		line(IssueID(nd.N), edges[IssueID(nd.N)])
+		id := IssueID(nd.N)
+		ids, deps[id] = append(ids, id), edges[id]
 	}
 	for _, p := range phases {
-		line(p.ID, p.Deps)
+		ids, deps[p.ID] = append(ids, p.ID), p.Deps
 	}
-	_, err := roadmap.Parse("", []byte(b.String()), nil, roadmap.Options{})
-	var inv *roadmap.InvalidError
-	if !errors.As(err, &inv) {
-		return probs
-	}
-	for _, pr := range inv.Problems {
-		path, ok := strings.CutPrefix(pr.Msg, "dependency cycle: ")
-		if !ok {
-			continue
-		}
-		for _, id := range strings.Split(path, " -> ") {
-			if n, ok := ParseIssueID(id); ok && inGraph[n] && !contains(probs[n], pr.Msg) {
-				probs[n] = append(probs[n], pr.Msg)
+	for _, c := range roadmap.Cycles(ids, func(id string) []string { return deps[id] }) {
+		msg := c.Error()
+		for _, id := range c.Path {
+			if n, ok := ParseIssueID(id); ok && inGraph[n] && !slices.Contains(probs[n], msg) {
+				probs[n] = append(probs[n], msg)
 			}
 		}
 	}
@@ -140,13 +113,4 @@ func graphProblems(nodes []graphNode, phases []Phase, exists map[int]bool) map[i
 		sort.Strings(probs[n])
 	}
 	return probs
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -88,6 +88,42 @@ func (r *Roadmap) cycles() [][]*Node {
 	return out
 }
 
+// cycleErrors is cycles as errors, with the line of each cycle's first
+// phase.
+func (r *Roadmap) cycleErrors() (errs []*CycleError, lines []int) {
+	for _, c := range r.cycles() {
+		ids := make([]string, len(c))
+		for i, n := range c {
+			ids[i] = n.ID
+		}
+		errs, lines = append(errs, &CycleError{Path: ids}), append(lines, c[0].Line)
+	}
+	return errs, lines
+}
+
+// Cycles is the roadmap's cycle check over any graph: ids in order, and
+// each one's deps (a dep that names no id is ignored). It returns one
+// cycle per strongly connected component, in the order of the ids, worded
+// as for a manifest. The issue queue checks its graph of issues and
+// phases with it.
+func Cycles(ids []string, deps func(id string) []string) []*CycleError {
+	r := &Roadmap{Nodes: make([]*Node, len(ids))}
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		r.Nodes[i] = &Node{Phase: manifest.Phase{ID: id}, Index: i}
+		at[id] = i
+	}
+	for i, id := range ids {
+		for _, d := range deps(id) {
+			if j, ok := at[d]; ok {
+				r.edge(r.Nodes[i], r.Nodes[j])
+			}
+		}
+	}
+	errs, _ := r.cycleErrors()
+	return errs
+}
+
 // cycleIn walks one cycle inside a strongly connected component.
 func (r *Roadmap) cycleIn(comp []int) []*Node {
 	in := make(map[int]bool, len(comp))

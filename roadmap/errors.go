@@ -7,11 +7,28 @@ import (
 	"strings"
 )
 
+// CycleError is one dependency cycle. Path names the phases along its
+// "depends on" edges, starting at the first of them in file order; the
+// message closes the loop ("dependency cycle: a -> b -> a").
+type CycleError struct {
+	Path []string
+}
+
+func (e *CycleError) Error() string {
+	if len(e.Path) == 0 {
+		return "dependency cycle"
+	}
+	return "dependency cycle: " + strings.Join(append(e.Path[:len(e.Path):len(e.Path)], e.Path[0]), " -> ")
+}
+
 // Problem is one thing wrong with a roadmap, at a manifest line (0 = the
 // file as a whole).
 type Problem struct {
 	Line int
 	Msg  string
+	// Err is the problem as a typed error, where it has one (a
+	// *CycleError); errors.As finds it through the InvalidError.
+	Err error
 }
 
 // InvalidError reports every problem in one manifest, each as
@@ -23,6 +40,18 @@ type InvalidError struct {
 
 func (e *InvalidError) add(line int, msg string) {
 	e.Problems = append(e.Problems, Problem{Line: line, Msg: msg})
+}
+
+// As lets errors.As find a typed problem (a *CycleError) in the list.
+// (No Unwrap: callers print an InvalidError as its own lines, never as
+// a joined error.)
+func (e *InvalidError) As(target any) bool {
+	for _, p := range e.Problems {
+		if p.Err != nil && errors.As(p.Err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *InvalidError) sort() {

@@ -2,7 +2,6 @@ package roadmap
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/claudopilot/claudopilot/manifest"
 )
@@ -57,12 +56,8 @@ func (r *Roadmap) With(outside []manifest.Phase) (*Roadmap, error) {
 			}
 		}
 	}
-	if cs := c.cycles(); len(cs) > 0 {
-		ids := make([]string, len(cs[0]))
-		for i, n := range cs[0] {
-			ids[i] = n.ID
-		}
-		return nil, fmt.Errorf("dependency cycle: %s", strings.Join(append(ids, ids[0]), " -> "))
+	if cs, _ := c.cycleErrors(); len(cs) > 0 {
+		return nil, cs[0]
 	}
 	return c, nil
 }

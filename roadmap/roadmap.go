@@ -166,7 +166,7 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 				// A merged phase's deps are history: they cannot hold up
 				// anything, so an entry since removed from the list is
 				// worth a warning, not a refusal.
-				r.Warnings = append(r.Warnings, Problem{n.Line, fmt.Sprintf("merged phase %s lists unknown phase %q; ignored", n.ID, d)})
+				r.Warnings = append(r.Warnings, Problem{Line: n.Line, Msg: fmt.Sprintf("merged phase %s lists unknown phase %q; ignored", n.ID, d)})
 			case dep == nil && opt.External != nil && opt.External(d):
 				if !seen[d] {
 					n.External = append(n.External, d)
@@ -188,12 +188,9 @@ func Parse(dir string, src []byte, files []string, opt Options) (*Roadmap, error
 			seen[d] = true
 		}
 	}
-	for _, c := range r.cycles() {
-		ids := make([]string, len(c))
-		for i, n := range c {
-			ids[i] = n.ID
-		}
-		bad.add(c[0].Line, "dependency cycle: "+strings.Join(append(ids, ids[0]), " -> "))
+	cycles, lines := r.cycleErrors()
+	for i, c := range cycles {
+		bad.Problems = append(bad.Problems, Problem{Line: lines[i], Msg: c.Error(), Err: c})
 	}
 	attachDocs(r, files)
 	for _, n := range r.Nodes {

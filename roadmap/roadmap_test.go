@@ -115,6 +115,32 @@ func TestLongCycleIsPrintedWhole(t *testing.T) {
 	}
 }
 
+// A cycle is a typed error: errors.As finds it, with its path, through
+// the manifest's InvalidError, and Cycles checks any graph (the issue
+// queue's issues and phases) with the same check and wording, so no
+// caller parses the message.
+func TestCycleIsTyped(t *testing.T) {
+	t.Parallel()
+	src := `- [pending] **p1** — (deps: p3)
+- [pending] **p2** — (deps: p1)
+- [pending] **p3** — (deps: p2)
+- [pending] **p4** — (deps: p4x)
+`
+	_, err := parse(t, src, nil, Options{})
+	var ce *CycleError
+	if !errors.As(err, &ce) || strings.Join(ce.Path, " ") != "p1 p3 p2" {
+		t.Fatalf("errors.As(%v) = %+v, want the cycle p1 p3 p2", err, ce)
+	}
+	deps := map[string][]string{"#1": {"#2", "gone"}, "#2": {"phase-02"}, "phase-02": {"#1"}, "#3": {"#3x"}}
+	got := Cycles([]string{"#1", "#2", "#3", "phase-02"}, func(id string) []string { return deps[id] })
+	if len(got) != 1 || got[0].Error() != "dependency cycle: #1 -> #2 -> phase-02 -> #1" {
+		t.Fatalf("Cycles = %v", got)
+	}
+	if got := Cycles([]string{"a", "b"}, func(string) []string { return nil }); len(got) != 0 {
+		t.Fatalf("Cycles without edges = %v", got)
+	}
+}
+
 func TestNoPhases(t *testing.T) {
 	t.Parallel()
 	for name, src := range map[string]string{
