@@ -97,7 +97,7 @@ func Lock(ctx context.Context, git *worktree.Client) (*state.Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return state.AcquireLock(filepath.Join(common, "claudopilot.lock"))
+	return state.AcquireLock(state.LockPath(common))
 }
 
 // recoverCheckout finishes a base-checkout move a killed driver left half

@@ -31,6 +31,13 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("already running (pid %d on %s since %s); lock %s", e.PID, e.Host, e.Time.Format(time.RFC3339), e.Path)
 }
 
+// LockFile is the driver lock's name in the git common dir.
+const LockFile = "claudopilot.lock"
+
+// LockPath is the driver lock of the repository whose git common dir is
+// common: every worktree of it shares the one lock.
+func LockPath(common string) string { return filepath.Join(common, LockFile) }
+
 // Lock is a held driver lock: one driver per repository.
 type Lock struct{ path string }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
@@ -147,7 +146,7 @@ func open(ctx context.Context, o *Options) (*cleaner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clean: %w", err)
 	}
-	c.lockPath = filepath.Join(common, "claudopilot.lock")
+	c.lockPath = state.LockPath(common)
 	c.holder, c.lock = cmdutil.LockStatus(c.lockPath)
 	return c, nil
 }

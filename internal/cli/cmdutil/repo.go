@@ -208,7 +208,7 @@ func DriverNote(ctx context.Context, git *worktree.Client) string {
 	if err != nil {
 		return ""
 	}
-	if info, ok := state.LockHeld(filepath.Join(common, "claudopilot.lock")); ok {
+	if info, ok := state.LockHeld(state.LockPath(common)); ok {
 		return fmt.Sprintf(" (the running driver, pid %d, takes it within a second)", info.PID)
 	}
 	return " (no driver is running: the next run starts this way)"

@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/claudopilot/claudopilot/engine"
@@ -42,7 +41,7 @@ func LoadSnapshot(ctx context.Context, a *App, arg string) (*Snapshot, error) {
 	}
 	lockPath := ""
 	if common, err := git.CommonDir(ctx); err == nil {
-		lockPath = filepath.Join(common, "claudopilot.lock")
+		lockPath = state.LockPath(common)
 	}
 	s, err := status.Read(rm, layout, lockPath, time.Now())
 	if err != nil {

@@ -533,7 +533,7 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 		d.add(doctorFail, fmt.Sprintf("lock: %v", err), "")
 		return
 	}
-	lockPath := filepath.Join(common, "claudopilot.lock")
+	lockPath := state.LockPath(common)
 	switch info, st := cmdutil.LockStatus(lockPath); st {
 	case cmdutil.LockFree:
 		d.add(doctorOK, "lock: free (no run going on)", "")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
@@ -62,7 +61,7 @@ func Drain(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	info, ok := state.LockHeld(filepath.Join(common, "claudopilot.lock"))
+	info, ok := state.LockHeld(state.LockPath(common))
 	if !ok {
 		return errors.New("drain: no driver is running here")
 	}
