@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/claudopilot/claudopilot/control"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
 	"github.com/claudopilot/claudopilot/web"
 )
 
@@ -60,6 +62,13 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		Token: tok, Model: model, Hub: hub, Redact: red, Origin: origin,
 		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
+		Timeline: func() (status.Timeline, error) {
+			recs, err := state.ReadJournal(l.JournalPath())
+			if err != nil {
+				return status.Timeline{}, err
+			}
+			return status.TimelineOf(rm, recs, time.Now()), nil
+		},
 		Logs: func(id string) ([]state.LogFile, error) {
 			if rm.Node(id) == nil && !roadmap.IsIssueRef(id) {
 				return nil, fmt.Errorf("no phase %q", id)

@@ -20,6 +20,7 @@ import (
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
 )
 
 //go:embed page.html
@@ -57,6 +58,8 @@ type Server struct {
 	// Redact is the driver's redaction funnel: every log line served
 	// goes through it (nil: the rules alone).
 	Redact *secret.Redactor
+	// Timeline reads the run's timeline from the journal (nil: none).
+	Timeline func() (status.Timeline, error)
 	// Origin is the page's public origin when an HTTPS proxy serves it
 	// (LISTEN_ORIGIN, "https://pilot.example.com"): the browser's requests
 	// name it, not the address the driver listens on ("" none).
@@ -130,6 +133,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/events", s.auth(s.events))
 	mux.HandleFunc("GET /api/v1/logs/{id}", s.auth(s.logs))
 	mux.HandleFunc("GET /api/v1/logs/{id}/list", s.auth(s.logList))
+	mux.HandleFunc("GET /api/v1/timeline", s.auth(s.timeline))
 	mux.HandleFunc("POST /api/v1/actions", s.auth(s.action))
 	mux.HandleFunc("POST /api/v1/login", s.auth(s.newLogin))
 	return mux
@@ -236,6 +240,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 	}
+}
+
+// timeline serves the run's timeline, drawn from the journal: as HTML (a
+// legend and an SVG, what the page shows) or, with format=json, its rows.
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	if s.Timeline == nil {
+		httpError(w, http.StatusNotFound, "no timeline here")
+		return
+	}
+	tl, err := s.Timeline()
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if r.URL.Query().Get("format") == "json" {
+		writeJSON(w, http.StatusOK, tl)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	TimelineSVG(w, tl)
 }
 
 // newLogin makes a one-time login code for `claudopilot web` (which holds

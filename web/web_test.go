@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/status"
 )
 
 type fakeActions struct {
@@ -595,5 +596,44 @@ func TestListenOrigin(t *testing.T) {
 		if _, err := CheckOrigin(bad); err == nil || !strings.Contains(err.Error(), "LISTEN_ORIGIN") {
 			t.Errorf("CheckOrigin(%q): %v", bad, err)
 		}
+	}
+}
+
+// The timeline is served as HTML drawn by the driver: journal texts (an
+// issue's title is anyone's) escaped, attempts by role and lane, waits by
+// reason, gates and merges marked; the report's file is the same drawing
+// and needs nothing beside it (no script, no link).
+func TestTimelineServedAndReport(t *testing.T) {
+	f := newFixture(t)
+	t0 := time.Date(2026, 12, 4, 22, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	recs := []state.Record{
+		{Time: at(0), Event: "run"},
+		{Time: at(0), Phase: "#7", Event: "node", Title: `<script>alert(1)</script>`, Deps: []string{"b"}},
+		{Time: at(1), Phase: "b", Event: "launch", Role: state.Worker, Attempt: 1, Lane: "fast"},
+		{Time: at(2), Phase: "b", Event: "gate", Role: state.Worker},
+		{Time: at(3), Phase: "b", Event: "done", Role: state.Worker, Attempt: 1},
+		{Time: at(4), Phase: "b", Event: "merged"},
+	}
+	tl := status.BuildTimeline(recs, []string{"a", "b", "c"}, nil, map[string][]string{"c": {"b"}}, map[string]bool{"a": true}, time.Time{})
+	f.srv.Timeline = func() (status.Timeline, error) { return tl, nil }
+	resp := f.do(t, "GET", "/api/v1/timeline", "tok", "", "")
+	body, _ := io.ReadAll(resp.Body)
+	page := string(body)
+	for _, want := range []string{`class="tl-attempt" data-role="worker" data-lane="fast"`, `class="tl-wait" data-reason="dependency"`, `class="tl-gate" data-role="worker"`, `class="tl-merged"`, `&lt;script&gt;`, `class="tl-landing"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("timeline lacks %s:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<script>") {
+		t.Error("an issue's title is not escaped")
+	}
+	var b strings.Builder
+	if err := Report(&b, "claudopilot report: x/roadmap", tl, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	rep := b.String()
+	if !strings.HasPrefix(rep, "<!doctype html>") || !strings.Contains(rep, `class="tl-attempt"`) || strings.Contains(rep, "<script") || strings.Contains(rep, " src=") || strings.Contains(rep, "href=") {
+		t.Errorf("report is not one self-contained page:\n%s", rep)
 	}
 }

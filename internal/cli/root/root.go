@@ -21,6 +21,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/pause"
 	"github.com/claudopilot/claudopilot/internal/cli/plan"
 	"github.com/claudopilot/claudopilot/internal/cli/queue"
+	"github.com/claudopilot/claudopilot/internal/cli/report"
 	"github.com/claudopilot/claudopilot/internal/cli/retry"
 	"github.com/claudopilot/claudopilot/internal/cli/run"
 	"github.com/claudopilot/claudopilot/internal/cli/status"
@@ -39,6 +40,7 @@ func Commands() []cmdutil.Command {
 		status.NewCmd(nil),
 		logs.NewCmd(nil),
 		explain.NewCmd(nil),
+		report.NewCmd(nil),
 		retry.NewCmd(nil),
 		pause.NewCmdPause(nil),
 		pause.NewCmdResume(nil),
