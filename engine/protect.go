@@ -8,6 +8,7 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -31,6 +32,7 @@ func protectedSet(settings protect.Set, l state.Layout, rm *roadmap.Roadmap, ps 
 		rules = append(rules, p.Protected(l.Top)...)
 	}
 	rules = append(rules, control.Protected(l.Top, l.StateDir())...)
+	rules = append(rules, scanner.Protected()...)
 	if rm != nil {
 		rules = append(rules, rm.Protected(l.RoadmapRel, l.Manifest)...)
 	}

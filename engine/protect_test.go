@@ -35,6 +35,8 @@ func TestProtectedSetDeclaresEveryReader(t *testing.T) {
 		"plan/p9.md":                       "phase doc",
 		"src/.gitattributes":               "read by git",
 		".gitmodules":                      "read by git",
+		"claudopilot/scanners/bugs.md":     "scanner",
+		"claudopilot/scanners/CONTEXT.md":  "scanner",
 	} {
 		hits := s.Check([]string{path}, nil)
 		if len(hits) != 1 || !strings.Contains(hits[0].Why, why) {

@@ -13,6 +13,7 @@ import (
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -23,6 +24,9 @@ import (
 type QueueSetup struct {
 	Cfg    issues.Config
 	GitHub issues.GitHubConfig
+	// Scan is the scanners' refill; it runs only while the queue polls
+	// (not with Once).
+	Scan ScanSettings
 }
 
 // build makes the GitHub client and the queue.
@@ -103,6 +107,8 @@ type queueRun struct {
 	ask  func(ctx context.Context, ids []string) (map[string]bool, error)
 	// pause is the wait between reads of a manifest caught mid-save.
 	pause time.Duration
+	// refill runs the scanners when the queue runs low (nil: off).
+	refill *scanner.Refill
 }
 
 // startQueue builds the queue and starts its source and its bookkeeping
@@ -126,12 +132,21 @@ func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg 
 	if err := qs.stableInstance(l); err != nil {
 		return err
 	}
+	var refill *scanner.Refill
+	if !qs.Cfg.Once && qs.Scan.Threshold > 0 && qs.Cfg.ScannerLabel != "" {
+		qs.Cfg.Refill = func(ctx context.Context, waiting int) { refill.Low(ctx, waiting) }
+	}
 	q, gh, err := qs.build(e.log, e.Git)
 	if err != nil {
 		return err
 	}
+	if qs.Cfg.Refill != nil {
+		if refill, err = e.newRefill(q, qs); err != nil {
+			return err
+		}
+	}
 	r := newQueueRun(e.Roadmap.ManifestPath, e.log, gh.IssuesDone)
-	r.q, r.gh = q, gh
+	r.q, r.gh, r.refill = q, gh, refill
 	if !o.NoRoadmap {
 		q.PhasesAreNodes()
 		if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {
@@ -198,6 +213,9 @@ func (r *queueRun) finish(ctx context.Context) {
 	}
 	r.endBooks()
 	<-r.booked
+	if r.refill != nil {
+		r.refill.Wait() // a scanner cut short by the interrupt records its run
+	}
 }
 
 // refresh asks GitHub about every issue the manifest (as it is now, live

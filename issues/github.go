@@ -567,7 +567,7 @@ func (g *GitHub) EnsureLabels(ctx context.Context, want []LabelSpec) ([]string, 
 }
 
 // OpenIssues lists up to limit open issues (pull requests left out) that
-// carry label, oldest or newest first.
+// carry label (every open issue for ""), oldest or newest first.
 func (g *GitHub) OpenIssues(ctx context.Context, label string, newestFirst bool, limit int) ([]*Issue, error) {
 	dir := "asc"
 	if newestFirst {
@@ -576,7 +576,10 @@ func (g *GitHub) OpenIssues(ctx context.Context, label string, newestFirst bool,
 	if limit <= 0 {
 		limit = 25
 	}
-	opt := &github.IssueListByRepoOptions{State: "open", Labels: []string{label}, Sort: "created", Direction: dir}
+	opt := &github.IssueListByRepoOptions{State: "open", Sort: "created", Direction: dir}
+	if label != "" { // "": every open issue
+		opt.Labels = []string{label}
+	}
 	opt.ListOptions = github.ListOptions{PerPage: min(limit, 100)}
 	var out []*Issue
 	for len(out) < limit {

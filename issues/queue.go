@@ -100,6 +100,13 @@ type Config struct {
 	// Phases returns the manifest side of the graph, read at every poll;
 	// nil means no roadmap (a "Depends on phase-03" is then unknown).
 	Phases func() ([]Phase, error)
+	// ScannerLabel is SCANNER_LABEL: the scanners' proposals, which wait
+	// for a maintainer's ready label ("": no refill).
+	ScannerLabel string
+	// Refill, when set, is told after each poll how many issues are
+	// ready or proposed and unclaimed (package scanner's Refill.Low); it
+	// must return at once.
+	Refill func(ctx context.Context, waiting int)
 }
 
 // Queue works the issue queue of one repository. Run owns all of its
@@ -289,13 +296,17 @@ func (q *Queue) Start(ctx context.Context) error {
 		}
 	}
 	l := q.cfg.Labels
-	created, err := q.gh.EnsureLabels(ctx, []LabelSpec{
+	specs := []LabelSpec{
 		{l.Ready, "0e8a16", "claudopilot: queued for an agent"},
 		{l.Claim, "fbca04", "claudopilot: an agent is working on it"},
 		{l.Blocked, "d93f0b", "claudopilot: blocked; see the last comment"},
 		{l.Review, "1d76db", "claudopilot: pull request waits for a human merge"},
 		{l.Approval, "5319e7", "claudopilot: pull request waits for an approving review"},
-	})
+	}
+	if q.cfg.ScannerLabel != "" {
+		specs = append(specs, LabelSpec{q.cfg.ScannerLabel, "c5def5", "claudopilot: proposed by a scanner; a maintainer queues it"})
+	}
+	created, err := q.gh.EnsureLabels(ctx, specs)
 	if err != nil {
 		return fmt.Errorf("queue: labels: %w", err)
 	}
@@ -384,6 +395,7 @@ func DefaultMethodNote(use string) string {
 type pollState struct {
 	skipLogged map[int]string
 	waitLogged map[int]string
+	ready      []*Issue // the last poll's ready issues (for the refill's count)
 }
 
 // poll reads the queue once, releases stale claims and blocks issues with
@@ -431,6 +443,7 @@ func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]schedul
 	if err != nil {
 		return nil, err
 	}
+	st.ready = ready
 	var phases []Phase
 	if q.cfg.Phases != nil {
 		if phases, err = q.cfg.Phases(); err != nil {
@@ -592,9 +605,16 @@ type pollHooks struct {
 // trusted reports whether issue is is trusted: its author is in
 // TRUSTED_AUTHORS, or READY_LABEL was last applied by a user with write
 // access.
+//
+// The driver's own account is no maintainer of the issues it filed (a
+// scanner's proposals): its own ready label on one of them does not
+// count, nor does TRUSTED_AUTHORS naming it, so a scanner's text reaches
+// a worker only after a maintainer's look.
 func (q *Queue) trusted(ctx context.Context, is *Issue) (bool, string, error) {
+	self := q.gh.Self()
+	own := self != "" && strings.EqualFold(is.Author, self)
 	for _, a := range q.cfg.TrustedAuthors {
-		if strings.EqualFold(strings.TrimSpace(a), is.Author) {
+		if !own && strings.EqualFold(strings.TrimSpace(a), is.Author) {
 			return true, "", nil
 		}
 	}
@@ -604,6 +624,9 @@ func (q *Queue) trusted(ctx context.Context, is *Issue) (bool, string, error) {
 	}
 	if who == "" {
 		return false, fmt.Sprintf("no event shows who applied %s", q.cfg.Labels.Ready), nil
+	}
+	if own && strings.EqualFold(who, self) {
+		return false, fmt.Sprintf("%s was applied by %s, the driver's own account, to an issue it filed: a maintainer must add it", q.cfg.Labels.Ready, who), nil
 	}
 	ok, err := q.gh.HasWrite(ctx, who)
 	if err != nil {

@@ -207,6 +207,7 @@ func (s *Source) run(ctx context.Context) {
 			}
 		default:
 			failures = 0
+			q.refill(ctx, st, s.holds)
 		}
 		gone := s.checkHeld(ctx, before)
 		if err == nil || len(nodes) > 0 || len(gone) > 0 {

@@ -79,6 +79,13 @@ type Settings struct {
 	ChecksTimeout  time.Duration
 	TrustedAuthors []string
 	AgentEnvAllow  []string
+	// The scanners' refill (docs/queue.md).
+	ScannerLabel           string
+	RefillThreshold        int
+	ScannerIntervalMinutes int
+	ScannerMaxIssues       int
+	ScannerCmd             string
+	ScannerFocus           []string
 	// A GitHub App's expiring installation tokens, instead of
 	// GITHUB_TOKEN: a command that prints one, or the app's id,
 	// installation and private key to mint them.

@@ -70,12 +70,11 @@ var valueForms = map[string]struct {
 // that mean nothing here ("" for a key issue-pilot did not have).
 func issuePilotOnly(key string) string {
 	const (
-		scan    = "claudopilot files no issues: keep a scanner (issue-pilot's refill, or your own) filing them with READY_LABEL"
+		scan    = "claudopilot's scanners and refill take SCANNER_CMD (a command printing candidate issues as JSON lines), SCANNER_FOCUS, SCANNER_LABEL, SCANNER_MAX_ISSUES, SCANNER_INTERVAL_MINUTES and REFILL_THRESHOLD (docs/queue.md)"
 		release = "claudopilot lands on BASE_BRANCH only: promotion and release notes are not its"
 		account = "a lane's account is LANE_<id>_CREDENTIALS"
 	)
 	exact := map[string]string{
-		"REFILL_THRESHOLD":       scan,
 		"CODEX_ACCOUNTS":         scan,
 		"ERROR_LOG_CMD":          scan,
 		"JANITOR_WORKTREE_HOURS": "an issue's worktree goes when the issue ends; `claudopilot clean` removes what is left",

@@ -46,6 +46,9 @@ NOTIFY_CMD='curl -s -d "$MSG" ntfy.sh/my-topic'
 		s.ProbeCmd != "echo 8 6 64000" || s.Notify != `curl -s -d "$MSG" ntfy.sh/my-topic` {
 		t.Errorf("resolved repo %q labels %+v batch %d poll %v stale %v merge %q probe %q notify %q", s.Repo, s.Labels, s.BatchSize, s.Poll, s.ClaimStale, s.MergeMethod, s.ProbeCmd, s.Notify)
 	}
+	if s.RefillThreshold != 10 || s.ScannerCmd != "true" {
+		t.Errorf("issue-pilot's refill: REFILL_THRESHOLD %d, SCANNER_CMD %q", s.RefillThreshold, s.ScannerCmd)
+	}
 	if len(s.Lanes) != 2 {
 		t.Fatalf("lanes %+v", s.Lanes)
 	}
@@ -61,8 +64,6 @@ NOTIFY_CMD='curl -s -d "$MSG" ntfy.sh/my-topic'
 		notes = append(notes, n.String())
 	}
 	for _, want := range []string{
-		"issue-pilot.conf:2: REFILL_THRESHOLD is issue-pilot's and has no effect here",
-		"issue-pilot.conf:2: SCANNER_CMD is issue-pilot's and has no effect here",
 		"issue-pilot.conf:2: POLL_SECS (issue-pilot's) is read as POLL_SECONDS=1",
 		"issue-pilot.conf:10: JANITOR_STALE_HOURS (issue-pilot's) is read as CLAIM_STALE_HOURS=12",
 		"issue-pilot.conf:11: MERGE_METHOD=--squash (issue-pilot's) is read as MERGE_METHOD=squash",

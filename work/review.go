@@ -294,12 +294,16 @@ func staleWhat(a, b inputs) string {
 // its prompt file (reviewer-<n>.prompt.md) exclusively, so reviewers of one
 // phase running at once never share a log, and removes any reviewer-<n>.log
 // left there.
-func ReserveReview(dir string) (int, string, error) {
+func ReserveReview(dir string) (int, string, error) { return ReserveRun(dir, "reviewer") }
+
+// ReserveRun is ReserveReview for any read-only run named role (a
+// reviewer, a scanner): <role>-<n>.prompt.md and <role>-<n>.log in dir.
+func ReserveRun(dir, role string) (int, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, "", err
 	}
-	for n := proc.NextLog(dir, "reviewer"); ; n++ {
-		p := filepath.Join(dir, fmt.Sprintf("reviewer-%d.prompt.md", n))
+	for n := proc.NextLog(dir, role); ; n++ {
+		p := filepath.Join(dir, fmt.Sprintf("%s-%d.prompt.md", role, n))
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -310,7 +314,7 @@ func ReserveReview(dir string) (int, string, error) {
 		f.Close()
 		// A log of that number (a run whose prompt file went) is not
 		// this run's output.
-		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("reviewer-%d.log", n))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("%s-%d.log", role, n))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, "", err
 		}
 		return n, p, nil

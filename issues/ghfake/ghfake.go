@@ -871,6 +871,7 @@ var routes = []struct {
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).listLabels},
 	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).createLabel},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).listIssues},
+	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).createIssue},
 	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).getIssue},
 	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).editIssue},
 	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels$`), (*Server).addLabels},
@@ -1343,6 +1344,26 @@ func (s *Server) listComments(c *call) {
 		out = append(out, s.commentJSON(cm))
 	}
 	c.json(http.StatusOK, out)
+}
+
+// createIssue opens an issue as GitHub does (POST /repos/{o}/{r}/issues):
+// a title is required (422 otherwise); labels are set only when the caller
+// has push access, and silently dropped otherwise; 201 with the issue.
+func (s *Server) createIssue(c *call) {
+	var in github.IssueRequest
+	if err := json.NewDecoder(c.r.Body).Decode(&in); err != nil || strings.TrimSpace(in.GetTitle()) == "" {
+		c.fail(http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	is := &Issue{Number: s.nextNum, Title: in.GetTitle(), Body: in.GetBody(), Author: c.login, State: "open", CreatedAt: s.now(), UpdatedAt: s.now()}
+	s.nextNum++
+	s.issues[is.Number] = is
+	if in.Labels != nil && (writer(s.users[c.login]) || s.bots[c.login]) {
+		for _, l := range *in.Labels {
+			s.addLabel(is, l, c.login)
+		}
+	}
+	c.json(http.StatusCreated, s.issueJSON(is))
 }
 
 func (s *Server) createComment(c *call) {

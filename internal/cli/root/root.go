@@ -24,6 +24,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/report"
 	"github.com/claudopilot/claudopilot/internal/cli/retry"
 	"github.com/claudopilot/claudopilot/internal/cli/run"
+	"github.com/claudopilot/claudopilot/internal/cli/scanners"
 	"github.com/claudopilot/claudopilot/internal/cli/status"
 	"github.com/claudopilot/claudopilot/internal/cli/version"
 	"github.com/claudopilot/claudopilot/internal/cli/web"
@@ -48,6 +49,7 @@ func Commands() []cmdutil.Command {
 		lanes.NewCmd(nil),
 		lanes.NewCmdLane(nil),
 		web.NewCmd(nil),
+		scanners.NewCmd(nil),
 		doctor.NewCmd(nil),
 		migrate.NewCmd(nil),
 		clean.NewCmd(nil),

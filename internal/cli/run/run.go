@@ -209,7 +209,10 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 		return cfg, nil, err
 	}
 	qc.Once = o.Once
-	return cfg, &engine.QueueSetup{Cfg: qc, GitHub: ghc}, nil
+	if !o.Once {
+		noteRefill(a, s)
+	}
+	return cfg, &engine.QueueSetup{Cfg: qc, GitHub: ghc, Scan: wire.Scan(s)}, nil
 }
 
 // checkRoadmapDir says what is wrong with the roadmap folder before
@@ -239,4 +242,14 @@ func noteQueuePolicy(a *cmdutil.App, s *settings.Settings) {
 	}
 	fmt.Fprintf(a.S.Err, "claudopilot: note: the queue retries as run does: %d repair runs per issue (MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, was 3) and %d retries of passing API errors (TRANSIENT_API_MAX_RETRIES, was 3); set either to hide this note\n",
 		s.MaxSupervisor, s.TransientRetries)
+}
+
+// noteRefill announces the refill, new in a polling queue, until
+// REFILL_THRESHOLD is set.
+func noteRefill(a *cmdutil.App, s *settings.Settings) {
+	if s.Source("REFILL_THRESHOLD").Kind != settings.FromDefault || s.RefillThreshold <= 0 {
+		return
+	}
+	fmt.Fprintf(a.S.Err, "claudopilot: note: when fewer than %d issues are ready or proposed, a scanner runs (at most every %d minutes) and files its findings labelled %s for a maintainer to queue (REFILL_THRESHOLD=0 turns this off; set it to hide this note)\n",
+		s.RefillThreshold, s.ScannerIntervalMinutes, s.ScannerLabel)
 }

@@ -78,7 +78,7 @@ func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, en
 	// worktrees): hiding it hides them all; each agent gets its own back.
 	c := &sandbox.Config{Net: s.SandboxNet, Gate: s.SandboxGate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
 		Scratch: filepath.Join(sandbox.Real(git.Dir), ".claudopilot", "sandbox"), State: sandbox.HomeState(env["HOME"]),
-		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd)}
+		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd, s.ScannerCmd)}
 	if err := c.Probe(ctx); err != nil {
 		if s.Sandbox == sandbox.Auto {
 			return nil, nil
@@ -177,9 +177,17 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 		Poll:   s.QueuePoll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
 		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Supervisor: s.Supervisor,
-		Env: env.Driver(),
+		Env: env.Driver(), ScannerLabel: s.ScannerLabel,
 	}
 	return c, g, nil
+}
+
+// Scan derives the scanners' refill settings (docs/queue.md).
+func Scan(s *settings.Settings) engine.ScanSettings {
+	return engine.ScanSettings{
+		Threshold: s.RefillThreshold, Interval: time.Duration(s.ScannerIntervalMinutes) * time.Minute,
+		Max: s.ScannerMaxIssues, Cmd: s.ScannerCmd, Focus: s.ScannerFocus,
+	}
 }
 
 // GitHub resolves the GitHub client's settings as the queue does: the

@@ -1,0 +1,162 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Refill runs the next scanner in rotation when the queue runs low
+// (docs/queue.md): fewer than Threshold issues ready or proposed and
+// unclaimed, and at least Interval since the last scanner run (the
+// ledger's, so a restart does not run one at once). One scanner runs at a
+// time, off the caller's loop.
+type Refill struct {
+	Set    *Set
+	Runner *Runner
+	Filer  *Filer
+	Ledger *Ledger
+	// Threshold is REFILL_THRESHOLD (0: refill off); Interval is
+	// SCANNER_INTERVAL_MINUTES.
+	Threshold int
+	Interval  time.Duration
+	Now       func() time.Time
+	Log       func(format string, args ...any)
+
+	mu      sync.Mutex
+	running bool
+	wg      sync.WaitGroup
+}
+
+// Report is what one scanner run found and did.
+type Report struct {
+	Scanner  string
+	Head     string
+	Log      string
+	Filed    []Filed
+	Would    []Candidate // a dry run: what would be filed
+	Dropped  []Drop
+	Problems []string
+}
+
+// Low is told, after each poll of the queue, how many issues are ready or
+// proposed and unclaimed. When that is below the threshold and the
+// interval has passed, it starts the next scanner and returns at once.
+func (r *Refill) Low(ctx context.Context, waiting int) {
+	if r.Threshold <= 0 || waiting >= r.Threshold {
+		return
+	}
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return
+	}
+	st, err := r.Ledger.Read()
+	if err != nil {
+		r.mu.Unlock()
+		r.logf("refill: the scan ledger: %v", err)
+		return
+	}
+	if !st.Newest.At.IsZero() && r.now().Sub(st.Newest.At) < r.Interval {
+		r.mu.Unlock()
+		return
+	}
+	sc, ok := r.next(st)
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	r.running = true
+	r.wg.Add(1)
+	r.mu.Unlock()
+	r.logf("refill: %d issue(s) ready or proposed, fewer than REFILL_THRESHOLD %d: running scanner %s", waiting, r.Threshold, sc.Name)
+	go func() {
+		defer r.wg.Done()
+		defer func() { r.mu.Lock(); r.running = false; r.mu.Unlock() }()
+		rep, err := r.Run(ctx, sc.Name, false)
+		if err != nil {
+			r.logf("refill: %v", err)
+			return
+		}
+		r.logf("refill: scanner %s filed %d proposal(s), dropped %d", sc.Name, len(rep.Filed), len(rep.Dropped))
+	}()
+}
+
+// Wait waits for a scanner Low started.
+func (r *Refill) Wait() { r.wg.Wait() }
+
+// next is the scanner after the newest run's, in name order, skipping
+// those switched off.
+func (r *Refill) next(st State) (Scanner, bool) {
+	all := r.Set.Scanners
+	start := 0
+	if i := slices.IndexFunc(all, func(s Scanner) bool { return s.Name == st.Newest.Scanner }); i >= 0 {
+		start = i + 1
+	}
+	for k := range all {
+		s := all[(start+k)%len(all)]
+		if !st.Off[s.Name] {
+			return s, true
+		}
+	}
+	return Scanner{}, false
+}
+
+// Run runs the scanner called name and files what it found, deduped; a
+// dry run files nothing and records nothing. A run (not a dry one) is
+// recorded in the ledger, failed or not, so the interval holds.
+func (r *Refill) Run(ctx context.Context, name string, dry bool) (Report, error) {
+	rep := Report{Scanner: name}
+	sc, ok := r.Set.Find(name)
+	if !ok {
+		return rep, fmt.Errorf("scanner %q: %w (scanners: %v)", name, ErrNoScanner, r.Set.Names())
+	}
+	out, err := r.Runner.Run(ctx, r.Set, sc)
+	rep.Head, rep.Log, rep.Problems = out.Head, out.Log, out.Problems
+	var file []Candidate
+	if err == nil {
+		file, rep.Dropped, err = r.Filer.Plan(ctx, name, out.Candidates)
+	}
+	if dry {
+		rep.Would = file
+		return rep, err
+	}
+	if err == nil {
+		rep.Filed, err = r.Filer.File(ctx, name, out.Head, file)
+	}
+	rec := Record{At: r.now(), Kind: KindRun, Scanner: name, Filed: len(rep.Filed), Dropped: len(rep.Dropped), Log: out.Log}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if lerr := r.Ledger.Append(rec); lerr != nil && err == nil {
+		err = lerr
+	}
+	return rep, err
+}
+
+// Switch turns a scanner off (on false) or on, in the ledger.
+func (r *Refill) Switch(name string, on bool) error {
+	if _, ok := r.Set.Find(name); !ok {
+		return fmt.Errorf("scanner %q: %w (scanners: %v)", name, ErrNoScanner, r.Set.Names())
+	}
+	k := KindOff
+	if on {
+		k = KindOn
+	}
+	return r.Ledger.Append(Record{At: r.now(), Kind: k, Scanner: name})
+}
+
+func (r *Refill) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Refill) logf(format string, args ...any) {
+	if r.Log != nil {
+		r.Log(format, args...)
+	}
+}
