@@ -92,7 +92,7 @@ func axis(b *strings.Builder, tl status.Timeline, x func(time.Time) float64, hei
 func row(b *strings.Builder, r status.TimelineRow, y int, x func(time.Time) float64) {
 	label := r.ID
 	if r.Title != "" {
-		label += " " + r.Title
+		label += " · " + r.Title
 	}
 	if len([]rune(label)) > 30 {
 		label = string([]rune(label)[:29]) + "…"
