@@ -30,7 +30,7 @@ import (
 // and the end state of every kill loop (checkEndState: no litter, nothing
 // left [running]).
 //
-// 40 rounds under CLAUDOPILOT_SOAK=1 (.ci/run sets it); 6 otherwise.
+// 40 rounds under CLAUDOPILOT_SOAK=1 (.ci/run sets it); 2 otherwise.
 
 const killManifest = `# Kill loop
 
@@ -120,7 +120,7 @@ func TestKillLoop(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	t.Parallel()
-	rounds := 6
+	rounds := 2 // a smoke test; the proof is the soak's 40 (#23: the suite's time)
 	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
 		rounds = 40
 	}
@@ -362,7 +362,7 @@ func ideLoop(ctx context.Context, repo string, env []string) *sync.WaitGroup {
 // merged once, with every line, no conflict marker, every agent commit on
 // the base, and the end state of every kill loop (checkEndState).
 //
-// 6 phases and up to 3 kills of each kind by default; 32 phases and up to
+// 6 phases and one kill of each kind by default; 32 phases and up to
 // 12 of each kind under CLAUDOPILOT_SOAK=1 (each conflict is one chance at
 // a base merge).
 
@@ -441,7 +441,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	t.Parallel()
-	phases, target := 6, 3
+	phases, target := 6, 1 // a smoke test: one kill of each kind (#23: the suite's time)
 	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
 		phases, target = 32, 12
 	}

@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// soak reports whether the long versions of the end-to-end tests run:
+// CLAUDOPILOT_SOAK=1, as .ci/run sets it.
+func soak() bool { return os.Getenv("CLAUDOPILOT_SOAK") == "1" }
+
 // moreParallel runs 4 parallel tests at a time (at least twice
 // GOMAXPROCS) unless -test.parallel is given. The end-to-end tests spend
 // much of their time waiting on agents, gates and timeouts, so two at a
@@ -72,6 +76,16 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       *update,
+		// [soak]: CLAUDOPILOT_SOAK=1 (.ci/run sets it). A script whose
+		// property a package test proves more cheaply starts with
+		// "[!soak] skip 'proven by ...'", naming that test, so the README's
+		// plain go test ./... keeps the few end-to-end runs per feature.
+		Condition: func(cond string) (bool, error) {
+			if cond == "soak" {
+				return soak(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(e *testscript.Env) error {
 			// Nothing may lean on the machine's git configuration or
 			// identity: each script builds its own repository.

@@ -83,9 +83,15 @@ func (s *syncBuf) String() string {
 // slowTimeout is the request timeout of a test in which one answer must
 // time out (a fault with Delay: hang, which answers only when the client
 // gives up). Every other answer must come within it even on a busy
-// machine, where the fake's git commands alone can take a second, and the
-// test waits it out once per such fault.
-const slowTimeout = 3 * time.Second
+// machine (at load 17-52 the fake's git commands took several seconds and
+// 3 s failed), and the test waits it out once per such fault: these tests
+// run in parallel with the rest, so it costs wall time once.
+const slowTimeout = 20 * time.Second
+
+// testTimeout is every other test's request timeout: a bound against a
+// hung fake, never a wait. 5 s failed at load 17-52 (the fake merges,
+// and an OnMerge hook pushes, with real git inside one answer).
+const testTimeout = 2 * time.Minute
 
 // hang is a fault's Delay that outlasts any client timeout.
 const hang = time.Hour
@@ -207,7 +213,7 @@ if [ -n "$RECORD" ]; then echo "$CLAUDOPILOT_PHASE" >> "$RECORD"; fi
 
 func (e *env) github(mod func(*GitHubConfig)) *GitHub {
 	e.t.Helper()
-	c := GitHubConfig{Owner: owner, Repo: repo, Token: token, APIURL: e.fake.URL(), Timeout: 5 * time.Second, Clock: e.clock,
+	c := GitHubConfig{Owner: owner, Repo: repo, Token: token, APIURL: e.fake.URL(), Timeout: testTimeout, Clock: e.clock,
 		Log: func(s string) { e.t.Log(s) }}
 	if mod != nil {
 		mod(&c)
