@@ -18,6 +18,8 @@ import (
 
 // Exit codes. Run outcomes keep Claudopilot's numbers so scripts written for
 // it keep working; this file is the only place an error becomes a number.
+// Claudopilot's 7 (MAX_ITER reached) is not one: a run here ends by itself
+// when nothing can progress (3), so nothing could ever exit 7.
 const (
 	ExitOK         = 0
 	ExitFatal      = 1
@@ -26,7 +28,6 @@ const (
 	ExitDepError   = 4
 	ExitExhausted  = 5
 	ExitNoDone     = 6
-	ExitIterLimit  = 7
 	ExitParked     = 8
 	ExitBudget     = 9
 	ExitUsage      = 64
@@ -45,7 +46,6 @@ var ExitTable = []struct {
 	{ExitDepError, "a worker reported a dependency error (exited 4)"},
 	{ExitExhausted, "halted: a phase exhausted its supervisor attempts or review rounds"},
 	{ExitNoDone, "halted: a phase never produced its DONE_ doc and its repairs could not make it"},
-	{ExitIterLimit, "iteration limit reached"},
 	{ExitParked, "keep-going finished with parked ([blocked]) phases"},
 	{ExitBudget, "RUN_MAX_COST_USD reached: running attempts finished, nothing new started"},
 	{ExitUsage, "flag or argument misuse"},

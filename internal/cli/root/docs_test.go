@@ -58,9 +58,18 @@ func TestCLIDocs(t *testing.T) {
 				}
 			}
 		}
+		known := map[int]bool{}
 		for _, e := range cmdutil.ExitTable {
+			known[e.Code] = true
 			if !documented[e.Code] {
 				t.Errorf("exit code %d (%s) has no row in the README's exit-code table", e.Code, e.Text)
+			}
+		}
+		// And back: a README row no code path can produce (Claudopilot's 7
+		// was one) misleads a script that waits for it.
+		for n := range documented {
+			if !known[n] {
+				t.Errorf("the README's exit-code table has %d, which cmdutil.ExitTable does not", n)
 			}
 		}
 	})
