@@ -19,7 +19,8 @@ var readmeShot = flag.Bool("readme-screenshot", false, "TestWebPageMorning write
 // TestWebPageMorning is the page a morning after a night's run, in
 // Chromium: an agent's stream-json output reads as a transcript, a phase
 // parked on a red gate opens on the gate's failing output, the timeline
-// draws the attempts and gates, and at 1280 and 420 px wide nothing is
+// draws the attempts and gates, a usage limit counts down to its reset,
+// and at 1280 and 420 px wide nothing is
 // wider than the window (document.scrollingElement.scrollWidth <=
 // innerWidth, no table wider than its box, and a full-page screenshot no
 // wider than the window). With -readme-screenshot it writes the README's
@@ -36,13 +37,15 @@ func TestWebPageMorning(t *testing.T) {
 			"2. [pending] **api-handlers** — HTTP handlers for the new endpoints (deps: contracts)\n" +
 			"3. [pending] **storage** — storage layer and its migrations (deps: contracts)\n" +
 			"4. [pending] **cli** — command line for the new endpoints (deps: api-handlers)\n" +
-			"5. [pending] **docs** — user docs, still being written (deps: storage)\n",
+			"5. [pending] **docs** — user docs, still being written (deps: storage)\n" +
+			"6. [pending] **search** — search index; hits the usage limit once (deps: storage)\n",
 		"roadmap/talk.jsonl":      talk,
 		"gate.sh":                 "if grep -qs BAD work/*.txt; then echo '--- FAIL: TestHandlers (0.02s)'; echo '    handlers_test.go:41: GET /v2/items: got 500, want 200'; echo FAIL; exit 1; fi\necho ok\n",
 		"roadmap/contracts.md":    "```worker\ncat roadmap/talk.jsonl\nwork\nfinish\n```\n",
 		"roadmap/api-handlers.md": "```worker\ncat roadmap/talk.jsonl\nwork BAD\nfinish\n```\n\n```supervisor\necho \"cannot see what is wrong\"\n```\n",
 		"roadmap/storage.md":      "```worker\ncat roadmap/talk.jsonl\nwork\nfinish\n```\n",
 		"roadmap/docs.md":         "```worker\nwaitgrep \"$RELEASE\" end 120\nwork\nfinish\n```\n",
+		"roadmap/search.md":       "```worker\nif [ ! -e \"$WORK/limit-hit\" ]; then touch \"$WORK/limit-hit\"; echo 'Usage limit reached, retry in 15 seconds'; exit 1; fi\nwork\nfinish\n```\n",
 		"roadmap/cli.md":          "```worker\nwork\nfinish\n```\n",
 	}, "--agent", filepath.Join(agents, "i4-doc.sh"), "--gate", "sh gate.sh", "--max-parallel", "2", "--max-supervisor-attempts", "1", "--keep-going")
 	node := func(id, state string) string { return `g.node[data-id="` + id + `"][data-state="` + state + `"]` }
@@ -52,6 +55,8 @@ func TestWebPageMorning(t *testing.T) {
 		{"storage merged", chromedp.WaitVisible(chromedp.CSS(node("storage", "merged")))},
 		{"api-handlers parked on its red gate", chromedp.WaitVisible(chromedp.CSS(node("api-handlers", "blocked")))},
 		{"docs runs", chromedp.WaitVisible(chromedp.CSS(node("docs", "running")))},
+		{"search's usage limit holds launches, counting down", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Usage limit")][contains(., "resets in")]`))},
+		{"the countdown shows minutes and seconds", do(func() error { return r.expect(`/^0:[0-2][0-9]$/.test($("#holds b").textContent)`) })},
 		{"pick api-handlers", clickNow(`tr[data-id="api-handlers"]`)},
 		{"its pane opens on the gate's failing output", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "got 500, want 200")]`))},
 		{"the gate log is the one chosen", do(func() error { return r.expect(`$("#logsel").selectedOptions[0].textContent.includes("gate")`) })},
@@ -60,6 +65,7 @@ func TestWebPageMorning(t *testing.T) {
 		{"the assistant's text", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "Fixed the off-by-one in Parse")]`))},
 		{"the timeline draws attempts and gates", chromedp.WaitVisible(chromedp.CSS(`#timeline svg.timeline .tl-attempt[data-role="supervisor"]`))},
 		{"the timeline marks gates", do(func() error { return r.expect(`document.querySelectorAll("#timeline .tl-gate").length >= 3`) })},
+		{"the timeline shades search's cooldown", chromedp.WaitVisible(chromedp.CSS(`#timeline .tl-wait[data-reason="cooldown"]`))},
 		{"fits at 1280", r.fits(1280)},
 	})
 	r.shotAt(1280, "page-1280.png")

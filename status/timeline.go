@@ -251,7 +251,9 @@ func (b *tlBuilder) apply(rec state.Record) {
 	case "fail", "interrupted":
 		b.fail(rec.Phase, r, rec)
 	case "cooldown":
-		b.open(r, Span{Kind: SpanWait, Reason: WaitCooldown, From: rec.Time, To: rec.Until}, string(rec.Reason))
+		// A usage limit ends the attempt that hit it (the breaker journals
+		// no "fail": the attempt is not counted).
+		b.open(r, Span{Kind: SpanWait, Reason: WaitCooldown, From: rec.Time, To: rec.Until}, "usage limit")
 	case "ask": // night's needs-input: the attempt ended with a question
 		b.open(r, Span{Kind: SpanWait, Reason: WaitNeedsInput, From: rec.Time}, WaitNeedsInput)
 	case "answer":
