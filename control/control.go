@@ -31,11 +31,21 @@ type Switches struct {
 	// Drain asks the running driver to finish what runs and stop. It
 	// does not outlive that driver: the next one clears it at start.
 	Drain bool `json:"drain,omitempty"`
+	// Answers are the user's answers to agents' questions, by node id:
+	// each names the question's time, so it answers that question only
+	// (the running driver takes it within a second, a later one at start).
+	Answers map[string]Answer `json:"answers,omitempty"`
+}
+
+// Answer is one answer to the question asked at Asked.
+type Answer struct {
+	Asked time.Time `json:"asked"`
+	Text  string    `json:"text"`
 }
 
 // Equal reports whether two switch sets say the same.
 func (s Switches) Equal(o Switches) bool {
-	return s.Paused == o.Paused && s.Drain == o.Drain && maps.Equal(s.offOnly(), o.offOnly())
+	return s.Paused == o.Paused && s.Drain == o.Drain && maps.Equal(s.offOnly(), o.offOnly()) && maps.Equal(s.Answers, o.Answers)
 }
 
 func (s Switches) offOnly() map[string]bool {

@@ -83,6 +83,30 @@ func SetPaused(stateDir string, paused bool) error {
 	return err
 }
 
+// SetAnswer records the user's answer to the question node id's agent
+// asked at asked, for the running driver (within a second) or the next.
+func SetAnswer(stateDir, id string, asked time.Time, text string) error {
+	_, err := control.Update(stateDir, func(s *control.Switches) {
+		if s.Answers == nil {
+			s.Answers = map[string]control.Answer{}
+		}
+		s.Answers[id] = control.Answer{Asked: asked, Text: text}
+	})
+	return err
+}
+
+// answers are the switches' answers as the loop takes them.
+func answers(as map[string]control.Answer) map[string]scheduler.Answer {
+	if len(as) == 0 {
+		return nil
+	}
+	m := make(map[string]scheduler.Answer, len(as))
+	for id, a := range as {
+		m[id] = scheduler.Answer{Asked: a.Asked, Text: a.Text}
+	}
+	return m
+}
+
 // SetDrain asks the running driver to finish what runs and stop.
 func SetDrain(stateDir string) error {
 	_, err := control.Update(stateDir, func(s *control.Switches) { s.Drain = true })
@@ -138,6 +162,7 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 				paused := s.Paused
 				c.Pause = &paused
 				c.Drain = s.Drain
+				c.Answers = answers(s.Answers)
 				sw = s
 			case <-tick.C:
 			case <-redChanged:

@@ -286,7 +286,7 @@ func schedulerConfig(cfg Settings) scheduler.Config {
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
 		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost, Review: cfg.Review.Cfg,
-		PhaseMaxTokens: cfg.PhaseMaxTokens, PhaseMaxSessions: cfg.PhaseMaxSessions,
+		PhaseMaxTokens: cfg.PhaseMaxTokens, PhaseMaxSessions: cfg.PhaseMaxSessions, NeedsInputWait: cfg.NeedsInputWait,
 	}
 }
 

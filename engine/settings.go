@@ -42,6 +42,7 @@ type Settings struct {
 	Review                               Review
 	RunMaxCost, PhaseMaxCost             float64
 	PhaseMaxTokens, PhaseMaxSessions     int64
+	NeedsInputWait                       time.Duration // NEEDS_INPUT_HOURS
 	ResumeCmd                            string
 	Notify                               string
 	// Listen serves the web page and API on this address ("" off);

@@ -149,6 +149,12 @@ func (w webActions) Pause() error  { return SetPaused(w.state, true) }
 func (w webActions) Resume() error { return SetPaused(w.state, false) }
 func (w webActions) Drain() error  { return SetDrain(w.state) }
 
+// Answer answers node id's open question (engine.Answer).
+func (w webActions) Answer(id, text string) error {
+	_, _, err := Answer(w.state, id, text)
+	return err
+}
+
 func (w webActions) Retry(id string) error {
 	o := RetryOptions{}
 	if w.issues != nil {

@@ -69,7 +69,8 @@ func (n *Notifier) Close() {
 func Notable(ev scheduler.Event) bool {
 	switch ev.Kind {
 	case scheduler.EvMerged, scheduler.EvBlocked, scheduler.EvFailed, scheduler.EvEnd,
-		scheduler.EvCooldown, EvCooldownEnd, scheduler.EvBudget, scheduler.EvPaused, scheduler.EvResumed, scheduler.EvLanes:
+		scheduler.EvCooldown, EvCooldownEnd, scheduler.EvBudget, scheduler.EvPaused, scheduler.EvResumed, scheduler.EvLanes,
+		scheduler.EvAsk:
 		// A phase parked only because it waits on another is part of
 		// that one's story: one message, not one per dependent.
 		return !(ev.Kind == scheduler.EvBlocked && ev.Reason == "")
@@ -169,6 +170,8 @@ func Message(ev scheduler.Event) string {
 		return "claudopilot: resumed"
 	case scheduler.EvLanes:
 		return "claudopilot: lanes: " + ev.Detail
+	case scheduler.EvAsk:
+		return fmt.Sprintf("claudopilot: %s asks: %s (claudopilot answer %s \"…\" by %s)", ev.Phase, ev.Detail, ev.Phase, ev.Until.Local().Format("Jan 2 15:04"))
 	}
 	return "claudopilot: " + ev.Kind + " " + ev.Phase
 }

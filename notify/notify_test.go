@@ -135,3 +135,14 @@ func TestMessageInMSG(t *testing.T) {
 		t.Errorf("$MSG = %q", b)
 	}
 }
+
+// An agent's question is notified once, with how to answer it.
+func TestAskNotified(t *testing.T) {
+	ev := scheduler.Event{Kind: scheduler.EvAsk, Phase: "p3", Detail: "Postgres or SQLite?", Until: time.Now().Add(24 * time.Hour)}
+	if !Notable(ev) {
+		t.Fatal("a question is not notified")
+	}
+	if m := Message(ev); !strings.HasPrefix(m, `claudopilot: p3 asks: Postgres or SQLite? (claudopilot answer p3 "…" by `) {
+		t.Errorf("message %q", m)
+	}
+}

@@ -54,6 +54,8 @@ const (
 	EvLanes    = "lanes"    // the pacer changed lanes' concurrency
 	EvBudget   = "budget"   // a cost budget was reached
 	EvDrain    = "drain"    // no new launches; the run ends when what runs is done
+	EvAsk      = "ask"      // an agent asked a question (Detail): the phase waits on an answer until Until
+	EvAnswer   = "answer"   // the question was answered (Detail): the phase goes on
 	EvNode     = "node"     // an outside node joined the graph, or its title or deps changed (Title, Deps)
 )
 
@@ -83,4 +85,7 @@ type Summary struct {
 	// earlier runs' spend from the journal.
 	Usage ledger.Usage `json:"usage"`
 	Total ledger.Usage `json:"total_usage"`
+	// Waiting counts the phases whose agent asked a question still
+	// unanswered: "waiting on you".
+	Waiting int `json:"waiting_on_you,omitempty"`
 }

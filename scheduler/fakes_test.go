@@ -171,6 +171,8 @@ type step struct {
 	Usage ledger.Usage
 	// Exit is the agent's exit code for Reason ReasonExit (default 1).
 	Exit int
+	// Question: the agent asked it (CLAUDOPILOT-NEEDS-INPUT).
+	Question string
 }
 
 var okStep = step{OK: true}
@@ -286,6 +288,7 @@ func (r *fakeRunner) Run(ctx context.Context, j Job, started func(pgid int)) Out
 		}
 	default:
 		o.Reason, o.Detail, o.Cooldown, o.Transient, o.Found = st.Reason, st.Detail, st.Cooldown, st.Transient, st.Found
+		o.Question = st.Question
 		if o.Reason == state.ReasonExit {
 			o.ExitCode = cmp.Or(st.Exit, 1)
 		}

@@ -34,6 +34,17 @@ type Control struct {
 	// Drain: launch nothing more, finish what runs (and its merges), then
 	// end the run with success.
 	Drain bool
+	// Answers are the user's answers to agents' questions, by node id
+	// (claudopilot answer, the page, an issue's /answer).
+	Answers map[string]Answer
+}
+
+// Answer is the user's answer to the question a node's agent asked at
+// Asked (the ask's time, so an answer meant for one question never
+// answers a later one; zero: whatever is asked now).
+type Answer struct {
+	Asked time.Time `json:"asked,omitzero"`
+	Text  string    `json:"text"`
 }
 
 // laneSlot is a lane and what runs on it now.
@@ -193,6 +204,7 @@ func (s *Scheduler) onControl(c Control) {
 		s.record(state.Record{Event: EvDrain})
 		s.emit(Event{Kind: EvDrain, Detail: "draining: no new launches; what runs finishes and merges, then the run stops"})
 	}
+	s.onAnswers(c.Answers)
 	if len(c.Slots) == 0 {
 		return
 	}

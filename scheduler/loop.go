@@ -69,6 +69,9 @@ type Config struct {
 	// life: every attempt, role, reviewer and run (PHASE_MAX_TOKENS,
 	// PHASE_MAX_SESSIONS; 0: no limit).
 	PhaseMaxTokens, PhaseMaxSessions int64
+	// NeedsInputWait is how long a question waits for an answer before
+	// its phase parks (NEEDS_INPUT_HOURS; 0: DefaultNeedsInputWait).
+	NeedsInputWait time.Duration
 	// GateState, when set, hears whether the base's gate is red: true
 	// after a merge gate fails, false after a merge lands. The pacer caps
 	// every lane at 1 while it is red. Called from the loop: it must not
@@ -190,6 +193,9 @@ type phase struct {
 	// journal): the summary counts this run's attempts and time only.
 	runsBefore  int
 	spentBefore time.Duration
+	// ask is the question its agent asked, while it waits on an answer
+	// (ask.go).
+	ask *asked
 	// noDone: its last attempt that told ended without the DONE_ doc
 	// (HaltError.NoDone).
 	noDone bool
@@ -206,6 +212,9 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 5 * time.Second
+	}
+	if cfg.NeedsInputWait <= 0 {
+		cfg.NeedsInputWait = DefaultNeedsInputWait
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(n int) time.Duration { return time.Duration(min(10<<min(max(n-1, 0), 5), 300)) * time.Second }
@@ -418,6 +427,9 @@ func (s *Scheduler) idle() bool {
 	if s.halt != nil {
 		return true
 	}
+	if s.asking() > 0 && !s.draining && !s.budgetHit {
+		return false // waiting on the user's answer
+	}
 	now := s.now()
 	for _, p := range s.phases {
 		if p.next != nil && !s.draining && !s.budgetHit {
@@ -466,6 +478,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 		}
 	}
 	s.cooldownEnds(consider)
+	s.askEnds(consider)
 	if s.pred.p != nil && s.running > 0 && !s.pred.busy {
 		consider(s.pred.last.Add(s.cfg.Poll))
 	}
@@ -489,6 +502,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 // new phases, critical path first.
 func (s *Scheduler) dispatch(ctx context.Context) {
 	now := s.now()
+	s.expireAsks(now)
 	s.dispatchReviews(ctx)
 	s.dispatchLands(ctx)
 	s.verifyStacks()
@@ -532,7 +546,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	var ready, soon []*phase
 	limit := s.checkpointLine()
 	for _, p := range s.phases {
-		if p.busy || p.next != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
+		if p.busy || p.next != nil || p.ask != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
 			continue
 		}
 		switch s.readiness(p, now) {
@@ -810,6 +824,10 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	}
 	if overBudget && !o.OK {
 		s.overBudget(p, o)
+		return
+	}
+	if o.Question != "" && !o.OK {
+		s.needsInput(p, o)
 		return
 	}
 	switch {
@@ -1217,7 +1235,7 @@ func (s *Scheduler) stuckReason() string {
 }
 
 func (s *Scheduler) summary() Summary {
-	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started), Usage: s.spend}
+	sum := Summary{Counts: map[string]int{}, Wall: s.now().Sub(s.started), Usage: s.spend, Waiting: s.asking()}
 	for _, p := range s.phases {
 		sum.Counts[string(p.state)]++
 		all := p.workerRuns + p.superRuns

@@ -70,6 +70,9 @@ func (s *Scheduler) restore() error {
 			// it may start.
 			p.owed = &Job{Role: state.Worker, Resume: true}
 		}
+		if s.restoreAsk(p, h) {
+			continue
+		}
 		job := p.next
 		if job == nil {
 			job = p.owed

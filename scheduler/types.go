@@ -82,6 +82,11 @@ type Job struct {
 	// (no agent), but starts no agent; it fails with reason budget and
 	// Found instead.
 	Capped string
+	// Question and Answer: the attempt goes on after the agent asked
+	// (CLAUDOPILOT-NEEDS-INPUT) and the user answered. With Session and a
+	// resume command the answer is the session's next message; otherwise
+	// the prompt carries both.
+	Question, Answer string
 }
 
 // Outcome is how an attempt ended. OK means the driver's own checks all
@@ -113,6 +118,10 @@ type Outcome struct {
 	// issue claimed by another instance, closed, or its labels changed):
 	// it is dropped from the graph, and no attempt is counted.
 	Away bool
+	// Question is set when the agent asked for a decision (the marker
+	// line or the question file): the attempt ends as needs-input, is not
+	// counted, and the phase waits for an answer.
+	Question string
 	// Found means no agent ran: a resumed phase's branch was found
 	// already done (or landed), or stopped mid-way (an unfinished merge
 	// of the base, a failure). It is not an attempt.

@@ -55,6 +55,7 @@ type Settings struct {
 	PhaseMaxCost         float64
 	PhaseMaxTokens       int
 	PhaseMaxSessions     int
+	NeedsInputWait       time.Duration // NEEDS_INPUT_HOURS
 	Notify               string
 	Listen               string
 	ListenPublic         bool

@@ -234,6 +234,14 @@ type PhaseHistory struct {
 	ByRole map[Role]ledger.Usage
 	// Session is the newest agent session per role, for AGENT_RESUME_CMD.
 	Session map[Role]string
+	// Question is the newest question the phase's agent asked ("ask":
+	// Asked its time, AskUntil when it parks unanswered, AskRole who
+	// asked); Answer the user's answer, once given ("answer"). Last says
+	// whether it is open (ask), answered (answer) or past.
+	Question        string
+	Asked, AskUntil time.Time
+	AskRole         Role
+	Answer          string
 	// Title and Deps are an outside node's, from its newest "node" record.
 	Title      string
 	Deps       []string
@@ -380,7 +388,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "pgid":
 			h.PGIDs = append(h.PGIDs, r.PGID)
 			h.started++
-		case "exit", "done", "fail", "interrupted", "cooldown", "transient":
+		case "exit", "done", "fail", "interrupted", "cooldown", "transient", "ask":
 			// The outcome's usage record counted its sessions.
 			h.started = 0
 			h.PGIDs = nil
@@ -415,7 +423,13 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 			if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(cool[k]) {
 				cool[k] = r.Until
 			}
-			if r.Event == "cooldown" || r.Event == "transient" {
+			if r.Event == "ask" {
+				h.Question, h.Asked, h.AskUntil, h.AskRole, h.Answer = r.Detail, r.Time, r.Until, r.Role, ""
+				if r.Log != "" {
+					h.Log = r.Log
+				}
+			}
+			if r.Event == "cooldown" || r.Event == "transient" || r.Event == "ask" {
 				// The retry reuses the attempt number.
 				if r.Role == Supervisor {
 					h.SuperRuns--
@@ -425,6 +439,8 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 				}
 			}
 			h.Last = r.Event
+		case "answer":
+			h.Answer, h.Last = r.Detail, r.Event
 		case "failed", "blocked":
 			h.Last = r.Event
 			if r.Reason != "" {

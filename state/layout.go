@@ -60,7 +60,10 @@ func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 func (l Layout) InstancePath() string { return filepath.Join(l.StateDir(), "instance") }
 
 // JournalPath is the run journal.
-func (l Layout) JournalPath() string { return filepath.Join(l.StateDir(), "journal.jsonl") }
+func (l Layout) JournalPath() string { return JournalIn(l.StateDir()) }
+
+// JournalIn is the journal in the state folder dir.
+func JournalIn(dir string) string { return filepath.Join(dir, "journal.jsonl") }
 
 // ManifestRel is the manifest's path in the repository.
 func (l Layout) ManifestRel() string {

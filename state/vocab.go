@@ -31,6 +31,9 @@ const (
 	ReasonProtected Reason = "protected"
 	ReasonBudget    Reason = "budget" // the phase spent PHASE_MAX_COST_USD
 	ReasonReview    Reason = "review" // the reviewers still blocked after the last round
+	// ReasonNeedsInput: the agent asked a question (CLAUDOPILOT-NEEDS-INPUT)
+	// and no answer came within NEEDS_INPUT_HOURS.
+	ReasonNeedsInput Reason = "needs-input"
 	// A worker's own report, by its exit code (Claudopilot's contract):
 	ReasonCheckpoint Reason = "checkpoint" // exited 2: a checkpoint, for a person to look at
 	ReasonDeps       Reason = "dependency" // exited 4: a dependency it needs is not there

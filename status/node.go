@@ -43,6 +43,10 @@ type Node struct {
 	Conflict     string
 	// Last is the last lifecycle event the journal holds for it ("" none).
 	Last string
+	// Question is what its agent asked, while no answer is given (the
+	// node waits on the user); AnswerBy is when it parks unanswered.
+	Question        string
+	Asked, AnswerBy time.Time
 }
 
 // Phases folds the journal's history into one row per manifest phase, in
@@ -122,6 +126,9 @@ func fold(n Node, h *state.PhaseHistory, live bool) Node {
 		n.Reason, n.Detail, n.WaitsOn = h.Reason, h.Detail, h.WaitsOn
 	case Away:
 		n.Detail = h.Detail
+	}
+	if h.Last == "ask" && (n.State == manifest.Running || n.State == manifest.Pending) {
+		n.Question, n.Asked, n.AnswerBy = h.Question, h.Asked, h.AskUntil
 	}
 	if live && n.State == manifest.Running {
 		n.Waiting, n.WaitingFiles, n.Conflict = h.Waiting, h.WaitingFiles, h.Conflict

@@ -98,6 +98,9 @@ type Report struct {
 	Running  []string `json:"running"`
 	Stopped  []string `json:"stopped,omitempty"`
 	Eligible []string `json:"eligible"`
+	// Asking are the nodes whose agent asked a question no one has
+	// answered yet: waiting on you (claudopilot answer).
+	Asking   []string `json:"waiting_on_you"`
 	Cooldown string   `json:"cooldown_until,omitempty"`
 	// PendingMove is set while the base checkout has not followed a
 	// merge yet (its move is recorded in .claudopilot/state/advance.json).
@@ -142,6 +145,10 @@ type Phase struct {
 	// Conflict is a merge conflict predicted for the running phase
 	// (docs/landing.md, conflict prediction).
 	Conflict string `json:"predicted_conflict,omitempty"`
+	// Question is what the node's agent asked, unanswered yet; AnswerBy
+	// when the node parks without an answer (NEEDS_INPUT_HOURS).
+	Question string `json:"question,omitempty"`
+	AnswerBy string `json:"answer_by,omitempty"`
 	// Usage is what the phase's agents reported spending (unknown
 	// figures are left out, never 0).
 	Usage  *ledger.Usage               `json:"usage,omitempty"`
@@ -160,7 +167,7 @@ type PendingMove struct {
 
 // Report builds the status report under rules (see View).
 func (s *Snapshot) Report(rules state.Rules) Report {
-	r := Report{Manifest: s.Roadmap.ManifestPath, Live: s.Live, Counts: map[string]int{}, Running: []string{}, Eligible: []string{}}
+	r := Report{Manifest: s.Roadmap.ManifestPath, Live: s.Live, Counts: map[string]int{}, Running: []string{}, Eligible: []string{}, Asking: []string{}}
 	if s.Live {
 		r.PID = s.Lock.PID
 	}
@@ -192,6 +199,12 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 			r.addUsage(n)
 		}
 		r.Phases = append(r.Phases, p)
+		if n.Question != "" {
+			p := &r.Phases[len(r.Phases)-1]
+			p.Question, p.AnswerBy = n.Question, n.AnswerBy.Format(time.RFC3339)
+			r.Asking = append(r.Asking, n.ID)
+			continue // not running, and not stopped: it waits on an answer
+		}
 		if n.State == manifest.Running && s.Live {
 			r.Running = append(r.Running, n.ID)
 		} else if n.State == manifest.Running {

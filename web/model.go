@@ -46,6 +46,12 @@ type Phase struct {
 	// Conflict is a merge conflict predicted for the running phase
 	// (docs/landing.md, conflict prediction).
 	Conflict string `json:"predicted_conflict,omitempty"`
+	// Question is what its agent asked, while it waits on the user's
+	// answer (action "answer"); Asked is when, AnswerBy when it parks
+	// unanswered.
+	Question string    `json:"question,omitempty"`
+	Asked    time.Time `json:"asked,omitzero"`
+	AnswerBy time.Time `json:"answer_by,omitzero"`
 }
 
 // State is GET /api/v1/state.
@@ -63,6 +69,9 @@ type State struct {
 	Cost     *float64                `json:"cost_usd,omitempty"`
 	ByRole   map[string]ledger.Usage `json:"usage_by_role,omitempty"`
 	Cooldown time.Time               `json:"cooldown_until,omitzero"`
+	// WaitingOnYou counts the nodes whose agent's question waits on an
+	// answer.
+	WaitingOnYou int `json:"waiting_on_you"`
 	// Lanes are the run's lanes with LANES set (docs/lanes.md).
 	Lanes []Lane `json:"lanes,omitempty"`
 	// Holds are the usage limits holding launches now, each on every lane
@@ -119,6 +128,7 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 		p.Deps = append(p.Deps, n.External...)
 		p.Attempts, p.spent, p.Usage, p.Log = sn.Attempts, sn.Spent, sn.Usage, sn.Log
 		p.Reason, p.Detail = string(sn.Reason), sn.Detail
+		p.Question, p.Asked, p.AnswerBy = sn.Question, sn.Asked, sn.AnswerBy
 		for r, u := range sn.ByRole {
 			p.addRole(string(r), u)
 			m.st.addRole(string(r), u)
@@ -135,6 +145,7 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 		p.Title, p.Deps = o.Title, append(p.Deps, o.Deps...)
 		p.State, p.Attempts, p.spent, p.Usage, p.Log = string(o.State), o.Attempts, o.Spent, o.Usage, o.Log
 		p.Reason, p.Detail = string(o.Reason), o.Detail
+		p.Question, p.Asked, p.AnswerBy = o.Question, o.Asked, o.AnswerBy
 		for r, u := range o.ByRole {
 			p.addRole(string(r), u)
 			m.st.addRole(string(r), u)
@@ -215,6 +226,15 @@ func (m *Model) Apply(ev scheduler.Event) {
 	}
 	if ev.State != "" {
 		p.State = ev.State
+	}
+	switch ev.Kind {
+	case scheduler.EvAsk:
+		p.Question, p.Asked, p.AnswerBy, p.Activity = ev.Detail, ev.Time, ev.Until, "waiting on you"
+	case scheduler.EvAnswer, scheduler.EvBlocked, scheduler.EvFailed:
+		p.Question, p.Asked, p.AnswerBy = "", time.Time{}, time.Time{}
+		if p.Activity == "waiting on you" {
+			p.Activity = ""
+		}
 	}
 	switch ev.Kind {
 	case scheduler.EvLaunch:
@@ -309,6 +329,9 @@ func (m *Model) State() State {
 		c.ByRole = maps.Clone(c.ByRole)
 		st.Phases[i] = c
 		st.Counts[c.State]++
+		if c.Question != "" {
+			st.WaitingOnYou++
+		}
 		states[c.ID] = manifest.State(c.State)
 	}
 	// Next is what the scheduler's own rule (scheduler.Holds) lets

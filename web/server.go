@@ -38,6 +38,9 @@ type Actions interface {
 	Retry(id string) error
 	// Lane switches lane id on or off, as `claudopilot lane on|off ID`.
 	Lane(id string, on bool) error
+	// Answer answers the open question of node id, as `claudopilot
+	// answer ID TEXT`.
+	Answer(id, text string) error
 }
 
 // LogPath finds a phase's log: role "" means any, attempt 0 the newest.
@@ -276,6 +279,7 @@ func (s *Server) newLogin(w http.ResponseWriter, r *http.Request) {
 type actionReq struct {
 	Action string `json:"action"`
 	ID     string `json:"id"`
+	Text   string `json:"text,omitempty"` // answer's
 }
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
@@ -298,6 +302,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		err = s.Actions.Retry(req.ID)
+	case "answer":
+		if req.ID == "" || strings.TrimSpace(req.Text) == "" {
+			httpError(w, http.StatusBadRequest, "answer needs an id and a text")
+			return
+		}
+		err = s.Actions.Answer(req.ID, req.Text)
 	case "lane_on", "lane_off":
 		if req.ID == "" {
 			httpError(w, http.StatusBadRequest, req.Action+" needs an id (a lane of LANES)")
@@ -305,7 +315,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		}
 		err = s.Actions.Lane(req.ID, req.Action == "lane_on")
 	default:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain, retry, lane_on or lane_off", req.Action))
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain, retry, lane_on, lane_off or answer", req.Action))
 		return
 	}
 	if err != nil {

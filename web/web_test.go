@@ -50,6 +50,12 @@ func (f *fakeActions) Lane(id string, on bool) error {
 	}
 	return f.add("lane off " + id)
 }
+func (f *fakeActions) Answer(id, text string) error {
+	if id != "p1" {
+		return errors.New("no open question: " + id + " never asked anything")
+	}
+	return f.add("answer " + id + ": " + text)
+}
 func (f *fakeActions) Retry(id string) error {
 	if id == "nope" {
 		return errors.New("retry: no phase \"nope\"")
@@ -635,5 +641,40 @@ func TestTimelineServedAndReport(t *testing.T) {
 	rep := b.String()
 	if !strings.HasPrefix(rep, "<!doctype html>") || !strings.Contains(rep, `class="tl-attempt"`) || strings.Contains(rep, "<script") || strings.Contains(rep, " src=") || strings.Contains(rep, "href=") {
 		t.Errorf("report is not one self-contained page:\n%s", rep)
+	}
+}
+
+// An agent's question shows on its node with its time and deadline, and
+// is counted as waiting on you; the answer action carries it to the
+// driver; the answer clears it.
+func TestQuestionAndAnswer(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Time: now})
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvExit, Phase: "b", Role: state.Worker, Attempt: 1, Reason: state.ReasonNeedsInput, Time: now})
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvAsk, Phase: "b", Detail: "which port?", Time: now, Until: now.Add(24 * time.Hour)})
+	var st State
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&st)
+	b := st.Phases[1]
+	if b.Question != "which port?" || !b.Asked.Equal(now) || !b.AnswerBy.Equal(now.Add(24*time.Hour)) || b.Activity != "waiting on you" || st.WaitingOnYou != 1 {
+		t.Fatalf("b %+v, waiting on you %d", b, st.WaitingOnYou)
+	}
+	for body, want := range map[string]int{
+		`{"action":"answer","id":"p1","text":"8080"}`: 200,
+		`{"action":"answer","id":"p1"}`:               400,
+		`{"action":"answer","id":"zz","text":"8080"}`: 409,
+	} {
+		if got := f.do(t, "POST", "/api/v1/actions", "tok", "", body).StatusCode; got != want {
+			t.Errorf("%s: %d, want %d", body, got, want)
+		}
+	}
+	if !slices.Equal(f.acts.done, []string{"answer p1: 8080"}) {
+		t.Errorf("actions %v", f.acts.done)
+	}
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvAnswer, Phase: "b", Detail: "8080", Time: now})
+	var after State
+	json.NewDecoder(f.do(t, "GET", "/api/v1/state", "tok", "", "").Body).Decode(&after)
+	if b := after.Phases[1]; b.Question != "" || b.Activity != "" || after.WaitingOnYou != 0 {
+		t.Errorf("after the answer: %+v, waiting on you %d", b, after.WaitingOnYou)
 	}
 }

@@ -324,6 +324,18 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// finished work, and the gate must not run beside it.
 		return fail(state.ReasonWorktree, "the agent's processes could not all be stopped: "+res.Stray.Error())
 	}
+	// The question file goes before anything is committed: it never lands.
+	question, err := takeQuestion(wt)
+	if err != nil {
+		return fail(state.ReasonWorktree, err.Error())
+	}
+	if question == "" {
+		question = questionIn(res.Tail)
+	}
+	if question != "" && res.Reason != "canceled" && res.Reason != "start" {
+		// Asked, even if it then hung waiting for an answer (stuck).
+		return r.asked(ctx, j, wt, r.Redact.String(question), o)
+	}
 	// Leftovers are committed on every path the agent ran, each check of
 	// commitLeftovers first (a stopped agent may have left anything).
 	var refused *refusedError
@@ -389,12 +401,33 @@ func (r *Runner) command(j scheduler.Job) string {
 	if j.Cmd != "" {
 		cmd = j.Cmd // the lane's command
 	}
-	if j.Session != "" && j.Role == state.Worker && r.ResumeCmd != "" {
+	if r.resumes(j) {
 		// Carry on in the agent's own session (after a rate limit or a
 		// crash) instead of starting it over.
 		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
 	}
 	return cmd
+}
+
+// resumes is true when the job carries on in the agent's own session:
+// a worker's after a rate limit or a crash, any role's after its question
+// was answered.
+func (r *Runner) resumes(j scheduler.Job) bool {
+	return j.Session != "" && r.ResumeCmd != "" && (j.Role == state.Worker || j.Answer != "")
+}
+
+// asked ends an attempt whose agent asked a question: what it left is
+// committed (the question file already removed), and the attempt ends as
+// needs-input.
+func (r *Runner) asked(ctx context.Context, j scheduler.Job, wt, question string, o scheduler.Outcome) scheduler.Outcome {
+	o.Question = question
+	o.Reason, o.Detail = state.ReasonNeedsInput, "asked: "+question
+	if err := r.commitLeftovers(context.WithoutCancel(ctx), j, wt); err != nil {
+		o.Question = ""
+		o.Reason, o.Detail = state.ReasonWorktree, err.Error()
+	}
+	o.Ended = r.now()
+	return o
 }
 
 // gate runs the phase's gate in its worktree at the branch tip.
@@ -719,7 +752,15 @@ func (r *Runner) prompt(j scheduler.Job, wt string, t target) ([]byte, string, e
 		}
 		d.Findings = f
 	}
+	if j.Answer != "" && r.resumes(j) {
+		// The session goes on: the answer is its next message.
+		return []byte(fmt.Sprintf("You asked: %s\n\nThe answer: %s\n\nCarry on with the task.\n", j.Question, j.Answer)), failLog, nil
+	}
 	p, err := r.Prompts.Render(t.tmpl, d)
+	if err == nil && j.Answer != "" {
+		// A fresh attempt: told what was asked and answered.
+		p = fmt.Appendf(p, "\n## Your question, answered\nAn earlier attempt at this task stopped to ask:\n\n    %s\n\nThe answer:\n\n    %s\n", j.Question, j.Answer)
+	}
 	return p, failLog, err
 }
 

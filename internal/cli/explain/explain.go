@@ -59,10 +59,16 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	n := s.Roadmap.Node(id)
 	if n == nil && roadmap.IsIssueRef(id) {
+		if explainAsked(a, s, id) {
+			return nil
+		}
 		return explainOutside(a, s, id)
 	}
 	if n == nil {
 		return fmt.Errorf("explain: no phase %q in %s", id, s.Rel(s.Roadmap.ManifestPath))
+	}
+	if explainAsked(a, s, id) {
+		return nil
 	}
 	switch n.State {
 	case manifest.Merged:
@@ -75,6 +81,18 @@ func Run(ctx context.Context, o *Options) error {
 		explainPending(a, s, n)
 	}
 	return nil
+}
+
+// explainAsked tells the question a node's agent asked, while it waits
+// on the user's answer; false when none is open.
+func explainAsked(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
+	h, _ := s.Node(id)
+	if h.Question == "" {
+		return false
+	}
+	fmt.Fprintf(a.S.Out, "%s waits on you: its agent asked\n\n    %s\n\nAnswer with `claudopilot answer %s \"TEXT\"`: it goes on with the answer (no attempt is counted). Unanswered, it is parked with reason needs-input at %s. Nothing that depends on it starts before.\n",
+		id, h.Question, id, h.AnswerBy.Local().Format("Jan 2 15:04"))
+	return true
 }
 
 // explainRunning says what a [running] phase is doing: its agent, or its

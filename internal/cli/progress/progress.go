@@ -43,6 +43,7 @@ type row struct {
 	until                time.Time
 	gating               bool     // a gate runs (the attempt's, or the merge commit's)
 	stopped              bool     // an interrupt ended its agent
+	asking               bool     // its agent asked; it waits on the user's answer
 	waitFiles            []string // uncommitted files its merge waits for
 }
 
@@ -127,6 +128,9 @@ func (p *View) apply(e scheduler.Event) {
 	if e.Kind != scheduler.EvGate {
 		r.gating = false
 	}
+	if e.Kind != scheduler.EvExit {
+		r.asking = false // asked, then answered, launched or parked
+	}
 	switch e.Kind {
 	case scheduler.EvGate:
 		r.gating = true
@@ -143,6 +147,8 @@ func (p *View) apply(e scheduler.Event) {
 		}
 	case scheduler.EvCooldown, scheduler.EvRetry:
 		r.until, r.note = e.Until, e.Kind
+	case scheduler.EvAsk:
+		r.asking, r.until, r.note = true, e.Until, "asks: "+e.Detail
 	case scheduler.EvReview:
 		r.note = "review"
 	case scheduler.EvVerdict:
@@ -279,6 +285,9 @@ func PrintSummary(w io.Writer, sum scheduler.Summary, cwd string) {
 		if sum.Counts[s] > 0 {
 			fmt.Fprintf(w, ", %d %s", sum.Counts[s], s)
 		}
+	}
+	if sum.Waiting > 0 {
+		fmt.Fprintf(w, ", %d waiting on you", sum.Waiting)
 	}
 	fmt.Fprintf(w, " in %s", sum.Wall.Round(100*time.Millisecond))
 	if sum.Usage.Known() {

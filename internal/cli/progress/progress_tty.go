@@ -39,6 +39,8 @@ func (r *row) shownState() string {
 		return r.state
 	}
 	switch {
+	case r.asking:
+		return waitingOnYou
 	case r.stopped:
 		return "stopped"
 	case strings.HasPrefix(r.note, "waiting"), strings.HasPrefix(r.note, "waits for"):
@@ -53,6 +55,10 @@ func (r *row) shownState() string {
 	}
 	return r.state
 }
+
+// waitingOnYou is the state shown for a phase whose agent asked a
+// question no one has answered yet.
+const waitingOnYou = "waiting on you"
 
 // tableLines renders the table for a terminal width columns wide: each
 // line's visible text has at most width-1 runes.
@@ -214,7 +220,7 @@ func colorAt(on bool, line string, at int, st string) string {
 // shownCounts is the header's count per shown state, in a fixed order.
 func shownCounts(c map[string]int) string {
 	var parts []string
-	for _, s := range []string{"merged", "running", "gate", "merging", "waiting", "stopped", "pending", "failed", "blocked"} {
+	for _, s := range []string{"merged", "running", "gate", "merging", "waiting", waitingOnYou, "stopped", "pending", "failed", "blocked"} {
 		if c[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
 		}

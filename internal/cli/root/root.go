@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/claudopilot/claudopilot/internal/cli/answer"
 	"github.com/claudopilot/claudopilot/internal/cli/clean"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/completion"
@@ -43,6 +44,7 @@ func Commands() []cmdutil.Command {
 		explain.NewCmd(nil),
 		report.NewCmd(nil),
 		retry.NewCmd(nil),
+		answer.NewCmd(nil),
 		pause.NewCmdPause(nil),
 		pause.NewCmdResume(nil),
 		pause.NewCmdDrain(nil),

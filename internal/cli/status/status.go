@@ -148,6 +148,9 @@ func writeTable(w io.Writer, color bool, st snapstatus.Report) {
 		if p.Conflict != "" {
 			fmt.Fprintf(w, "  %-*s %s\n", width[0], "", p.Conflict)
 		}
+		if p.Question != "" {
+			fmt.Fprintf(w, "  %-*s asks: %s\n", width[0], "", p.Question)
+		}
 	}
 }
 
@@ -159,6 +162,9 @@ func writeFooter(w io.Writer, s *cmdutil.Snapshot, st snapstatus.Report) {
 		fmt.Fprintf(w, "Stopped mid-way (the next run resumes them): %s\n", strings.Join(st.Stopped, ", "))
 	}
 	fmt.Fprintf(w, "Eligible next: %s\n", listOrNone(st.Eligible))
+	if len(st.Asking) > 0 {
+		fmt.Fprintf(w, "Waiting on you: %d (answer with `claudopilot answer ID \"TEXT\"`): %s\n", len(st.Asking), strings.Join(st.Asking, ", "))
+	}
 	if mv := st.PendingMove; mv != nil {
 		fmt.Fprintf(w, "Base checkout: %s has not followed the base to %s yet (a move after a merge is pending); the next run, or the next merge of this one, finishes it. Do not commit there until then.\n", s.Rel(mv.Dir), cmdutil.Short(mv.To))
 	}

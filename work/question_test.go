@@ -1,0 +1,94 @@
+package work_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// An agent that asks ends its attempt as needs-input with its question,
+// whether it asks by the marker (in a stream-json event, or on a line of
+// its own with escape sequences) or by the question file. Its work is
+// committed; the question file is removed before that and is on no commit
+// of the branch's tip, even when the agent committed it itself. A link
+// planted as the question file is removed unread: the question never
+// carries what it points at. Without and with the sandbox.
+func TestRunNeedsInput(t *testing.T) {
+	cases := []struct{ ask, want string }{
+		{"marker", `Postgres or SQLite for "the store"?`},
+		{"plain", "which port?"},
+		{"file", "Which licence: MIT or Apache-2.0?"},
+		{"link", "(the agent left an empty .claudopilot-question)"},
+	}
+	for _, mode := range modes(t) {
+		for _, c := range cases {
+			t.Run(mode+"/"+c.ask, func(t *testing.T) {
+				t.Parallel()
+				f := newFixture(t)
+				if mode == sandbox.Bwrap {
+					f.sandboxed()
+				}
+				secret := filepath.Join(f.tmp, "secret")
+				f.write(f.tmp, "secret", "hunter2\n")
+				f.runner.Agent = hostileAgent(t, "i27-ask.sh")
+				f.runner.Env = append(f.runner.Env, "ASK="+c.ask, "RECORD="+filepath.Join(f.tmp, "rec"), "SECRET="+secret)
+				o := f.run(job())
+				if o.OK || o.Reason != state.ReasonNeedsInput || o.Question != c.want {
+					t.Fatalf("outcome %+v, want needs-input asking %q", o, c.want)
+				}
+				tip := f.rev("auto/p1")
+				if !f.hasFile(tip, "work.txt") {
+					t.Errorf("the agent's work is not on the branch")
+				}
+				if f.hasFile(tip, ".claudopilot-question") || exists(filepath.Join(f.wt(), ".claudopilot-question")) {
+					t.Errorf("the question file is still on the branch or in the worktree")
+				}
+				if f.read(secret) != "hunter2\n" {
+					t.Errorf("the link's target changed")
+				}
+			})
+		}
+	}
+}
+
+// The answer: with a resume command and the agent's session, the session
+// goes on and its next message is the answer; without, a fresh attempt's
+// prompt carries the question and the answer.
+func TestRunAnswered(t *testing.T) {
+	t.Parallel()
+	for _, resume := range []bool{true, false} {
+		f := newFixture(t)
+		rec := filepath.Join(f.tmp, "rec")
+		f.runner.Agent = hostileAgent(t, "i27-ask.sh")
+		f.runner.Env = append(f.runner.Env, "ASK=none", "RECORD="+rec)
+		if resume {
+			f.runner.ResumeCmd = hostileAgent(t, "i27-ask.sh") + " resumed {session}"
+		}
+		j := job()
+		j.Session, j.Question, j.Answer = "sess-1", "which port?", "8080"
+		if o := f.run(j); !o.OK {
+			t.Fatalf("resume=%v: outcome %+v, want done", resume, o)
+		}
+		b, err := os.ReadFile(filepath.Join(rec, "p1.prompt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := string(b)
+		if resume {
+			if !strings.HasPrefix(prompt, "You asked: which port?\n\nThe answer: 8080\n") || strings.Contains(prompt, "The contract") {
+				t.Errorf("the resumed session's message is %q, want the answer alone", prompt)
+			}
+			if !strings.Contains(f.read(filepath.Join(f.wt(), "work.txt")), "resumed sess-1") {
+				t.Errorf("the resume command did not run in the session")
+			}
+			continue
+		}
+		if !strings.Contains(prompt, "The contract") || !strings.Contains(prompt, "## Your question, answered") || !strings.Contains(prompt, "    which port?\n") || !strings.Contains(prompt, "    8080\n") {
+			t.Errorf("the fresh attempt's prompt lacks the question and answer:\n%s", prompt)
+		}
+	}
+}
