@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v84/github"
+
+	"github.com/claudopilot/claudopilot/proc"
 )
 
 // Errors the GitHub client returns (wrapped, with the call that failed).
@@ -264,11 +266,8 @@ const (
 )
 
 // backoff is the wait before retry n+1 after a transient fault: 1 s
-// doubling, capped at 1 min.
-func backoff(n int) time.Duration {
-	d := time.Second << min(n, 6)
-	return min(d, time.Minute)
-}
+// doubling, capped at 1 min (proc's one rule).
+func backoff(n int) time.Duration { return proc.Doubling(n+1, time.Second, time.Minute) }
 
 func (g *GitHub) classify(resp *github.Response, err error, transient, limited int) (time.Duration, faultKind) {
 	var (
@@ -356,7 +355,7 @@ func (g *GitHub) rateWait(r *http.Response, msg, doc string, limited int) (time.
 	lower := strings.ToLower(msg + " " + doc)
 	if r.StatusCode == http.StatusTooManyRequests || strings.Contains(lower, "secondary rate limit") ||
 		strings.Contains(lower, "secondary-rate-limits") || strings.Contains(lower, "abuse") {
-		return min(time.Minute<<min(limited, 4), 16*time.Minute), true
+		return proc.Doubling(limited+1, time.Minute, 16*time.Minute), true
 	}
 	return 0, false
 }

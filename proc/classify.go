@@ -63,10 +63,14 @@ func lastN(s []string, n int) []string {
 	return s
 }
 
-// Backoff is the wait before transient retry n (1-based): 10s doubling,
-// capped at 5 minutes.
-func Backoff(n int) time.Duration {
-	const first, max = 10 * time.Second, 5 * time.Minute
+// Backoff is the wait before an agent's transient retry n (1-based): 10s
+// doubling, capped at 5 minutes.
+func Backoff(n int) time.Duration { return Doubling(n, 10*time.Second, 5*time.Minute) }
+
+// Doubling is the one backoff rule (#23 §6): the wait before retry n
+// (1-based) is first, doubled for each retry before it, capped at max.
+// Callers differ only in first and max (an agent's retry, a GitHub request).
+func Doubling(n int, first, max time.Duration) time.Duration {
 	d := first
 	for i := 1; i < n; i++ {
 		d *= 2
@@ -74,7 +78,7 @@ func Backoff(n int) time.Duration {
 			return max
 		}
 	}
-	return d
+	return min(d, max)
 }
 
 const (

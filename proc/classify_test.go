@@ -190,3 +190,16 @@ func TestTailFile(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// Doubling is the one backoff: a GitHub request's (1 s doubling, capped at
+// a minute) as an agent's (Backoff).
+func TestDoubling(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 6: 32 * time.Second, 7: time.Minute, 40: time.Minute} {
+		if got := Doubling(n, time.Second, time.Minute); got != want {
+			t.Errorf("Doubling(%d, 1s, 1m) = %v, want %v", n, got, want)
+		}
+	}
+	if got := Doubling(1, time.Hour, time.Minute); got != time.Minute {
+		t.Errorf("a first wait over the cap: %v, want the cap", got)
+	}
+}

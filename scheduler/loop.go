@@ -26,7 +26,8 @@ type Config struct {
 	SupervisorCmd         string        //
 	TransientMaxRetries   int           // TRANSIENT_API_MAX_RETRIES
 	Poll                  time.Duration // how often outside state is re-read
-	// Backoff gives the delay before transient retry n (1-based).
+	// Backoff gives the delay before transient retry n (1-based):
+	// proc.Backoff (engine); nil retries at once.
 	Backoff func(n int) time.Duration
 	// FileOrder starts eligible phases in file order, as Claudopilot did,
 	// instead of critical path first. For comparison in benchmarks.
@@ -217,7 +218,9 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		cfg.NeedsInputWait = DefaultNeedsInputWait
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(n int) time.Duration { return time.Duration(min(10<<min(max(n-1, 0), 5), 300)) * time.Second }
+		// The rule's one home is proc.Backoff, which engine passes; the
+		// loop alone (its tests) retries at once.
+		cfg.Backoff = func(int) time.Duration { return 0 }
 	}
 	s := &Scheduler{
 		cfg: cfg, rm: rm, store: store, runner: runner, merger: merger, jn: jn, events: events,

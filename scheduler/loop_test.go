@@ -1258,10 +1258,8 @@ func TestNewDefaults(t *testing.T) {
 	if s.cfg.MaxParallel != 1 || s.cfg.Poll != 5*time.Second {
 		t.Errorf("cfg %+v", s.cfg)
 	}
-	for n, want := range map[int]time.Duration{1: 10 * time.Second, 2: 20 * time.Second, 5: 160 * time.Second, 6: 300 * time.Second, 9: 300 * time.Second} {
-		if got := s.cfg.Backoff(n); got != want {
-			t.Errorf("Backoff(%d) = %v, want %v", n, got, want)
-		}
+	if got := s.cfg.Backoff(3); got != 0 {
+		t.Errorf("Backoff(3) = %v without one given, want 0 (the rule is proc.Backoff's, which engine passes)", got)
 	}
 	if !reflect.DeepEqual(s.byID["a"], s.phases[0]) {
 		t.Errorf("byID and phases disagree")
