@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues"
@@ -77,6 +78,17 @@ type Engine struct {
 	closers []func()
 	// redact is the run's redaction funnel (redact.go).
 	redact *secret.Redactor
+	// notifier runs NOTIFY_CMD (nil without one); the promote loop sends
+	// its announce events there too.
+	notifier atomic.Pointer[notify.Notifier]
+}
+
+// notifyEvent hands an event from outside the scheduler (the promote
+// loop's) through the redaction funnel to NOTIFY_CMD, if one is set.
+func (e *Engine) notifyEvent(ev scheduler.Event) {
+	if n := e.notifier.Load(); n != nil {
+		n.Send(redactEvent(e.redact, ev))
+	}
 }
 
 // Open composes a run: everything up to the first launch. On error,
@@ -316,6 +328,7 @@ func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *plan
 		n := &notify.Notifier{Cmd: cfg.Notify, Env: o.Env, Log: o.Log}
 		n.Start(ctx)
 		e.onClose(n.Close)
+		e.notifier.Store(n)
 		listeners = append(listeners, n.Send)
 	}
 	var ir *IssueRetry // the page's retry of an issue, when the queue runs

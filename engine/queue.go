@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -27,6 +28,8 @@ type QueueSetup struct {
 	// Scan is the scanners' refill; it runs only while the queue polls
 	// (not with Once).
 	Scan ScanSettings
+	// Promote is the promote loop, run while the queue polls.
+	Promote PromoteSettings
 }
 
 // build makes the GitHub client and the queue.
@@ -147,6 +150,16 @@ func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg 
 	}
 	r := newQueueRun(e.Roadmap.ManifestPath, e.log, gh.IssuesDone)
 	r.q, r.gh, r.refill = q, gh, refill
+	if len(qs.Promote.To) > 0 {
+		// Refused loudly at start: a promotion is always a merge commit.
+		if err := promote.CheckRepo(ctx, gh); err != nil {
+			return &SettingsError{err}
+		}
+		if !qs.Cfg.Once {
+			p := newPromoter(q, gh, e.Git, l, qs, e.log, e.notifyEvent)
+			go r.promoteLoop(ctx, p, qs.Cfg.Poll)
+		}
+	}
 	if !o.NoRoadmap {
 		q.PhasesAreNodes()
 		if err := r.refresh(ctx); err != nil && !errors.Is(err, errHalfSaved) {

@@ -791,6 +791,7 @@ type PR struct {
 	Merged  bool
 	HeadSHA string
 	Head    string // branch name
+	Base    string // the branch it goes into
 	URL     string
 	Body    string
 }
@@ -798,7 +799,7 @@ type PR struct {
 func toPR(p *github.PullRequest) *PR {
 	return &PR{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), State: p.GetState(), Draft: p.GetDraft(),
-		Merged: p.GetMerged() || p.MergedAt != nil, HeadSHA: p.GetHead().GetSHA(), Head: p.GetHead().GetRef(), URL: p.GetHTMLURL(), Body: p.GetBody(),
+		Merged: p.GetMerged() || p.MergedAt != nil, HeadSHA: p.GetHead().GetSHA(), Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), URL: p.GetHTMLURL(), Body: p.GetBody(),
 	}
 }
 

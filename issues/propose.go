@@ -49,3 +49,12 @@ func (g *GitHub) CreateIssue(ctx context.Context, title, body string, labels []s
 	}
 	return n, nil
 }
+
+// SetPRBody replaces pull request n's body (scrubbed).
+func (g *GitHub) SetPRBody(ctx context.Context, n int, body string) error {
+	body = g.scrub.Scrub(body)
+	return g.do(ctx, fmt.Sprintf("update the body of #%d", n), func(ctx context.Context) (*github.Response, error) {
+		_, r, err := g.c.PullRequests.Edit(ctx, g.owner, g.repo, n, &github.PullRequest{Body: github.Ptr(body)})
+		return r, err
+	}, nil)
+}

@@ -17,6 +17,15 @@ import (
 // EvCooldownEnd is the notifier's own event: a cooldown's time is up.
 const EvCooldownEnd = "cooldown-end"
 
+// The promote loop's events (package promote, through engine): a step
+// merged (announce: Phase "from→to", Detail the pull request and the
+// changelog: issue-pilot's announce, without a chat client), and a step
+// that is red (Detail why).
+const (
+	EvAnnounce   = "announce"
+	EvPromoteRed = "promote-red"
+)
+
 // queueLen bounds the notifications waiting to run; past it they are
 // dropped (and the drop logged) rather than held in memory or the loop.
 const queueLen = 64
@@ -70,7 +79,7 @@ func Notable(ev scheduler.Event) bool {
 	switch ev.Kind {
 	case scheduler.EvMerged, scheduler.EvBlocked, scheduler.EvFailed, scheduler.EvEnd,
 		scheduler.EvCooldown, EvCooldownEnd, scheduler.EvBudget, scheduler.EvPaused, scheduler.EvResumed, scheduler.EvLanes,
-		scheduler.EvAsk:
+		scheduler.EvAsk, EvAnnounce, EvPromoteRed:
 		// A phase parked only because it waits on another is part of
 		// that one's story: one message, not one per dependent.
 		return !(ev.Kind == scheduler.EvBlocked && ev.Reason == "")
@@ -172,6 +181,11 @@ func Message(ev scheduler.Event) string {
 		return "claudopilot: lanes: " + ev.Detail
 	case scheduler.EvAsk:
 		return fmt.Sprintf("claudopilot: %s asks: %s (claudopilot answer %s \"…\" by %s)", ev.Phase, ev.Detail, ev.Phase, ev.Until.Local().Format("Jan 2 15:04"))
+	case EvAnnounce:
+		first, _, _ := strings.Cut(ev.Detail, "\n")
+		return fmt.Sprintf("claudopilot: promoted %s: %s", ev.Phase, first)
+	case EvPromoteRed:
+		return fmt.Sprintf("claudopilot: promotion %s is red: %s", ev.Phase, ev.Detail)
 	}
 	return "claudopilot: " + ev.Kind + " " + ev.Phase
 }

@@ -175,6 +175,8 @@ func queueKnobs() []Knob {
 		{Env: "SCANNER_MAX_ISSUES", Flag: "scanner-max-issues", Def: "5", Help: "proposals one scanner run files at most", Kind: Int, Min: 1, Scope: Queue, to: field(func(s *Settings) *int { return &s.ScannerMaxIssues })},
 		{Env: "SCANNER_CMD", Flag: "scanner-cmd", Help: "command (sh -c, in the scanner's read-only checkout, prompt on stdin) that prints candidate issues as JSON lines, instead of the agent", Kind: String, Scope: Queue, to: field(func(s *Settings) *string { return &s.ScannerCmd })},
 		{Env: "SCANNER_FOCUS", Flag: "scanner-focus", Help: "comma-separated paths or globs the scanners look at (default: the whole repository)", Kind: Globs, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.ScannerFocus })},
+		{Env: "PROMOTE_TO", Flag: "promote-to", Help: "branches green work is promoted to from the base, in order (e.g. \"staging production\"): pull requests merged with a merge commit (docs/queue.md)", Kind: List, Scope: Queue, to: field(func(s *Settings) *[]string { return &s.PromoteTo })},
+		{Env: "PROMOTE_EVERY_HOURS", Flag: "promote-every-hours", Def: "24", Help: "hours at least between two promotions of one step (a red step is tried again after as long)", Kind: Hours, Scope: Queue, to: field(func(s *Settings) *time.Duration { return &s.PromoteEvery })},
 		{Env: "AGENT_ENV_ALLOW", Flag: "agent-env-allow", Help: "comma-separated variables agents, gates and prepare keep although their name says secret (GITHUB_TOKEN, …_TOKEN, …_SECRET, …_PASSWORD, …_API_KEY) or they hold the queue's token", Kind: List, Scope: rq, to: field(func(s *Settings) *[]string { return &s.AgentEnvAllow })},
 	}
 }

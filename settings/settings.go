@@ -87,6 +87,9 @@ type Settings struct {
 	ScannerMaxIssues       int
 	ScannerCmd             string
 	ScannerFocus           []string
+	// The promote loop (docs/queue.md).
+	PromoteTo    []string
+	PromoteEvery time.Duration
 	// A GitHub App's expiring installation tokens, instead of
 	// GITHUB_TOKEN: a command that prints one, or the app's id,
 	// installation and private key to mint them.

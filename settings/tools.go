@@ -71,7 +71,7 @@ var valueForms = map[string]struct {
 func issuePilotOnly(key string) string {
 	const (
 		scan    = "claudopilot's scanners and refill take SCANNER_CMD (a command printing candidate issues as JSON lines), SCANNER_FOCUS, SCANNER_LABEL, SCANNER_MAX_ISSUES, SCANNER_INTERVAL_MINUTES and REFILL_THRESHOLD (docs/queue.md)"
-		release = "claudopilot lands on BASE_BRANCH only: promotion and release notes are not its"
+		release = "claudopilot promotes from the base along PROMOTE_TO (e.g. \"staging production\"), every PROMOTE_EVERY_HOURS, and announces each promotion to NOTIFY_CMD (docs/queue.md)"
 		account = "a lane's account is LANE_<id>_CREDENTIALS"
 	)
 	exact := map[string]string{

@@ -21,6 +21,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/migrate"
 	"github.com/claudopilot/claudopilot/internal/cli/pause"
 	"github.com/claudopilot/claudopilot/internal/cli/plan"
+	"github.com/claudopilot/claudopilot/internal/cli/promote"
 	"github.com/claudopilot/claudopilot/internal/cli/queue"
 	"github.com/claudopilot/claudopilot/internal/cli/report"
 	"github.com/claudopilot/claudopilot/internal/cli/retry"
@@ -52,6 +53,7 @@ func Commands() []cmdutil.Command {
 		lanes.NewCmdLane(nil),
 		web.NewCmd(nil),
 		scanners.NewCmd(nil),
+		promote.NewCmd(nil),
 		doctor.NewCmd(nil),
 		migrate.NewCmd(nil),
 		clean.NewCmd(nil),

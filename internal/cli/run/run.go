@@ -212,7 +212,7 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 	if !o.Once {
 		noteRefill(a, s)
 	}
-	return cfg, &engine.QueueSetup{Cfg: qc, GitHub: ghc, Scan: wire.Scan(s)}, nil
+	return cfg, &engine.QueueSetup{Cfg: qc, GitHub: ghc, Scan: wire.Scan(s), Promote: wire.Promote(s)}, nil
 }
 
 // checkRoadmapDir says what is wrong with the roadmap folder before

@@ -190,6 +190,11 @@ func Scan(s *settings.Settings) engine.ScanSettings {
 	}
 }
 
+// Promote derives the promote loop's settings (docs/queue.md).
+func Promote(s *settings.Settings) engine.PromoteSettings {
+	return engine.PromoteSettings{To: s.PromoteTo, Every: s.PromoteEvery}
+}
+
 // GitHub resolves the GitHub client's settings as the queue does: the
 // token (GITHUB_TOKEN, else GH_TOKEN), the repository (GH_REPO, else the
 // origin remote) and GITHUB_API_URL. who names the command in errors.

@@ -1,0 +1,89 @@
+package promote
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+)
+
+// `claudopilot promote` through the engine's composition: both steps of
+// the chain promoted, NOTIFY_CMD told of each with an announce event
+// holding the changelog; misuse (no PROMOTE_TO, a --to not in it, a
+// repository without merge commits) exits 64 and promotes nothing.
+func TestPromoteCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	origin, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "work")
+	git("init", "-q", "--bare", "-b", "main", origin)
+	git("clone", "-q", origin, work)
+	os.WriteFile(filepath.Join(work, "README.md"), []byte("# w\n"), 0o644)
+	git("-C", work, "add", "-A")
+	git("-C", work, "commit", "-qm", "init")
+	git("-C", work, "push", "-q", "origin", "main", "main:staging", "main:production")
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("a\n"), 0o644)
+	git("-C", work, "add", "-A")
+	git("-C", work, "commit", "-qm", "the API (#4)")
+	git("-C", work, "push", "-q", "origin", "main")
+	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
+	t.Cleanup(fake.Close)
+	fake.AddUser("bot", "write")
+	fake.AddToken("tok-1", "bot")
+	fake.SetCI(func(string) ([]ghfake.CheckRun, []ghfake.Status) {
+		return []ghfake.CheckRun{{Name: "ci", Status: "completed", Conclusion: "success"}}, nil
+	})
+	said := filepath.Join(dir, "said")
+	full := append(env, "GITHUB_TOKEN=tok-1", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
+		"NOTIFY_CMD=cat >> "+said)
+	run := func(extra []string, args ...string) (string, int) {
+		var out bytes.Buffer
+		a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Cwd: work, Env: cmdutil.EnvMap(append(full, extra...))}
+		err := NewCmd(nil).Run(context.Background(), a, args)
+		if err != nil {
+			out.WriteString("error: " + err.Error())
+		}
+		return out.String(), cmdutil.ExitCode(err, nil)
+	}
+	if out, code := run(nil); code != cmdutil.ExitUsage {
+		t.Errorf("no PROMOTE_TO: exit %d\n%s", code, out)
+	}
+	chain := []string{"PROMOTE_TO=staging production"}
+	if out, code := run(chain, "--to", "qa"); code != cmdutil.ExitUsage {
+		t.Errorf("--to qa: exit %d\n%s", code, out)
+	}
+	out, code := run(chain)
+	if code != 0 || !strings.Contains(out, "main → staging: promoted (pull request #1)") || !strings.Contains(out, "staging → production: promoted (pull request #2)") {
+		t.Fatalf("promote (exit %d):\n%s", code, out)
+	}
+	git("-C", origin, "cat-file", "-e", "production:a.txt")
+	ev, _ := os.ReadFile(said)
+	if strings.Count(string(ev), `"event":"announce"`) != 2 || !strings.Contains(string(ev), "the API (#4)") ||
+		!strings.Contains(string(ev), `"phase":"staging→production","detail":"pull request #2 merged\n\n## Changelog\n\n- Promote main to staging (#1)\n- the API (#4)`) {
+		t.Errorf("NOTIFY_CMD got:\n%s", ev)
+	}
+	if out, _ := run(chain); !strings.Contains(out, "main → staging: not due") {
+		t.Errorf("again:\n%s", out)
+	}
+	fake.SetMergeMethods(false, true, true)
+	if out, code := run(chain, "--now"); code != cmdutil.ExitUsage || !strings.Contains(out, "allows none") {
+		t.Errorf("no merge commits: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,184 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// clock is a virtual clock: Sleep moves it on at once.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	c.Advance(d)
+	return ctx.Err()
+}
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+type world struct {
+	t      *testing.T
+	env    []string
+	origin string
+	seed   string
+	fake   *ghfake.Server
+	clock  *clock
+	p      *Promoter
+	said   []Result
+}
+
+func (w *world) git(dir string, args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = w.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("git %v: %v %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit adds file on main in the seed and pushes it.
+func (w *world) commit(file, msg string) {
+	os.WriteFile(filepath.Join(w.seed, file), []byte(msg+"\n"), 0o644)
+	w.git(w.seed, "add", "-A")
+	w.git(w.seed, "commit", "-qm", msg)
+	w.git(w.seed, "push", "-q", "origin", "main")
+}
+
+// newWorld is an origin with main, staging and production at one commit,
+// a fake GitHub over it whose CI is red only where red says, and a
+// promoter for main → staging → production.
+func newWorld(t *testing.T, red func(subject string, hasRed bool) bool) *world {
+	dir := t.TempDir()
+	w := &world{t: t, origin: filepath.Join(dir, "origin.git"), seed: filepath.Join(dir, "seed"), clock: &clock{now: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)}}
+	w.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	w.git(dir, "init", "-q", "--bare", "-b", "main", w.origin)
+	w.git(dir, "clone", "-q", w.origin, w.seed)
+	w.commit("README.md", "init")
+	w.git(w.seed, "push", "-q", "origin", "main:staging", "main:production")
+	w.fake = ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: w.origin, GitEnv: w.env, Now: w.clock.Now})
+	t.Cleanup(w.fake.Close)
+	w.fake.AddUser("bot", "write")
+	w.fake.AddToken("tok", "bot")
+	w.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		subject := w.git(w.origin, "log", "-1", "--format=%s", sha)
+		has := exec.Command("git", "-C", w.origin, "cat-file", "-e", sha+":red.txt")
+		has.Env = w.env
+		c := ghfake.CheckRun{Name: "ci", Status: "completed", Conclusion: "success"}
+		if red(subject, has.Run() == nil) {
+			c.Conclusion = "failure"
+		}
+		return []ghfake.CheckRun{c}, nil
+	})
+	gh, err := issues.NewGitHub(issues.GitHubConfig{Owner: "acme", Repo: "widgets", Token: "tok", APIURL: w.fake.URL(), Timeout: 10 * time.Second, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(dir, "clone")
+	w.git(dir, "clone", "-q", w.origin, clone)
+	g, err := worktree.Open(context.Background(), clone, w.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.p = &Promoter{GitHub: gh, Git: g, Base: func() string { return "main" }, To: []string{"staging", "production"}, Every: 24 * time.Hour,
+		Grace: 2 * time.Minute, Timeout: time.Hour, Poll: time.Minute, Ledger: filepath.Join(dir, "state", LedgerName), Clock: w.clock,
+		Announce: func(r Result) { w.said = append(w.said, r) }}
+	return w
+}
+
+func kinds(rs []Result) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.From+">"+r.To+":"+r.Kind)
+	}
+	return strings.Join(out, " ")
+}
+
+// A promote chain moves green work through two branches, each by a pull
+// request merged with a merge commit whose body is the changelog, and
+// stops at a red step, which is reported and tried again only at the next
+// interval.
+func TestPromoteChain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, func(subject string, hasRed bool) bool {
+		return hasRed && strings.HasPrefix(subject, "Promote main to staging")
+	})
+	w.commit("work.txt", "work on the parser (#3)")
+	ctx := context.Background()
+	rs, err := w.p.Round(ctx, false, "")
+	if err != nil || kinds(rs) != "main>staging:promoted staging>production:promoted" {
+		t.Fatalf("round 1: %s %v", kinds(rs), err)
+	}
+	for _, b := range []string{"staging", "production"} {
+		if parents := strings.Fields(w.git(w.origin, "log", "-1", "--format=%P", b)); len(parents) != 2 {
+			t.Errorf("%s's tip is not a merge commit: parents %v", b, parents)
+		}
+		w.git(w.origin, "cat-file", "-e", b+":work.txt")
+	}
+	pulls := w.fake.Pulls()
+	if len(pulls) != 2 || !pulls[0].Merged || !strings.Contains(pulls[0].Body, "work on the parser (#3)") || !strings.Contains(pulls[0].Body, "Issues and pull requests: #3") {
+		t.Fatalf("pull requests: %+v", pulls)
+	}
+	if len(w.said) != 2 || w.said[0].Kind != Promoted || !strings.Contains(w.said[0].Changelog, "#3") {
+		t.Errorf("announced %+v", w.said)
+	}
+	// Nothing new, within the interval: not due.
+	if rs, _ := w.p.Round(ctx, false, ""); kinds(rs) != "main>staging:not due staging>production:not due" {
+		t.Errorf("round 2: %s", kinds(rs))
+	}
+	// Red work: main's head is green, staging's merge of it is red.
+	w.commit("red.txt", "a change CI fails once merged (#5)")
+	prod := w.git(w.origin, "rev-parse", "production")
+	if rs, _ := w.p.Round(ctx, true, ""); kinds(rs) != "main>staging:promoted staging>production:red" || !strings.Contains(rs[1].Why, "red: ci") {
+		t.Fatalf("round 3: %s %+v", kinds(rs), rs)
+	}
+	if w.git(w.origin, "rev-parse", "production") != prod {
+		t.Error("production moved past a red step")
+	}
+	if last := w.said[len(w.said)-1]; last.Kind != Red || last.To != "production" {
+		t.Errorf("the red step was not announced: %+v", last)
+	}
+	// Retried at the next interval, not before.
+	if rs, _ := w.p.Round(ctx, false, ""); kinds(rs) != "main>staging:not due staging>production:not due" {
+		t.Errorf("round 4: %s", kinds(rs))
+	}
+	w.clock.Advance(25 * time.Hour)
+	if rs, _ := w.p.Round(ctx, false, ""); kinds(rs) != "main>staging:current staging>production:red" {
+		t.Errorf("round 5: %s", kinds(rs))
+	}
+	// --to staging: only the first step.
+	if _, err := w.p.Chain("qa"); err == nil {
+		t.Error("a branch not in PROMOTE_TO was taken")
+	}
+	if rs, _ := w.p.Round(ctx, true, "staging"); kinds(rs) != "main>staging:current" {
+		t.Errorf("--to staging: %s", kinds(rs))
+	}
+}
+
+// A repository that allows no merge commits is refused.
+func TestNoMergeCommits(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, func(string, bool) bool { return false })
+	if err := CheckRepo(context.Background(), w.p.GitHub); err != nil {
+		t.Fatal(err)
+	}
+	w.fake.SetMergeMethods(false, true, true)
+	if err := CheckRepo(context.Background(), w.p.GitHub); !errors.Is(err, ErrNoMergeCommits) {
+		t.Errorf("got %v", err)
+	}
+}
