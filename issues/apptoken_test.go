@@ -113,3 +113,32 @@ func TestTokenCommand(t *testing.T) {
 		t.Errorf("missing key: %v", err)
 	}
 }
+
+// The fetch and push credential is the client's current token: with a
+// GitHub App, the installation token the client made last, made again as
+// it nears its expiry (not the clone's own credential helper).
+func TestCredentialIsTheCurrentToken(t *testing.T) {
+	t.Parallel()
+	c := &vclock{}
+	n := 0
+	src := tokenFunc(func(context.Context) (string, time.Time, error) {
+		n++
+		return fmt.Sprintf("ghs_app%d", n), c.Now().Add(time.Hour), nil
+	})
+	g, err := NewGitHub(GitHubConfig{Owner: "o", Repo: "r", Tokens: src, Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if u, p, err := g.Credential(ctx); err != nil || u != "x-access-token" || p != "ghs_app1" {
+		t.Errorf("Credential = %q %q %v, want x-access-token ghs_app1", u, p, err)
+	}
+	c.Sleep(ctx, 56*time.Minute)
+	if _, p, _ := g.Credential(ctx); p != "ghs_app2" {
+		t.Errorf("near expiry the credential is %q, want the new ghs_app2", p)
+	}
+}
+
+type tokenFunc func(context.Context) (string, time.Time, error)
+
+func (f tokenFunc) Token(ctx context.Context) (string, time.Time, error) { return f(ctx) }

@@ -188,6 +188,16 @@ func apiURLs(api string) (*url.URL, string, error) {
 	return u, gql.String(), nil
 }
 
+// Credential is the user name and password the driver's fetch and push
+// give the repository's HTTPS remote (worktree.Client.WithCredential):
+// the current token, an app's current installation token, as GitHub
+// takes it (x-access-token is the name app tokens need; any name does for
+// a personal token).
+func (g *GitHub) Credential(ctx context.Context) (string, string, error) {
+	tok, err := g.tok.get(ctx, false, "")
+	return "x-access-token", tok, err
+}
+
 // Tokens are every token the client has used (the fixed one, or each
 // installation token made so far): secrets a push must not carry.
 func (g *GitHub) Tokens() []string { return g.tok.all() }

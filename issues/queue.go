@@ -115,7 +115,7 @@ type Queue struct {
 	cfg      Config
 	gh       *GitHub
 	git      *worktree.Client // without secrets: worktrees, commits, merges
-	net      *worktree.Client // the driver's environment: fetch, push
+	net      *worktree.Client // fetch, push: with the token as the remote's credential
 	agentEnv []string
 	scrub    *Scrubber
 	instance string
@@ -250,7 +250,9 @@ func New(cfg Config) (*Queue, error) {
 	q.scrub.Add(cfg.Token)
 	q.agentEnv = AgentEnv(cfg.Env, cfg.Token, cfg.AgentEnvAllow)
 	q.git = cfg.Git.WithEnv(q.agentEnv)
-	q.net = cfg.Git
+	// The driver's git never holds the token in its environment (any
+	// process of the user reads that): fetch and push get it over a pipe.
+	q.net = cfg.Git.WithCredential(q.gh.Credential)
 	return q, nil
 }
 

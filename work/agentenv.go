@@ -3,37 +3,20 @@ package work
 import (
 	"slices"
 	"strings"
-)
 
-// secretWords are what makes a variable's name say it holds a secret.
-var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL"}
+	"github.com/claudopilot/claudopilot/launch"
+)
 
 // AgentKeys are the agent CLIs' own keys (Claude Code, Codex): secret
 // by name, but an agent started without its key cannot work, so they are
 // kept.
 var AgentKeys = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY"}
 
-// SecretName reports whether a variable's name says it holds a secret
-// (GITHUB_TOKEN, NPM_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, …); not
-// LANE_<id>_CREDENTIALS, a path.
-func SecretName(name string) bool {
-	up := strings.ToUpper(name)
-	if strings.HasPrefix(up, "LANE_") && strings.HasSuffix(up, "_CREDENTIALS") {
-		return false // a lane's account: the path of its configuration folder, not a secret (docs/lanes.md)
-	}
-	for _, w := range secretWords {
-		if strings.Contains(up, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // AgentEnv is the environment agents, gates, WORKTREE_PREPARE_CMD and
 // LOCKFILE_CMD get from the driver's (env): the one rule for run and
 // queue (issue 21). Left out: the driver's own CLAUDOPILOT_ variables;
 // GITHUB_TOKEN, GH_TOKEN and every other variable whose name says it holds
-// a secret (SecretName), except AgentKeys; and any variable holding one of
+// a secret (launch.SecretName), except AgentKeys; and any variable holding one of
 // tokens (the queue's token, at least 6 characters). allow (AGENT_ENV_ALLOW)
 // names variables kept whatever their name or value.
 func AgentEnv(env []string, allow []string, tokens ...string) []string {
@@ -70,7 +53,7 @@ func leftOut(kv string, allow, tokens []string) bool {
 		return false
 	case k == "GITHUB_TOKEN" || k == "GH_TOKEN":
 		return true
-	case SecretName(k) && !slices.Contains(AgentKeys, k):
+	case launch.SecretName(k) && !slices.Contains(AgentKeys, k):
 		return true
 	}
 	for _, t := range tokens {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/claudopilot/claudopilot/launch"
 )
 
 // Client runs git for one repository. Use Open to build one; a literal
@@ -25,6 +27,7 @@ type Client struct {
 
 	lockOnce  sync.Once
 	shared    *repoLocks // shared by every Client made from this one with WithEnv
+	cred      Credential // the remote's credential (WithCredential); nil: git's own helpers
 	cdMu      sync.Mutex // guards commonDir
 	commonDir string
 }
@@ -57,7 +60,7 @@ func (c *Client) locks() *repoLocks {
 // two Clients of one repository that did not share them could run git
 // worktree add concurrently, which git 2.39 does not survive.
 func (c *Client) WithEnv(env []string) *Client {
-	return &Client{Dir: c.Dir, Env: env, shared: c.locks()}
+	return &Client{Dir: c.Dir, Env: env, shared: c.locks(), cred: c.cred}
 }
 
 // Fetch runs git fetch from remote with hooks off. It holds the worktree
@@ -68,7 +71,7 @@ func (c *Client) Fetch(ctx context.Context, remote string, refspecs ...string) e
 	l := c.locks()
 	l.wt.Lock()
 	defer l.wt.Unlock()
-	_, err := c.Git(ctx, append([]string{"-c", "core.hooksPath=/dev/null", "fetch", "--quiet", "--no-tags", remote}, refspecs...)...)
+	_, err := c.remote(ctx, append([]string{"-c", "core.hooksPath=/dev/null", "fetch", "--quiet", "--no-tags", remote}, refspecs...)...)
 	return err
 }
 
@@ -177,7 +180,12 @@ func (c *Client) abs(p string) string {
 }
 
 // environ is the environment for one git process: c.Env (or the process
-// environment when nil) minus scrubbed variables, plus extra (which wins).
+// environment when nil) minus scrubbed variables and every variable whose
+// name says it holds a secret (launch.SecretName: GITHUB_TOKEN, the agent
+// CLIs' keys, …), plus extra (which wins). Any process of the same user
+// reads a git's /proc/<pid>/environ while it runs; the driver's git needs
+// no secret but the push's credential, which comes another way
+// (WithCredential).
 func (c *Client) environ(extra []string) []string {
 	base := c.Env
 	if base == nil {
@@ -186,7 +194,7 @@ func (c *Client) environ(extra []string) []string {
 	out := make([]string, 0, len(base)+len(extra))
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
-		if scrubbed(name) {
+		if scrubbed(name) || launch.SecretName(name) {
 			continue
 		}
 		out = append(out, kv)
@@ -201,7 +209,14 @@ func (c *Client) environ(extra []string) []string {
 // add` leaves) is made once more after mendCommondirs: git dies on it
 // before it changes anything, in every command that reads the worktrees.
 func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
-	out, err := c.runOnce(ctx, dir, stdin, extraEnv, args...)
+	return c.runWith(ctx, dir, stdin, extraEnv, nil, args)
+}
+
+// runWith is run with files handed to git as its fds 3, 4, … (the
+// credential's pipe; a command git refused for an empty commondir has
+// read none of it, so the second try finds it whole).
+func (c *Client) runWith(ctx context.Context, dir string, stdin []byte, extraEnv []string, files []*os.File, args []string) ([]byte, error) {
+	out, err := c.runOnce(ctx, dir, stdin, extraEnv, files, args)
 	var ge *GitError
 	if !errors.As(err, &ge) || ge.ExitCode != 128 || !strings.Contains(ge.Stderr, "/commondir") {
 		return out, err
@@ -209,14 +224,15 @@ func (c *Client) run(ctx context.Context, dir string, stdin []byte, extraEnv []s
 	if mended, merr := c.mendCommondirs(ctx); merr != nil || !mended {
 		return out, err
 	}
-	return c.runOnce(ctx, dir, stdin, extraEnv, args...)
+	return c.runOnce(ctx, dir, stdin, extraEnv, files, args)
 }
 
-// runOnce is run without the mending.
-func (c *Client) runOnce(ctx context.Context, dir string, stdin []byte, extraEnv []string, args ...string) ([]byte, error) {
+// runOnce is runWith without the mending.
+func (c *Client) runOnce(ctx context.Context, dir string, stdin []byte, extraEnv []string, files []*os.File, args []string) ([]byte, error) {
 	dir = c.abs(dir)
 	defer c.guardFor(args)()
 	cmd := c.command(ctx, dir, extraEnv, args)
+	cmd.ExtraFiles = files
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -218,3 +218,24 @@ func TestExclude(t *testing.T) {
 		t.Error("Exclude with newline: no error")
 	}
 }
+
+// The driver's git gets no variable whose name says it holds a secret,
+// whatever environment the client was given (the driver's has GITHUB_TOKEN,
+// an agent's the CLI's key): any process of the same user reads a git's
+// /proc/<pid>/environ. A shell alias prints what git itself got.
+func TestDriverGitGetsNoSecrets(t *testing.T) {
+	t.Parallel()
+	c := newRepo(t)
+	c = c.WithEnv(append(testEnv(), "GITHUB_TOKEN=ghp_x", "GH_TOKEN=y", "NPM_TOKEN=n", "ANTHROPIC_API_KEY=k", "LANE_a_CREDENTIALS=/p", "PLAIN=1"))
+	out := mustGit(t, c, "", "-c", "alias.envdump=!env", "envdump")
+	for _, k := range []string{"GITHUB_TOKEN=", "GH_TOKEN=", "NPM_TOKEN=", "ANTHROPIC_API_KEY="} {
+		if strings.Contains(out, k) {
+			t.Errorf("git got %s", k)
+		}
+	}
+	for _, k := range []string{"PLAIN=1", "LANE_a_CREDENTIALS=/p"} {
+		if !strings.Contains(out, k) {
+			t.Errorf("git lost %s", k)
+		}
+	}
+}

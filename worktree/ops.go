@@ -266,7 +266,7 @@ func (c *Client) AddedLines(ctx context.Context, from, to string, history bool) 
 
 // RemoteHasBranch is true when remote has branch (no hook runs).
 func (c *Client) RemoteHasBranch(ctx context.Context, remote, branch string) (bool, error) {
-	out, err := c.GitIn(ctx, "", "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	out, err := c.remote(ctx, "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", remote, "refs/heads/"+branch)
 	if err != nil {
 		return false, err
 	}
@@ -276,7 +276,7 @@ func (c *Client) RemoteHasBranch(ctx context.Context, remote, branch string) (bo
 // PushBranch pushes branch to the same name on remote, never forced (no
 // hook runs).
 func (c *Client) PushBranch(ctx context.Context, remote, branch string) error {
-	_, err := c.GitIn(ctx, "", "-c", "core.hooksPath=/dev/null", "push", "--quiet", remote, "refs/heads/"+branch+":refs/heads/"+branch)
+	_, err := c.remote(ctx, "-c", "core.hooksPath=/dev/null", "push", "--quiet", remote, "refs/heads/"+branch+":refs/heads/"+branch)
 	return err
 }
 

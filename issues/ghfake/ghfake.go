@@ -216,6 +216,7 @@ type Server struct {
 	ciRules CIRules
 	seen    map[string]time.Time // when a sha was first seen as a pull request's head
 	onMerge func(pr int)
+	onGit   func() // OnGitRequest
 	// noViewer: GraphQL viewer answers an error (as some tokens' might).
 	noViewer bool
 	// rate: each token's window of counted requests ("login resource");
@@ -274,7 +275,7 @@ func New(opt Options) *Server {
 		"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
 		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
 	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handler))
 	return s
 }
 
