@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/claudopilot/claudopilot/control"
@@ -47,8 +48,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		return nil, err
 	}
 	tokPath := filepath.Join(l.StateDir(), WebTokenFile)
-	os.Remove(tokPath) // a new token per run; 0600 from creation
-	if err := os.WriteFile(tokPath, []byte(tok+"\n"), 0o600); err != nil {
+	if err := writeSecretFile(tokPath, tok+"\n"); err != nil {
 		return nil, fmt.Errorf("web token: %w", err)
 	}
 	recs, _ := state.ReadJournal(l.JournalPath())
@@ -98,6 +98,24 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		hub.Close()
 	}()
 	return []func(scheduler.Event){srv.Model.Apply, hub.Publish}, nil
+}
+
+// writeSecretFile writes a new file, mode 0600 from its creation, in
+// place of whatever was at path: never through a link planted there, and
+// never into a file someone else holds open (O_EXCL after the removal).
+func writeSecretFile(path, content string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // webActions are the page's buttons: the same switch files and manifest

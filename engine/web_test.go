@@ -124,3 +124,31 @@ func TestWebLogin(t *testing.T) {
 		t.Errorf("web.json left by a killed driver: %v", err)
 	}
 }
+
+// The web page's token is written 0600 from its creation, in place of
+// whatever was at its path: a link planted there (an unsandboxed agent's,
+// to a file it can read) is replaced, not followed.
+func TestWebTokenFileIsNewAndPrivate(t *testing.T) {
+	dir := t.TempDir()
+	bait := filepath.Join(dir, "bait")
+	if err := os.WriteFile(bait, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, WebTokenFile)
+	if err := os.Symlink(bait, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSecretFile(p, "tok\n"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(bait); len(b) != 0 {
+		t.Errorf("the token went through the planted link: %q", b)
+	}
+	st, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		t.Errorf("web-token is %v, want a plain file 0600", st.Mode())
+	}
+}

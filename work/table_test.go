@@ -30,6 +30,7 @@ var tableRows = map[string]string{
 	"rw":        "SANDBOX_RW paths",
 	"tmp":       "the host's `/tmp`",
 	"rest":      "the rest of the filesystem",
+	"webtoken":  "the web page's token (`.claudopilot/state/web-token`, mode 0600)",
 	"environ":   "the driver's environment (`/proc/<pid>/environ`)",
 	"process":   "the driver's process (signals)",
 	"loop1":     "the host's loopback (`127.0.0.1`), SANDBOX_NET=1",
@@ -200,6 +201,12 @@ func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]
 	f.write(p2, "secret", "p2's\n")
 	f.gitIn(f.top, "branch", "release")
 	readme := f.gitIn(f.top, "cat-file", "blob", "main:README.md")
+	if err := os.MkdirAll(filepath.Join(f.top, ".claudopilot", "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.top, ".claudopilot", "state", "web-token"), []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.git.Protect(f.ctx); err != nil {
 		t.Fatal(err)
 	}
