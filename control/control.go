@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/protect"
 )
 
@@ -97,7 +98,7 @@ func Update(dir string, change func(*Switches)) (Switches, error) {
 	if err != nil {
 		return s, err
 	}
-	return s, writeAtomic(filepath.Join(dir, File), append(b, '\n'))
+	return s, atomicfile.Write(filepath.Join(dir, File), append(b, '\n'), 0o644)
 }
 
 // LoadLanes reads the pacer's last concurrency per lane.
@@ -125,27 +126,7 @@ func SaveLanes(dir string, m map[string]int) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, LanesFile), append(b, '\n'))
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(filepath.Join(dir, LanesFile), append(b, '\n'), 0o644)
 }
 
 // Watch sends the switches on out whenever they change, starting with

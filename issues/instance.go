@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // StableInstance is the clone's instance name, kept in the file at path
@@ -29,11 +31,7 @@ func StableInstance(path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("instance name: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("instance name: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, []byte(name+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("instance name: %w", err)
 	}
 	return name, nil

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/manifest"
 )
 
@@ -185,45 +185,13 @@ var errNoExchange = errors.New("no atomic exchange here")
 // fsync, the old file's mode, rename, fsync of the folder. A reader sees
 // the old bytes or the new ones, never a mix.
 func WriteAtomic(path string, data []byte) error {
-	tmp, err := writeTemp(path, data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }
 
-// writeTemp writes data to a new temp file beside path, with path's mode,
-// synced, and returns its name.
-func writeTemp(path string, data []byte) (name string, err error) {
-	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return "", err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return "", err
-	}
-	if err = tmp.Sync(); err != nil {
-		return "", err
-	}
-	return tmp.Name(), tmp.Close()
+// writeTemp writes data to a new synced temp file beside path, with
+// path's mode (atomicfile's, the one atomic write).
+func writeTemp(path string, data []byte) (string, error) {
+	return atomicfile.Temp(path, data, 0o644)
 }
 
 // target is the file the manifest's path names: a symlink is followed, so
@@ -286,7 +254,7 @@ func (f *File) replace(data, expect []byte) error {
 		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
-		syncDir(filepath.Dir(path))
+		atomicfile.SyncDir(filepath.Dir(path))
 		return nil
 	case xerr != nil:
 		return xerr
@@ -302,7 +270,7 @@ func (f *File) replace(data, expect []byte) error {
 	// That save must go back, or it is deleted with tmp.
 	swappedOld := sameInode(old.f, tmp)
 	if swappedOld && !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
-		syncDir(filepath.Dir(path))
+		atomicfile.SyncDir(filepath.Dir(path))
 		// A writer between its path lookup and its open's lease break
 		// as we checked would still write into the old inode: watch it
 		// for a while and merge such a write back.
@@ -327,17 +295,10 @@ func (f *File) replace(data, expect []byte) error {
 	return errChanged
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
 // RemoveTemps deletes temp files a killed writer left beside the manifest.
 func (f *File) RemoveTemps() {
 	path := f.target()
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp*"))
+	matches, _ := filepath.Glob(atomicfile.TempGlob(path))
 	for _, m := range matches {
 		os.Remove(m)
 	}

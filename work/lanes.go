@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -64,11 +65,7 @@ func (r *Runner) recordLane(ctx context.Context, j scheduler.Job, wt, branch str
 		return err
 	}
 	mark := fmt.Sprintf("%s %d %s\n", j.Role, j.Attempt, j.Lane)
-	tmp := filepath.Join(gd, LaneMarkFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(mark), 0o644); err != nil {
-		return fmt.Errorf("lane marker: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(gd, LaneMarkFile)); err != nil {
+	if err := atomicfile.Write(filepath.Join(gd, LaneMarkFile), []byte(mark), 0o644); err != nil {
 		return fmt.Errorf("lane marker: %w", err)
 	}
 	return r.Git.AppendBranchDescription(ctx, branch, LaneLine(j.Role, j.Attempt, j.Lane))
