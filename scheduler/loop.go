@@ -835,18 +835,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	}
 	switch {
 	case o.OK:
-		p.logPath = o.LogPath
-		p.tip = o.Tip
-		p.transient = 0
-		p.noDone = false
-		detail := ""
-		if o.Found {
-			// Found done, no agent ran: the launch gives its attempt back.
-			p.unlaunch(o.Role)
-			detail = foundDone
-		}
-		s.record(state.Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
-		s.landOrReview(p)
+		s.onDone(p, o)
 		return
 	case o.Cooldown > 0:
 		s.tripBreaker(p, o)
@@ -881,6 +870,23 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	}
 	s.record(state.Record{Phase: o.ID, Event: "fail", Role: o.Role, Attempt: o.Attempt, Reason: o.Reason, Detail: o.Detail, Log: o.LogPath, Found: o.Found})
 	s.failed(p, by, o.Reason, o.Detail, o.LogPath)
+}
+
+// onDone takes a passing attempt (its branch done and gated) to the
+// landing, or to the review gate first.
+func (s *Scheduler) onDone(p *phase, o Outcome) {
+	p.logPath = o.LogPath
+	p.tip = o.Tip
+	p.transient = 0
+	p.noDone = false
+	detail := ""
+	if o.Found {
+		// Found done, no agent ran: the launch gives its attempt back.
+		p.unlaunch(o.Role)
+		detail = foundDone
+	}
+	s.record(state.Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
+	s.landOrReview(p)
 }
 
 // requeue schedules the same attempt again later without spending it.

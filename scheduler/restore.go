@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"time"
+
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -27,17 +29,7 @@ func (s *Scheduler) restore() error {
 		return err
 	}
 	hist, cool := state.History(recs)
-	// The loop keys a cooldown by command; one journaled before commands
-	// were holds every lane of its role, which errs on the side of not
-	// hitting a limit twice.
-	for _, l := range s.lanes {
-		for _, role := range []state.Role{state.Worker, state.Supervisor} {
-			cmd := l.quotaOf(role)
-			if until := cool.For(cmd, role); until.After(now) && until.After(s.cooldown[cmd]) {
-				s.cooldown[cmd] = until
-			}
-		}
-	}
+	s.restoreCooldowns(cool, now)
 	for _, p := range s.phases {
 		h := hist[p.n.ID]
 		if h != nil {
@@ -89,4 +81,19 @@ func (s *Scheduler) restore() error {
 	s.restoreReviews(recs)
 	s.unstackParked()
 	return nil
+}
+
+// restoreCooldowns takes the journal's cooldowns that still run. The loop
+// keys a cooldown by command; one journaled before commands were holds
+// every lane of its role, which errs on the side of not hitting a limit
+// twice.
+func (s *Scheduler) restoreCooldowns(cool state.Cooldowns, now time.Time) {
+	for _, l := range s.lanes {
+		for _, role := range []state.Role{state.Worker, state.Supervisor} {
+			cmd := l.quotaOf(role)
+			if until := cool.For(cmd, role); until.After(now) && until.After(s.cooldown[cmd]) {
+				s.cooldown[cmd] = until
+			}
+		}
+	}
 }
