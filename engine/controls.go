@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,7 +133,7 @@ func SetLane(stateDir, id string, on bool) error {
 // switches' file is watched, and with LANES the pacer runs at start,
 // every PACE_SECONDS and after every switch. Nothing here runs in the
 // loop: it only receives Controls.
-func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes, sw control.Switches, board *planBoard) (<-chan scheduler.Control, func(bool), error) {
+func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes, sw control.Switches, board *planBoard, files controlFiles) (<-chan scheduler.Control, func(bool), error) {
 	out := make(chan scheduler.Control)
 	// The loop reports the base's gate here; a change is a reason to
 	// pace again at once.
@@ -153,11 +154,25 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 	go func() {
 		tick := time.NewTicker(ls.Pace)
 		defer tick.Stop()
+		// Claudopilot's control files are read every second, as its
+		// driver read them at every pass.
+		fileTick := time.NewTicker(time.Second)
+		defer fileTick.Stop()
 		for {
 			var c scheduler.Control
 			select {
 			case <-ctx.Done():
 				return
+			case <-fileTick.C:
+				if c.Poke = files.read(ctx, log); len(c.Poke) == 0 {
+					continue
+				}
+				select {
+				case out <- c:
+				case <-ctx.Done():
+					return
+				}
+				continue
 			case s := <-changes:
 				paused := s.Paused
 				c.Pause = &paused
@@ -196,7 +211,7 @@ func startControls(ctx context.Context, log io.Writer, stateDir string, ls Lanes
 
 // wireControls gives the loop its lanes, the saved pause switch and the
 // channel that brings later switches and pacer passes.
-func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, cfg *scheduler.Config, board *planBoard) error {
+func wireControls(ctx context.Context, log io.Writer, l state.Layout, roadmapDir string, ls Lanes, cfg *scheduler.Config, board *planBoard) error {
 	sw, err := control.Load(l.StateDir())
 	if err != nil {
 		return err
@@ -217,7 +232,8 @@ func wireControls(ctx context.Context, log io.Writer, l state.Layout, ls Lanes, 
 		cfg.Lanes = ls.schedulerLanes(plan)
 		board.set(plan)
 	}
-	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw, board)
+	files := controlFiles{dir: filepath.Join(l.Dir(), ControlDir), roadmapDir: roadmapDir}
+	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw, board, files)
 	return err
 }
 

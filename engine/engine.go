@@ -134,7 +134,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	e.raw = make(chan scheduler.Event, 64)
 	scfg := schedulerConfig(cfg)
 	board := &planBoard{}
-	if err := wireControls(ctx, o.Log, e.Layout, cfg.Lanes, &scfg, board); err != nil {
+	if err := wireControls(ctx, o.Log, e.Layout, e.Roadmap.Dir, cfg.Lanes, &scfg, board); err != nil {
 		return nil, err
 	}
 	var run scheduler.Runner = runner
@@ -296,7 +296,7 @@ func schedulerConfig(cfg Settings) scheduler.Config {
 	return scheduler.Config{
 		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
-		TransientMaxRetries: cfg.Transient, Poll: cfg.Poll, Backoff: proc.Backoff,
+		TransientMaxRetries: cfg.Transient, StuckPokes: cfg.StuckPokes, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost, Review: cfg.Review.Cfg,
 		PhaseMaxTokens: cfg.PhaseMaxTokens, PhaseMaxSessions: cfg.PhaseMaxSessions, NeedsInputWait: cfg.NeedsInputWait,
 	}

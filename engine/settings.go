@@ -18,6 +18,7 @@ type Settings struct {
 	Stray                                      *sandbox.Watch  // set when Sandbox is nil: writes outside a worktree are reported
 	MaxParallel, MaxSuper, Transient, LogCapMB int
 	LogKeep                                    int // LOG_KEEP
+	StuckPokes                                 int // STUCK_POKES
 	KeepGoing, IgnoreCheckpoints               bool
 	SecretScan                                 bool
 	// SecretAllow are SECRET_ALLOW's globs: the secret scan's hits in

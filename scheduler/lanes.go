@@ -37,6 +37,9 @@ type Control struct {
 	// Answers are the user's answers to agents' questions, by node id
 	// (claudopilot answer, the page, an issue's /answer).
 	Answers map[string]Answer
+	// Poke names phases whose running worker is stopped and relaunched
+	// in its session, at no attempt (.claudopilot/control/<id>.poke).
+	Poke []string
 }
 
 // Answer is the user's answer to the question a node's agent asked at
@@ -205,6 +208,9 @@ func (s *Scheduler) onControl(c Control) {
 		s.emit(Event{Kind: EvDrain, Detail: "draining: no new launches; what runs finishes and merges, then the run stops"})
 	}
 	s.onAnswers(c.Answers)
+	for _, id := range c.Poke {
+		s.pokeRunning(id)
+	}
 	if len(c.Slots) == 0 {
 		return
 	}

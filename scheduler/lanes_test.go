@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/claudopilot/claudopilot/ledger"
 	"testing"
 	"time"
 
@@ -208,5 +209,30 @@ func TestLaneAccountsKeyTheQuota(t *testing.T) {
 	}
 	if got := LaneCmds(lanes("/home/u/.claude-work"), n, state.Worker); len(got) != 2 || got[0] == got[1] {
 		t.Errorf("two accounts: quotas %q, want two", got)
+	}
+}
+
+// A poke by hand (.claudopilot/control/<id>.poke) stops the running
+// worker and relaunches it in its session, at no attempt; a poke of a
+// phase with no worker running changes nothing but says so.
+func TestPokeByHand(t *testing.T) {
+	t.Parallel()
+	controls := make(chan Control)
+	h := newHarness(t, manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, Controls: controls})
+	h.runner.on("a", state.Worker, step{Wait: true, Usage: ledger.Usage{SessionID: "sess-a"}}, okStep)
+	h.runner.entered = make(chan Job, 4)
+	ch := h.start(context.Background())
+	<-h.runner.entered
+	controls <- Control{Poke: []string{"b"}}
+	h.ev.wait(t, "poke of b ignored", isEv(EvWarn, "b"))
+	controls <- Control{Poke: []string{"a"}}
+	if j := <-h.runner.entered; j.ID != "a" || j.Attempt != 1 || j.Session != "sess-a" {
+		t.Errorf("after the poke: %+v, want a's worker attempt 1 in session sess-a", j)
+	}
+	if _, _, err := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.runner.jobsOf("a", state.Supervisor)); n != 0 {
+		t.Errorf("%d supervisors after a poke", n)
 	}
 }

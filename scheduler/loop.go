@@ -21,11 +21,15 @@ type Config struct {
 	KeepGoing             bool
 	MaxSupervisorAttempts int
 	IgnoreCheckpoints     bool
-	Gate                  string        // GATE_CMD, for phases without (gate: …)
-	AgentCmd              string        // quota is shared per command
-	SupervisorCmd         string        //
-	TransientMaxRetries   int           // TRANSIENT_API_MAX_RETRIES
-	Poll                  time.Duration // how often outside state is re-read
+	Gate                  string // GATE_CMD, for phases without (gate: …)
+	AgentCmd              string // quota is shared per command
+	SupervisorCmd         string //
+	TransientMaxRetries   int    // TRANSIENT_API_MAX_RETRIES
+	// StuckPokes (STUCK_POKES) is how often a stuck agent is poked
+	// (stopped and resumed in its session, at no attempt) before being
+	// stuck counts as its attempt's failure.
+	StuckPokes int
+	Poll       time.Duration // how often outside state is re-read
 	// Backoff gives the delay before transient retry n (1-based):
 	// proc.Backoff (engine); nil retries at once.
 	Backoff func(n int) time.Duration
@@ -157,6 +161,9 @@ type phase struct {
 	superRuns  int
 	superSpent int // supervisor attempts that count against the limit
 	transient  int
+	pokes      int  // stuck outcomes poked since the last success (STUCK_POKES)
+	poked      bool // a poke by hand stopped the running worker: it is resumed, at no attempt
+	attempting bool // an agent attempt (not a merge or a review) is in flight
 	reason     state.Reason
 	detail     string
 	logPath    string
@@ -751,7 +758,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 		j.Attempt = p.workerRuns
 	}
 	s.outsideJob(p, &j)
-	p.busy = true
+	p.busy, p.attempting = true, true
 	p.job = j
 	s.running++
 	s.record(state.Record{Phase: p.n.ID, Event: "launch", Role: j.Role, Attempt: j.Attempt, Lane: j.Lane})
@@ -803,6 +810,8 @@ func (s *Scheduler) onOutcome(o Outcome) {
 	s.warnOutcome(o)
 	p := s.byID[o.ID]
 	s.release(p)
+	poked := p.poked
+	p.poked = false
 	p.spent += o.Ended.Sub(o.Started)
 	if s.stoppedOutcome(p, o) || s.awayOutcome(p, o) {
 		return
@@ -833,19 +842,11 @@ func (s *Scheduler) onOutcome(o Outcome) {
 		s.needsInput(p, o)
 		return
 	}
-	switch {
-	case o.OK:
+	if o.OK {
 		s.onDone(p, o)
 		return
-	case o.Cooldown > 0:
-		s.tripBreaker(p, o)
-		return
-	case o.Transient && p.transient < s.cfg.TransientMaxRetries:
-		p.transient++
-		until := s.now().Add(s.cfg.Backoff(p.transient))
-		s.requeue(p, o, until)
-		s.record(state.Record{Phase: o.ID, Event: "transient", Role: o.Role, Attempt: o.Attempt, Until: until})
-		s.emit(Event{Kind: EvRetry, Phase: o.ID, Role: o.Role, Until: until, Detail: o.Detail})
+	}
+	if s.relaunched(p, o, poked) {
 		return
 	}
 	p.transient = 0
@@ -877,7 +878,7 @@ func (s *Scheduler) onOutcome(o Outcome) {
 func (s *Scheduler) onDone(p *phase, o Outcome) {
 	p.logPath = o.LogPath
 	p.tip = o.Tip
-	p.transient = 0
+	p.transient, p.pokes = 0, 0
 	p.noDone = false
 	detail := ""
 	if o.Found {
@@ -887,6 +888,61 @@ func (s *Scheduler) onDone(p *phase, o Outcome) {
 	}
 	s.record(state.Record{Phase: o.ID, Event: "done", Role: o.Role, Attempt: o.Attempt, Tip: o.Tip, Detail: detail})
 	s.landOrReview(p)
+}
+
+// relaunched runs a failed attempt again at no attempt when it was not
+// its agent's doing: a poke by hand, a usage limit (the breaker), a
+// passing API error, a stuck agent poked (STUCK_POKES). A worker carries
+// on in its session.
+func (s *Scheduler) relaunched(p *phase, o Outcome, poked bool) bool {
+	switch {
+	case poked:
+		s.poke(p, o, true)
+	case o.Cooldown > 0:
+		s.tripBreaker(p, o)
+	case o.Transient && p.transient < s.cfg.TransientMaxRetries:
+		p.transient++
+		until := s.now().Add(s.cfg.Backoff(p.transient))
+		s.requeue(p, o, until)
+		p.next.Session = o.Usage.SessionID // carry on in its session (AGENT_RESUME_CMD)
+		s.record(state.Record{Phase: o.ID, Event: "transient", Role: o.Role, Attempt: o.Attempt, Until: until})
+		s.emit(Event{Kind: EvRetry, Phase: o.ID, Role: o.Role, Until: until, Detail: o.Detail})
+	case o.Reason == state.ReasonStuck && p.pokes < s.cfg.StuckPokes:
+		s.poke(p, o, false)
+	default:
+		return false
+	}
+	return true
+}
+
+// poke relaunches a stuck agent at once in its own session (Claudopilot's
+// poke: stopped and resumed), at no attempt; after STUCK_POKES pokes in a
+// row, stuck is the attempt's failure.
+// A poke by hand (byHand: .claudopilot/control/<id>.poke) counts against
+// no limit, as Claudopilot's did not.
+func (s *Scheduler) poke(p *phase, o Outcome, byHand bool) {
+	s.requeue(p, o, time.Time{})
+	p.next.Session = o.Usage.SessionID
+	detail := "poked by hand: resumed"
+	if !byHand {
+		p.pokes++
+		detail = fmt.Sprintf("%s: poked (%d of %d): resumed", o.Detail, p.pokes, s.cfg.StuckPokes)
+	}
+	s.record(state.Record{Phase: o.ID, Event: "poke", Role: o.Role, Attempt: o.Attempt, Detail: detail})
+	s.emit(Event{Kind: EvRetry, Phase: o.ID, Role: o.Role, Detail: detail})
+}
+
+// pokeRunning stops the running worker of phase id for a poke by hand;
+// anything else (no such phase, nothing running, a supervisor or a
+// reviewer) is left alone, with a note.
+func (s *Scheduler) pokeRunning(id string) {
+	p := s.byID[id]
+	if p == nil || !p.attempting || p.job.Role != state.Worker || p.stopping || p.poked {
+		s.emit(Event{Kind: EvWarn, Phase: id, Detail: "poke ignored: no worker of " + id + " is running"})
+		return
+	}
+	p.poked = true
+	p.stop()
 }
 
 // requeue schedules the same attempt again later without spending it.
@@ -1261,7 +1317,7 @@ func (s *Scheduler) summary() Summary {
 // release books the end of p's attempt: its slot on its lane is free.
 func (s *Scheduler) release(p *phase) {
 	s.running--
-	p.busy = false
+	p.busy, p.attempting = false, false
 	if p.lane != nil {
 		p.lane.running--
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/state"
 	"reflect"
 	"slices"
@@ -1382,5 +1383,49 @@ func TestGateJournaled(t *testing.T) {
 	}
 	if want := []string{"run/", "launch/worker", "gate/worker", "done/worker", "gate/merge", "merged/"}; !slices.Equal(evs, want) {
 		t.Errorf("journal %v, want %v", evs, want)
+	}
+}
+
+// A stuck agent is poked first, as Claudopilot's poke did: stopped and
+// relaunched at once in its own session, at no attempt; only after
+// STUCK_POKES pokes in a row is stuck its attempt's failure (the
+// supervisor's turn). A transient error resumes the session too.
+func TestStuckIsPoked(t *testing.T) {
+	t.Parallel()
+	stuck := func(sess string) step {
+		return step{Reason: state.ReasonStuck, Detail: "no output for 10m0s", Usage: ledger.Usage{SessionID: sess}}
+	}
+	for _, c := range []struct {
+		name   string
+		steps  []step
+		super  int
+		resume []string // the sessions the worker's runs resumed
+	}{
+		{"recovers", []step{stuck("s1"), stuck("s2"), okStep}, 0, []string{"", "s1", "s2"}},
+		{"exhausted", []step{stuck("s1"), stuck("s2"), stuck("s3")}, 1, []string{"", "s1", "s2"}},
+		{"transient", []step{{Transient: true, Reason: state.ReasonExit, Usage: ledger.Usage{SessionID: "t1"}}, okStep}, 0, []string{"", "t1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, StuckPokes: 2, TransientMaxRetries: 2, Backoff: func(int) time.Duration { return time.Millisecond }})
+			h.runner.on("a", state.Worker, c.steps...)
+			h.run(context.Background())
+			var got []string
+			for _, j := range h.runner.jobsOf("a", state.Worker) {
+				if j.Attempt != 1 {
+					t.Errorf("job %+v: a poke spends no attempt", j)
+				}
+				got = append(got, j.Session)
+			}
+			if len(got) > len(c.resume) {
+				got = got[:len(c.resume)]
+			}
+			if !slices.Equal(got, c.resume) {
+				t.Errorf("sessions resumed %q, want %q", got, c.resume)
+			}
+			if n := len(h.runner.jobsOf("a", state.Supervisor)); n != c.super {
+				t.Errorf("%d supervisors, want %d", n, c.super)
+			}
+		})
 	}
 }

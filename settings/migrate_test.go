@@ -80,3 +80,32 @@ GATE_CMD="$(make gate)"
 		t.Errorf("no files: %v", err)
 	}
 }
+
+// Under the claude preset a worker resumes its session by default (as
+// Claudopilot's claude driver did), announced as a changed default; a
+// command given in full, another driver, LANES or AGENT_RESUME_CMD set
+// (even empty) turn the preset off.
+func TestClaudePresetResumes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"default", nil, DefaultAgent + " --resume {session}"},
+		{"driver claude with a model", map[string]string{"AGENT_DRIVER": "claude", "AGENT_MODEL": "opus"}, DefaultAgent + " --model opus --resume {session}"},
+		{"codex", map[string]string{"AGENT_DRIVER": "codex"}, ""},
+		{"own command", map[string]string{"AGENT_CMD": "my-agent"}, ""},
+		{"set empty", map[string]string{"AGENT_RESUME_CMD": ""}, ""},
+		{"set", map[string]string{"AGENT_RESUME_CMD": "x {session}"}, "x {session}"},
+		{"lanes", map[string]string{"LANES": "a", "LANE_a_CMD": "claude -p"}, ""},
+	} {
+		s, err := Resolve(Input{Scope: Run, Env: c.env, Top: t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if s.ResumeCmd != c.want || s.ResumePreset != (c.name == "default" || c.name == "driver claude with a model") {
+			t.Errorf("%s: AGENT_RESUME_CMD %q (preset %v), want %q", c.name, s.ResumeCmd, s.ResumePreset, c.want)
+		}
+	}
+}

@@ -473,5 +473,20 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 		probs = append(probs, credentialFolders(lanes)...)
 	}
 	s.Lanes = lanes
+	s.presetResume()
 	return probs
+}
+
+// presetResume: under the claude preset (AGENT_CMD built by AGENT_DRIVER
+// claude, or its default) a worker is resumed in its session by default,
+// as Claudopilot did: AGENT_RESUME_CMD is the agent's command with
+// --resume. Not with LANES, whose commands may be other CLIs.
+func (s *Settings) presetResume() {
+	agent := s.vals["AGENT_CMD"].Src
+	claude := agent.Kind == FromDefault || agent.Kind == FromDriver && agent.Name == "claude"
+	if s.vals["AGENT_RESUME_CMD"].Src.Kind != FromDefault || !claude || len(s.Lanes) > 0 {
+		return
+	}
+	s.ResumeCmd = s.Agent + " --resume {session}"
+	s.ResumePreset = true
 }

@@ -61,6 +61,8 @@ type Settings struct {
 	ListenPublic         bool
 	ListenOrigin         string
 	ResumeCmd            string
+	ResumePreset         bool   // derived: ResumeCmd is the claude preset's default (a changed default: ResumeNote)
+	StuckPokes           int    // STUCK_POKES
 	Sandbox              string // a sandbox mode (sandbox.ParseMode)
 	SandboxNet           bool
 	SandboxGate          bool

@@ -388,7 +388,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 		case "pgid":
 			h.PGIDs = append(h.PGIDs, r.PGID)
 			h.started++
-		case "exit", "done", "fail", "interrupted", "cooldown", "transient", "ask":
+		case "exit", "done", "fail", "interrupted", "cooldown", "transient", "ask", "poke":
 			// The outcome's usage record counted its sessions.
 			h.started = 0
 			h.PGIDs = nil
@@ -429,7 +429,7 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 					h.Log = r.Log
 				}
 			}
-			if r.Event == "cooldown" || r.Event == "transient" || r.Event == "ask" {
+			if r.Event == "cooldown" || r.Event == "transient" || r.Event == "ask" || r.Event == "poke" {
 				// The retry reuses the attempt number.
 				if r.Role == Supervisor {
 					h.SuperRuns--

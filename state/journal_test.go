@@ -192,6 +192,18 @@ func TestHistory(t *testing.T) {
 			cool: map[Role]time.Time{},
 		},
 		{
+			name: "a poked worker reuses its attempt (STUCK_POKES)",
+			recs: []Record{
+				rec(0, "a", "launch", Worker, 1),
+				rec(1, "a", "poke", Worker, 1),
+				rec(2, "a", "launch", Worker, 1),
+			},
+			want: map[string]*PhaseHistory{"a": {
+				WorkerRuns: 1, Last: "launch", Spent: time.Second, launchedAt: at(2),
+			}},
+			cool: map[Role]time.Time{},
+		},
+		{
 			name: "repairs the driver's death or an interrupt cut short spend nothing, once relaunched too",
 			recs: []Record{
 				rec(0, "a", "launch", Worker, 1),

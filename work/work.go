@@ -402,8 +402,8 @@ func (r *Runner) command(j scheduler.Job) string {
 		cmd = j.Cmd // the lane's command
 	}
 	if r.resumes(j) {
-		// Carry on in the agent's own session (after a rate limit or a
-		// crash) instead of starting it over.
+		// Carry on in the agent's own session (after a rate limit, a
+		// transient error, a poke or a crash) instead of starting over.
 		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
 	}
 	return cmd
@@ -428,6 +428,13 @@ func (r *Runner) asked(ctx context.Context, j scheduler.Job, wt, question string
 	}
 	o.Ended = r.now()
 	return o
+}
+
+// resumeNudge is what a resumed session is told on stdin.
+func resumeNudge(docRel, doneRel string) string {
+	return fmt.Sprintf("claudopilot: you were stopped mid-run (a rate limit, a passing API error, no output for too long, or the driver's restart) and this is your session again, its context intact. "+
+		"Look at what you have done so far (git log, git status, the checklist in %s) and carry on from there, under the same contract: "+
+		"keep the gate green, commit your work, and when every slice is done rename %s to %s, commit, and exit 0. Do not start over, merge, or edit the manifest.\n", docRel, docRel, doneRel)
 }
 
 // gate runs the phase's gate in its worktree at the branch tip.
@@ -755,6 +762,11 @@ func (r *Runner) prompt(j scheduler.Job, wt string, t target) ([]byte, string, e
 	if j.Answer != "" && r.resumes(j) {
 		// The session goes on: the answer is its next message.
 		return []byte(fmt.Sprintf("You asked: %s\n\nThe answer: %s\n\nCarry on with the task.\n", j.Question, j.Answer)), failLog, nil
+	}
+	if r.resumes(j) {
+		// The resumed session holds the task: a short nudge re-orients
+		// it (Claudopilot sent one too) instead of the whole prompt again.
+		return []byte(resumeNudge(t.docRel, t.doneRel)), failLog, nil
 	}
 	p, err := r.Prompts.Render(t.tmpl, d)
 	if err == nil && j.Answer != "" {

@@ -1252,3 +1252,22 @@ func TestRunLogsStampedAndRotated(t *testing.T) {
 		t.Errorf("rotated record of attempt 2: %+v %v", rot, ok)
 	}
 }
+
+// A worker relaunched in its session runs AGENT_RESUME_CMD with the
+// session and is told a short nudge, not the whole prompt again.
+func TestRunResumesSessionWithNudge(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.runner.Agent = f.agent("echo fresh; exit 9")
+	f.runner.ResumeCmd = f.agent(`echo "session=$1"; cat`+doneBody) + " {session}"
+	j := job()
+	j.Session = "sess-1"
+	o := f.run(j)
+	log := f.read(o.LogPath)
+	if !o.OK {
+		t.Fatalf("%+v\n%s", o, log)
+	}
+	if !strings.Contains(log, "session=sess-1\n") || !strings.Contains(log, "this is your session again") || strings.Contains(log, "first phase") {
+		t.Errorf("the resumed session's log:\n%s", log)
+	}
+}

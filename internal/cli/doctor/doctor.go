@@ -602,6 +602,9 @@ func (d *doctorState) checkSandbox(ctx context.Context) {
 	if src.Kind == settings.FromDefault {
 		d.add(doctorOK, "sandbox: "+wire.SandboxDefaultNote, "")
 	}
+	for _, n := range wire.DefaultNotes(d.set) {
+		d.add(doctorOK, "default: "+n, "")
+	}
 	probe := (&sandbox.Config{}).Probe(ctx)
 	switch {
 	case d.set.Sandbox == sandbox.Bwrap && probe != nil:

@@ -173,7 +173,7 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 		cfg, err = wire.Engine(ctx, s, wire.Run{Git: git, Env: a.Env, Alone: o.Alone})
 	}
 	if err == nil {
-		for _, n := range wire.SandboxNotes(ctx, s, cfg.Sandbox) {
+		for _, n := range append(wire.DefaultNotes(s), wire.SandboxNotes(ctx, s, cfg.Sandbox)...) {
 			fmt.Fprintf(a.S.Err, "claudopilot: %s\n", n)
 		}
 		out := work.LeftOut(wire.Env(a.Env).Driver(), s.AgentEnvAllow)

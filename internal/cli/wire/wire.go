@@ -107,6 +107,20 @@ func SandboxNotes(ctx context.Context, s *settings.Settings, sb *sandbox.Config)
 	return out
 }
 
+// DefaultNotes announce changed defaults (issue 26's), at start and in
+// doctor, until the user sets the knob: the claude preset resumes a
+// worker's session, and a stuck agent is poked before it fails.
+func DefaultNotes(s *settings.Settings) []string {
+	var out []string
+	if s.ResumePreset {
+		out = append(out, "AGENT_RESUME_CMD now defaults to the agent's command with --resume {session} under the claude preset (it was unset: a relaunch started over): a worker stopped by a rate limit, a passing API error, a poke or a crash carries on in its session; set AGENT_RESUME_CMD (empty to start over) to choose and silence this line (docs/run.md)")
+	}
+	if s.StuckTimeout > 0 && s.Source("STUCK_POKES").Kind == settings.FromDefault {
+		out = append(out, fmt.Sprintf("STUCK_POKES now defaults to %d (it was 0: a stuck agent failed its attempt): a stuck agent is stopped and resumed in its session first, at no attempt; set STUCK_POKES to choose and silence this line (docs/run.md)", s.StuckPokes))
+	}
+	return out
+}
+
 // SandboxDefaultNote announces the changed default of SANDBOX, at start
 // and in doctor, until the user sets it.
 const SandboxDefaultNote = "SANDBOX now defaults to auto (it was off): agents run in a bubblewrap sandbox where it works here; set SANDBOX (auto, bwrap or off) to choose and silence this line (docs/sandbox.md)"
@@ -133,7 +147,7 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		Poll: s.Poll, Stuck: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateSleep: s.RateLimitSleep,
 		Lanes: Lanes(s, r.Env), Review: Review(s), RunMaxCost: s.RunMaxCost, PhaseMaxCost: s.PhaseMaxCost,
 		PhaseMaxTokens: int64(s.PhaseMaxTokens), PhaseMaxSessions: int64(s.PhaseMaxSessions), NeedsInputWait: s.NeedsInputWait,
-		ResumeCmd: s.ResumeCmd, Notify: s.Notify, Listen: s.Listen, ListenPublic: s.ListenPublic, ListenOrigin: s.ListenOrigin,
+		ResumeCmd: s.ResumeCmd, StuckPokes: s.StuckPokes, Notify: s.Notify, Listen: s.Listen, ListenPublic: s.ListenPublic, ListenOrigin: s.ListenOrigin,
 		Protect:       s.Protected(r.Git.Dir),
 		AgentEnvAllow: s.AgentEnvAllow,
 		V0Prompts:     s.V0Prompts, PromptFiles: promptFiles(s.PromptFiles),
