@@ -104,7 +104,7 @@ func TestCrashResumeStacked(t *testing.T) {
 	}
 	t.Parallel()
 	bin := selfAs(t, "claudopilot")
-	reps, maxKills := 1, 4
+	reps, maxKills := 1, 2 // TestCrashResume's 4 kills cover the offsets; here the stacking
 	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
 		reps, maxKills = 4, 400
 	}
@@ -221,7 +221,7 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 	// Under load the killer sees events late, each round gets further and
 	// fewer kills are needed (7 at a quarter of a core): 4 still proves
 	// the restarts were exercised.
-	if kills < 4 {
+	if kills < min(4, maxKills) {
 		t.Fatalf("only %d kills: the test did not exercise restarts", kills)
 	}
 

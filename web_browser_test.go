@@ -61,6 +61,9 @@ func TestWebPageDrivesARun(t *testing.T) {
 // `claudopilot lane off|on` does; the running driver's pacer takes the
 // switch (codex's concurrency goes to 0 and back).
 func TestWebPageLanes(t *testing.T) {
+	if !soak() {
+		t.Skip("proven in package tests (web TestStateLanes and the lane_off/lane_on actions; the pacer's switch in control and scheduler); TestWebPageDrivesARun drives the page end to end; CLAUDOPILOT_SOAK=1 runs it")
+	}
 	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
 	doc := filepath.Join(agents, "i4-doc.sh")
 	r := startWebRun(t, map[string]string{
