@@ -20,7 +20,7 @@ var readmeShot = flag.Bool("readme-screenshot", false, "TestWebPageMorning write
 // Chromium: an agent's stream-json output reads as a transcript, a phase
 // parked on a red gate opens on the gate's failing output, the timeline
 // draws the attempts and gates, a usage limit counts down to its reset,
-// and at 1280 and 420 px wide nothing is
+// an agent's question waits on you and is answered in its box, and at 1280 and 420 px wide nothing is
 // wider than the window (document.scrollingElement.scrollWidth <=
 // innerWidth, no table wider than its box, and a full-page screenshot no
 // wider than the window). With -readme-screenshot it writes the README's
@@ -38,7 +38,8 @@ func TestWebPageMorning(t *testing.T) {
 			"3. [pending] **storage** — storage layer and its migrations (deps: contracts)\n" +
 			"4. [pending] **cli** — command line for the new endpoints (deps: api-handlers)\n" +
 			"5. [pending] **docs** — user docs, still being written (deps: storage)\n" +
-			"6. [pending] **search** — search index; hits the usage limit once (deps: storage)\n",
+			"6. [pending] **search** — search index; hits the usage limit once (deps: storage)\n" +
+			"7. [pending] **schema** — the store's schema; its agent asks which database (deps: contracts)\n",
 		"roadmap/talk.jsonl":      talk,
 		"gate.sh":                 "if grep -qs BAD work/*.txt; then echo '--- FAIL: TestHandlers (0.02s)'; echo '    handlers_test.go:41: GET /v2/items: got 500, want 200'; echo FAIL; exit 1; fi\necho ok\n",
 		"roadmap/contracts.md":    "```worker\ncat roadmap/talk.jsonl\nwork\nfinish\n```\n",
@@ -46,8 +47,9 @@ func TestWebPageMorning(t *testing.T) {
 		"roadmap/storage.md":      "```worker\ncat roadmap/talk.jsonl\nwork\nfinish\n```\n",
 		"roadmap/docs.md":         "```worker\nwaitgrep \"$RELEASE\" end 120\nwork\nfinish\n```\n",
 		"roadmap/search.md":       "```worker\nif [ ! -e \"$WORK/limit-hit\" ]; then touch \"$WORK/limit-hit\"; echo 'Usage limit reached, retry in 15 seconds'; exit 1; fi\nwork\nfinish\n```\n",
+		"roadmap/schema.md":       "```worker\nif [ ! -e \"$WORK/asked\" ]; then touch \"$WORK/asked\"; echo 'CLAUDOPILOT-NEEDS-INPUT: Postgres or SQLite for the store?'; exit 0; fi\nwork\nfinish\n```\n",
 		"roadmap/cli.md":          "```worker\nwork\nfinish\n```\n",
-	}, "--agent", filepath.Join(agents, "i4-doc.sh"), "--gate", "sh gate.sh", "--max-parallel", "2", "--max-supervisor-attempts", "1", "--keep-going")
+	}, "--agent", filepath.Join(agents, "i4-doc.sh"), "--gate", "sh gate.sh", "--max-parallel", "3", "--max-supervisor-attempts", "1", "--keep-going")
 	node := func(id, state string) string { return `g.node[data-id="` + id + `"][data-state="` + state + `"]` }
 	r.run([]webStep{
 		{"open the login URL", chromedp.Navigate(r.url)},
@@ -56,11 +58,14 @@ func TestWebPageMorning(t *testing.T) {
 		{"api-handlers parked on its red gate", chromedp.WaitVisible(chromedp.CSS(node("api-handlers", "blocked")))},
 		{"docs runs", chromedp.WaitVisible(chromedp.CSS(node("docs", "running")))},
 		{"search's usage limit holds launches, counting down", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Usage limit")][contains(., "resets in")]`))},
-		{"the countdown shows minutes and seconds", do(func() error { return r.expect(`/^0:[0-2][0-9]$/.test($("#holds b").textContent)`) })},
+		{"the countdown shows minutes and seconds", do(func() error { return r.expect(`/^0:[0-2][0-9]$/.test($("#holds b[data-until]").textContent)`) })},
+		{"schema's question waits on you", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Waiting on you")][contains(., "Postgres or SQLite")]`))},
+		{"the header counts it", chromedp.WaitVisible(chromedp.Search(`//span[@id="status"][contains(., "1 waiting on you")]`))},
 		{"pick api-handlers", clickNow(`tr[data-id="api-handlers"]`)},
 		{"its pane opens on the gate's failing output", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "got 500, want 200")]`))},
 		{"the gate log is the one chosen", do(func() error { return r.expect(`$("#logsel").selectedOptions[0].textContent.includes("gate")`) })},
 		{"pick contracts", clickNow(`tr[data-id="contracts"]`)},
+		{"no answer box for a node that asks nothing", do(func() error { return r.expect(`getComputedStyle($("#askform")).display === "none"`) })},
 		{"its output reads as a transcript", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"]//*[contains(@class,"tx-tool")][contains(., "go test ./...")]`))},
 		{"the assistant's text", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "Fixed the off-by-one in Parse")]`))},
 		{"the timeline draws attempts and gates", chromedp.WaitVisible(chromedp.CSS(`#timeline svg.timeline .tl-attempt[data-role="supervisor"]`))},
@@ -74,6 +79,15 @@ func TestWebPageMorning(t *testing.T) {
 	}
 	r.run([]webStep{{"fits at 420", r.fits(420)}})
 	r.shotAt(420, "page-420.png")
+	r.run([]webStep{
+		{"window 1280 wide again", chromedp.EmulateViewport(1280, 900)},
+		{"open schema's question", clickNow(`#holds button[data-ask="schema"]`)},
+		{"the box shows it", chromedp.WaitVisible(chromedp.Search(`//div[@id="question"][contains(., "Postgres or SQLite for the store?")]`))},
+		{"type the answer", chromedp.SendKeys(chromedp.CSS("#answer"), "SQLite")},
+		{"answer", clickNow("#btn-answer")},
+		{"schema goes on and merges", chromedp.WaitVisible(chromedp.CSS(node("schema", "merged")))},
+		{"nothing waits on you", do(func() error { return r.expect(`!document.querySelector("#holds .ask") && $("#askform").hidden`) })},
+	})
 	if err := os.WriteFile(filepath.Join(r.dir, "release"), []byte("end\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
