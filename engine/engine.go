@@ -267,7 +267,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 		Git: e.Git, Layout: layout, Agent: cfg.Agent, Super: cfg.Super, Prepare: cfg.Prepare,
 		Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prompts: cfg.promptSet(dirs), Redact: e.redact,
 		StuckTimeout: cfg.Stuck, AgentTimeout: cfg.AgentTimeout, LogCap: int64(cfg.LogCapMB) << 20, LogKeep: cfg.LogKeep,
-		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
+		DefaultCooldown: cfg.RateSleep, ResumeCmd: cfg.ResumeCmd, Attach: cfg.Attach, Sandbox: cfg.Sandbox, Stray: cfg.Stray,
 	}
 }
 

@@ -44,6 +44,7 @@ type Settings struct {
 	RunMaxCost, PhaseMaxCost             float64
 	PhaseMaxTokens, PhaseMaxSessions     int64
 	NeedsInputWait                       time.Duration // NEEDS_INPUT_HOURS
+	Attach                               bool          // ATTACH: agents on a terminal
 	ResumeCmd                            string
 	Notify                               string
 	// Listen serves the web page and API on this address ("" off);

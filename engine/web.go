@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/claudopilot/claudopilot/proc"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +61,7 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
 	}
 	srv := &web.Server{
-		Token: tok, Model: model, Hub: hub, Redact: red, Origin: origin,
+		Token: tok, Model: model, Hub: hub, Redact: red, Origin: origin, Screen: screenOf(l),
 		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 		Timeline: func() (status.Timeline, error) {
@@ -161,6 +163,22 @@ func laneFigures(ls Lanes, stateDir string, board *planBoard) []web.Lane {
 		out = append(out, f)
 	}
 	return out
+}
+
+// screenOf opens a node's agent terminal read-only, as `claudopilot
+// attach` without --write does.
+func screenOf(l state.Layout) func(id string) (io.ReadCloser, error) {
+	return func(id string) (io.ReadCloser, error) {
+		c, err := net.Dial("unix", l.AttachSocket(id))
+		if err != nil {
+			return nil, fmt.Errorf("no agent of %s runs on a terminal now (ATTACH=1)", id)
+		}
+		if _, err := c.Write([]byte{proc.AttachRead}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 func (w webActions) Pause() error  { return SetPaused(w.state, true) }

@@ -67,6 +67,13 @@ type Spec struct {
 	// OnStart gets the pid, which is also the process group id, right after
 	// start so it can be journaled before anything else can go wrong.
 	OnStart func(pid int)
+
+	// Attach, when set, runs the command on a pseudo-terminal (stdin,
+	// stdout and stderr; the prompt is then only in PromptFile) and
+	// serves its screen on a unix socket at this path for `claudopilot
+	// attach` (attach.go). The output is read, logged and redacted as
+	// from a pipe.
+	Attach string
 }
 
 // Result is how a run ended.
@@ -120,10 +127,10 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	// the log, watch for silence and keep a tail. Because every stdio file is
 	// an *os.File, os/exec starts no copying goroutines, so cmd.Wait returns
 	// the moment the shell exits even if a grandchild still holds the pipe.
-	pr, pw, err := os.Pipe()
+	pr, pw, err := outputFiles(s.Attach != "")
 	if err != nil {
 		logw.Close()
-		return fail(ReasonStart, fmt.Errorf("supervisor: output pipe: %w", err))
+		return fail(ReasonStart, err)
 	}
 
 	// Every process of this run carries the mark, so those that escape
@@ -144,6 +151,19 @@ func Run(ctx context.Context, s Spec) (res Result) {
 		cmd.Stdin = stdin
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var sc *screen
+	if s.Attach != "" {
+		// A terminal: the child's stdin is it too, and it leads a
+		// session (and group) of its own.
+		cmd.Stdin, cmd.SysProcAttr = pw, terminalAttr()
+		if sc, err = serveScreen(s.Attach, pr); err != nil {
+			pw.Close()
+			pr.Close()
+			logw.Close()
+			return fail(ReasonStart, err)
+		}
+		defer sc.close()
+	}
 	res.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
@@ -167,6 +187,7 @@ func Run(ctx context.Context, s Spec) (res Result) {
 			n, err := pr.Read(buf)
 			if n > 0 {
 				lastOutput.Store(int64(time.Since(base)))
+				sc.write(buf[:n])
 				p := out.write(buf[:n])
 				logw.Write(p)
 				tail.Write(p)
@@ -175,7 +196,7 @@ func Run(ctx context.Context, s Spec) (res Result) {
 				p := out.flush()
 				logw.Write(p)
 				tail.Write(p)
-				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !endOfTerminal(err) {
 					logw.Write([]byte(fmt.Sprintf("\n=== supervisor: reading output: %v ===\n", err)))
 				}
 				return
@@ -228,6 +249,19 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	res.Stray = groupErr
 	res.Err = errors.Join(cause, groupErr, logw.err, logw.Close())
 	return res
+}
+
+// outputFiles are the ends the driver reads and the child writes: a pipe,
+// or with a terminal its master and slave.
+func outputFiles(terminal bool) (r, w *os.File, err error) {
+	if terminal {
+		return openTerminal()
+	}
+	r, w, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("supervisor: output pipe: %w", err)
+	}
+	return r, w, nil
 }
 
 // promptInput writes the prompt file and returns the file to use as stdin. A

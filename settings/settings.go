@@ -56,6 +56,7 @@ type Settings struct {
 	PhaseMaxTokens       int
 	PhaseMaxSessions     int
 	NeedsInputWait       time.Duration // NEEDS_INPUT_HOURS
+	Attach               bool          // ATTACH
 	Notify               string
 	Listen               string
 	ListenPublic         bool

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/claudopilot/claudopilot/manifest"
 )
@@ -61,6 +62,15 @@ func (l Layout) InstancePath() string { return filepath.Join(l.StateDir(), "inst
 
 // JournalPath is the run journal.
 func (l Layout) JournalPath() string { return JournalIn(l.StateDir()) }
+
+// AttachSocket is where the screen of node id's agent is served while it
+// runs on a terminal (ATTACH=1): in the state folder's private attach/.
+func (l Layout) AttachSocket(id string) string { return AttachSocketIn(l.StateDir(), id) }
+
+// AttachSocketIn is AttachSocket in the state folder dir.
+func AttachSocketIn(dir, id string) string {
+	return filepath.Join(dir, "attach", strings.TrimPrefix(id, "#")+".sock")
+}
 
 // JournalIn is the journal in the state folder dir.
 func JournalIn(dir string) string { return filepath.Join(dir, "journal.jsonl") }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	_ "embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,10 @@ type Server struct {
 	// Redact is the driver's redaction funnel: every log line served
 	// goes through it (nil: the rules alone).
 	Redact *secret.Redactor
+	// Screen opens the live terminal of node id's agent read-only (an
+	// agent on a terminal, ATTACH=1), as `claudopilot attach` shows it
+	// (nil: none).
+	Screen func(id string) (io.ReadCloser, error)
 	// Timeline reads the run's timeline from the journal (nil: none).
 	Timeline func() (status.Timeline, error)
 	// Origin is the page's public origin when an HTTPS proxy serves it
@@ -138,6 +143,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/logs/{id}/list", s.auth(s.logList))
 	mux.HandleFunc("GET /api/v1/timeline", s.auth(s.timeline))
 	mux.HandleFunc("POST /api/v1/actions", s.auth(s.action))
+	mux.HandleFunc("GET /api/v1/attach/{id}", s.auth(s.screen))
 	mux.HandleFunc("POST /api/v1/login", s.auth(s.newLogin))
 	return mux
 }
@@ -274,6 +280,42 @@ func (s *Server) newLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"code": code})
+}
+
+// screen streams an agent's terminal, read-only: "screen" events whose
+// data is the bytes (base64; the recent screen first, through the
+// redaction funnel), then "end" when the agent ends.
+func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
+	if s.Screen == nil {
+		httpError(w, http.StatusNotFound, "no agent runs on a terminal here (ATTACH=1)")
+		return
+	}
+	c, err := s.Screen(r.PathValue("id"))
+	if err != nil {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	defer c.Close()
+	stop := context.AfterFunc(r.Context(), func() { c.Close() })
+	defer stop()
+	sseHeaders(w)
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			fmt.Fprintf(w, "event: screen\ndata: %s\n\n", base64.StdEncoding.EncodeToString([]byte(s.Redact.String(string(buf[:n])))))
+		}
+		if err != nil {
+			fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 type actionReq struct {

@@ -678,3 +678,36 @@ func TestQuestionAndAnswer(t *testing.T) {
 		t.Errorf("after the answer: %+v, waiting on you %d", b, after.WaitingOnYou)
 	}
 }
+
+// An agent's terminal is served read-only as "screen" events (base64,
+// redacted), then "end"; a node with none answers 404.
+func TestScreenStream(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Screen = func(id string) (io.ReadCloser, error) {
+		if id != "b" {
+			return nil, errors.New("no agent of " + id + " runs on a terminal now (ATTACH=1)")
+		}
+		return io.NopCloser(strings.NewReader("Proceed? \x1b[1m[y/N]\x1b[0m ")), nil
+	}
+	if got := f.do(t, "GET", "/api/v1/attach/c", "tok", "", "").StatusCode; got != 404 {
+		t.Errorf("a node without a terminal: %d, want 404", got)
+	}
+	resp := f.do(t, "GET", "/api/v1/attach/b", "tok", "", "")
+	body, _ := io.ReadAll(resp.Body)
+	var screen []byte
+	for _, l := range strings.Split(string(body), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok && d != "{}" {
+			b, err := base64.StdEncoding.DecodeString(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			screen = append(screen, b...)
+		}
+	}
+	if string(screen) != "Proceed? \x1b[1m[y/N]\x1b[0m " || !strings.Contains(string(body), "event: end") {
+		t.Errorf("stream %q, screen %q", body, screen)
+	}
+	if got := f.do(t, "GET", "/api/v1/attach/b", "", "", "").StatusCode; got != 401 && got != 403 {
+		t.Errorf("no token: %d", got)
+	}
+}

@@ -56,6 +56,9 @@ type Runner struct {
 	// agent session; "{session}" is replaced by the session id.
 	ResumeCmd string
 	Now       func() time.Time
+	// Attach (ATTACH) runs agents on a pseudo-terminal whose screen
+	// `claudopilot attach` shows (proc.Spec.Attach).
+	Attach bool
 	// LogKeep (LOG_KEEP) is how many logs of a node's role are kept
 	// whatever they say; older ones of passing attempts are rotated
 	// away. 0 keeps all.
@@ -291,7 +294,7 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	res := proc.Run(ctx, proc.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
-		OnStart: started, Wrap: jail.Wrap(),
+		OnStart: started, Wrap: jail.Wrap(), Attach: r.attachSocket(j),
 	})
 	var costNotes []string
 	o.Usage, costNotes = usageOf(log, logStart)
@@ -407,6 +410,14 @@ func (r *Runner) command(j scheduler.Job) string {
 		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
 	}
 	return cmd
+}
+
+// attachSocket is where the agent's terminal is served, or "" (no ATTACH).
+func (r *Runner) attachSocket(j scheduler.Job) string {
+	if !r.Attach {
+		return ""
+	}
+	return r.Layout.AttachSocket(j.ID)
 }
 
 // resumes is true when the job carries on in the agent's own session:

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/claudopilot/claudopilot/internal/cli/answer"
+	"github.com/claudopilot/claudopilot/internal/cli/attach"
 	"github.com/claudopilot/claudopilot/internal/cli/clean"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/completion"
@@ -46,6 +47,7 @@ func Commands() []cmdutil.Command {
 		report.NewCmd(nil),
 		retry.NewCmd(nil),
 		answer.NewCmd(nil),
+		attach.NewCmd(nil),
 		pause.NewCmdPause(nil),
 		pause.NewCmdResume(nil),
 		pause.NewCmdDrain(nil),
