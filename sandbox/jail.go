@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/worktree"
@@ -200,7 +201,11 @@ func (c *Config) Probe(ctx context.Context) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("sandbox: bubblewrap does not work here (user namespaces off?): %s: %w", bytes.TrimSpace(out.Bytes()), err)
+		msg := strings.ReplaceAll(string(bytes.TrimSpace(out.Bytes())), "\n", "; ")
+		if c.Outside != "" && !c.Net {
+			return fmt.Errorf("sandbox: the network in front of the sandbox (slirp4netns) does not work here: %s: %w", msg, err)
+		}
+		return fmt.Errorf("sandbox: bubblewrap does not work here (user namespaces off?): %s: %w", msg, err)
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -365,5 +368,113 @@ func TestJailTimeoutStopsEverything(t *testing.T) {
 	}
 	if _, err := j.Leave(ctx, r.git); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// SANDBOX_NET=outside (issue 21): with slirp4netns in front of the
+// sandbox's own network namespace, a listener on the host's loopback is
+// out of reach and one on a non-loopback address of the host is reached;
+// the command's standard input and exit code come through. No traffic
+// leaves this machine.
+func TestJailNetworkOutside(t *testing.T) {
+	needBwrap(t)
+	slirp, err := exec.LookPath("slirp4netns")
+	if err != nil {
+		t.Skip("slirp4netns is not installed")
+	}
+	t.Parallel()
+	loop := acceptCount(t, "127.0.0.1")
+	host := hostIPv4()
+	if host == "" {
+		t.Skip("no non-loopback address here")
+	}
+	other := acceptCount(t, host)
+	c := &Config{Outside: slirp}
+	script := `read -r x; echo "in=$x"; for a in "$@"; do GIT_TERMINAL_PROMPT=0 git ls-remote "http://$a/x.git" >/dev/null 2>&1; done; exit 7`
+	argv := c.Args(Attempt{}, "/bin/sh", "-c", script, "sh", loop.addr, other.addr)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = strings.NewReader("prompt\n")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("exit: %v, want 7\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "in=prompt") {
+		t.Errorf("standard input did not come through: %s", out)
+	}
+	if n := loop.n.Load(); n != 0 {
+		t.Errorf("the host's loopback was reached (%d connections)", n)
+	}
+	if n := other.n.Load(); n == 0 {
+		t.Errorf("the host's address %s was not reached", host)
+	}
+	// A slirp4netns that fails stops the sandbox before the command runs.
+	c.Outside = "/bin/false"
+	argv = c.Args(Attempt{}, "/bin/sh", "-c", "echo ran")
+	out, err = exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err == nil || strings.Contains(string(out), "ran") || !strings.Contains(string(out), "slirp4netns did not start") {
+		t.Errorf("a failing slirp4netns: %v\n%s", err, out)
+	}
+}
+
+type counted struct {
+	addr string
+	n    atomic.Int64
+}
+
+// acceptCount listens on host and counts the connections made.
+func acceptCount(t *testing.T, host string) *counted {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c := &counted{addr: ln.Addr().String()}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.n.Add(1)
+			conn.Close()
+		}
+	}()
+	return c
+}
+
+// hostIPv4 is a non-loopback IPv4 address of this host ("": none).
+func hostIPv4() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			return ip.IP.String()
+		}
+	}
+	return ""
+}
+
+// BenchmarkNet is the start-up of an empty sandboxed process by
+// SANDBOX_NET: the host's network, none, and outside (slirp4netns in
+// front: BENCHMARKS.md).
+func BenchmarkNet(b *testing.B) {
+	needBwrap(b)
+	slirp, _ := exec.LookPath("slirp4netns")
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{"host", Config{Net: true}}, {"none", Config{}}, {"outside", Config{Outside: slirp}}} {
+		if c.name == "outside" && slirp == "" {
+			continue
+		}
+		b.Run(c.name, func(b *testing.B) {
+			argv := c.cfg.Args(Attempt{}, "true")
+			for b.Loop() {
+				if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+		})
 	}
 }

@@ -48,13 +48,17 @@ func (c *Config) WithState(paths ...string) *Config {
 	return &d
 }
 
-// Config is the sandbox of one run. The zero value shares the network,
+// Config is the sandbox of one run. The zero value has no network,
 // hides nothing and leaves gates outside.
 type Config struct {
-	Bwrap string   // the bwrap binary
-	Net   bool     // share the network (SANDBOX_NET, default on)
-	Gate  bool     // gates and WORKTREE_PREPARE_CMD run inside too (SANDBOX_GATE)
-	RW    []string // writable besides the worktree: SANDBOX_RW; missing ones are skipped
+	Bwrap string // the bwrap binary
+	Net   bool   // share the host's network (SANDBOX_NET=1)
+	// Outside is the slirp4netns program for SANDBOX_NET=outside (net.go):
+	// when Net is off, the sandbox reaches outside addresses through it,
+	// but not the host's loopback. "" with Net off: no network at all.
+	Outside string
+	Gate    bool     // gates and WORKTREE_PREPARE_CMD run inside too (SANDBOX_GATE)
+	RW      []string // writable besides the worktree: SANDBOX_RW; missing ones are skipped
 	// State are the agent CLIs' state folders and files (HomeState, and
 	// a lane's config folder through WithState): an agent or reviewer
 	// gets a private copy of each (state.go); gates and prepare see them
@@ -158,7 +162,7 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 		args = append(args, "--remount-ro", h)
 	}
 	args = append(args, "--")
-	return append(args, argv...)
+	return c.withNet(append(args, argv...))
 }
 
 // HomeRW lists extra (SANDBOX_RW, split on ':') as absolute paths; "~/"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/protect"
+	"github.com/claudopilot/claudopilot/sandbox"
 )
 
 // DefaultAgent is Claude Code in headless mode.
@@ -142,7 +143,7 @@ func runKnobs() []Knob {
 		{Env: "AGENT_RESUME_CMD", Flag: "resume-cmd", Help: `command that relaunches a worker in its agent session after a rate limit, a passing API error, a poke or a crash; {session} is the session id (default under the claude preset without LANES: AGENT_CMD --resume {session})`, Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.ResumeCmd })},
 		{Env: "STUCK_POKES", Flag: "stuck-pokes", Def: "3", Help: "pokes of a stuck agent (STUCK_TIMEOUT: stopped and resumed in its session, at no attempt) before stuck counts as its attempt's failure; 0: stuck is a failure at once", Kind: Int, Scope: rq, to: field(func(s *Settings) *int { return &s.StuckPokes })},
 		{Env: "SANDBOX", Flag: "sandbox", Def: "auto", Help: "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined; auto: bwrap where it works here, else off with a warning", Kind: Sandbox, Scope: rq, to: field(func(s *Settings) *string { return &s.Sandbox })},
-		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "1", Help: "network inside the sandbox: 1 shares the host's (its loopback services too: docs/sandbox.md), 0 none", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxNet })},
+		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "outside", Help: "network inside the sandbox: outside reaches outside addresses but not the host's loopback (slirp4netns; without it, the host's network with a warning), 1 shares the host's (its loopback services too), 0 none (docs/sandbox.md)", Kind: Choice, Choices: sandbox.NetChoices, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxNet })},
 		{Env: "SANDBOX_GATE", Flag: "sandbox-gate", Def: "0", Help: "gates and WORKTREE_PREPARE_CMD run in the sandbox too", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.SandboxGate })},
 		{Env: "SANDBOX_RW", Flag: "sandbox-rw", Help: "more writable paths inside the sandbox, ':'-separated, absolute or ~/", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxRW })},
 	}

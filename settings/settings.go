@@ -7,6 +7,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/pacer"
 	"github.com/claudopilot/claudopilot/protect"
+	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -65,7 +66,7 @@ type Settings struct {
 	ResumePreset         bool   // derived: ResumeCmd is the claude preset's default (a changed default: ResumeNote)
 	StuckPokes           int    // STUCK_POKES
 	Sandbox              string // a sandbox mode (sandbox.ParseMode)
-	SandboxNet           bool
+	SandboxNet           string // SANDBOX_NET as given (sandbox.NetChoices): SandboxNetMode reads it
 	SandboxGate          bool
 	SandboxRW            string
 	SandboxPaths         []string // derived: the writable paths besides the worktree (sandbox.HomeRW)
@@ -148,6 +149,10 @@ type Value struct {
 
 // Value returns the value of knob env as written and its source.
 func (s *Settings) Value(env string) Value { return s.vals[env] }
+
+// SandboxNetMode is SANDBOX_NET's mode: sandbox.NetOutside, NetHost or
+// NetNone.
+func (s *Settings) SandboxNetMode() string { return sandbox.ParseNet(s.SandboxNet) }
 
 // Source says where knob env's value came from.
 func (s *Settings) Source(env string) Source { return s.vals[env].Src }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,8 @@ var tableRows = map[string]string{
 	"webtoken":  "the web page's token (`.claudopilot/state/web-token`, mode 0600)",
 	"environ":   "the driver's environment (`/proc/<pid>/environ`)",
 	"process":   "the driver's process (signals)",
+	"loopo":     "the host's loopback (`127.0.0.1`), SANDBOX_NET=outside",
+	"addro":     "the host's other addresses and outside, SANDBOX_NET=outside",
 	"loop1":     "the host's loopback (`127.0.0.1`), SANDBOX_NET=1",
 	"addr1":     "the host's other addresses and outside, SANDBOX_NET=1",
 	"loop0":     "the host's loopback, SANDBOX_NET=0",
@@ -116,7 +119,7 @@ func hostAddress() string {
 
 // The table of docs/sandbox.md, "What an agent can read, write and reach",
 // is what a probe agent (testdata/agents/i21-probe.sh) finds under bwrap
-// (with SANDBOX_NET=1, and =0 for the network rows) and without a sandbox,
+// (with SANDBOX_NET=1, and =0 and =outside for the network rows) and without a sandbox,
 // row by row (issue 21). Without bubblewrap only the off column is checked.
 func TestSandboxTable(t *testing.T) {
 	table := docTable(t)
@@ -132,22 +135,33 @@ func TestSandboxTable(t *testing.T) {
 	if addr == "" {
 		t.Log("no non-loopback address here: the rows of the host's other addresses are not probed")
 	}
+	slirp, _ := exec.LookPath("slirp4netns")
+	if slirp == "" {
+		t.Log("slirp4netns is not installed: the SANDBOX_NET=outside rows are not probed")
+	}
 	for _, mode := range modes(t) {
 		got := map[string][2]bool{}
-		for _, netOn := range []bool{true, false} {
-			if !netOn && mode == sandbox.Off {
+		for _, net := range []string{"1", "0", "o"} {
+			if mode == sandbox.Off && net != "1" {
 				continue // SANDBOX_NET means nothing without the sandbox
 			}
-			res := probeRun(t, mode, netOn, addr)
+			if net == "o" && slirp == "" {
+				continue
+			}
+			res := probeRun(t, mode, net, addr, slirp)
 			for id, v := range res {
 				got[id] = v
 			}
 		}
 		if mode == sandbox.Off {
 			got["loop0"], got["addr0"] = got["loop1"], got["addr1"]
+			got["loopo"], got["addro"] = got["loop1"], got["addr1"]
 		}
 		for id, row := range tableRows {
-			if (id == "addr0" || id == "addr1") && addr == "" {
+			if strings.HasPrefix(id, "addr") && addr == "" {
+				continue
+			}
+			if (id == "loopo" || id == "addro") && slirp == "" {
 				continue
 			}
 			want := table[row][mode]
@@ -173,8 +187,9 @@ func TestSandboxTable(t *testing.T) {
 }
 
 // probeRun runs the probe as a phase's worker and returns, per row id,
-// whether it could read and write (for the network rows: reach).
-func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]bool {
+// whether it could read and write (for the network rows: reach). net is
+// SANDBOX_NET's row suffix: "1", "0", or "o" (outside, through slirp).
+func probeRun(t *testing.T, mode, net, addr, slirp string) map[string][2]bool {
 	t.Helper()
 	f := newFixture(t)
 	// Outside /tmp, which the sandbox replaces: HOME, SANDBOX_RW and the
@@ -219,7 +234,10 @@ func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]
 	}
 	if mode == sandbox.Bwrap {
 		f.sandboxed()
-		f.runner.Sandbox.Net = netOn
+		f.runner.Sandbox.Net = net == "1"
+		if net == "o" {
+			f.runner.Sandbox.Outside = slirp
+		}
 		f.runner.Sandbox.RW = []string{rw}
 		f.runner.Sandbox.State = sandbox.HomeState(home)
 	}
@@ -230,7 +248,7 @@ func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]
 	o := f.run(job())
 	if !o.OK {
 		log, _ := os.ReadFile(o.LogPath)
-		t.Fatalf("%s net=%v: outcome %+v\n%s", mode, netOn, o, log)
+		t.Fatalf("%s net=%s: outcome %+v\n%s", mode, net, o, log)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -250,10 +268,6 @@ func probeRun(t *testing.T, mode string, netOn bool, addr string) map[string][2]
 	got["others"] = [2]bool{got["others"][0], f.rev("refs/heads/release") != f.rev("refs/heads/main")}
 	got["objects"] = [2]bool{got["objects"][0], f.gitIn(f.top, "cat-file", "blob", "main:README.md") != readme}
 	got["branch"] = [2]bool{got["branch"][0], strings.Contains(f.gitIn(f.top, "log", "--format=%s", "refs/heads/auto/p1"), "probe")}
-	net := "1"
-	if !netOn {
-		net = "0"
-	}
 	got["loop"+net] = [2]bool{loop.n.Load() > 0}
 	if other != nil {
 		got["addr"+net] = [2]bool{other.n.Load() > 0}

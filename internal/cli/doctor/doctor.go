@@ -622,6 +622,34 @@ func (d *doctorState) checkSandbox(ctx context.Context) {
 	default:
 		d.add(doctorOK, "sandbox: off, and bubblewrap does not work here; to keep agents inside their worktree, install it and set SANDBOX=auto or bwrap (docs/sandbox.md)", "")
 	}
+	if d.set.Sandbox != sandbox.Off && probe == nil {
+		d.checkSandboxNet(ctx)
+	}
+}
+
+// checkSandboxNet reports SANDBOX_NET=outside where the sandbox works:
+// FAIL when set and slirp4netns cannot work, WARN when it is the default
+// and falls back to the host's network. The changed default is announced
+// while SANDBOX_NET has it.
+func (d *doctorState) checkSandboxNet(ctx context.Context) {
+	if d.set.SandboxNetMode() != sandbox.NetOutside {
+		return
+	}
+	src := d.set.Source("SANDBOX_NET")
+	if src.Kind == settings.FromDefault {
+		d.add(doctorOK, "sandbox: "+wire.SandboxNetDefaultNote, "")
+	}
+	err := wire.Slirp(ctx, &sandbox.Config{})
+	switch {
+	case err == nil:
+		d.add(doctorOK, "sandbox: network outside (slirp4netns): outside addresses, not the host's loopback", "")
+	case src.Kind == settings.FromDefault:
+		d.add(doctorWarn, fmt.Sprintf("sandbox: SANDBOX_NET=outside needs slirp4netns (%v): sandboxed agents share the host's network, its loopback services too", err),
+			"apt-get install slirp4netns, or set SANDBOX_NET=1 (or 0) to silence this (docs/sandbox.md)")
+	default:
+		d.add(doctorFail, fmt.Sprintf("sandbox: SANDBOX_NET=outside (from %s) cannot work here: %v", src, err),
+			"apt-get install slirp4netns, or set SANDBOX_NET to 1 or 0")
+	}
 }
 
 // checkBaseCheckout looks at the checkout of the base branch, where merges

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, en
 	}
 	// The base checkout holds the phases' worktrees (.claudopilot/
 	// worktrees): hiding it hides them all; each agent gets its own back.
-	c := &sandbox.Config{Net: s.SandboxNet, Gate: s.SandboxGate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
+	c := &sandbox.Config{Net: s.SandboxNetMode() == sandbox.NetHost, Gate: s.SandboxGate, RW: rw, Hide: []string{sandbox.Real(git.Dir)},
 		Scratch: filepath.Join(sandbox.Real(git.Dir), ".claudopilot", "sandbox"), State: sandbox.HomeState(env["HOME"]),
 		Keep: sandbox.ToolPaths(env["PATH"], s.Agent, s.SupervisorSet, s.ReviewCmd, s.Gate, s.Prepare, s.LockfileCmd, s.ScannerCmd)}
 	if err := c.Probe(ctx); err != nil {
@@ -85,7 +86,38 @@ func Sandbox(ctx context.Context, s *settings.Settings, git *worktree.Client, en
 		}
 		return nil, fmt.Errorf("SANDBOX=bwrap (from %s) cannot work here: %w (install bubblewrap, or set SANDBOX=off)", s.Source("SANDBOX"), err)
 	}
-	return c, nil
+	return c, outside(ctx, s, c)
+}
+
+// outside sets up SANDBOX_NET=outside on a sandbox that works: slirp4netns
+// in front of it, probed. Where it is missing or fails, a SANDBOX_NET set
+// to outside is an error now; the default falls back to the host's
+// network (SandboxNotes warns).
+func outside(ctx context.Context, s *settings.Settings, c *sandbox.Config) error {
+	if s.SandboxNetMode() != sandbox.NetOutside {
+		return nil
+	}
+	err := Slirp(ctx, c)
+	if err == nil {
+		return nil
+	}
+	c.Outside = ""
+	if s.Source("SANDBOX_NET").Kind != settings.FromDefault {
+		return fmt.Errorf("SANDBOX_NET=outside (from %s) cannot work here: %w (apt-get install slirp4netns, or set SANDBOX_NET to 1 or 0)", s.Source("SANDBOX_NET"), err)
+	}
+	c.Net = true
+	return nil
+}
+
+// Slirp finds slirp4netns, puts it in front of c (SANDBOX_NET=outside)
+// and probes c: the one check of run, queue and doctor.
+func Slirp(ctx context.Context, c *sandbox.Config) error {
+	p, err := exec.LookPath("slirp4netns")
+	if err != nil {
+		return fmt.Errorf("slirp4netns is not installed")
+	}
+	c.Outside = p
+	return c.Probe(ctx)
 }
 
 // SandboxNotes are the lines a run prints at its start about the sandbox:
@@ -104,6 +136,16 @@ func SandboxNotes(ctx context.Context, s *settings.Settings, sb *sandbox.Config)
 		}
 		out = append(out, "warning: SANDBOX=auto: bubblewrap does not work here ("+why+"): agents run unconfined, and writes outside their worktree are only reported (docs/sandbox.md)")
 	}
+	if sb != nil && s.SandboxNetMode() == sandbox.NetOutside && s.Source("SANDBOX_NET").Kind == settings.FromDefault {
+		out = append(out, SandboxNetDefaultNote)
+		if sb.Outside == "" {
+			why := "it is not installed"
+			if err := Slirp(ctx, &sandbox.Config{}); err != nil {
+				why = err.Error()
+			}
+			out = append(out, "warning: SANDBOX_NET=outside needs slirp4netns ("+why+"): sandboxed agents share the host's network, its loopback services too (apt-get install slirp4netns; docs/sandbox.md)")
+		}
+	}
 	return out
 }
 
@@ -120,6 +162,10 @@ func DefaultNotes(s *settings.Settings) []string {
 	}
 	return out
 }
+
+// SandboxNetDefaultNote announces the changed default of SANDBOX_NET, at
+// start and in doctor, until the user sets it.
+const SandboxNetDefaultNote = "SANDBOX_NET now defaults to outside (it was 1): sandboxed agents reach outside addresses but not the host's loopback services; set SANDBOX_NET (outside, 1 or 0) to choose and silence this line (docs/sandbox.md)"
 
 // SandboxDefaultNote announces the changed default of SANDBOX, at start
 // and in doctor, until the user sets it.
