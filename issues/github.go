@@ -1308,6 +1308,19 @@ type Check struct {
 // Checks reads every check run and commit status of sha (the newest of
 // each name). An error means they could not be read: the caller waits.
 func (g *GitHub) Checks(ctx context.Context, sha string) ([]Check, error) {
+	runs, err := g.checkRuns(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	statuses, err := g.statuses(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	return append(runs, statuses...), nil
+}
+
+// checkRuns reads the latest check run of each name on sha, as Checks.
+func (g *GitHub) checkRuns(ctx context.Context, sha string) ([]Check, error) {
 	var out []Check
 	runs := map[string]*github.CheckRun{}
 	opt := &github.ListCheckRunsOptions{Filter: github.Ptr("latest"), ListOptions: github.ListOptions{PerPage: 100}}
@@ -1352,6 +1365,13 @@ func (g *GitHub) Checks(ctx context.Context, sha string) ([]Check, error) {
 		}
 		out = append(out, c)
 	}
+	return out, nil
+}
+
+// statuses reads the latest commit status of each context on sha, as
+// Checks.
+func (g *GitHub) statuses(ctx context.Context, sha string) ([]Check, error) {
+	var out []Check
 	sopt := &github.ListOptions{PerPage: 100}
 	statuses := map[string]*github.RepoStatus{}
 	for {
