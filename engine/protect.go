@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -33,6 +34,7 @@ func protectedSet(settings protect.Set, l state.Layout, rm *roadmap.Roadmap, ps 
 	}
 	rules = append(rules, control.Protected(l.Top, l.StateDir())...)
 	rules = append(rules, scanner.Protected()...)
+	rules = append(rules, issues.CampaignProtected()...)
 	if rm != nil {
 		rules = append(rules, rm.Protected(l.RoadmapRel, l.Manifest)...)
 	}

@@ -37,6 +37,7 @@ func TestProtectedSetDeclaresEveryReader(t *testing.T) {
 		".gitmodules":                      "read by git",
 		"claudopilot/scanners/bugs.md":     "scanner",
 		"claudopilot/scanners/CONTEXT.md":  "scanner",
+		"claudopilot/campaigns/speed.md":   "campaign's goal file",
 	} {
 		hits := s.Check([]string{path}, nil)
 		if len(hits) != 1 || !strings.Contains(hits[0].Why, why) {

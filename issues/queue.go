@@ -100,6 +100,10 @@ type Config struct {
 	// Phases returns the manifest side of the graph, read at every poll;
 	// nil means no roadmap (a "Depends on phase-03" is then unknown).
 	Phases func() ([]Phase, error)
+	// CampaignPrefix is CAMPAIGN_LABEL_PREFIX (default "campaign:"): an
+	// issue labelled <prefix><name> is the campaign's, worked before any
+	// other ready issue, its agents given claudopilot/campaigns/<name>.md.
+	CampaignPrefix string
 	// ScannerLabel is SCANNER_LABEL: the scanners' proposals, which wait
 	// for a maintainer's ready label ("": no refill).
 	ScannerLabel string
@@ -591,8 +595,12 @@ func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]schedul
 			continue
 		}
 		delete(st.waitLogged, nd.N)
-		out = append(out, q.node(is, deps))
+		node := q.node(is, deps)
+		q.campaign(ctx, is, &node)
+		out = append(out, node)
 	}
+	// A campaign's issues first (the scheduler orders by Priority too).
+	slices.SortStableFunc(out, func(a, b scheduler.OutsideNode) int { return b.Priority - a.Priority })
 	return append(resumed, out...), errors.Join(errs...)
 }
 

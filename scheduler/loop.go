@@ -576,6 +576,9 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	if (len(ready) > free || len(soon) > 0) && !s.cfg.FileOrder {
 		rem = s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
 		byRank := func(a, b *phase) int {
+			if pa, pb := s.priority(a), s.priority(b); pa != pb {
+				return pb - pa
+			}
 			if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
 				if ra > rb {
 					return -1
@@ -593,7 +596,7 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	// costs the critical path a whole agent run.
 	reserved, launched := 0, 0
 	for _, p := range ready {
-		for len(soon) > 0 && rem[soon[0].n.Index] > rem[p.n.Index] && reserved < free {
+		for len(soon) > 0 && s.outranks(soon[0], p, rem) && reserved < free {
 			soon = soon[1:]
 			reserved++
 		}

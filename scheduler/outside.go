@@ -35,7 +35,11 @@ type OutsideNode struct {
 	// between attempts is dropped at once. A landing under way is the
 	// source's to end (it returns Away).
 	Away string
-	Work OutsideWork
+	// Priority orders ready nodes before the critical path does: a node
+	// of higher priority starts first (an issue of a campaign, 1, before
+	// any other ready issue, 0).
+	Priority int
+	Work     OutsideWork
 }
 
 // OutsideWork tells the runner how an outside node's attempt differs from

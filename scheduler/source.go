@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -365,4 +366,21 @@ func (s *Scheduler) outsideJob(p *phase, j *Job) {
 	if (j.Role == state.Supervisor && (j.Failure == state.ReasonChecks || j.Failure == state.ReasonConflict)) || len(j.Findings) > 0 {
 		j.Since, j.Checks = p.tip, p.checks
 	}
+}
+
+// priority is an outside node's Priority (a phase's is 0).
+func (s *Scheduler) priority(p *phase) int {
+	if !p.n.Outside {
+		return 0
+	}
+	return s.out.nodes[p.n.ID].Priority
+}
+
+// outranks says whether a should start before b: a higher priority, or
+// the same and a longer remaining path (rem).
+func (s *Scheduler) outranks(a, b *phase, rem []time.Duration) bool {
+	if pa, pb := s.priority(a), s.priority(b); pa != pb {
+		return pa > pb
+	}
+	return rem[a.n.Index] > rem[b.n.Index]
 }

@@ -453,3 +453,23 @@ func TestOutsideNodesTold(t *testing.T) {
 		t.Errorf("#1's history: %+v", hist["#1"])
 	}
 }
+
+// A node of higher priority (a campaign's issue) starts before the
+// others, whatever their order and their remaining paths: with one slot,
+// #3 (priority 1) goes before #1, which has a dependent, and #2.
+func TestOutsidePriorityGoesFirst(t *testing.T) {
+	src := newSource()
+	h := sourceHarness(t, manifestOf("[merged] **a** — A (deps: none)"), Config{MaxParallel: 1}, src)
+	camp := issueNode(3)
+	camp.Priority = 1
+	src.ch <- []OutsideNode{issueNode(1), issueNode(2), camp, issueNode(4, "#1")}
+	close(src.ch)
+	_, evs, err := h.run(context.Background())
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, fmtEvents(evs))
+	}
+	first := indexOf(evs, func(ev Event) bool { return ev.Kind == EvLaunch })
+	if first < 0 || evs[first].Phase != "#3" {
+		t.Errorf("first launch is not the campaign's #3:\n%s", fmtEvents(evs))
+	}
+}

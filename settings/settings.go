@@ -91,6 +91,7 @@ type Settings struct {
 	ScannerMaxIssues       int
 	ScannerCmd             string
 	ScannerFocus           []string
+	CampaignPrefix         string // CAMPAIGN_LABEL_PREFIX
 	// The promote loop (docs/queue.md).
 	PromoteTo    []string
 	PromoteEvery time.Duration

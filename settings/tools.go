@@ -90,7 +90,7 @@ func issuePilotOnly(key string) string {
 	}
 	for _, p := range []struct{ prefix, hint string }{
 		{"SCANNER_", scan},
-		{"CAMPAIGN_", "there is no goal loop: file the campaign's issues with READY_LABEL"},
+		{"CAMPAIGN_", "a campaign is its issues labelled CAMPAIGN_LABEL_PREFIX<name> (worked first) and its goal file claudopilot/campaigns/<name>.md; there is no goal loop: file the campaign's issues with READY_LABEL"},
 		{"PROMOTE_", release},
 		{"ANNOUNCE_", release},
 		{"PR_DOCTOR_", "red checks of an issue's pull request go to its supervisor"},

@@ -237,7 +237,7 @@ func Queue(ctx context.Context, s *settings.Settings, git *worktree.Client, env 
 		Poll:   s.QueuePoll, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateLimitSleep: s.RateLimitSleep,
 		ChecksGrace: s.ChecksGrace, ChecksTimeout: s.ChecksTimeout,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Supervisor: s.Supervisor,
-		Env: env.Driver(), ScannerLabel: s.ScannerLabel,
+		Env: env.Driver(), ScannerLabel: s.ScannerLabel, CampaignPrefix: s.CampaignPrefix,
 	}
 	return c, g, nil
 }

@@ -1,0 +1,43 @@
+package issues
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// campaignAgent is okAgent that records each issue it works, and whether
+// its doc carries the campaign's goal.
+const campaignAgent = okAgent + `if grep -q "Make the parser fast" "$CLAUDOPILOT_PHASE_DOC"; then echo "$CLAUDOPILOT_PHASE goal" >> "$RECORD"; fi
+`
+
+// A campaign's issues go first: with one slot, the issue labelled
+// campaign:speed is worked before the older ready issues, and its agent
+// reads the campaign's committed goal file; the others' do not.
+func TestCampaignIssuesGoFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed := e.clone("seed2")
+	writeFile(t, filepath.Join(seed, CampaignDir, "speed.md"), "Make the parser fast: every change must keep the benchmarks green.\n")
+	e.git(seed, "add", "-A")
+	e.git(seed, "commit", "-qm", "the speed campaign")
+	e.git(seed, "push", "-q", "origin", "main")
+	e.fake.NewIssue("alice", "One", "first", []string{"agent-ready"}, "alice")
+	e.fake.NewIssue("alice", "Two", "second", []string{"agent-ready"}, "alice")
+	e.fake.NewIssue("alice", "Fast", "the campaign's", []string{"agent-ready", "campaign:speed"}, "alice")
+	record := filepath.Join(e.dir, "record")
+	log := &syncBuf{}
+	q := e.queue("c1", log, func(c *Config) {
+		c.Agent = e.script("camp.sh", campaignAgent)
+		c.Env = append(c.Env, "RECORD="+record)
+	})
+	sum := runWith(t, q, log, harness{maxParallel: 1})
+	if sum.Count(Merged) != 3 {
+		t.Fatalf("merged %d, want 3:\n%s", sum.Count(Merged), log)
+	}
+	got, _ := os.ReadFile(record)
+	if lines := strings.Fields(strings.ReplaceAll(string(got), "\n", " ")); len(lines) < 2 || lines[0] != "#3" || lines[1] != "#3" || strings.Count(string(got), "goal") != 1 {
+		t.Errorf("worked in order:\n%s", got)
+	}
+}
