@@ -281,7 +281,9 @@ func (m *Model) Apply(ev scheduler.Event) {
 			p.Log = ev.LogPath // what parked it: the pane opens on it
 		}
 	case scheduler.EvCooldown:
-		p.Cooldown = ev.Until
+		// Not a failure: the attempt is not counted and goes on after the
+		// reset (the exit before it said "exit").
+		p.Cooldown, p.Activity, p.Reason, p.Detail = ev.Until, "waiting: usage limit", "", ev.Detail
 		// The attempt that hit the limit ran on the phase's lane.
 		if p.Lane != "" && ev.Until.After(m.laneCool[p.Lane]) {
 			if m.laneCool == nil {

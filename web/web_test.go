@@ -711,3 +711,22 @@ func TestScreenStream(t *testing.T) {
 		t.Errorf("no token: %d", got)
 	}
 }
+
+// An attempt that hit a usage limit is not a failure: its row waits on the
+// limit (no reason "exit" from the exit before the cooldown).
+func TestCooldownIsNoFailure(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	for _, ev := range []scheduler.Event{
+		{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Time: now},
+		{Kind: scheduler.EvExit, Phase: "b", Role: state.Worker, Attempt: 1, Reason: state.ReasonExit, Detail: "worker exited 1", Time: now},
+		{Kind: scheduler.EvCooldown, Phase: "b", Role: state.Worker, Until: now.Add(time.Minute), Detail: "usage limit: no launches until 12:00", Time: now},
+	} {
+		f.srv.Model.Apply(ev)
+	}
+	for _, p := range f.srv.Model.State().Phases {
+		if p.ID == "b" && (p.Reason != "" || p.Activity != "waiting: usage limit" || p.Detail == "") {
+			t.Errorf("b after its usage limit: %+v", p)
+		}
+	}
+}
