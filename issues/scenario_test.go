@@ -674,7 +674,8 @@ func TestRequeuedIssueContinuesItsBranch(t *testing.T) {
 	// First machine: the agent commits, then fails.
 	failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
 	log := &syncBuf{}
-	if sum := run(t, e.queue("m1", log, func(c *Config) { c.Agent = failing }), log); sum.Count(Blocked) != 1 {
+	// One repair is enough to block it (the property is the second run).
+	if sum := runWith(t, e.queue("m1", log, func(c *Config) { c.Agent = failing }), log, harness{maxSuper: 1}); sum.Count(Blocked) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
 	if is := e.issue(n); commentsWith(is, "The branch `claudopilot/issue-1` is pushed and kept") != 1 {
@@ -781,7 +782,8 @@ func TestRequeueAfterBlockIsWorkedAgain(t *testing.T) {
 	failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
 	log := &syncBuf{}
 	q := e.queue("m1", log, func(c *Config) { c.Agent = failing })
-	if sum := run(t, q, log); sum.Count(Blocked) != 1 {
+	// One repair is enough to block it (the property is the second run).
+	if sum := runWith(t, q, log, harness{maxSuper: 1}); sum.Count(Blocked) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
 	if err := Requeue(context.Background(), q.gh, DefaultLabels, n, "`claudopilot retry`"); err != nil {
