@@ -121,6 +121,14 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	cfg := e.Settings
 	runner := e.runner(o)
+	if cfg.Remote != nil {
+		rem, stop, err := cfg.Remote(ctx, e.Git, e.Layout)
+		if err != nil {
+			return nil, err
+		}
+		e.onClose(stop)
+		runner.Remote = rem
+	}
 	var store scheduler.Store = emptyStore{}
 	var live *roadmap.File
 	if !o.NoRoadmap {

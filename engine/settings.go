@@ -1,13 +1,17 @@
 package engine
 
 import (
-	"github.com/claudopilot/claudopilot/prompts"
+	"context"
 	"regexp"
 	"time"
 
+	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // Settings are the resolved values of one run. The command line resolves
@@ -64,6 +68,10 @@ type Settings struct {
 	// and V0Prompts Claudopilot v0.x's prompt folder (package prompts).
 	PromptFiles map[string]string
 	V0Prompts   string
+	// Remote, when set, opens the runner of agents elsewhere
+	// (AGENT_RUNNER=kubernetes: docs/cluster.md) once the repository
+	// and the layout are known; stop ends it when the engine closes.
+	Remote func(ctx context.Context, git *worktree.Client, l state.Layout) (r work.Remote, stop func(), err error)
 }
 
 // promptSet is the prompt loader over the override folders dirs, with the

@@ -1346,6 +1346,11 @@ func (p *phase) unlaunch(role state.Role) {
 // that code, or under KEEP_GOING the phase is parked with its dependents.
 // ReasonNone for anything else (an issue's agent never reports so).
 func workerReport(p *phase, o Outcome) state.Reason {
+	if o.Reason == state.ReasonUnschedulable {
+		// Nor is one sent when the cluster has no room for the agent's
+		// pod (AGENT_RUNNER=kubernetes): no repair can make any.
+		return state.ReasonUnschedulable
+	}
 	if p.n.Outside || o.Role != state.Worker || o.Reason != state.ReasonExit || o.Cooldown > 0 {
 		return state.ReasonNone
 	}

@@ -70,7 +70,30 @@ func field[T any](f func(*Settings) *T) func(*Settings, any) {
 // claudopilot.config list them: run's (most of which the queue takes too),
 // the queue's own, and the lanes' and the pacer's.
 func Knobs() []Knob {
-	return append(append(append(runKnobs(), queueKnobs()...), laneKnobs()...), placeKnobs()...)
+	return append(append(append(append(runKnobs(), queueKnobs()...), laneKnobs()...), placeKnobs()...), clusterKnobs()...)
+}
+
+// clusterKnobs say where agents run (docs/cluster.md): no flags; set up
+// once, in claudopilot.config or the environment.
+func clusterKnobs() []Knob {
+	str := func(env, help string, f func(s *Settings) *string) Knob {
+		return Knob{Env: env, Help: help, Kind: String, to: field(f)}
+	}
+	return []Knob{
+		{Env: "AGENT_RUNNER", Def: "local", Help: "where agent attempts run: local (processes here) or kubernetes (one Job each; docs/cluster.md)", Kind: Choice, Choices: []string{"local", "kubernetes"}, to: field(func(s *Settings) *string { return &s.AgentRunner })},
+		str("K8S_NAMESPACE", "the namespace of the agents' Jobs (AGENT_RUNNER=kubernetes)", func(s *Settings) *string { return &s.K8s.Namespace }),
+		str("K8S_IMAGE", "the agents' image: sh, git and the agent's CLI", func(s *Settings) *string { return &s.K8s.Image }),
+		str("K8S_REMOTE", "a git remote URL the driver pushes each attempt's start to and the cluster pushes its result to", func(s *Settings) *string { return &s.K8s.Remote }),
+		str("K8S_KUBECONFIG", "the driver's kubeconfig (default: $KUBECONFIG, ~/.kube/config, else in-cluster)", func(s *Settings) *string { return &s.K8s.Kubeconfig }),
+		str("K8S_CONTEXT", "the kubeconfig's context (default: its current one)", func(s *Settings) *string { return &s.K8s.Context }),
+		str("K8S_SECRET", "the Secret whose keys become the agent container's environment (its credentials)", func(s *Settings) *string { return &s.K8s.Secret }),
+		str("K8S_GIT_SECRET", "the Secret holding token, a git token that may push claudopilot/attempt/* only", func(s *Settings) *string { return &s.K8s.GitSecret }),
+		str("K8S_SERVICE_ACCOUNT", "the agents' pods' service account (its token is never mounted)", func(s *Settings) *string { return &s.K8s.ServiceAccount }),
+		str("K8S_RUNTIME_CLASS", "the agents' pods' RuntimeClass (gvisor, kata)", func(s *Settings) *string { return &s.K8s.RuntimeClass }),
+		str("K8S_CPU", "the agent container's CPU request and limit (2, 500m)", func(s *Settings) *string { return &s.K8s.CPU }),
+		str("K8S_MEMORY", "the agent container's memory request and limit (2Gi)", func(s *Settings) *string { return &s.K8s.Memory }),
+		{Env: "K8S_PENDING_SECONDS", Def: "600", Help: "seconds an agent's pod may wait to run before its phase stops with reason unschedulable", Kind: Seconds, to: field(func(s *Settings) *time.Duration { return &s.K8s.Pending })},
+	}
 }
 
 // placeKnobs say where the roadmap and the prompts are, for a layout that

@@ -433,6 +433,13 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 			probs = append(probs, Problem{Msg: "the built-in script agent works on roadmap phases only; name an agent command for the queue"})
 		}
 	}
+	if s.AgentRunner == "kubernetes" {
+		for _, kv := range [][2]string{{"K8S_NAMESPACE", s.K8s.Namespace}, {"K8S_IMAGE", s.K8s.Image}, {"K8S_REMOTE", s.K8s.Remote}} {
+			if strings.TrimSpace(kv[1]) == "" {
+				bad("AGENT_RUNNER", "AGENT_RUNNER=kubernetes needs "+kv[0])
+			}
+		}
+	}
 	rw, err := sandbox.HomeRW(in.Env["HOME"], s.SandboxRW)
 	if err != nil {
 		probs = append(probs, Problem{Src: s.Source("SANDBOX_RW"), Msg: fmt.Sprintf("%v (from %s)", err, s.Source("SANDBOX_RW"))})

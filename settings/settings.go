@@ -114,6 +114,11 @@ type Settings struct {
 	// a top).
 	V0Prompts string
 
+	// Where agents run (docs/cluster.md): AGENT_RUNNER, local or
+	// kubernetes, and the cluster's K8S_* settings.
+	AgentRunner string
+	K8s         K8s
+
 	// The lanes' and the pacer's.
 	LaneIDs   string             // LANES as set
 	Lanes     []pacer.LaneConfig // derived: LANES read with every LANE_<id>_<KEY> (empty: one lane)
@@ -133,6 +138,14 @@ type Settings struct {
 	named []string
 
 	vals map[string]Value
+}
+
+// K8s are the K8S_* settings of AGENT_RUNNER=kubernetes.
+type K8s struct {
+	Namespace, Image, Remote, Kubeconfig, Context   string
+	Secret, GitSecret, ServiceAccount, RuntimeClass string
+	CPU, Memory                                     string
+	Pending                                         time.Duration
 }
 
 // PromptFiles are the prompt files PROMPT_FILE, SUPERVISOR_PROMPT_FILE,

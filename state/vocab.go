@@ -34,6 +34,9 @@ const (
 	// ReasonNeedsInput: the agent asked a question (CLAUDOPILOT-NEEDS-INPUT)
 	// and no answer came within NEEDS_INPUT_HOURS.
 	ReasonNeedsInput Reason = "needs-input"
+	// The cluster's (AGENT_RUNNER=kubernetes), not the agent's:
+	ReasonOOM           Reason = "oom"           // the agent's pod ran out of memory (K8S_MEMORY)
+	ReasonUnschedulable Reason = "unschedulable" // its pod stayed Pending past K8S_PENDING_SECONDS
 	// A worker's own report, by its exit code (Claudopilot's contract):
 	ReasonCheckpoint Reason = "checkpoint" // exited 2: a checkpoint, for a person to look at
 	ReasonDeps       Reason = "dependency" // exited 4: a dependency it needs is not there

@@ -70,6 +70,9 @@ type Runner struct {
 	// Stray, when set, finds writes outside the worktree while an agent
 	// runs without the sandbox; share it with the issue queue's workers.
 	Stray *sandbox.Watch
+	// Remote, when set, runs the agents elsewhere (AGENT_RUNNER=
+	// kubernetes); everything else stays here.
+	Remote Remote
 }
 
 var _ scheduler.Runner = (*Runner)(nil)
@@ -282,16 +285,20 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	// The agent CLIs' sessions of the phase are kept with its logs, for
 	// its next attempt to resume (AGENT_RESUME_CMD).
-	jail, err := r.Sandbox.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
+	sb := r.Sandbox
+	if r.Remote != nil {
+		sb = nil // the agent runs in a pod: the pod is its sandbox
+	}
+	jail, err := sb.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
 	if err != nil {
 		return fail(state.ReasonWorktree, err.Error())
 	}
 	var snap *sandbox.Snapshot
-	if r.Sandbox == nil && r.Stray != nil {
+	if r.Sandbox == nil && r.Stray != nil && r.Remote == nil {
 		snap = r.Stray.Begin(ctx, r.Git, r.Layout.Top, wt)
 	}
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
-	res := proc.Run(ctx, proc.Spec{
+	res := r.runAgent(ctx, j, t, wt, proc.Spec{
 		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
 		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
 		OnStart: started, Wrap: jail.Wrap(), Attach: r.attachSocket(j),
@@ -360,6 +367,12 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		return fail(state.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
 	case "start":
 		return fail(state.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
+	case RemoteOOM:
+		return fail(state.ReasonOOM, res.Err.Error())
+	case RemoteUnschedulable:
+		return fail(state.ReasonUnschedulable, res.Err.Error())
+	case RemoteRefused:
+		return fail(state.ReasonWorktree, res.Err.Error())
 	}
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return fail(state.ReasonWorktree, err.Error())

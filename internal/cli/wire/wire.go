@@ -197,6 +197,7 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		Protect:       s.Protected(r.Git.Dir),
 		AgentEnvAllow: s.AgentEnvAllow,
 		V0Prompts:     s.V0Prompts, PromptFiles: promptFiles(s.PromptFiles),
+		Remote: Remote(s),
 	}
 	// Every program missing and a base the run cannot use, at once.
 	missing := s.Missing(r.Env["PATH"], r.Git.Dir)

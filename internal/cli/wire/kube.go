@@ -1,0 +1,39 @@
+package wire
+
+import (
+	"context"
+
+	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/kube"
+	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// Remote is the engine's runner of agents elsewhere: nil for
+// AGENT_RUNNER=local, else the Kubernetes driver (docs/cluster.md),
+// whose Jobs carry the repository and the clone's stable instance name.
+func Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.Layout) (work.Remote, func(), error) {
+	if s.AgentRunner != "kubernetes" {
+		return nil
+	}
+	k := s.K8s
+	cfg := kube.Config{
+		Namespace: k.Namespace, Image: k.Image, Remote: k.Remote, Secret: k.Secret, GitSecret: k.GitSecret,
+		ServiceAccount: k.ServiceAccount, RuntimeClass: k.RuntimeClass, CPU: k.CPU, Memory: k.Memory,
+		Pending: k.Pending, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout,
+	}
+	return func(ctx context.Context, git *worktree.Client, l state.Layout) (work.Remote, func(), error) {
+		inst, err := issues.StableInstance(l.InstancePath())
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Repository, cfg.Instance = git.Dir, inst
+		d, stop, err := kube.Open(ctx, cfg, k.Kubeconfig, k.Context, git)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kube.Runner{Driver: d}, stop, nil
+	}
+}

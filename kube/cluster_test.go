@@ -1,0 +1,288 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/claudopilot/claudopilot/worktree"
+)
+
+// cluster is a fake cluster for one test: client-go's fake clientset
+// (no Job controller, no kubelet: the test plays both), a log feed, a
+// fake clock, a repository and a bare repository as K8S_REMOTE.
+type cluster struct {
+	t      testing.TB
+	cs     *fake.Clientset
+	logs   *feed
+	clock  *clocktesting.FakeClock
+	repo   string
+	remote string
+	git    *worktree.Client
+	jobs   chan *batchv1.Job // each Job created, as created
+	cfg    Config
+}
+
+const ns = "agents"
+
+func newCluster(t testing.TB) *cluster {
+	t.Helper()
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, k := range []string{"GIT_AUTHOR", "GIT_COMMITTER"} {
+		t.Setenv(k+"_NAME", "Test")
+		t.Setenv(k+"_EMAIL", "test@example.com")
+	}
+	dir := t.TempDir()
+	c := &cluster{t: t, cs: fake.NewClientset(), logs: &feed{pipes: map[string]chan io.ReadCloser{}},
+		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)),
+		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256)}
+	run(t, dir, "git", "init", "-q", "-b", "main", c.repo)
+	run(t, dir, "git", "init", "-q", "--bare", c.remote)
+	os.MkdirAll(filepath.Join(c.repo, "phases"), 0o755)
+	os.WriteFile(filepath.Join(c.repo, "phases", "p1.md"), []byte("# p1\n"), 0o644)
+	run(t, c.repo, "git", "add", "-A")
+	run(t, c.repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+	git, err := worktree.Open(context.Background(), c.repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.git = git
+	c.cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c.jobs <- a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
+		return false, nil, nil
+	})
+	c.cfg = Config{Namespace: ns, Image: "agent:1", Remote: c.remote, Repository: c.repo, Instance: "host-1", Pending: time.Minute, Secret: "agent-credentials"}
+	return c
+}
+
+// driver starts a driver on the cluster; it stops with the test.
+func (c *cluster) driver(cfg Config) *Driver {
+	c.t.Helper()
+	d, err := New(cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The fake's watch does not replay what happened between the list
+	// and the watch: Start returns once both watches are open.
+	opened := make(chan struct{}, 2)
+	c.cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err == nil {
+			opened <- struct{}{}
+		}
+		return true, w, err
+	})
+	if err := d.Start(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := d.Synced(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	<-opened
+	<-opened
+	c.t.Cleanup(func() { cancel(); d.Stop() })
+	return d
+}
+
+func run(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// attempt is attempt n of phase p1 from main's tip.
+func (c *cluster) attempt(n int, agent string) Attempt {
+	base := run(c.t, c.repo, "git", "rev-parse", "main")
+	return Attempt{Phase: "p1", Role: "worker", Attempt: n, Base: "main", BaseSHA: base, Branch: "auto/p1",
+		Command: agent, Prompt: []byte("do phase p1\n"),
+		Env: []string{"CLAUDOPILOT_PHASE=p1", "CLAUDOPILOT_ROLE=worker", "CLAUDOPILOT_BRANCH=auto/p1", "CLAUDOPILOT_BASE=main", "PATH=/driver/only", "GITHUB_TOKEN=ghp_x"}}
+}
+
+// feed hands the driver the log stream the test writes.
+type feed struct {
+	mu    sync.Mutex
+	pipes map[string]chan io.ReadCloser
+	opens int
+}
+
+func (f *feed) pipe(pod string) chan io.ReadCloser {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pipes[pod] == nil {
+		f.pipes[pod] = make(chan io.ReadCloser, 4)
+	}
+	return f.pipes[pod]
+}
+
+// Follow hands over the stream the test gave for the pod; without one,
+// the log of a container that ended unseen: nothing more, at once.
+func (f *feed) Follow(ctx context.Context, _, pod, _ string, _ time.Time) (io.ReadCloser, error) {
+	f.mu.Lock()
+	f.opens++
+	f.mu.Unlock()
+	select {
+	case r := <-f.pipe(pod):
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	default:
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+}
+
+// give makes the pod's next log stream; the test writes it and closes it.
+func (f *feed) give(pod string) *io.PipeWriter {
+	r, w := io.Pipe()
+	f.pipe(pod) <- r
+	return w
+}
+
+// createPod is the Job controller's part: a pod of the Job, Pending.
+func (c *cluster) createPod(j *batchv1.Job, name string, mutate func(*corev1.Pod)) *corev1.Pod {
+	c.t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: j.Spec.Template.Labels, Annotations: j.Spec.Template.Annotations, CreationTimestamp: metav1.NewTime(c.clock.Now())},
+		Spec:       j.Spec.Template.Spec,
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	p, err := c.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+func (c *cluster) updatePod(p *corev1.Pod, mutate func(*corev1.Pod)) *corev1.Pod {
+	c.t.Helper()
+	mutate(p)
+	p, err := c.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// runningAgent is the kubelet's part: the agent container runs.
+func runningAgent(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: initName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: agentName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+}
+
+// agentEnded: the agent container ended with code and message.
+func agentEnded(code int32, reason, message string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodSucceeded
+		if code != 0 {
+			p.Status.Phase = corev1.PodFailed
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: agentName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: message}}}}
+	}
+}
+
+// endJob is the Job controller's part: the Job is over.
+func (c *cluster) endJob(name string, t batchv1.JobConditionType, reason string) {
+	c.t.Helper()
+	j, err := c.cs.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: reason})
+	if _, err := c.cs.BatchV1().Jobs(ns).UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// kubelet runs the pod's two containers for real (sh and git on this
+// machine), with the paths of the pod mapped into a folder: what the
+// fetch and the agent script do to the remote is what a pod would do.
+// The agent's output goes to out; it returns the agent's exit code and
+// the termination message.
+func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
+	c.t.Helper()
+	root := c.t.TempDir()
+	work, input := filepath.Join(root, "work"), filepath.Join(root, "input")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(input, 0o755)
+	for _, it := range p.Spec.Volumes[1].DownwardAPI.Items {
+		key := strings.TrimSuffix(strings.TrimPrefix(it.FieldRef.FieldPath, "metadata.annotations['"), "']")
+		os.WriteFile(filepath.Join(input, it.Path), []byte(p.Annotations[key]), 0o644)
+	}
+	mapPath := func(v string) string {
+		v = strings.Replace(v, inputDir, input, 1)
+		v = strings.Replace(v, resultFile, filepath.Join(root, "result"), 1)
+		if strings.HasPrefix(v, workDir) {
+			v = work + strings.TrimPrefix(v, workDir)
+		}
+		return v
+	}
+	exec1 := func(ctr corev1.Container, stdout io.Writer) int32 {
+		env := []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+		for _, e := range ctr.Env {
+			env = append(env, e.Name+"="+mapPath(e.Value))
+		}
+		cmd := exec.Command(ctr.Command[0], ctr.Command[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, env, stdout, stdout
+		if err := cmd.Run(); err != nil {
+			if ee, ok := err.(*exec.ExitError); ok {
+				return int32(ee.ExitCode())
+			}
+			c.t.Fatal(err)
+		}
+		return 0
+	}
+	var initOut bytes.Buffer
+	if code := exec1(p.Spec.InitContainers[0], &initOut); code != 0 {
+		c.t.Fatalf("the fetch container exited %d:\n%s", code, initOut.String())
+	}
+	code := exec1(p.Spec.Containers[0], out)
+	msg, _ := os.ReadFile(filepath.Join(root, "result"))
+	return code, string(msg)
+}
+
+// runPod is one pod's life: created, running, the containers run for
+// real with the log streamed, ended as the containers did.
+func (c *cluster) runPod(j *batchv1.Job, name string) (*corev1.Pod, int32) {
+	p := c.createPod(j, name, nil)
+	w := c.logs.give(name)
+	p = c.updatePod(p, runningAgent)
+	code, msg := c.kubelet(p, w)
+	w.Close()
+	p = c.updatePod(p, agentEnded(code, "", msg))
+	return p, code
+}
+
+func mustPod(c *cluster, name string) *corev1.Pod {
+	c.t.Helper()
+	p, err := c.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}

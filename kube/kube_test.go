@@ -1,0 +1,377 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/claudopilot/claudopilot/proc"
+)
+
+// doneAgent does phase p1 the way an agent does: renames its doc,
+// commits, and says so.
+const doneAgent = `echo "agent: working on $CLAUDOPILOT_PHASE"; cat "$CLAUDOPILOT_PROMPT_FILE"; git mv phases/p1.md phases/DONE_p1.md && git commit -qm "p1 done"; echo "agent: done"`
+
+// bg runs the attempt in the background; the test plays the cluster.
+type bg struct {
+	res chan Result
+	out *lockedBuf
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func start(ctx context.Context, d *Driver, a Attempt) bg {
+	b := bg{res: make(chan Result, 1), out: &lockedBuf{}}
+	go func() { b.res <- d.Run(ctx, a, b.out) }()
+	return b
+}
+
+func TestHappyPath(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	if want := JobName(c.repo, "p1", "worker", 1); j.Name != want {
+		t.Fatalf("the Job is named %s, want %s", j.Name, want)
+	}
+	checkJob(t, j)
+	_, code := c.runPod(j, j.Name+"-a")
+	if code != 0 {
+		t.Fatalf("the agent exited %d", code)
+	}
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+	res := <-b.res
+	if res.Reason != "" || res.ExitCode != 0 || res.Err != nil {
+		t.Fatalf("result %+v", res)
+	}
+	remote := run(t, c.remote, "git", "rev-parse", "refs/heads/"+AttemptPrefix+j.Name)
+	if res.Tip != remote || res.Claimed != remote {
+		t.Fatalf("tip %s (claimed %s), the remote's branch %s", res.Tip, res.Claimed, remote)
+	}
+	files := run(t, c.repo, "git", "ls-tree", "-r", "--name-only", res.Tip)
+	if !strings.Contains(files, "phases/DONE_p1.md") {
+		t.Fatalf("the result holds %s", files)
+	}
+	for _, want := range []string{"agent: working on p1", "do phase p1", "agent: done"} {
+		if !strings.Contains(b.out.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, b.out.String())
+		}
+	}
+	// Done takes the Job and the refs away.
+	if err := d.Done(context.Background(), res.Job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.BatchV1().Jobs(ns).Get(context.Background(), j.Name, metav1.GetOptions{}); err == nil {
+		t.Error("the Job is still there after Done")
+	}
+	if refs := run(t, c.remote, "git", "for-each-ref"); refs != "" {
+		t.Errorf("the remote keeps %s", refs)
+	}
+}
+
+// checkJob: what the issue asks of every Job.
+func checkJob(t *testing.T, j *batchv1.Job) {
+	t.Helper()
+	if j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != 0 {
+		t.Error("backoffLimit is not 0")
+	}
+	for _, l := range []string{LabelRepository, LabelPhase, LabelAttempt, LabelInstance, LabelRole} {
+		if j.Labels[l] == "" || j.Spec.Template.Labels[l] == "" {
+			t.Errorf("label %s missing", l)
+		}
+	}
+	ps := j.Spec.Template.Spec
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Error("the pod would get Kubernetes API credentials")
+	}
+	if len(ps.InitContainers) != 1 || len(ps.Containers) != 1 {
+		t.Fatalf("containers: %d init, %d", len(ps.InitContainers), len(ps.Containers))
+	}
+	if ps.Containers[0].EnvFrom[0].SecretRef.Name != "agent-credentials" || ps.InitContainers[0].EnvFrom != nil {
+		t.Error("the agent's credentials are not (only) in the agent container")
+	}
+	for _, e := range ps.Containers[0].Env {
+		if e.Name == "PATH" || e.Name == "GITHUB_TOKEN" {
+			t.Errorf("the driver's %s went to the pod", e.Name)
+		}
+	}
+	r := j.Spec.PodFailurePolicy.Rules[0]
+	if r.Action != batchv1.PodFailurePolicyActionIgnore || r.OnPodConditions[0].Type != corev1.DisruptionTarget {
+		t.Errorf("an eviction is not ignored: %+v", r)
+	}
+}
+
+func TestAgentTimeoutIsTheDeadline(t *testing.T) {
+	c := newCluster(t)
+	cfg := c.cfg
+	cfg.AgentTimeout = 90 * time.Minute
+	d := c.driver(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := start(ctx, d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	if j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds != 5400 {
+		t.Fatalf("activeDeadlineSeconds %v", j.Spec.ActiveDeadlineSeconds)
+	}
+	c.endJob(j.Name, batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded)
+	res := <-b.res
+	cancel()
+	if res.Reason != proc.ReasonTimeout {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestEvictionIsNoAttempt(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	w := c.logs.give(p.Name)
+	p = c.updatePod(p, runningAgent)
+	w.Write([]byte("agent: first pod\n"))
+	c.updatePod(p, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143}}
+	})
+	w.Close()
+	// The Job controller makes a new pod (its failure policy ignores
+	// the eviction); it runs to the end.
+	if _, code := c.runPod(j, j.Name+"-b"); code != 0 {
+		t.Fatalf("the agent exited %d", code)
+	}
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+	res := <-b.res
+	if res.Reason != "" || res.ExitCode != 0 || res.Tip == "" || res.Evictions != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if !strings.Contains(b.out.String(), "was evicted (EvictionByEvictionAPI") || !strings.Contains(b.out.String(), "agent: done") {
+		t.Fatalf("log:\n%s", b.out.String())
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	w := c.logs.give(p.Name)
+	p = c.updatePod(p, runningAgent)
+	w.Close()
+	c.updatePod(p, agentEnded(137, "OOMKilled", ""))
+	c.endJob(j.Name, batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded)
+	res := <-b.res
+	if res.Reason != ReasonOOM || res.ExitCode != 137 {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestPendingTooLong(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	c.createPod(j, j.Name+"-a", func(p *corev1.Pod) {
+		// Made long before the clock's now (the API server's time).
+		p.CreationTimestamp = metav1.NewTime(c.clock.Now().Add(-2 * time.Minute))
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}
+	})
+	res := <-b.res
+	if res.Reason != ReasonUnschedulable || !strings.Contains(res.Err.Error(), "Insufficient memory") {
+		t.Fatalf("result %+v", res)
+	}
+	checkDeletedForeground(t, c, j.Name)
+}
+
+// TestPendingClock: a pod that waits is ended by the clock alone, with
+// no event of the cluster's (the driver's ticker).
+func TestPendingClock(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	c.createPod(j, j.Name+"-a", nil)
+	for !c.clock.HasWaiters() {
+		runtime.Gosched() // the driver's ticker is not made yet
+	}
+	for i := 0; i < 1e6; i++ {
+		// The ticker fires at each step past its period; no sleep.
+		c.clock.Step(20 * time.Second)
+		select {
+		case res := <-b.res:
+			if res.Reason != ReasonUnschedulable || !strings.Contains(res.Err.Error(), "still Pending") {
+				t.Fatalf("result %+v", res)
+			}
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+	t.Fatal("no end after 1e6 steps of the fake clock")
+}
+
+func checkDeletedForeground(t *testing.T, c *cluster, name string) {
+	t.Helper()
+	for _, a := range c.cs.Actions() {
+		if da, ok := a.(k8stesting.DeleteAction); ok && da.GetResource().Resource == "jobs" && da.GetName() == name {
+			if p := da.GetDeleteOptions().PropagationPolicy; p == nil || *p != metav1.DeletePropagationForeground {
+				t.Fatalf("deleted with propagation %v", p)
+			}
+			return
+		}
+	}
+	t.Fatalf("the Job %s was not deleted", name)
+}
+
+func TestCancellationDeletesTheJob(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	b := start(ctx, d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	w := c.logs.give(p.Name)
+	c.updatePod(p, runningAgent)
+	w.Write([]byte("agent: running\n"))
+	cancel(errors.New("drain"))
+	res := <-b.res
+	w.Close()
+	if res.Reason != proc.ReasonCanceled {
+		t.Fatalf("result %+v", res)
+	}
+	checkDeletedForeground(t, c, j.Name)
+}
+
+// TestAdoptAfterDriverKill: a driver dies while its attempt's Job runs
+// (it leaves the Job, as a kill does). The next driver's resumed attempt
+// adopts that Job, follows it to its end and takes its result; a Job of
+// an older attempt is an orphan and is deleted.
+func TestAdoptAfterDriverKill(t *testing.T) {
+	c := newCluster(t)
+	first, err := New(c.cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead driver's launches, without its watch: attempt 1 (long
+	// over) and attempt 2 (running when it died).
+	for n := 1; n <= 2; n++ {
+		if err := first.launch(context.Background(), c.attempt(n, doneAgent), JobName(c.repo, "p1", "worker", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, running := <-c.jobs, <-c.jobs
+	p := c.createPod(running, running.Name+"-a", nil)
+	w := c.logs.give(p.Name)
+	p = c.updatePod(p, runningAgent)
+
+	d := c.driver(c.cfg)
+	a := c.attempt(3, doneAgent)
+	a.Resume = true
+	b := start(context.Background(), d, a)
+	code, msg := c.kubelet(p, w)
+	w.Close()
+	c.updatePod(p, agentEnded(code, "", msg))
+	c.endJob(running.Name, batchv1.JobComplete, "Completed")
+	res := <-b.res
+	if !res.Adopted || res.Job != running.Name || res.Reason != "" || res.Tip == "" {
+		t.Fatalf("result %+v", res)
+	}
+	select {
+	case j := <-c.jobs:
+		t.Fatalf("a new Job %s was made beside the running one", j.Name)
+	default:
+	}
+	checkDeletedForeground(t, c, old.Name)
+	if !strings.Contains(b.out.String(), "adopting the Job "+running.Name) {
+		t.Fatalf("log:\n%s", b.out.String())
+	}
+}
+
+// TestCollectFinishedAfterDriverKill: the Job ended while no driver ran;
+// the resumed attempt collects it at once.
+func TestCollectFinishedAfterDriverKill(t *testing.T) {
+	c := newCluster(t)
+	first, err := New(c.cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.launch(context.Background(), c.attempt(1, doneAgent), JobName(c.repo, "p1", "worker", 1)); err != nil {
+		t.Fatal(err)
+	}
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	var out bytes.Buffer
+	code, msg := c.kubelet(p, &out)
+	c.updatePod(p, agentEnded(code, "", msg))
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+
+	d := c.driver(c.cfg)
+	a := c.attempt(2, doneAgent)
+	a.Resume = true
+	res := d.Run(context.Background(), a, &bytes.Buffer{})
+	if !res.Adopted || res.Job != j.Name || res.Reason != "" || res.Tip == "" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestTheBranchCountsNotTheWord: a pod whose termination message names
+// another commit than the one it pushed; the driver takes the branch.
+func TestTheBranchCountsNotTheWord(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	w := c.logs.give(p.Name)
+	p = c.updatePod(p, runningAgent)
+	code, _ := c.kubelet(p, w)
+	w.Close()
+	lie := `{"exit":0,"tip":"0123456789012345678901234567890123456789","pushed":true}`
+	c.updatePod(p, agentEnded(code, "", lie))
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+	res := <-b.res
+	remote := run(t, c.remote, "git", "rev-parse", "refs/heads/"+AttemptPrefix+j.Name)
+	if res.Tip != remote || !strings.Contains(b.out.String(), "which is what counts") {
+		t.Fatalf("result %+v\n%s", res, b.out.String())
+	}
+}
+
+func TestJobNames(t *testing.T) {
+	a := JobName("/r", "p1", "worker", 1)
+	if a != JobName("/r", "p1", "worker", 1) {
+		t.Fatal("the same attempt got two names")
+	}
+	seen := map[string]bool{}
+	for _, n := range []string{a, JobName("/s", "p1", "worker", 1), JobName("/r", "p1", "supervisor", 1), JobName("/r", "p1", "worker", 2), JobName("/r", "P1", "worker", 1), JobName("/r", strings.Repeat("long-phase-name/", 20), "worker", 12)} {
+		if seen[n] || len(n) > 63 || strings.Trim(n, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			t.Errorf("bad or repeated name %q", n)
+		}
+		seen[n] = true
+	}
+}

@@ -1,0 +1,74 @@
+package kube
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// TestClusterManifests decodes every manifest of docs/cluster.md into
+// client-go's types, strictly (an unknown or misspelt field fails), and
+// checks what the walkthrough says of them.
+func TestClusterManifests(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cluster.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	kinds := map[string]int{}
+	var role *rbacv1.Role
+	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		for _, m := range strings.Split(block[1], "\n---\n") {
+			obj, gvk, err := decode.Decode([]byte(m), nil, nil)
+			if err != nil {
+				t.Fatalf("%v in:\n%s", err, m)
+			}
+			kinds[gvk.Kind]++
+			switch o := obj.(type) {
+			case *rbacv1.Role:
+				role = o
+			case *corev1.ServiceAccount:
+				if o.Name == "claudopilot-agent" && (o.AutomountServiceAccountToken == nil || *o.AutomountServiceAccountToken) {
+					t.Error("the agents' service account mounts its token")
+				}
+			case *networkingv1.NetworkPolicy:
+				if o.Spec.PodSelector.MatchLabels[LabelApp] != appName {
+					t.Errorf("the NetworkPolicy selects %v, not the agents' pods", o.Spec.PodSelector.MatchLabels)
+				}
+			case *nodev1.RuntimeClass:
+				if o.Handler == "" {
+					t.Error("the RuntimeClass has no handler")
+				}
+			}
+		}
+	}
+	for _, k := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "Secret", "RuntimeClass", "NetworkPolicy"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s in docs/cluster.md", k)
+		}
+	}
+	if role == nil {
+		t.Fatal("no Role")
+	}
+	// Jobs, pods (read) and pods/log only.
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			switch res {
+			case "jobs", "pods", "pods/log":
+			default:
+				t.Errorf("the driver's Role grants %s", res)
+			}
+			if res != "jobs" && strings.Contains(strings.Join(r.Verbs, ","), "create") {
+				t.Errorf("the driver's Role may create %s", res)
+			}
+		}
+	}
+}
