@@ -439,6 +439,10 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 				bad("AGENT_RUNNER", "AGENT_RUNNER=kubernetes needs "+kv[0])
 			}
 		}
+		if s.Attach {
+			// An agent in a pod has no terminal here to attach to.
+			bad("ATTACH", "ATTACH=1 cannot be used with AGENT_RUNNER=kubernetes")
+		}
 	}
 	rw, err := sandbox.HomeRW(in.Env["HOME"], s.SandboxRW)
 	if err != nil {

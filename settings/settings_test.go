@@ -396,3 +396,22 @@ func TestLookPathIn(t *testing.T) {
 		t.Errorf("./bin/tool from the top: %q, %v", p, ok)
 	}
 }
+
+// AGENT_RUNNER=kubernetes needs its three settings, and refuses ATTACH
+// (no terminal here for an agent in a pod).
+func TestKubernetesRunner(t *testing.T) {
+	t.Parallel()
+	_, err := Resolve(Input{Scope: Run, Top: t.TempDir(), Env: map[string]string{"AGENT_RUNNER": "kubernetes", "K8S_IMAGE": "agent:1", "ATTACH": "1"}})
+	for _, want := range []string{"AGENT_RUNNER=kubernetes needs K8S_NAMESPACE", "needs K8S_REMOTE", "ATTACH=1 cannot be used with AGENT_RUNNER=kubernetes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	s, err := Resolve(Input{Scope: Run, Top: t.TempDir(), Env: map[string]string{"AGENT_RUNNER": "kubernetes", "K8S_NAMESPACE": "a", "K8S_IMAGE": "i", "K8S_REMOTE": "r", "K8S_PENDING_SECONDS": "30"}})
+	if err != nil || s.AgentRunner != "kubernetes" || s.K8s.Pending != 30*time.Second || s.K8s.Namespace != "a" {
+		t.Fatalf("%+v %v", s.K8s, err)
+	}
+	if s, _ := Resolve(Input{Scope: Run, Top: t.TempDir()}); s.AgentRunner != "local" || s.K8s.Pending != 600*time.Second {
+		t.Fatalf("defaults: %q %v", s.AgentRunner, s.K8s.Pending)
+	}
+}
