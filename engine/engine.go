@@ -121,13 +121,8 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	}
 	cfg := e.Settings
 	runner := e.runner(o)
-	if cfg.Remote != nil {
-		rem, stop, err := cfg.Remote(ctx, e.Git, e.Layout)
-		if err != nil {
-			return nil, err
-		}
-		e.onClose(stop)
-		runner.Remote = rem
+	if err := e.openRemote(ctx, runner); err != nil {
+		return nil, err
 	}
 	var store scheduler.Store = emptyStore{}
 	var live *roadmap.File
@@ -261,6 +256,22 @@ func (e *Engine) loadRoadmap(ctx context.Context, o Options, withQueue bool) err
 		return err
 	}
 	return CheckCommitted(ctx, e.Git, e.Roadmap, e.Layout)
+}
+
+// openRemote gives the runner its runner of agents elsewhere when the
+// settings name one (AGENT_RUNNER=kubernetes), stopped when the engine
+// closes.
+func (e *Engine) openRemote(ctx context.Context, runner *work.Runner) error {
+	if e.Settings.Remote == nil {
+		return nil
+	}
+	rem, stop, err := e.Settings.Remote(ctx, e.Git, e.Layout)
+	if err != nil {
+		return err
+	}
+	e.onClose(stop)
+	runner.Remote = rem
+	return nil
 }
 
 // runner is the one worker runner, for phases and (through the queue)
