@@ -85,7 +85,9 @@ func BenchmarkAttemptsInFlight(b *testing.B) {
 	}
 }
 
-// isTestWrite: the pods the test made as the Job controller.
+// isTestWrite: the test's own calls as the Job controller and kubelet:
+// the pods it makes, the objects it reads to update (the driver reads
+// from its informers' cache, never with a get).
 func isTestWrite(a k8stesting.Action) bool {
-	return a.GetVerb() == "create" && a.GetResource().Resource == "pods"
+	return a.GetVerb() == "create" && a.GetResource().Resource == "pods" || a.GetVerb() == "get"
 }
