@@ -21,6 +21,9 @@ type LaneConfig struct {
 	// account's agent CLI configuration (CLAUDE_CONFIG_DIR), "" for the
 	// user's own. It is a path, not a secret.
 	Credentials string
+	// Attach is LANE_<id>_ATTACH (default ATTACH): its agents run on a
+	// pseudo-terminal that `claudopilot attach` shows.
+	Attach bool
 	// Names are the settings' names as they were read (LANE_t_CMD or
 	// LANE_T_CMD), by key, for messages.
 	Names map[string]string
@@ -61,6 +64,7 @@ func Keys() []Key {
 		{"FALLBACK", "", "", "lane to use while this one is in a rate-limit cooldown"},
 		{"LABEL", "", "", "the lane's name in messages (default: its id)"},
 		{"CREDENTIALS", "", "", "the lane's account: its agent CLI's configuration folder, given to the agent as CLAUDE_CONFIG_DIR (a .credentials.json names its folder)"},
+		{"ATTACH", "ATTACH", "0", "run its agents on a pseudo-terminal that `claudopilot attach` shows (for CLIs that need a TTY)"},
 	}
 }
 
@@ -191,7 +195,21 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 	if lc.MinConcurrency > lc.MaxConcurrency {
 		return lc, fmt.Errorf("%s=%d is above %s=%d", name("MIN_CONCURRENCY"), lc.MinConcurrency, name("MAX_CONCURRENCY"), lc.MaxConcurrency)
 	}
-	return lc, nil
+	attach, err := laneBool(name("ATTACH"), val["ATTACH"], where["ATTACH"])
+	lc.Attach = attach
+	return lc, err
+}
+
+// laneBool reads a lane's switch: 1/true/yes/on or 0/false/no/off; name
+// and where say whence, for the error.
+func laneBool(name, v, where string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q (from %s): want 1 or 0", name, v, where)
 }
 
 // ParseUsage reads a USAGE_CMD's output: `<pct_used> <secs_until_reset>`,

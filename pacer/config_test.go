@@ -44,12 +44,32 @@ func TestParseErrors(t *testing.T) {
 		{"a", map[string]string{"AGENT_CMD": "x", "LANE_A_FALLBACK": "b"}, "no such lane"},
 		{"a", map[string]string{"AGENT_CMD": "x", "LANE_A_FALLBACK": "a"}, "itself"},
 		{"a", map[string]string{"AGENT_CMD": "x", "MIN_CONCURRENCY": "7"}, "above"},
+		{"a", map[string]string{"AGENT_CMD": "x", "LANE_A_ATTACH": "maybe"}, `LANE_A_ATTACH="maybe"`},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.lanes, getter(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q, %v) = %v, want an error with %q", tc.lanes, tc.env, err, tc.want)
 		}
+	}
+}
+
+// LANE_<id>_ATTACH runs one lane's agents on a terminal; ATTACH is every
+// lane's default.
+func TestParseAttach(t *testing.T) {
+	ls, err := Parse("claude codex", getter(map[string]string{"AGENT_CMD": "x", "LANE_CODEX_ATTACH": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls[0].Attach || !ls[1].Attach {
+		t.Errorf("attach claude %v codex %v, want codex only", ls[0].Attach, ls[1].Attach)
+	}
+	ls, err = Parse("claude codex", getter(map[string]string{"AGENT_CMD": "x", "ATTACH": "1", "LANE_CLAUDE_ATTACH": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls[0].Attach || !ls[1].Attach {
+		t.Errorf("with ATTACH=1: attach claude %v codex %v, want codex only", ls[0].Attach, ls[1].Attach)
 	}
 }
 

@@ -24,6 +24,8 @@ type Lane struct {
 	// (LANE_<id>_CREDENTIALS), given to its agents as CLAUDE_CONFIG_DIR;
 	// "" the user's own. Lanes on one account share its quota.
 	Account string
+	// Attach runs its agents on a pseudo-terminal (LANE_<id>_ATTACH).
+	Attach bool
 }
 
 // Control changes a running loop from outside: the pause switch and the

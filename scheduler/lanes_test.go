@@ -236,3 +236,17 @@ func TestPokeByHand(t *testing.T) {
 		t.Errorf("%d supervisors after a poke", n)
 	}
 }
+
+// A lane's ATTACH reaches the runner with each of its jobs, and only its.
+func TestLaneAttachReachesTheJob(t *testing.T) {
+	t.Parallel()
+	lanes := []Lane{{ID: "tty", Cmd: "claude", Slots: 1, Attach: true}, {ID: "pipe", Cmd: "codex exec", Slots: 1}}
+	h := newHarness(t, manifestOf("[pending] **a** — a (lane: tty)", "[pending] **b** — b (lane: pipe)"), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
+	h.runner.maxParallel = 2
+	if _, _, err := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := h.runner.jobsOf("a", state.Worker), h.runner.jobsOf("b", state.Worker); len(a) != 1 || !a[0].Attach || len(b) != 1 || b[0].Attach {
+		t.Errorf("jobs a %+v b %+v, want a on a terminal only", a, b)
+	}
+}

@@ -736,7 +736,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.TakeBase = j.TakeBase || s.takesBase(p)
 	s.stackOn(p, &j)
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
-	j.Lane, j.Cmd, j.Account = l.ID, l.cmdOf(j.Role), l.Account
+	j.Lane, j.Cmd, j.Account, j.Attach = l.ID, l.cmdOf(j.Role), l.Account, l.Attach
 	p.lane = l
 	l.running++
 	j.Gate = s.gateOf(p)

@@ -82,6 +82,9 @@ type Job struct {
 	// (no agent), but starts no agent; it fails with reason budget and
 	// Found instead.
 	Capped string
+	// Attach: the lane runs its agents on a pseudo-terminal
+	// (LANE_<id>_ATTACH; ATTACH turns it on for every agent).
+	Attach bool
 	// Question and Answer: the attempt goes on after the agent asked
 	// (CLAUDOPILOT-NEEDS-INPUT) and the user answered. With Session and a
 	// resume command the answer is the session's next message; otherwise

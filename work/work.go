@@ -427,7 +427,7 @@ func (r *Runner) command(j scheduler.Job) string {
 
 // attachSocket is where the agent's terminal is served, or "" (no ATTACH).
 func (r *Runner) attachSocket(j scheduler.Job) string {
-	if !r.Attach {
+	if !r.Attach && !j.Attach {
 		return ""
 	}
 	return r.Layout.AttachSocket(j.ID)
