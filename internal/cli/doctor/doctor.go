@@ -21,8 +21,10 @@ import (
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -202,6 +204,25 @@ func doctorQueueChecks(ctx context.Context, d *doctorState) []doctorCheck {
 		checks = append(checks, doctorCheck{level: doctorFail, msg: "queue mode: " + refused, fix: "set MERGE_METHOD=auto (the default) or a method the repository allows"})
 	case d.set.Source("MERGE_METHOD").Kind == settings.FromDefault:
 		checks = append(checks, doctorCheck{level: doctorOK, msg: "queue mode: " + issues.DefaultMethodNote(use)})
+	}
+	return append(checks, doctorFeedChecks(ctx, d, gh)...)
+}
+
+// doctorFeedChecks checks the queue's feed (docs/queue.md): the scanners'
+// files load, the refill's new default is announced, and a PROMOTE_TO
+// repository allows merge commits.
+func doctorFeedChecks(ctx context.Context, d *doctorState, gh *issues.GitHub) []doctorCheck {
+	var checks []doctorCheck
+	if _, err := scanner.Load(d.git.Dir); err != nil {
+		checks = append(checks, doctorCheck{level: doctorFail, msg: "scanners: " + err.Error(), fix: "fix or remove the file (docs/queue.md, Scanners and refill)"})
+	}
+	if n := wire.RefillNote(d.set); n != "" {
+		checks = append(checks, doctorCheck{level: doctorOK, msg: "queue mode: " + n})
+	}
+	if len(d.set.PromoteTo) > 0 {
+		if err := promote.CheckRepo(ctx, gh); err != nil {
+			checks = append(checks, doctorCheck{level: doctorFail, msg: "promote: " + err.Error(), fix: "allow merge commits in the repository's settings, or unset PROMOTE_TO"})
+		}
 	}
 	return checks
 }

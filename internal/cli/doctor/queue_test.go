@@ -42,7 +42,7 @@ func TestDoctorQueueChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := func(token string, more ...string) []doctorCheck {
-		a := &cmdutil.App{S: &cmdutil.Streams{}, Cwd: repo, Env: cmdutil.EnvMap(append(append(env, "GITHUB_TOKEN="+token, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets"), more...))}
+		a := &cmdutil.App{S: &cmdutil.Streams{}, Cwd: repo, Env: cmdutil.EnvMap(append(append(env, "GITHUB_TOKEN="+token, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "REFILL_THRESHOLD=2"), more...))}
 		d := &doctorState{a: a, git: wt}
 		d.checkSettings(nil)
 		return doctorQueueChecks(context.Background(), d)
@@ -62,6 +62,20 @@ func TestDoctorQueueChecks(t *testing.T) {
 	}
 	if cs := checks("good", "MERGE_METHOD=squash"); len(cs) != 1 {
 		t.Errorf("an allowed method: %+v", cs)
+	}
+	// The queue's feed (issue 28): PROMOTE_TO on a repository without
+	// merge commits fails; the refill's new default is announced until
+	// REFILL_THRESHOLD is set.
+	if cs := checks("good", "MERGE_METHOD=squash", "PROMOTE_TO=staging"); len(cs) != 2 || cs[1].level != doctorFail || !strings.Contains(cs[1].msg, "promote: PROMOTE_TO needs merge commits") {
+		t.Errorf("PROMOTE_TO without merge commits: %+v", cs)
+	}
+	{
+		a := &cmdutil.App{S: &cmdutil.Streams{}, Cwd: repo, Env: cmdutil.EnvMap(append(env, "GITHUB_TOKEN=good", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "MERGE_METHOD=squash"))}
+		d := &doctorState{a: a, git: wt}
+		d.checkSettings(nil)
+		if cs := doctorQueueChecks(context.Background(), d); len(cs) != 2 || cs[1].level != doctorOK || !strings.Contains(cs[1].msg, "runs a scanner") {
+			t.Errorf("the refill's note: %+v", cs)
+		}
 	}
 	if c := check("bad"); c.level != doctorFail || !strings.Contains(c.msg, "GitHub refused the token") {
 		t.Errorf("bad token: %+v", c)

@@ -247,9 +247,7 @@ func noteQueuePolicy(a *cmdutil.App, s *settings.Settings) {
 // noteRefill announces the refill, new in a polling queue, until
 // REFILL_THRESHOLD is set.
 func noteRefill(a *cmdutil.App, s *settings.Settings) {
-	if s.Source("REFILL_THRESHOLD").Kind != settings.FromDefault || s.RefillThreshold <= 0 {
-		return
+	if n := wire.RefillNote(s); n != "" {
+		fmt.Fprintf(a.S.Err, "claudopilot: note: %s\n", n)
 	}
-	fmt.Fprintf(a.S.Err, "claudopilot: note: when fewer than %d issues are ready or proposed, a scanner runs (at most every %d minutes) and files its findings labelled %s for a maintainer to queue (REFILL_THRESHOLD=0 turns this off; set it to hide this note)\n",
-		s.RefillThreshold, s.ScannerIntervalMinutes, s.ScannerLabel)
 }

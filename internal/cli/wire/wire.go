@@ -251,6 +251,16 @@ func Scan(s *settings.Settings) engine.ScanSettings {
 	}
 }
 
+// RefillNote announces the refill, new in a polling queue, at start and in
+// doctor until REFILL_THRESHOLD is set ("" once it is, or when off).
+func RefillNote(s *settings.Settings) string {
+	if s.Source("REFILL_THRESHOLD").Kind != settings.FromDefault || s.RefillThreshold <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("when fewer than %d issues are ready or proposed, a polling queue runs a scanner (at most every %d minutes) and files its findings labelled %s for a maintainer to queue (REFILL_THRESHOLD=0 turns this off; set it to hide this note)",
+		s.RefillThreshold, s.ScannerIntervalMinutes, s.ScannerLabel)
+}
+
 // Promote derives the promote loop's settings (docs/queue.md).
 func Promote(s *settings.Settings) engine.PromoteSettings {
 	return engine.PromoteSettings{To: s.PromoteTo, Every: s.PromoteEvery}
