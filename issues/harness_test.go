@@ -91,7 +91,7 @@ func (q *Queue) testRunner() *work.Runner {
 		Agent: c.Agent, Super: c.Supervisor, Prepare: c.Prepare,
 		StuckTimeout: c.StuckTimeout, AgentTimeout: c.AgentTimeout, LogCap: c.LogCap, KillGrace: c.KillGrace,
 		DefaultCooldown: c.RateLimitSleep,
-		Layout: state.Layout{Top: q.git.Dir, Base: c.Base},
+		Layout:          state.Layout{Top: q.git.Dir, Base: c.Base},
 	}
 }
 

@@ -37,9 +37,12 @@ func modes(t *testing.T) []string {
 }
 
 // sandboxed confines the fixture's agents with bubblewrap, laid out as the
-// driver lays it out (the base checkout hidden).
+// driver lays it out (the base checkout hidden, the agents' folder shown
+// again when the repository is under the private /tmp, as the driver
+// shows a command's own folder).
 func (f *fixture) sandboxed() {
-	f.runner.Sandbox = &sandbox.Config{Hide: []string{sandbox.Real(f.top)}}
+	agent := hostileAgent(f.t, "lib.sh")
+	f.runner.Sandbox = &sandbox.Config{Hide: []string{sandbox.Real(f.top)}, Keep: sandbox.ToolPaths("", agent)}
 }
 
 // What an agent plants in its worktree's admin folder (or, for nested, a
