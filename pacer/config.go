@@ -21,7 +21,8 @@ type LaneConfig struct {
 	// account's agent CLI configuration (CLAUDE_CONFIG_DIR), "" for the
 	// user's own. It is a path, not a secret.
 	Credentials string
-	// Attach is LANE_<id>_ATTACH (default ATTACH): its agents run on a
+	// Attach is LANE_<id>_ATTACH (ATTACH, the global knob, turns every
+	// lane's on in the runner, not here): its agents run on a
 	// pseudo-terminal that `claudopilot attach` shows.
 	Attach bool
 	// Names are the settings' names as they were read (LANE_t_CMD or
@@ -64,7 +65,7 @@ func Keys() []Key {
 		{"FALLBACK", "", "", "lane to use while this one is in a rate-limit cooldown"},
 		{"LABEL", "", "", "the lane's name in messages (default: its id)"},
 		{"CREDENTIALS", "", "", "the lane's account: its agent CLI's configuration folder, given to the agent as CLAUDE_CONFIG_DIR (a .credentials.json names its folder)"},
-		{"ATTACH", "ATTACH", "0", "run its agents on a pseudo-terminal that `claudopilot attach` shows (for CLIs that need a TTY)"},
+		{"ATTACH", "", "0", "run its agents on a pseudo-terminal that `claudopilot attach` shows (for CLIs that need a TTY; ATTACH=1 does it for every lane)"},
 	}
 }
 
