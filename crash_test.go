@@ -226,7 +226,7 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 	}
 
 	// Everything merged exactly once, with one merge commit each.
-	log := git(t, repo, env, "log", "--first-parent", "--format=%s", "main")
+	log := git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
 	for i := 1; i <= 6; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge p%d:", i)); n != 1 {
 			t.Errorf("p%d merged %d times:\n%s", i, n, log)

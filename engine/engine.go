@@ -294,7 +294,7 @@ func (e *Engine) runner(o Options) *work.Runner {
 // the runner's prompt loader, whose folders are protected.
 func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, ps prompts.Set) error {
 	cfg := e.Settings
-	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateEach: cfg.MergeBatchGateEach, GateRetries: cfg.GateRetries}
+	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateRetries: cfg.GateRetries}
 	merger.Protect = protectedSet(cfg.Protect, e.Layout, e.Roadmap, ps)
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
@@ -313,7 +313,7 @@ func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, 
 // proc.Backoff) for phases and issues, whatever the command.
 func schedulerConfig(cfg Settings) scheduler.Config {
 	return scheduler.Config{
-		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
+		MaxParallel: cfg.MaxParallel, MergeBatch: cfg.MergeBatch, GateSlots: cfg.GateSlots, TrainWait: cfg.TrainWait, Stack: cfg.Stack, KeepGoing: cfg.KeepGoing, MaxSupervisorAttempts: cfg.MaxSuper,
 		IgnoreCheckpoints: cfg.IgnoreCheckpoints, Gate: cfg.Gate, AgentCmd: cfg.Agent, SupervisorCmd: cfg.Super,
 		TransientMaxRetries: cfg.Transient, StuckPokes: cfg.StuckPokes, Poll: cfg.Poll, Backoff: proc.Backoff,
 		RunMaxCost: cfg.RunMaxCost, PhaseMaxCost: cfg.PhaseMaxCost, Review: cfg.Review.Cfg,

@@ -31,11 +31,11 @@ type Settings struct {
 	// AgentEnvAllow (AGENT_ENV_ALLOW) names variables agents, gates and
 	// prepare keep although their name says secret (work.AgentEnv).
 	AgentEnvAllow []string
-	// MergeBatch caps a merge train (MERGE_BATCH); MergeBatchGateEach
-	// gates its every prefix (MERGE_BATCH_GATE=each); GateRetries reruns
-	// a red merge gate (GATE_RETRIES).
-	MergeBatch, GateRetries int
-	MergeBatchGateEach      bool
+	// MergeBatch caps a merge train (MERGE_BATCH); GateSlots is how many
+	// merge gates run at once (GATE_SLOTS); GateRetries reruns a red
+	// merge gate (GATE_RETRIES); TrainWait is TRAIN_WAIT_SECONDS.
+	MergeBatch, GateSlots, GateRetries int
+	TrainWait                          time.Duration
 	// Stack starts a phase on its one unmerged dep's gated tip (STACK).
 	Stack                                bool
 	Base, Gate, Prepare, Agent, Super    string

@@ -66,10 +66,6 @@ type Owner struct {
 	// Redact is the driver's redaction funnel: the gate logs go through
 	// it, and a landing must not carry its values.
 	Redact *secret.Redactor
-	// GateEach gates every prefix of a merge train side by side
-	// (MERGE_BATCH_GATE=each); off: only the train's top, and the
-	// middle when it is red.
-	GateEach bool
 	// GateRetries reruns a red merge gate that many times before it
 	// counts as red (GATE_RETRIES); a rerun that is green is a flake.
 	GateRetries int
@@ -87,10 +83,7 @@ type Owner struct {
 	ownerState
 }
 
-var (
-	_ scheduler.BatchMerger = (*Owner)(nil)
-	_ scheduler.Predictor   = (*Owner)(nil)
-)
+var _ scheduler.Predictor = (*Owner)(nil)
 
 // ownerState is what an Owner learns during a run.
 type ownerState struct {
@@ -115,10 +108,7 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 	if err := o.finishPending(ctx); err != nil {
 		// The checkout lags behind the base: a new move must not start
 		// from it.
-		out.Waiting = "the base checkout lags behind " + o.Layout.Base + " (a move is pending): " + err.Error()
-		if errors.Is(err, worktree.ErrIndexLocked) {
-			out.Waiting += "; if no git runs there, remove the lock file"
-		}
+		out.Waiting = o.pendingNote(err)
 		return out
 	}
 	for try := 0; try < attempts; try++ {
@@ -133,6 +123,19 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 	out.Waiting = "the base keeps moving (" + o.Layout.Base + " moved during each of the last " + fmt.Sprint(attempts) + " tries); the merge lands when it settles"
 	return out
 }
+
+// pendingNote says why a move of the base cannot start: the base checkout
+// has not followed the last one yet (err).
+func (o *Owner) pendingNote(err error) string {
+	n := "the base checkout lags behind " + o.Layout.Base + " (a move is pending): " + err.Error()
+	if errors.Is(err, worktree.ErrIndexLocked) {
+		n += "; if no git runs there, remove the lock file"
+	}
+	return n
+}
+
+// markerNote starts the detail of a branch refused for conflict markers.
+const markerNote = "conflict markers left in: "
 
 // try makes one attempt; again is true when the base moved under it.
 // known is the base's value read just before (noteBase), "" to read it.
@@ -188,22 +191,18 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 	// a tip the branch may have moved past since. Only a tree that already
 	// passed this gate here (the same merge tried again after a wait) is
 	// not gated twice.
-	if !o.passed(tree, j.Gate) {
-		one := []scheduler.MergeOutcome{{}}
-		ok, log, err := o.gateLink(ctx, link{j: j, tip: tip, tree: tree, commit: commit}, GateDir(o.Layout), one)
-		out.Flaky = one[0].Flaky
-		if err != nil {
-			if log != "" {
-				out.LogPath = log
-			}
-			out.Err = err
-			return out, false
+	g := o.GateCar(ctx, scheduler.CarGate{Commit: commit, Tree: tree, Jobs: []scheduler.MergeJob{j}})
+	out.Flaky = g.Flaky
+	if g.Err != nil {
+		if g.Log != "" {
+			out.LogPath = g.Log
 		}
-		if !ok {
-			out.Reason, out.LogPath = state.ReasonGate, log
-			out.Detail = "the gate is red on the merge with " + o.Layout.Base + ": see " + log
-			return out, false
-		}
+		out.Err = g.Err
+		return out, false
+	}
+	if !g.OK {
+		out.Reason, out.LogPath, out.Detail = state.ReasonGate, g.Log, g.Detail
+		return out, false
 	}
 	res, again := o.publish(ctx, []scheduler.MergeJob{j}, []string{tip}, base, commit)
 	res.Flaky = out.Flaky
@@ -319,7 +318,7 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string,
 		return out, true
 	} else if len(paths) > 0 {
 		out.Reason = state.ReasonConflict
-		out.Detail = "conflict markers left in: " + strings.Join(paths, ", ")
+		out.Detail = markerNote + strings.Join(paths, ", ")
 		return out, true
 	}
 	if paths := o.outOfScope(j, changed); len(paths) > 0 {

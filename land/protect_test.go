@@ -10,7 +10,6 @@ import (
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/roadmap"
-	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -217,28 +216,5 @@ func TestMergeWithoutAProtectedSetFailsClosed(t *testing.T) {
 	}
 	if got := f.rev("main"); got != base {
 		t.Errorf("main moved to %s", got)
-	}
-}
-
-// In a merge train the phase that changes a protected file fails alone;
-// the rest land.
-func TestMergeBatchRefusesTheProtectedLinkAlone(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, trainManifest)
-	var js []scheduler.MergeJob
-	for _, id := range []string{"t1", "t2", "t3"} {
-		var cs []change
-		if id == "t2" {
-			cs = append(cs, add("claudopilot.config", "SANDBOX=off\n"))
-		}
-		js = append(js, job(id, "phase "+id, f.hostileBranch(id, "", cs...)))
-	}
-	outs := f.owner.MergeBatch(f.ctx, js)
-	f.owner.Wait()
-	if !outs[0].OK || outs[1].Reason != state.ReasonProtected || !outs[2].OK {
-		t.Fatalf("outcomes = %+v, want t1 and t3 landed, t2 refused as protected", outs)
-	}
-	if _, has, _ := f.git.ReadFile(f.ctx, "main", "claudopilot.config"); has {
-		t.Error("claudopilot.config reached main")
 	}
 }

@@ -3,11 +3,11 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -66,42 +66,42 @@ func TestJournalSyncsPerLanding(t *testing.T) {
 	}
 }
 
-// A merge train's landings share one fsync, made before the first of
-// them is told.
+// The landings of one publish share one fsync, made before the first of
+// them is told: a, b and c land in one car behind z.
 func TestJournalSyncsOncePerTrain(t *testing.T) {
 	t.Parallel()
-	text := manifestOf(
-		"[pending] **a** — a (deps: none)",
-		"[pending] **b** — b (deps: none)",
-		"[pending] **c** — c (deps: none)",
-		"[pending] **d** — d (deps: none)",
-	)
-	h := newHarness(t, text, Config{MaxParallel: 4, MaxSupervisorAttempts: 1, MergeBatch: 4})
+	h, sm := specHarness(t, lettersManifest("z", "a", "b", "c"), Config{MaxParallel: 4, MaxSupervisorAttempts: 1, MergeBatch: 4, GateSlots: 1})
 	h.jn = openJournal(t)
-	bm := &batchMerger{fakeMerger: h.merger}
+	h.s = New(h.cfg, h.rm, h.store, h.runner, sm, h.jn, h.ev.ch)
 	release := make(chan struct{})
-	var once sync.Once
-	h.merger.onMerge = func(MergeJob) { once.Do(func() { <-release }) }
-	h.ev = newEventLog()
-	h.s = New(h.cfg, h.rm, h.store, h.runner, bm, h.jn, h.ev.ch)
+	sm.hold["z"] = release
+	sm.gateIn = make(chan []string, 8)
 	noteUnsyncedMerges(t, h)
+	zGating := make(chan struct{})
+	for _, id := range []string{"a", "b", "c"} {
+		h.runner.on(id, state.Worker, step{OK: true, Wait: true, Hold: zGating})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ch := h.start(ctx)
-	for _, id := range []string{"a", "b", "c", "d"} {
+	if c := <-sm.gateIn; !slices.Equal(c, []string{"z"}) {
+		t.Fatalf("first car %v, want z alone", c)
+	}
+	close(zGating)
+	for _, id := range []string{"a", "b", "c"} {
 		h.ev.wait(t, id+" done", func(e Event) bool { return e.Kind == EvExit && e.Phase == id && e.Role == state.Worker })
 	}
 	close(release)
 	if _, _, err := h.await(ch); err != nil {
 		t.Fatal(err)
 	}
-	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Merged, "c": manifest.Merged, "d": manifest.Merged})
-	if len(bm.batches) != 1 || len(bm.batches[0]) != 3 {
-		t.Fatalf("trains %v, want one of 3 after the first single merge", bm.batches)
+	h.store.wantStates(t, allMerged("z", "a", "b", "c"))
+	if len(sm.published) != 2 || len(sm.published[1]) != 3 {
+		t.Fatalf("published %v, want z, then a train of 3", sm.published)
 	}
-	// 4 pgids, the single merge, the train of 3.
+	// 4 pgids, the landing of z, the train of 3.
 	if got := h.jn.Syncs(); got != 6 {
-		t.Errorf("%d fsyncs, want 6: 4 pgids, 1 single merge, 1 train of 3", got)
+		t.Errorf("%d fsyncs, want 6: 4 pgids, 1 for z, 1 for the train of 3", got)
 	}
 }
 

@@ -162,7 +162,7 @@ func containsPhase(ps []*phase, p *phase) bool {
 // inFlight is true while the driver holds the phase: an attempt, a merge,
 // or a relaunch waiting for its slot.
 func (s *Scheduler) inFlight(p *phase) bool {
-	if p.busy || p.next != nil || s.merging == p || s.inReview(p) {
+	if p.busy || p.next != nil || s.mergeHeld(p) || s.inReview(p) {
 		return true
 	}
 	for _, q := range s.mergeQ {
@@ -173,20 +173,26 @@ func (s *Scheduler) inFlight(p *phase) bool {
 	return false
 }
 
-// inMerge is true when every problem of an edit is at the line of the phase
+// inMerge is true when every problem of an edit is at the line of a phase
 // being merged: what a doc caught mid-rename looks like ("no doc", or
 // "more than one doc").
 func (s *Scheduler) inMerge(rm *roadmap.Roadmap, err error) bool {
 	var bad *roadmap.InvalidError
-	if s.merging == nil || rm == nil || !errors.As(err, &bad) {
+	landing := s.spec.landing
+	if s.merging != nil {
+		landing = append([]*phase{s.merging}, landing...)
+	}
+	if len(landing) == 0 || rm == nil || !errors.As(err, &bad) {
 		return false
 	}
-	n := rm.Node(s.merging.n.ID)
-	if n == nil {
-		return false
+	lines := map[int]bool{}
+	for _, p := range landing {
+		if n := rm.Node(p.n.ID); n != nil {
+			lines[n.Line] = true
+		}
 	}
 	for _, p := range bad.Problems {
-		if p.Line != n.Line {
+		if !lines[p.Line] {
 			return false
 		}
 	}

@@ -55,11 +55,21 @@ type Config struct {
 	Paused bool
 	// Review is the independent review gate (off unless REVIEW_CMD).
 	Review ReviewConfig
-	// MergeBatch caps a merge train (MERGE_BATCH): with more than 1 and
-	// a BatchMerger, the done phases waiting to land (up to this many,
-	// with the same gate) are handed over together. 0 or 1: one at a
-	// time.
+	// MergeBatch caps a merge train (MERGE_BATCH): with a SpecMerger,
+	// the done phases waiting to land (up to this many, with the same
+	// gate) land together as one first-parent commit (spec.go). 0 or 1:
+	// one phase per commit.
 	MergeBatch int
+	// GateSlots is GATE_SLOTS: with a SpecMerger, how many merge gates
+	// run at once, each on top of those ahead of it (spec.go).
+	GateSlots int
+	// TrainWait is TRAIN_WAIT_SECONDS: how long a train that would land
+	// short waits for phases whose agents have ended.
+	TrainWait time.Duration
+	// BranchGate keeps the gate in a phase's worktree even when the merge
+	// owner gates speculatively (which proves the same on the tree that
+	// lands); for comparison in benchmarks.
+	BranchGate bool
 	// Stack lets a phase start on its one unmerged dep's gated tip before
 	// that dep lands (STACK=1; stack.go).
 	Stack bool
@@ -114,12 +124,12 @@ type Scheduler struct {
 	// starting) from their goroutines into the loop, which emits it.
 	stages   chan Event
 	merged   chan MergeOutcome
-	batched  chan []MergeOutcome // a merge train's outcomes, in its order
-	woken    chan string         // a waiting merge's watch saw a change (phase id)
-	done     chan struct{}       // closed when Run returns
-	mergeQ   []*phase            // done phases waiting for the merge owner, in order
-	merging  *phase              // the phase the merge owner holds, if any (a train's first)
-	train    []*phase            // the merge train the merge owner holds, if any
+	woken    chan string   // a waiting merge's watch saw a change (phase id)
+	arrivals chan string   // an attempt's agent ended: the phase may be done in moments
+	done     chan struct{} // closed when Run returns
+	mergeQ   []*phase      // done phases waiting for the merge owner, in order
+	merging  *phase        // the phase the merge owner holds, if any (one at a time)
+	spec     specState     // the speculation, with a SpecMerger (spec.go)
 	cooldown map[string]time.Time
 	// unwritten holds states the manifest could not take because it did
 	// not parse at the time; they are written when it does again.
@@ -189,6 +199,13 @@ type phase struct {
 	// wait that goes on is told once); waitRounds counts its retries.
 	waiting    string
 	waitRounds int
+	// queuedAt is when it last joined the merge queue; finishing is set
+	// while its attempt's checks run after the agent ended; solo: its
+	// build conflicted with a car ahead, so it is built alone on the base
+	// (spec.go).
+	queuedAt  time.Time
+	finishing bool
+	solo      bool
 
 	started time.Time
 	spent   time.Duration
@@ -235,8 +252,8 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		byID:      make(map[string]*phase, len(rm.Nodes)),
 		results:   make(chan Outcome),
 		merged:    make(chan MergeOutcome),
-		batched:   make(chan []MergeOutcome),
 		woken:     make(chan string),
+		arrivals:  make(chan string),
 		done:      make(chan struct{}),
 		cooldown:  make(map[string]time.Time),
 		unwritten: make(map[string]manifest.State),
@@ -244,6 +261,9 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 		paused:    cfg.Paused,
 	}
 	s.rev.results = make(chan ReviewOutcome)
+	if sm, ok := merger.(SpecMerger); ok {
+		s.spec.m, s.spec.results = sm, make(chan specResult)
+	}
 	s.stages = make(chan Event, 64)
 	for _, n := range rm.Nodes {
 		p := &phase{n: n, state: n.State}
@@ -318,12 +338,16 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			s.onMerge(m)
 		case cs := <-s.pred.results:
 			s.onPredicted(cs)
-		case ms := <-s.batched:
+		case r := <-s.spec.results:
 			if ctx.Err() != nil {
-				s.batchedAfterInterrupt(ms)
+				s.specAfterInterrupt(r)
 				continue
 			}
-			s.onBatch(ms)
+			s.onSpec(r)
+		case id := <-s.arrivals:
+			if p := s.byID[id]; p != nil && p.busy {
+				p.finishing = true
+			}
 		case e := <-s.stages:
 			s.stage(e)
 		case ro := <-s.rev.results:
@@ -355,6 +379,9 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			// What a waiting merge waits on changed: try it now.
 			if p := s.byID[id]; p.waiting != "" && s.merging != p {
 				p.notBefore = time.Time{}
+			}
+			if s.spec.waitFor == id {
+				s.spec.retryAt = time.Time{}
 			}
 		case c := <-s.cfg.Controls:
 			s.onControl(c)
@@ -395,7 +422,7 @@ func (s *Scheduler) warnOutcome(o Outcome) {
 
 // drain waits for every in-flight attempt and merge after a cancel.
 func (s *Scheduler) drain() {
-	for s.running > 0 || s.merging != nil || s.out.landing > 0 {
+	for s.running > 0 || s.merging != nil || s.out.landing > 0 || s.spec.ops > 0 {
 		select {
 		case m := <-s.out.landed:
 			s.landedAfterInterrupt(m)
@@ -405,8 +432,9 @@ func (s *Scheduler) drain() {
 			s.interruptedOutcome(o)
 		case m := <-s.merged:
 			s.mergedAfterInterrupt(m)
-		case ms := <-s.batched:
-			s.batchedAfterInterrupt(ms)
+		case r := <-s.spec.results:
+			s.specAfterInterrupt(r)
+		case <-s.arrivals:
 		}
 	}
 	s.drainReviews()
@@ -426,6 +454,9 @@ func (s *Scheduler) mergedAfterInterrupt(m MergeOutcome) {
 // idle is true when nothing is in flight and nothing could start.
 func (s *Scheduler) idle() bool {
 	if s.running > 0 || s.merging != nil || s.rev.running > 0 || s.out.landing > 0 || len(s.out.queue) > 0 {
+		return false
+	}
+	if s.spec.ops > 0 || (len(s.spec.cars) > 0 && s.fatal == nil) {
 		return false
 	}
 	if s.fatal != nil {
@@ -475,6 +506,12 @@ func (s *Scheduler) arm(t *time.Timer) {
 		if s.landsLater(p) {
 			continue // its dep's landing wakes the loop
 		}
+		if s.specOn() {
+			// A due phase joins the speculation in the dispatch that
+			// made it due, or when a car's result frees room.
+			consider(p.notBefore)
+			continue
+		}
 		if s.merging == nil {
 			// A merge whose moment passed while the loop worked is due
 			// now: nothing else would wake the loop for it.
@@ -489,6 +526,10 @@ func (s *Scheduler) arm(t *time.Timer) {
 	}
 	s.cooldownEnds(consider)
 	s.askEnds(consider)
+	if len(s.spec.cars) > 0 {
+		consider(s.spec.retryAt)
+	}
+	consider(s.spec.trainAt)
 	if s.pred.p != nil && s.running > 0 && !s.pred.busy {
 		consider(s.pred.last.Add(s.cfg.Poll))
 	}
@@ -516,15 +557,15 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	s.dispatchReviews(ctx)
 	s.dispatchLands(ctx)
 	s.verifyStacks()
-	if s.merging == nil {
+	if s.specOn() {
+		if s.fatal == nil {
+			s.dispatchSpec(ctx, now)
+		}
+	} else if s.merging == nil {
 		s.conflictOrder()
 		for i, p := range s.mergeQ {
 			if p.notBefore.After(now) || s.landsLater(p) {
 				continue
-			}
-			if t := s.trainFrom(i, now); len(t) > 1 {
-				s.startTrain(ctx, t)
-				break
 			}
 			s.mergeQ = slices.Delete(s.mergeQ, i, i+1)
 			s.startMerge(ctx, p)
@@ -655,7 +696,7 @@ func (s *Scheduler) readiness(p *phase, now time.Time) readiness {
 		q := s.phases[d.Index]
 		switch {
 		case q.state == manifest.Merged:
-		case s.merging == q || s.queuedForMerge(q, now):
+		case s.mergeHeld(q) || s.queuedForMerge(q, now):
 			pipeline = true
 		default:
 			return notReady
@@ -743,6 +784,17 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	j.Gating = func() {
 		s.stages <- Event{Time: s.now(), Kind: EvGate, Phase: j.ID, Role: j.Role, Attempt: j.Attempt, Lane: j.Lane}
 	}
+	id, done := j.ID, s.done
+	j.Finishing = func() {
+		select {
+		case s.arrivals <- id:
+		case <-done:
+		}
+	}
+	// The merge owner gates the merge on top of the base, which proves
+	// what the branch's own gate would, on the tree that lands.
+	j.NoGate = s.specOn() && !p.n.Outside && !s.cfg.BranchGate
+	p.finishing, p.solo = false, false
 	if j.Role == state.Supervisor {
 		p.superRuns++
 		j.Attempt = p.superRuns
@@ -1027,6 +1079,21 @@ func WaitDetail(files []string, waiting string) string {
 	return d
 }
 
+// watchWait tries the merge of phase id again as soon as changed is
+// closed (what it waits on may have changed).
+func (s *Scheduler) watchWait(id string, changed <-chan struct{}) {
+	go func(done <-chan struct{}) {
+		select {
+		case <-changed:
+			select {
+			case s.woken <- id:
+			case <-done:
+			}
+		case <-done:
+		}
+	}(s.done)
+}
+
 // onMerge handles the merge owner's report.
 func (s *Scheduler) onMerge(m MergeOutcome) {
 	p := s.byID[m.ID]
@@ -1071,16 +1138,7 @@ func (s *Scheduler) onMerge(m MergeOutcome) {
 		p.notBefore = s.now().Add(delay)
 		s.mergeQ = append([]*phase{p}, s.mergeQ...)
 		if m.Changed != nil {
-			go func(id string, changed <-chan struct{}, done <-chan struct{}) {
-				select {
-				case <-changed:
-					select {
-					case s.woken <- id:
-					case <-done:
-					}
-				case <-done:
-				}
-			}(m.ID, m.Changed, s.done)
+			s.watchWait(m.ID, m.Changed)
 		}
 		detail := WaitDetail(m.Wait, m.Waiting)
 		if detail != p.waiting {
@@ -1320,7 +1378,7 @@ func (s *Scheduler) summary() Summary {
 // release books the end of p's attempt: its slot on its lane is free.
 func (s *Scheduler) release(p *phase) {
 	s.running--
-	p.busy, p.attempting = false, false
+	p.busy, p.attempting, p.finishing = false, false, false
 	if p.lane != nil {
 		p.lane.running--
 	}

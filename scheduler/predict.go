@@ -59,7 +59,7 @@ func (s *Scheduler) maybePredict(ctx context.Context) {
 	}
 	var running []string
 	for _, p := range s.phases {
-		if p.busy && p.state == manifest.Running && s.merging != p && !slices.Contains(s.train, p) {
+		if p.busy && p.state == manifest.Running && !s.mergeHeld(p) {
 			running = append(running, p.n.ID)
 		}
 	}

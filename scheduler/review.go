@@ -143,6 +143,7 @@ func (s *Scheduler) landOrReview(p *phase) {
 		return
 	}
 	if !s.reviewOn() {
+		p.queuedAt = s.now()
 		s.mergeQ = append(s.mergeQ, p)
 		return
 	}

@@ -52,7 +52,7 @@ func (s *Scheduler) stackDep(p *phase) *phase {
 	if dep == nil || dep.tip == "" || dep.state != manifest.Running {
 		return nil
 	}
-	if s.merging != dep && !slices.Contains(s.train, dep) && !slices.Contains(s.mergeQ, dep) {
+	if s.merging != dep && !s.specAhead(dep) && !slices.Contains(s.mergeQ, dep) {
 		return nil // not done, or gone back to its agents
 	}
 	for _, id := range p.n.External {
@@ -179,11 +179,12 @@ func (s *Scheduler) unstack(p *phase) {
 		q.stackTip, q.verify = "", ""
 		q.waitsOn = p.n.ID
 		s.record(state.Record{Phase: q.n.ID, Event: EvUnstacked, WaitsOn: p.n.ID})
-		if q.busy && q.stop != nil && s.merging != q && !slices.Contains(s.train, q) {
+		if q.busy && q.stop != nil && !s.mergeHeld(q) {
 			q.stopping = true
 			q.stop()
 			continue // blocked when its outcome comes
 		}
+		s.specRelease(q)
 		q.next = nil
 		s.mergeQ = slices.DeleteFunc(s.mergeQ, func(x *phase) bool { return x == q })
 		s.blockStacked(q, p.n.ID)

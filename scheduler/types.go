@@ -69,6 +69,15 @@ type Job struct {
 	// Gating, when set, is called as the attempt's gate starts, so the
 	// progress shows "gate" rather than a finished agent. Any goroutine.
 	Gating func()
+	// Finishing, when set, is called once the agent has ended, as the
+	// attempt's checks start: the phase may be done in moments (a merge
+	// train waits for it, TRAIN_WAIT_SECONDS). Any goroutine.
+	Finishing func()
+	// NoGate: the merge owner gates this phase's merge on top of the
+	// base (speculative gates), which proves what the branch's own gate
+	// would, on the tree that lands: the runner does not run the gate in
+	// the worktree (and the agent's slot is free sooner).
+	NoGate bool
 	// Outside is set for a node from a Source (an issue): its branch,
 	// doc, prompts and done rule differ from a phase's.
 	Outside *OutsideWork
@@ -190,10 +199,14 @@ type MergeOutcome struct {
 	// Stale: the base or the branch moved since the review passed, so
 	// nothing landed and the phase is reviewed again.
 	Stale bool
-	// Again: a merge train did not get to this phase (a culprit before
-	// it, a branch that moved): nothing happened to it, and it goes back
-	// to the front of the merge queue.
+	// Again: the merge owner did not get to this phase (its branch
+	// moved, a lockfile regenerated): nothing happened to it, and it goes
+	// back to the front of the merge queue.
 	Again bool
+	// Ahead: the phase conflicts with a car ahead of it in the
+	// speculation, which has not landed: it goes back to the queue and
+	// is built on the base once those have landed (or left).
+	Ahead bool
 	// Flaky says the merge gate was red and then green on a rerun
 	// (GATE_RETRIES); journaled.
 	Flaky string
@@ -218,14 +231,88 @@ type Merger interface {
 	Merge(ctx context.Context, j MergeJob) MergeOutcome
 }
 
-// BatchMerger lands several done phases at once, as a merge train (see
-// docs/landing.md): their merge commits are built as one first-parent
-// chain, in the order given, and the chain's top is gated; a red top is
-// bisected. It returns one outcome per job, in order. The scheduler uses
-// it only when MERGE_BATCH > 1.
-type BatchMerger interface {
+// SpecMerger lands done phases through speculative parallel gates
+// (GATE_SLOTS, docs/landing.md): the scheduler's loop decides which
+// phases go together and on top of what (spec.go); the merger does the
+// git work, each step called from a goroutine of the loop's.
+//
+//   - Build makes a car's commit: one first-parent commit that lands a
+//     train of one or more done phases on the commit of the car ahead
+//     (or on the base tip).
+//   - GateCar gates that exact commit in a gate worktree of its own (one
+//     per slot), so up to GATE_SLOTS gates run at once.
+//   - Publish moves the base in one compare-and-swap to the top of a run
+//     of green cars, every first-parent commit of which passed its gate.
+type SpecMerger interface {
 	Merger
-	MergeBatch(ctx context.Context, js []MergeJob) []MergeOutcome
+	Build(ctx context.Context, c CarJob) CarBuild
+	GateCar(ctx context.Context, g CarGate) CarGated
+	Publish(ctx context.Context, p CarPublish) CarPublished
+}
+
+// CarJob asks for a car's commit: Jobs, in order, on On (the commit of the
+// car ahead; "" for the base tip, read now).
+type CarJob struct {
+	On   string
+	Jobs []MergeJob
+}
+
+// CarBuild is how a car's build ended.
+type CarBuild struct {
+	// Base is the base tip the car was built on, when On was "".
+	Base string
+	// Commit is the car's first-parent commit and Tree its tree; "" when
+	// no job joined.
+	Commit, Tree string
+	// Joined are the indexes in CarJob.Jobs of the phases Commit lands,
+	// in order, with the tip each merged and what each warns of (secrets
+	// an allow accepted).
+	Joined []int
+	Tips   []string
+	Notes  []string
+	// Outs has one outcome per job in CarJob.Jobs; a joined job's is
+	// empty. One that did not join says why: landed already (OK: only
+	// the bookkeeping was left), refused (Reason, Detail), its branch
+	// moved (Again), or it conflicts with a car ahead (Ahead).
+	Outs []MergeOutcome
+	// Waiting: nothing could be built yet (the base checkout lags behind
+	// a move, a lock): the phases go back to the queue and wait.
+	Waiting string
+	// Err: the build could not run; the run stops.
+	Err error
+}
+
+// CarGate asks for the gate of a built car in gate slot Slot (0-based).
+type CarGate struct {
+	Commit, Tree string
+	Jobs         []MergeJob // the car's phases; the first's logs hold the gate's
+	Slot         int
+}
+
+// CarGated is how a car's gate ended.
+type CarGated struct {
+	OK     bool
+	Log    string
+	Detail string // red: what to tell (the gate is red on the merge with <base>: see <log>)
+	Flaky  string // red, then green on a rerun (GATE_RETRIES)
+	Err    error  // the gate could not run (or was stopped)
+}
+
+// CarPublish asks for the base to move From (the base tip the front car
+// was built on) To (the top green car's commit), landing Jobs (every phase
+// of those cars, in order; Tips are the tips they merged).
+type CarPublish struct {
+	From, To string
+	Jobs     []MergeJob
+	Tips     []string
+}
+
+// CarPublished is how a publish ended: Out.OK, a wait (Out.Wait,
+// Out.Waiting, Out.Changed), Out.Err, or Moved (the base moved since the
+// cars were built: they are all built again).
+type CarPublished struct {
+	Out   MergeOutcome
+	Moved bool
 }
 
 // Errors that end a run; the command tree maps them to exit codes (internal/cli/cmdutil).

@@ -89,16 +89,21 @@ var claudopilotOnly = map[string]string{
 }
 
 // Note is a setting that was read under another tool's name or form
-// (ReadAs: what it was read as), or that has no effect here (Hint: what
-// to do instead).
+// (ReadAs: what it was read as), that has no effect here (Hint: what to
+// do instead), or that this driver retired (Retired, Hint: what replaced
+// it).
 type Note struct {
 	Where, Key string
 	Tool       string // whose setting it is: Claudopilot, issue-pilot, issue-orchestrator
 	Hint       string
 	ReadAs     string
+	Retired    bool // a setting of this driver's that is gone
 }
 
 func (n Note) String() string {
+	if n.Retired {
+		return fmt.Sprintf("%s: %s is retired and has no effect: %s", n.Where, n.Key, n.Hint)
+	}
 	tool := n.Tool
 	if tool == "" {
 		tool = "Claudopilot"
@@ -107,6 +112,23 @@ func (n Note) String() string {
 		return fmt.Sprintf("%s: %s (%s's) is read as %s", n.Where, n.Key, tool, n.ReadAs)
 	}
 	return fmt.Sprintf("%s: %s is %s's and has no effect here: %s", n.Where, n.Key, tool, n.Hint)
+}
+
+// retired are settings this driver had once: accepted in the files and
+// the environment, with a note that says what replaced them.
+var retired = map[string]string{
+	"MERGE_BATCH_GATE": "every first-parent commit on the base is gated now, merge trains included; GATE_SLOTS sets how many merge gates run at once (docs/landing.md)",
+}
+
+// retiredNotes notes the retired settings the environment sets.
+func retiredNotes(env map[string]string) []Note {
+	var notes []Note
+	for k, hint := range retired {
+		if _, ok := env[k]; ok {
+			notes = append(notes, Note{Where: "the environment", Key: k, Hint: hint, Retired: true})
+		}
+	}
+	return notes
 }
 
 // fileValue is a value a settings file sets, and where.
@@ -290,6 +312,9 @@ func classify(e configEntry, where Source, format string, known map[string]strin
 		if hint := issuePilotOnly(e.key); hint != "" {
 			return nil, &Note{Where: where.String(), Key: e.key, Tool: "issue-pilot", Hint: hint}, nil
 		}
+	}
+	if hint := retired[e.key]; hint != "" {
+		return nil, &Note{Where: where.String(), Key: e.key, Hint: hint, Retired: true}, nil
 	}
 	return nil, nil, &Problem{Src: where, Msg: "unknown setting " + e.key + suggestKey(e.key, known), Unreadable: true}
 }

@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -138,6 +139,7 @@ func Resolve(in Input) (*Settings, error) {
 		files, s.Notes, probs, s.Read = readFiles(in.Top, in.Env)
 		s.named = namedFiles(in.Top, in.Env)
 	}
+	s.Notes = append(s.Notes, retiredNotes(in.Env)...)
 	ks := Knobs()
 	for _, k := range ks {
 		v, note, prob := pick(k, in, files)
@@ -418,6 +420,10 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 		s.Supervisor = s.Agent
 	}
 	s.Bootstrap, s.Build = strings.TrimSpace(s.Bootstrap), strings.TrimSpace(s.Build)
+	if s.Source("GATE_SLOTS").Kind == FromDefault {
+		// Two gates at once, but not more than the machine has cores.
+		s.GateSlots = min(s.GateSlots, runtime.NumCPU())
+	}
 	s.ReviewCmd = strings.TrimSpace(s.ReviewCmd)
 	if strings.TrimSpace(s.Agent) == "" {
 		bad("AGENT_CMD", "AGENT_CMD is empty")

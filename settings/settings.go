@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -38,7 +39,8 @@ type Settings struct {
 	ForeignClaims        []string // FOREIGN_CLAIM_LABELS
 	LockfileCmd          string
 	MergeBatch           int
-	MergeBatchGate       string // top or each
+	GateSlots            int           // GATE_SLOTS; its default is min(2, cores) (derive)
+	TrainWait            time.Duration // TRAIN_WAIT_SECONDS
 	Stack                bool
 	GateRetries          int
 	SecretScan           bool
@@ -187,6 +189,16 @@ func (s *Settings) Set() []Named {
 type Named struct {
 	Env string
 	Value
+}
+
+// DefaultNotes announce the changed defaults the user has not set: run
+// prints each in one line at its start, doctor lists them.
+func (s *Settings) DefaultNotes() []string {
+	var n []string
+	if s.Source("GATE_SLOTS").Kind == FromDefault {
+		n = append(n, fmt.Sprintf("merge gates run %d at once now, each on top of those ahead of it; a merge train lands as one gated first-parent commit, and a phase's gate runs once, on its merge (GATE_SLOTS, was 1; MERGE_BATCH_GATE is retired); a gate that uses shared resources (a database, fixed ports) needs GATE_SLOTS=1; set GATE_SLOTS to hide this note", s.GateSlots))
+	}
+	return n
 }
 
 // ReviewOn is true when the review gate runs (REVIEW_CMD is set).

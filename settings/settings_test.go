@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestDefaultsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.MaxParallel != 3 || s.Agent != DefaultAgent || s.Supervisor != DefaultAgent || s.SupervisorSet != "" || s.MergeBatchGate != "top" ||
+	if s.MaxParallel != 3 || s.Agent != DefaultAgent || s.Supervisor != DefaultAgent || s.SupervisorSet != "" || s.GateSlots != min(2, runtime.NumCPU()) || s.TrainWait != 3*time.Second ||
 		!s.SecretScan || s.ClaimStale != 6*time.Hour || s.Labels.Claim != "agent-running" || s.Pace != 300*time.Second || len(s.ReviewLenses) != 4 {
 		t.Errorf("defaults: %+v", s)
 	}
@@ -109,7 +110,7 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	top := t.TempDir()
 	marker := filepath.Join(top, "ran")
 	writeFile(t, top, ConfigFile, "MAX_PARALLEL=2\nNOT_A_KNOB=1\njust words\nGATE_CMD=$(touch "+marker+")\nBATCH_SIZE=none\n")
-	s, err := Resolve(Input{Scope: Run, Top: top, Flags: runFlags(t, "--poll-seconds", "soon"), Env: map[string]string{"MERGE_BATCH_GATE": "all", "AGENT_DRIVER": "cluade"}})
+	s, err := Resolve(Input{Scope: Run, Top: top, Flags: runFlags(t, "--poll-seconds", "soon"), Env: map[string]string{"GATE_SLOTS": "all", "AGENT_DRIVER": "cluade"}})
 	var e *Error
 	if !errors.As(err, &e) || !e.Unreadable() {
 		t.Fatalf("err = %v, want an unreadable *Error", err)
@@ -118,7 +119,7 @@ func TestEveryProblemAtOnce(t *testing.T) {
 		ConfigFile + ":2: unknown setting NOT_A_KNOB",
 		ConfigFile + ":3: want KEY=VALUE",
 		`POLL_SECONDS="soon" from --poll-seconds: want seconds`,
-		`MERGE_BATCH_GATE="all" from the environment: want top or each`,
+		`GATE_SLOTS="all" from the environment: want a whole number ≥ 1`,
 		`AGENT_DRIVER="cluade" from the environment: want claude, codex or opencode`,
 		`BATCH_SIZE="none" from claudopilot.config:5: want a whole number ≥ 1`,
 	} {
@@ -413,5 +414,26 @@ func TestKubernetesRunner(t *testing.T) {
 	}
 	if s, _ := Resolve(Input{Scope: Run, Top: t.TempDir()}); s.AgentRunner != "local" || s.K8s.Pending != 600*time.Second {
 		t.Fatalf("defaults: %q %v", s.AgentRunner, s.K8s.Pending)
+	}
+}
+
+// MERGE_BATCH_GATE is retired (issue 25: GATE_SLOTS replaces it, and every
+// first-parent commit is gated): set in a file or the environment it is
+// accepted, with a note naming what replaced it, not an error.
+func TestRetiredSettingIsNoted(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	writeFile(t, top, ConfigFile, "MERGE_BATCH_GATE=each\n")
+	s, err := Resolve(Input{Scope: Run, Top: top, Env: map[string]string{"MERGE_BATCH_GATE": "top"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Notes) != 2 {
+		t.Fatalf("notes = %v, want one for the file and one for the environment", s.Notes)
+	}
+	for _, n := range s.Notes {
+		if !n.Retired || !strings.Contains(n.String(), "MERGE_BATCH_GATE is retired") || !strings.Contains(n.String(), "GATE_SLOTS") {
+			t.Errorf("note %q", n)
+		}
 	}
 }

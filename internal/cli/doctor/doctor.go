@@ -342,6 +342,9 @@ func (d *doctorState) checkSettings(fs settings.Flags) {
 	for _, n := range s.Notes {
 		d.add(doctorWarn, "settings: "+n.String(), "")
 	}
+	for _, n := range s.DefaultNotes() {
+		d.add(doctorOK, "settings: "+n, "")
+	}
 	if values {
 		return
 	}

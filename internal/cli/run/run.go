@@ -170,6 +170,11 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 		for _, n := range s.Notes {
 			fmt.Fprintf(a.S.Err, "claudopilot: note: %s\n", n)
 		}
+		if !o.Alone {
+			for _, n := range s.DefaultNotes() {
+				fmt.Fprintf(a.S.Err, "claudopilot: note: %s\n", n)
+			}
+		}
 		cfg, err = wire.Engine(ctx, s, wire.Run{Git: git, Env: a.Env, Alone: o.Alone})
 	}
 	if err == nil {

@@ -187,7 +187,7 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 	c := engine.Settings{
 		MaxParallel: s.MaxParallel, MaxSuper: s.MaxSupervisor, Transient: s.TransientRetries, LogCapMB: s.LogCapMB, LogKeep: s.LogKeep,
 		KeepGoing: s.KeepGoing, IgnoreCheckpoints: s.IgnoreCheckpoints, SecretScan: s.SecretScan, SecretAllow: s.SecretAllow,
-		MergeBatch: s.MergeBatch, GateRetries: s.GateRetries, MergeBatchGateEach: s.MergeBatchGate == "each", Stack: s.Stack,
+		MergeBatch: s.MergeBatch, GateSlots: s.GateSlots, GateRetries: s.GateRetries, TrainWait: s.TrainWait, Stack: s.Stack,
 		Gate: s.Gate, Prepare: s.Prepare, Agent: s.Agent, Super: s.Supervisor,
 		Lockfile: s.LockfileCmd, Bootstrap: s.Bootstrap, Build: s.Build, Derived: s.DerivedConflictFiles,
 		Poll: s.Poll, Stuck: s.StuckTimeout, AgentTimeout: s.AgentTimeout, RateSleep: s.RateLimitSleep,
