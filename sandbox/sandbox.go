@@ -205,14 +205,22 @@ func ensureDir(p string) error {
 	return nil
 }
 
-// ToolPaths lists what the private /tmp would hide that the commands need
-// to start: the folders on pathEnv under /tmp, and the folder of each
-// command whose first word is an absolute path under /tmp. Without them an
-// agent installed (or a test's fake agent kept) under /tmp is "not found"
+// ToolPaths lists what the private /tmp and the fresh /dev would hide that
+// the commands need to start: the folders on pathEnv under /tmp or /dev
+// (/dev/shm), and the folder of each command whose first word is an
+// absolute path there. Without them an agent installed (or a test's or a
+// benchmark's fake agent kept) under /tmp or /dev/shm is "not found"
 // inside the sandbox.
 func ToolPaths(pathEnv string, cmds ...string) []string {
 	tmp := Real("/tmp")
-	under := func(p string) bool { return p == tmp || strings.HasPrefix(p, tmp+"/") }
+	under := func(p string) bool {
+		for _, h := range []string{tmp, "/dev"} {
+			if p != h && strings.HasPrefix(p, h+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -220,7 +228,7 @@ func ToolPaths(pathEnv string, cmds ...string) []string {
 			return
 		}
 		p = Real(p)
-		if under(p) && p != tmp && !seen[p] {
+		if under(p) && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}

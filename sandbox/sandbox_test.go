@@ -143,3 +143,13 @@ func TestToolPaths(t *testing.T) {
 		t.Errorf("the kept folders are not shown right after the private /tmp: %s", args)
 	}
 }
+
+// A tool under /dev/shm is kept too: --dev /dev mounts a fresh /dev
+// without it (bench/overhead.sh on /dev/shm ran no agent: "not found").
+func TestToolPathsDevShm(t *testing.T) {
+	got := ToolPaths("/usr/bin:/dev/shm/x/bin:/dev", "/dev/shm/y/agent.sh", "/dev/null")
+	want := []string{"/dev/shm/x/bin", "/dev/shm/y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ToolPaths = %v, want %v", got, want)
+	}
+}
