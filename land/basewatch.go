@@ -89,7 +89,7 @@ func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
 	b.mu.Lock()
 	writes, busy := b.writes, b.pending != ""
 	b.mu.Unlock()
-	now, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
+	now, err := o.Git.RevParseAlone(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
 		return nil, "", err
 	}

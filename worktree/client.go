@@ -44,6 +44,10 @@ type repoLocks struct {
 	// guard, once Protect ran, keeps the repository's config, hooks/
 	// and info/ as they were.
 	guard atomic.Pointer[guard]
+	// resolvers: the long-lived cat-file --batch-check per directory and
+	// environment (batch.go).
+	resMu     sync.Mutex
+	resolvers map[string]*resolver
 }
 
 func (c *Client) locks() *repoLocks {

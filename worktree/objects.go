@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -351,50 +350,29 @@ type Blob struct {
 // the answers in the order of paths: the done check asks for the DONE_
 // doc and the doc at once.
 func (c *Client) ReadFiles(ctx context.Context, rev string, paths ...string) ([]Blob, error) {
-	// One call answers all the questions: does rev name a tree, what is
+	// One round answers all the questions: does rev name a tree, what is
 	// at each path, and its content (a missing phase doc is a common
 	// answer, and used to take three calls).
-	q := rev + "^{tree}\n"
+	specs := []string{rev + "^{tree}"}
 	for _, p := range paths {
-		q += rev + ":" + p + "\n"
+		specs = append(specs, rev+":"+p)
 	}
-	out, err := c.run(ctx, "", []byte(q), nil, "cat-file", "--batch")
+	objs, err := c.readBatch(ctx, specs...)
 	if err != nil {
 		return nil, fmt.Errorf("read %s:%s: %w", rev, strings.Join(paths, ","), err)
 	}
-	head, rest, _ := bytes.Cut(out, []byte("\n"))
-	if bytes.HasSuffix(head, []byte(" missing")) || bytes.HasSuffix(head, []byte(" ambiguous")) {
+	if objs[0].missing {
 		return nil, fmt.Errorf("read %s:%s: rev-parse %q: %w", rev, strings.Join(paths, ","), rev, ErrNoRev)
 	}
-	f := strings.Fields(string(head))
-	if len(f) != 3 {
-		return nil, fmt.Errorf("read %s: unexpected cat-file output %q", rev, head)
-	}
-	n, err := strconv.Atoi(f[2])
-	if err != nil || len(rest) < n+1 {
-		return nil, fmt.Errorf("read %s: unexpected cat-file output %q", rev, head)
-	}
-	rest = rest[n+1:] // the tree's content and its newline
 	blobs := make([]Blob, len(paths))
-	for i, p := range paths {
-		spec := rev + ":" + p
-		head, rest, _ = bytes.Cut(rest, []byte("\n"))
-		if bytes.HasSuffix(head, []byte(" missing")) {
-			continue
+	for i, o := range objs[1:] {
+		switch {
+		case o.missing:
+		case o.kind != "blob":
+			blobs[i].Err = fmt.Errorf("read %s: a %s, not a file", specs[i+1], o.kind)
+		default:
+			blobs[i] = Blob{Data: o.data, OK: true}
 		}
-		f = strings.Fields(string(head))
-		if len(f) != 3 {
-			return nil, fmt.Errorf("read %s: unexpected cat-file output %q", spec, head)
-		}
-		if n, err = strconv.Atoi(f[2]); err != nil || len(rest) < n+1 {
-			return nil, fmt.Errorf("read %s: short cat-file output", spec)
-		}
-		if f[1] != "blob" {
-			blobs[i].Err = fmt.Errorf("read %s: a %s, not a file", spec, f[1])
-		} else {
-			blobs[i] = Blob{Data: rest[:n:n], OK: true}
-		}
-		rest = rest[n+1:] // the content and its newline
 	}
 	return blobs, nil
 }
@@ -411,26 +389,20 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 		return "", err
 	}
 	dirs := append([]string{""}, ancestors(p)...)
-	var q strings.Builder
-	for _, d := range dirs {
-		fmt.Fprintf(&q, "%s:%s\n", tree, d)
+	specs := make([]string, len(dirs))
+	for i, d := range dirs {
+		specs[i] = tree + ":" + d
 	}
-	out, err := c.run(ctx, "", []byte(q.String()), nil, "cat-file", "--batch")
+	objs, err := c.readBatch(ctx, specs...)
 	if err != nil {
 		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
 	}
 	raw := make([][]byte, len(dirs))
-	for i := range dirs {
-		head, rest, _ := bytes.Cut(out, []byte("\n"))
-		f := strings.Fields(string(head))
-		if len(f) != 3 || f[1] != "tree" {
+	for i, o := range objs {
+		if o.missing || o.kind != "tree" {
 			return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
 		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || len(rest) < n+1 {
-			return "", fmt.Errorf("replace %s in %s: short cat-file output", p, tree)
-		}
-		raw[i], out = rest[:n:n], rest[n+1:]
+		raw[i] = o.data
 	}
 	blob, err := c.run(ctx, "", content, nil, "hash-object", "-w", "--no-filters", "--stdin")
 	if err != nil {

@@ -56,9 +56,35 @@ func (c *Client) RevParse(ctx context.Context, rev string) (string, error) {
 	return c.resolve(ctx, spec, rev)
 }
 
-// resolve runs rev-parse --verify -q on spec; display names it in errors.
+// RevParseAlone is RevParse in a `git rev-parse` of its own, never the
+// shared resolver: the base poll's read, whose race with the driver's own
+// move of the base a test holds mid-read with a git first on PATH
+// (land's TestCheckBaseIgnoresAReadThatRacedTheDriversMove).
+func (c *Client) RevParseAlone(ctx context.Context, rev string) (string, error) {
+	return c.revParse(ctx, rev+"^{commit}", rev)
+}
+
+// resolve resolves spec (through the resolver, else rev-parse --verify
+// -q); display names it in errors.
 func (c *Client) resolve(ctx context.Context, spec, display string) (string, error) {
 	if spec == "" || display == "" {
+		return "", fmt.Errorf("rev-parse %q: %w", display, ErrNoRev)
+	}
+	id, err := c.lookup(ctx, spec)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, ErrNoRev):
+		return "", fmt.Errorf("rev-parse %s: %w", display, ErrNoRev)
+	case !errors.Is(err, errBatch):
+		return "", fmt.Errorf("rev-parse %s: %w", display, err)
+	}
+	return c.revParse(ctx, spec, display)
+}
+
+// revParse runs rev-parse --verify -q on spec.
+func (c *Client) revParse(ctx context.Context, spec, display string) (string, error) {
+	if display == "" {
 		return "", fmt.Errorf("rev-parse %q: %w", display, ErrNoRev)
 	}
 	out, err := c.run(ctx, "", nil, nil, "rev-parse", "--verify", "-q", "--end-of-options", spec)
