@@ -439,17 +439,7 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 			probs = append(probs, Problem{Msg: "the built-in script agent works on roadmap phases only; name an agent command for the queue"})
 		}
 	}
-	if s.AgentRunner == "kubernetes" {
-		for _, kv := range [][2]string{{"K8S_NAMESPACE", s.K8s.Namespace}, {"K8S_IMAGE", s.K8s.Image}, {"K8S_REMOTE", s.K8s.Remote}} {
-			if strings.TrimSpace(kv[1]) == "" {
-				bad("AGENT_RUNNER", "AGENT_RUNNER=kubernetes needs "+kv[0])
-			}
-		}
-		if s.Attach {
-			// An agent in a pod has no terminal here to attach to.
-			bad("ATTACH", "ATTACH=1 cannot be used with AGENT_RUNNER=kubernetes")
-		}
-	}
+	probs = append(probs, s.kubeProblems()...)
 	rw, err := sandbox.HomeRW(in.Env["HOME"], s.SandboxRW)
 	if err != nil {
 		probs = append(probs, Problem{Src: s.Source("SANDBOX_RW"), Msg: fmt.Sprintf("%v (from %s)", err, s.Source("SANDBOX_RW"))})
@@ -491,6 +481,27 @@ func (s *Settings) derive(in Input, files map[string]fileValue) []Problem {
 	}
 	s.Lanes = lanes
 	s.presetResume()
+	return probs
+}
+
+// kubeProblems checks what AGENT_RUNNER=kubernetes needs.
+func (s *Settings) kubeProblems() []Problem {
+	if s.AgentRunner != "kubernetes" {
+		return nil
+	}
+	var probs []Problem
+	bad := func(env, msg string) {
+		probs = append(probs, Problem{Src: s.Source(env), Msg: fmt.Sprintf("%s (from %s)", msg, s.Source(env))})
+	}
+	for _, kv := range [][2]string{{"K8S_NAMESPACE", s.K8s.Namespace}, {"K8S_IMAGE", s.K8s.Image}, {"K8S_REMOTE", s.K8s.Remote}} {
+		if strings.TrimSpace(kv[1]) == "" {
+			bad("AGENT_RUNNER", "AGENT_RUNNER=kubernetes needs "+kv[0])
+		}
+	}
+	if s.Attach {
+		// An agent in a pod has no terminal here to attach to.
+		bad("ATTACH", "ATTACH=1 cannot be used with AGENT_RUNNER=kubernetes")
+	}
 	return probs
 }
 
