@@ -328,15 +328,19 @@ func TestSpecRedTrainIsBisected(t *testing.T) {
 // A car red while a car ahead of it is still gating waits for that
 // verdict: the car ahead turns red (the culprit), so the car behind, red
 // only because it held the culprit, is gated again without it and lands.
-// It never goes to a supervisor.
+// It never goes to a supervisor. b's agent ends only once a is with the
+// merge owner: ended first, b would be built alone on the base and land.
 func TestSpecRedBehindAnUndecidedCarIsGatedAgain(t *testing.T) {
 	t.Parallel()
 	h, sm := specHarness(t, lettersManifest("a", "b"), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, MergeBatch: 1, GateSlots: 2})
-	releaseA := make(chan struct{})
+	releaseA, bEnds := make(chan struct{}), make(chan struct{})
 	sm.hold["a"] = releaseA
 	sm.gateIn = make(chan []string, 16)
 	sm.red = culprits(h, "a")
+	h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: bEnds})
 	ch := h.start(context.Background())
+	h.ev.wait(t, "a merging", isEv(EvMerging, "a"))
+	close(bEnds)
 	// Wait for both gates, a's (held) and b's on top of it (red, at once).
 	got := map[string]bool{}
 	for len(got) < 2 {
