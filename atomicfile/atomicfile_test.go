@@ -34,3 +34,37 @@ func TestWrite(t *testing.T) {
 		t.Error("a write into a missing folder succeeded")
 	}
 }
+
+// TestWriteOptions: Mode puts perm over an existing file's mode; a link at
+// the target is replaced, not followed; NoSync still replaces atomically.
+func TestWriteOptions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(p, []byte("two"), 0o600, Mode(), NoSync()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if st, _ := os.Stat(p); string(b) != "two" || st.Mode().Perm() != 0o600 {
+		t.Errorf("with Mode: %q mode %v, want \"two\" 0600", b, st.Mode().Perm())
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, []byte("ours"), 0o644, Mode()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "theirs" {
+		t.Errorf("the write followed a link: the file it named holds %q", b)
+	}
+	if fi, _ := os.Lstat(link); !fi.Mode().IsRegular() {
+		t.Errorf("the link was not replaced by a file: %v", fi.Mode())
+	}
+}

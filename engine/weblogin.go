@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // WebFile says where the running driver serves its page, in the state
@@ -28,8 +30,9 @@ type webWhere struct {
 
 func writeWebWhere(path string, w webWhere) error {
 	b, _ := json.Marshal(w)
-	os.Remove(path)
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+	// Atomic, so `claudopilot web` never reads half of it; not fsynced: it
+	// names a live driver, worth nothing after a crash.
+	if err := atomicfile.Write(path, append(b, '\n'), 0o600, atomicfile.Mode(), atomicfile.NoSync()); err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -188,7 +189,9 @@ func saveBaseMove(l state.Layout, m *BaseMove) error {
 	if err := os.MkdirAll(l.StateDir(), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(baseMovedPath(l), append(b, '\n'), 0o644)
+	// Atomic (status reads it while the driver runs); not fsynced: the
+	// next run's watch sees the base as it is (issue 25's fsync budget).
+	return atomicfile.Write(baseMovedPath(l), append(b, '\n'), 0o644, atomicfile.NoSync())
 }
 
 // LastBaseMove reads the last move of the base that the driver did not

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -192,7 +193,9 @@ func (l Links) Restore() (changed []string, err error) {
 			continue
 		}
 		if want != nil {
-			if err := os.WriteFile(p, want, 0o644); err != nil {
+			// Exclusively made temp file and a rename: a link planted
+			// at p after the removal is replaced, not written through.
+			if err := atomicfile.Write(p, want, 0o644, atomicfile.Mode(), atomicfile.NoSync()); err != nil {
 				errs = append(errs, err)
 			}
 		}

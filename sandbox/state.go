@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // The agent CLIs' state (issue 21 §4). A worker that could write ~/.claude
@@ -173,23 +175,10 @@ func takeLogin(copy, orig string) (bool, error) {
 	if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, b) {
 		return false, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".claudopilot-login-*")
-	if err != nil {
-		return false, fmt.Errorf("sandbox: write back %s: %w", orig, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("sandbox: write back %s: %w", orig, err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("sandbox: write back %s: %w", orig, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("sandbox: write back %s: %w", orig, err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
+	// Fsynced: a refreshed login may have spent the old refresh token, so
+	// losing the new one to a crash logs the user out. 0600 whatever the
+	// old file's mode: it is a secret.
+	if err := atomicfile.Write(target, b, 0o600, atomicfile.Mode()); err != nil {
 		return false, fmt.Errorf("sandbox: write back %s: %w", orig, err)
 	}
 	return true, nil

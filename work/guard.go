@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -234,14 +235,12 @@ func writeList(file string, paths []string) error {
 		b.WriteString(p)
 		b.WriteByte(0)
 	}
-	tmp := file + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
+	// Fsynced: a driver killed mid-attempt reads the note on resume
+	// (recordAttemptStart keeps an interrupted attempt's).
+	return atomicfile.Write(file, b.Bytes(), 0o644)
 }
 
 func readList(file string) (map[string]bool, error) {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // Protect keeps the repository's config file, hooks/ and info/ as they are
@@ -198,17 +200,19 @@ func (g *guard) check() {
 }
 
 // restore writes a kept file back in place of whatever is there (a link
-// is replaced, never followed).
+// is replaced, never followed), with its kept mode. atomicfile's temp file
+// is made exclusively, so a link an agent plants beside it is never
+// written through. No fsync: the guard is the run's, and the next run
+// snapshots what it finds (issue 25's fsync budget).
 func restore(p string, k kept) {
-	os.RemoveAll(p)
+	if fi, err := os.Lstat(p); !k.mode.IsRegular() || (err == nil && fi.IsDir()) {
+		os.RemoveAll(p)
+	}
 	if !k.mode.IsRegular() {
 		return // a link or pipe the user had: not made again
 	}
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	tmp := p + ".claudopilot-restore"
-	if err := os.WriteFile(tmp, k.data, k.mode.Perm()); err == nil {
-		os.Rename(tmp, p)
-	}
+	atomicfile.Write(p, k.data, k.mode.Perm(), atomicfile.Mode(), atomicfile.NoSync())
 }
 
 // guardFor is called before each git command: it puts back foreign

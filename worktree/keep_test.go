@@ -60,3 +60,37 @@ func TestProtect(t *testing.T) {
 		t.Error("Reverted since now lists something")
 	}
 }
+
+// The put-back follows no link an agent plants: a link where the old code
+// wrote its temp file (config.claudopilot-restore) is left alone, and the
+// file outside it keeps its bytes.
+func TestProtectRestoreFollowsNoLink(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	common := filepath.Join(c.Dir, ".git")
+	if err := c.Protect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("the user's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(common, "config.claudopilot-restore"))
+	want := readFile(t, common, "config")
+	os.Chmod(filepath.Join(common, "config"), 0o600)
+	f, _ := os.OpenFile(filepath.Join(common, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("[core]\n\tfsmonitor = touch /tmp/evil\n")
+	f.Close()
+	if _, err := c.Git(ctx, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, common, "config"); got != want {
+		t.Errorf("config not put back: %q", got)
+	}
+	if fi, _ := os.Stat(filepath.Join(common, "config")); fi.Mode().Perm() != 0o644 {
+		t.Errorf("config's mode %v, want the kept 0644", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "the user's\n" {
+		t.Errorf("the put-back wrote through a planted link: %q", b)
+	}
+}
