@@ -335,6 +335,44 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string,
 // after them in the background. again: the base moved meanwhile.
 func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []string, base, commit string) (out scheduler.MergeOutcome, again bool) {
 	j := js[len(js)-1]
+	if out, again = o.moveBase(ctx, j, base, commit); !out.OK {
+		return out, again
+	}
+	// One write (and its fsyncs) for the whole train; one by one only
+	// when a phase was edited out of the live file meanwhile.
+	if err := o.Live.Update(func(src []byte) ([]byte, error) {
+		for _, j := range js {
+			var err error
+			if src, err = flip(src, j); err != nil {
+				return nil, err
+			}
+		}
+		return src, nil
+	}); err != nil {
+		for _, j := range js {
+			if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
+				// The merge has landed; only the live file could not
+				// say so (the phase was edited out of it meanwhile).
+				out.Detail = joinNote(out.Detail, "the live manifest was not updated: "+err.Error())
+			}
+		}
+	}
+	// Off the critical path: the worktree's removal (it writes as many
+	// files as the checkout holds) and the branch's deletion do not hold
+	// up the report, nor the next merge.
+	// commit holds every tip: each is a parent of its link's merge
+	// commit, and the chain leads up to commit.
+	for i, j := range js {
+		o.cleanupLater(ctx, j.ID, tips[i], commit)
+	}
+	out.OK, out.Commit = true, commit
+	return out, false
+}
+
+// moveBase moves the base from base to commit in one compare-and-swap
+// and brings the base checkout along (j names the move in what it
+// reports): out.OK once it moved; again when the base moved meanwhile.
+func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit string) (out scheduler.MergeOutcome, again bool) {
 	out.ID = j.ID
 	baseRef := "refs/heads/" + o.Layout.Base
 	mrel := o.Layout.ManifestRel()
@@ -376,50 +414,19 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 			// The move is complete, index and files: forget it.
 			(&advance{}).done(o.Layout)
 		}
-		if !res.OK {
-			return res, again
-		}
-		out = res
-	} else {
-		o.base.writing(commit)
-		err := o.Git.UpdateRef(ctx, baseRef, commit, base)
-		o.base.wrote(commit, err == nil)
-		if err != nil {
-			if errors.Is(err, worktree.ErrStale) {
-				return out, true
-			}
-			out.Err = err
-			return out, false
-		}
+		return res, again
 	}
-	// One write (and its fsyncs) for the whole train; one by one only
-	// when a phase was edited out of the live file meanwhile.
-	if err := o.Live.Update(func(src []byte) ([]byte, error) {
-		for _, j := range js {
-			var err error
-			if src, err = flip(src, j); err != nil {
-				return nil, err
-			}
+	o.base.writing(commit)
+	err = o.Git.UpdateRef(ctx, baseRef, commit, base)
+	o.base.wrote(commit, err == nil)
+	if err != nil {
+		if errors.Is(err, worktree.ErrStale) {
+			return out, true
 		}
-		return src, nil
-	}); err != nil {
-		for _, j := range js {
-			if err := o.Live.Update(func(src []byte) ([]byte, error) { return flip(src, j) }); err != nil {
-				// The merge has landed; only the live file could not
-				// say so (the phase was edited out of it meanwhile).
-				out.Detail = joinNote(out.Detail, "the live manifest was not updated: "+err.Error())
-			}
-		}
+		out.Err = err
+		return out, false
 	}
-	// Off the critical path: the worktree's removal (it writes as many
-	// files as the checkout holds) and the branch's deletion do not hold
-	// up the report, nor the next merge.
-	// commit holds every tip: each is a parent of its link's merge
-	// commit, and the chain leads up to commit.
-	for i, j := range js {
-		o.cleanupLater(ctx, j.ID, tips[i], commit)
-	}
-	out.OK, out.Commit = true, commit
+	out.OK = true
 	return out, false
 }
 

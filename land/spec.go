@@ -195,6 +195,11 @@ func (o *Owner) landedBefore(ctx context.Context, j scheduler.MergeJob, tip stri
 // before is not gated again. A red gate that turns green on a rerun is a
 // flake.
 func (o *Owner) GateCar(ctx context.Context, g scheduler.CarGate) scheduler.CarGated {
+	return o.gateCar(ctx, g, slotDir(o.Layout, g.Slot))
+}
+
+// gateCar is GateCar in the gate worktree dir.
+func (o *Owner) gateCar(ctx context.Context, g scheduler.CarGate, dir string) scheduler.CarGated {
 	j := g.Jobs[0]
 	if o.passed(g.Tree, j.Gate) {
 		return scheduler.CarGated{OK: true}
@@ -206,7 +211,7 @@ func (o *Owner) GateCar(ctx context.Context, g scheduler.CarGate) scheduler.CarG
 	}
 	var reds []string
 	for {
-		ok, log, err := o.gateIn(ctx, j, g.Commit, slotDir(o.Layout, g.Slot))
+		ok, log, err := o.gateIn(ctx, j, g.Commit, dir)
 		if err != nil {
 			return scheduler.CarGated{Log: log, Err: err}
 		}
