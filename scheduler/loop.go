@@ -312,14 +312,18 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			return interrupted()
 		}
 		s.outsideMayPay = s.cfg.ExternalWait == nil || s.cfg.ExternalWait()
+		// One reading of the clock per pass: what dispatch found not yet
+		// due, idle and arm wait for. Read again, a backoff ending in
+		// between was neither started nor waited for (an hour's sleep).
+		now := s.now()
 		if s.fatal == nil {
-			s.dispatch(runCtx)
+			s.dispatch(runCtx, now)
 			s.maybePredict(runCtx)
 		}
-		if s.idle() {
+		if s.idle(now) {
 			break
 		}
-		s.arm(timer)
+		s.arm(timer, now)
 		select {
 		case o := <-s.results:
 			if ctx.Err() != nil {
@@ -452,7 +456,7 @@ func (s *Scheduler) mergedAfterInterrupt(m MergeOutcome) {
 }
 
 // idle is true when nothing is in flight and nothing could start.
-func (s *Scheduler) idle() bool {
+func (s *Scheduler) idle(now time.Time) bool {
 	if s.running > 0 || s.merging != nil || s.rev.running > 0 || s.out.landing > 0 || len(s.out.queue) > 0 {
 		return false
 	}
@@ -471,7 +475,6 @@ func (s *Scheduler) idle() bool {
 	if s.asking() > 0 && !s.draining && !s.budgetHit {
 		return false // waiting on the user's answer
 	}
-	now := s.now()
 	for _, p := range s.phases {
 		if p.next != nil && !s.draining && !s.budgetHit {
 			return false // waiting out a cooldown or backoff
@@ -487,9 +490,8 @@ func (s *Scheduler) idle() bool {
 }
 
 // arm sets the timer to the earliest moment something waits for.
-func (s *Scheduler) arm(t *time.Timer) {
+func (s *Scheduler) arm(t *time.Timer, now time.Time) {
 	var at time.Time
-	now := s.now()
 	// Only future moments: something whose time has come and still waits
 	// is waiting for a slot, and a finishing attempt wakes the loop.
 	consider := func(x time.Time) {
@@ -551,8 +553,7 @@ func (s *Scheduler) arm(t *time.Timer) {
 
 // dispatch starts what may start: the next merge, pending relaunches, then
 // new phases, critical path first.
-func (s *Scheduler) dispatch(ctx context.Context) {
-	now := s.now()
+func (s *Scheduler) dispatch(ctx context.Context, now time.Time) {
 	s.expireAsks(now)
 	s.dispatchReviews(ctx)
 	s.dispatchLands(ctx)

@@ -6,6 +6,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -376,4 +377,37 @@ func TestDistinctCommandsDoNotShareCooldown(t *testing.T) {
 	_, _, err := h.await(ch)
 	wantErrIs(t, err, ErrInterrupted)
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Merged, "b": manifest.Running})
+}
+
+// BUG (loop.go, dispatch and arm): each read the clock itself. A backoff
+// that ended after dispatch's reading (the relaunch not due yet) but
+// before arm's (no longer after now, so "waiting for a slot") was lost:
+// the timer slept an hour with a free slot, and the run hung
+// (TestTransientCounterResetsAfterFailure, about 1 in 300 with a 1 ms
+// backoff). A clock that moves 1 ms per reading puts some backoff of this
+// sweep between the two readings.
+// Fix: dispatch and arm take one reading per pass of the loop.
+func TestRegressionBackoffEndingBetweenDispatchAndArm(t *testing.T) {
+	t.Parallel()
+	for b := 1; b <= 24; b++ {
+		t.Run(fmt.Sprintf("%dms", b), func(t *testing.T) {
+			t.Parallel()
+			backoff := time.Duration(b) * time.Millisecond
+			h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{
+				MaxParallel: 1, TransientMaxRetries: 1,
+				Backoff: func(int) time.Duration { return backoff },
+			})
+			h.runner.on("a", state.Worker, step{Transient: true, Reason: state.ReasonExit}, okStep)
+			var ticks atomic.Int64
+			t0 := time.Now()
+			s := h.build()
+			s.now = func() time.Time { return t0.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+			if _, _, err := h.run(context.Background()); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if n := len(h.runner.jobsOf("a", state.Worker)); n != 2 {
+				t.Errorf("%d worker runs, want 2 (one transient retry)", n)
+			}
+		})
+	}
 }
