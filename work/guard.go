@@ -211,6 +211,12 @@ func (r *Runner) recordAttemptStart(ctx context.Context, id, wt string, fresh bo
 	if _, err := os.Stat(file); err == nil {
 		return nil
 	}
+	if fresh && r.Prepare == "" {
+		// Just checked out by git, and nothing but the driver's own
+		// merges ran in it since: nothing tracked is missing, and a git
+		// status would only say so (one process per attempt, issue 25).
+		return writeList(file, nil)
+	}
 	if !fresh {
 		if err := noNested(ctx, r.Git, wt); err != nil {
 			return err
@@ -306,6 +312,11 @@ func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string
 	if err != nil {
 		return err
 	}
+	if left, err := r.anythingLeft(ctx, j, wt, env); err != nil {
+		return err
+	} else if !left {
+		return nil
+	}
 	if err := r.Git.StageAll(ctx, wt); err != nil {
 		return fmt.Errorf("stage the leftovers in %s: %w", wt, err)
 	}
@@ -354,6 +365,26 @@ func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string
 		return fmt.Errorf("commit the leftovers in %s: %w", wt, err)
 	}
 	return nil
+}
+
+// anythingLeft is false when the agent left nothing a leftover commit
+// could take: git status lists nothing but what never lands (the
+// environment prepare made, an outside node's doc, untracked). Then the
+// add -A, the staged list and the marker check that follow would stage
+// nothing: one process instead of three (issue 25 §1). Anything else
+// goes through them.
+func (r *Runner) anythingLeft(ctx context.Context, j scheduler.Job, wt string, env map[string]bool) (bool, error) {
+	st, err := r.Git.Status(ctx, wt)
+	if err != nil {
+		return false, fmt.Errorf("list the leftovers in %s: %w", wt, err)
+	}
+	for _, c := range st {
+		never := env[c.Path] || j.Outside != nil && c.Path == path.Clean(j.Outside.DocRel)
+		if c.X != '?' || !never {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // endAttempt drops the attempt's start note once its leftovers are dealt

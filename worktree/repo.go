@@ -103,6 +103,16 @@ func (c *Client) BranchExists(ctx context.Context, name string) (bool, error) {
 	if name == "" {
 		return false, nil
 	}
+	// Asked of the resolver (one process fewer per attempt, issue 25 §1);
+	// show-ref when it cannot answer.
+	switch _, err := c.lookup(ctx, "refs/heads/"+name); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNoRev):
+		return false, nil
+	case !errors.Is(err, errBatch):
+		return false, fmt.Errorf("branch exists %s: %w", name, err)
+	}
 	_, err := c.run(ctx, "", nil, nil, "show-ref", "--verify", "--quiet", "refs/heads/"+name)
 	if err != nil {
 		if exitCode(err) == 1 {
