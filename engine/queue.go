@@ -147,6 +147,10 @@ func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg 
 		if refill, err = e.newRefill(q, qs); err != nil {
 			return err
 		}
+		// A scanner is an agent run like a phase's: it takes a slot
+		// from the loop's lanes and waits out their breakers.
+		refill.Slots = scheduler.NewSide()
+		cfg.Side = refill.Slots
 	}
 	r := newQueueRun(e.Roadmap.ManifestPath, e.log, gh.IssuesDone)
 	r.q, r.gh, r.refill = q, gh, refill

@@ -48,8 +48,9 @@ func (t tracker) FileIssue(ctx context.Context, title, body string, labels []str
 }
 
 // newRefill composes the refill of queue q: the repository's scanners,
-// run as read-only agents on the base's tip (SCANNER_CMD, else the agent:
-// the first lane's with LANES) in the run's sandbox, filing into q's
+// run as read-only agents on the base's tip (SCANNER_CMD, else the
+// command of the lane that lends the slot; by hand, the first lane's) in
+// the run's sandbox, filing into q's
 // repository with SCANNER_LABEL. A scanner file that cannot be read is an
 // error naming it.
 func (e *Engine) newRefill(q *issues.Queue, qs *QueueSetup) (*scanner.Refill, error) {
@@ -58,12 +59,9 @@ func (e *Engine) newRefill(q *issues.Queue, qs *QueueSetup) (*scanner.Refill, er
 		return nil, &SettingsError{err}
 	}
 	sc := qs.Scan
-	cmd := sc.Cmd
-	if strings.TrimSpace(cmd) == "" {
-		cmd = e.Settings.Agent
-		if ls := e.Settings.Lanes.Lanes; len(ls) > 0 {
-			cmd = ls[0].Cmd
-		}
+	agent := e.Settings.Agent
+	if ls := e.Settings.Lanes.Lanes; len(ls) > 0 {
+		agent = ls[0].Cmd
 	}
 	labels := qs.Cfg.Labels
 	refused := []string{labels.Ready, labels.Claim, labels.Blocked, labels.Review, labels.Approval}
@@ -75,7 +73,8 @@ func (e *Engine) newRefill(q *issues.Queue, qs *QueueSetup) (*scanner.Refill, er
 			fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},
 		Runner: &scanner.Runner{
-			Git: e.Git.WithEnv(q.AgentEnvironment()), Layout: e.Layout, Cmd: cmd, Env: q.AgentEnvironment(), Redact: e.redact,
+			Git: e.Git.WithEnv(q.AgentEnvironment()), Layout: e.Layout, Cmd: sc.Cmd, Agent: agent, DefaultCooldown: e.Settings.RateSleep,
+			Env: q.AgentEnvironment(), Redact: e.redact,
 			Head: q.BaseTip, Base: q.Base, Focus: sc.Focus, Max: sc.Max,
 			StuckTimeout: e.Settings.Stuck, Timeout: e.Settings.AgentTimeout, LogCap: int64(e.Settings.LogCapMB) << 20,
 			KillGrace: 5 * time.Second, Sandbox: e.Settings.Sandbox,

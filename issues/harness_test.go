@@ -24,6 +24,8 @@ type harness struct {
 	// are REVIEW_SKEPTICS and REVIEW_MAX_ROUNDS (0: the defaults, 1 and 3).
 	reviewCmd           string
 	skeptics, maxRounds int
+	// side lends the loop's slots to scanners (scheduler.Side).
+	side *scheduler.Side
 }
 
 // reviewGate is the scheduler's review gate of h, with REVIEW_SLOTS 1
@@ -53,7 +55,7 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	cfg := scheduler.Config{
 		MaxParallel: cmp.Or(h.maxParallel, 2), KeepGoing: true, MaxSupervisorAttempts: cmp.Or(h.maxSuper, 2),
 		Gate: c.Gate, AgentCmd: c.Agent, SupervisorCmd: c.Supervisor, Poll: c.Poll, TransientMaxRetries: 10, Lanes: h.lanes,
-		Review: h.reviewGate(),
+		Review: h.reviewGate(), Side: h.side,
 	}
 	events := make(chan scheduler.Event, 64)
 	rendered := make(chan struct{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/scanner"
+	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -110,13 +111,16 @@ func TestRefillProposalToMergedCode(t *testing.T) {
 		Filer: &scanner.Filer{Tracker: scanTracker{q.Tracker()}, Ledger: ledger, Label: "agent-proposed", Max: 5,
 			Redact: secret.NewRedactor(nil, token), Refused: func(l string) bool { return strings.EqualFold(l, "agent-ready") }},
 	}
+	// The scanner takes its slot from the loop's pool, as engine
+	// composes it.
+	refill.Slots = scheduler.NewSide()
 	merged := make(chan struct{})
 	var once sync.Once
 	e.fake.OnMerge(func(int) { once.Do(func() { close(merged) }) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
-	go func() { _, err := runQueue(ctx, q, harness{}); ran <- err }()
+	go func() { _, err := runQueue(ctx, q, harness{side: refill.Slots}); ran <- err }()
 
 	waitFor(t, filed, "the scanner filed its proposals", log)
 	var props []int
@@ -150,7 +154,8 @@ func TestRefillProposalToMergedCode(t *testing.T) {
 	if hasLabel(e.issue(props[1]), "agent-running") {
 		t.Errorf("the unapproved proposal was claimed")
 	}
-	// Found again: nothing filed.
+	// Found again: nothing filed (by hand, after the run: no pool).
+	refill.Slots = nil
 	rep, err := refill.Run(context.Background(), "bugs", false)
 	if err != nil || len(rep.Filed) != 0 || len(rep.Dropped) != 3 {
 		t.Errorf("second run: %+v, %v: want nothing filed, 3 dropped", rep, err)

@@ -2,10 +2,13 @@ package scanner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/claudopilot/claudopilot/scheduler"
 )
 
 // Refill runs the next scanner in rotation when the queue runs low
@@ -18,6 +21,10 @@ type Refill struct {
 	Runner *Runner
 	Filer  *Filer
 	Ledger *Ledger
+	// Slots lends each scanner a lane slot from the run's pool, through
+	// the pacer's slots and the usage-limit breakers (scheduler.Side);
+	// nil: a scanner runs at once (by hand, outside a run).
+	Slots *scheduler.Side
 	// Threshold is REFILL_THRESHOLD (0: refill off); Interval is
 	// SCANNER_INTERVAL_MINUTES.
 	Threshold int
@@ -113,7 +120,10 @@ func (r *Refill) Run(ctx context.Context, name string, dry bool) (Report, error)
 	if !ok {
 		return rep, fmt.Errorf("scanner %q: %w (scanners: %v)", name, ErrNoScanner, r.Set.Names())
 	}
-	out, err := r.Runner.Run(ctx, r.Set, sc)
+	out, err := r.runOnSlot(ctx, sc)
+	if errors.Is(err, errNoSlot) {
+		return rep, err // it never ran: nothing to record
+	}
 	rep.Head, rep.Log, rep.Problems = out.Head, out.Log, out.Problems
 	var file []Candidate
 	if err == nil {
@@ -134,6 +144,24 @@ func (r *Refill) Run(ctx context.Context, name string, dry bool) (Report, error)
 		err = lerr
 	}
 	return rep, err
+}
+
+// errNoSlot: the scanner never got a slot (its context ended, or the run).
+var errNoSlot = errors.New("no slot")
+
+// runOnSlot runs sc on a slot from the pool (waiting for it), and gives
+// the slot back with the usage limit the scanner hit, if any.
+func (r *Refill) runOnSlot(ctx context.Context, sc Scanner) (Output, error) {
+	if r.Slots == nil {
+		return r.Runner.Run(ctx, r.Set, sc, Lane{})
+	}
+	slot, err := r.Slots.Acquire(ctx, "scanner "+sc.Name)
+	if err != nil {
+		return Output{}, fmt.Errorf("scanner %s: waiting for a slot: %w (%w)", sc.Name, err, errNoSlot)
+	}
+	out, err := r.Runner.Run(ctx, r.Set, sc, Lane{ID: slot.Lane, Cmd: slot.Cmd, Account: slot.Account})
+	slot.Release(out.Cooldown, out.Limit, out.Log)
+	return out, err
 }
 
 // Switch turns a scanner off (on false) or on, in the ledger.

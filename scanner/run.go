@@ -2,12 +2,14 @@ package scanner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -32,8 +34,15 @@ var contract = template.Must(template.New("contract").Parse(contractText))
 type Runner struct {
 	Git    *worktree.Client
 	Layout state.Layout
-	// Cmd runs the scanner: SCANNER_CMD, else the agent command.
+	// Cmd is SCANNER_CMD: it runs every scanner whatever lane lends the
+	// slot ("": the lane's worker command, else Agent).
 	Cmd string
+	// Agent is the agent command a scanner runs without a lane's (a run
+	// by hand: the first lane's, else AGENT_CMD).
+	Agent string
+	// DefaultCooldown is DEFAULT_RATE_LIMIT_SLEEP: the hold after a
+	// usage limit whose output names no reset.
+	DefaultCooldown time.Duration
 	// Env is the scanner's environment: the agents' (no token, no
 	// secret-named variables); the contract's variables are added.
 	Env    []string
@@ -57,6 +66,17 @@ type Output struct {
 	Problems   []string // lines that looked like candidates and were not
 	Log        string
 	Head       string
+	// Cooldown > 0: the scanner hit a usage limit (Limit says so): its
+	// lane's breaker holds launches that long.
+	Cooldown time.Duration
+	Limit    string
+}
+
+// Lane is where a scanner runs: the lane that lent the slot, its worker
+// command and account ("" the user's own). The zero Lane: Agent, the
+// user's account.
+type Lane struct {
+	ID, Cmd, Account string
 }
 
 // id is the scanner's node-like id, for its log folder and checkout.
@@ -75,9 +95,10 @@ func (r *Runner) Prompt(set *Set, sc Scanner, head string) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// Run runs scanner sc of set on the base's tip and parses its output. A
-// scanner that did not exit 0 yields no candidates: its error says why.
-func (r *Runner) Run(ctx context.Context, set *Set, sc Scanner) (Output, error) {
+// Run runs scanner sc of set on the base's tip, on lane on, and parses
+// its output. A scanner that did not exit 0 yields no candidates: its
+// error says why, and Output.Cooldown whether it hit a usage limit.
+func (r *Runner) Run(ctx context.Context, set *Set, sc Scanner, on Lane) (Output, error) {
 	var o Output
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -94,13 +115,7 @@ func (r *Runner) Run(ctx context.Context, set *Set, sc Scanner) (Output, error) 
 		return o, fmt.Errorf("scanner %s: %w", sc.Name, err)
 	}
 	o.Log = filepath.Join(dir, fmt.Sprintf("scanner-%d.log", n))
-	p := work.ReviewProcess{
-		Git: r.Git, Checkout: r.Layout.ReviewCheckout(id(sc.Name), n), Head: head, Cmd: r.Cmd, Prompt: prompt, PromptFile: promptFile,
-		LogPath: o.Log, Redact: r.Redact, LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
-		Sandbox: r.Sandbox, Show: []string{dir},
-		Env: work.ReviewEnv(r.Env, "CLAUDOPILOT_ROLE=scanner", "CLAUDOPILOT_SCANNER="+sc.Name, "CLAUDOPILOT_PROMPT_FILE="+promptFile,
-			"CLAUDOPILOT_BASE="+r.base(), "CLAUDOPILOT_SCANNER_HEAD="+head, "CLAUDOPILOT_SCANNER_MAX="+fmt.Sprint(max(r.Max, 1))),
-	}
+	p := r.process(sc, on, head, prompt, promptFile, n, o.Log)
 	if err := os.MkdirAll(filepath.Dir(p.Checkout), 0o755); err != nil {
 		return o, err
 	}
@@ -109,10 +124,50 @@ func (r *Runner) Run(ctx context.Context, set *Set, sc Scanner) (Output, error) 
 		return o, fmt.Errorf("scanner %s: %w", sc.Name, err)
 	}
 	if why := ended(res); why != "" {
+		o.Cooldown, o.Limit = r.limit(res)
 		return o, fmt.Errorf("scanner %s %s (log %s)", sc.Name, why, o.Log)
 	}
 	o.Candidates, o.Problems = Parse(out)
 	return o, nil
+}
+
+// process is scanner sc's run n on lane on: the read-only process in a
+// detached checkout of head, with the lane's command (unless SCANNER_CMD)
+// and account (CLAUDE_CONFIG_DIR; under the sandbox its private copy, as
+// a worker's).
+func (r *Runner) process(sc Scanner, on Lane, head string, prompt []byte, promptFile string, n int, log string) work.ReviewProcess {
+	cmd := r.Cmd
+	if strings.TrimSpace(cmd) == "" {
+		cmd = cmp.Or(on.Cmd, r.Agent)
+	}
+	env := work.ReviewEnv(r.Env, "CLAUDOPILOT_ROLE=scanner", "CLAUDOPILOT_SCANNER="+sc.Name, "CLAUDOPILOT_PROMPT_FILE="+promptFile,
+		"CLAUDOPILOT_BASE="+r.base(), "CLAUDOPILOT_SCANNER_HEAD="+head, "CLAUDOPILOT_SCANNER_MAX="+fmt.Sprint(max(r.Max, 1)))
+	sb := r.Sandbox
+	if on.Account != "" {
+		env = append(slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") }), "CLAUDE_CONFIG_DIR="+on.Account)
+		sb = sb.WithState(on.Account)
+	}
+	if on.ID != "" {
+		env = append(env, "CLAUDOPILOT_LANE="+on.ID)
+	}
+	return work.ReviewProcess{
+		Git: r.Git, Checkout: r.Layout.ReviewCheckout(id(sc.Name), n), Head: head, Cmd: cmd, Prompt: prompt, PromptFile: promptFile,
+		LogPath: log, Redact: r.Redact, LogCap: r.LogCap, StuckTimeout: r.StuckTimeout, Timeout: r.Timeout, KillGrace: r.KillGrace,
+		Sandbox: sb, Show: []string{r.Layout.LogDir(id(sc.Name))}, Env: env,
+	}
+}
+
+// limit reads a failed scanner's last lines for a usage limit, as a
+// worker's are read (proc.Classify): how long its lane is held, and why.
+func (r *Runner) limit(res proc.Result) (time.Duration, string) {
+	if proc.Classify(res.Tail) != proc.RateLimit {
+		return 0, ""
+	}
+	now := time.Now()
+	if d, ok := proc.ResetHint(res.Tail, now); ok {
+		return d, "usage limit, resets " + now.Add(d).Local().Format("Jan 2 15:04")
+	}
+	return r.DefaultCooldown, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)"
 }
 
 // ended says how a scanner process failed ("" when it exited 0).

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/proc"
 )
 
 func write(t *testing.T, path, body string) {
@@ -198,3 +200,30 @@ func TestRefillWhenLow(t *testing.T) {
 }
 
 func nowish() time.Time { return time.Now() }
+
+// A scanner runs on the lane that lent its slot: the lane's worker
+// command (unless SCANNER_CMD) and account; a scanner that ends on a
+// usage limit says how long its lane is held, as a worker's attempt would.
+func TestScannerOnItsLane(t *testing.T) {
+	t.Parallel()
+	r := &Runner{Agent: "agent-first", Env: []string{"CLAUDE_CONFIG_DIR=/home/u/.claude", "PATH=/bin"}, DefaultCooldown: time.Hour}
+	sc := Scanner{Name: "bugs"}
+	p := r.process(sc, Lane{ID: "x", Cmd: "agent-x", Account: "/acct-x"}, "abc", nil, "/p", 1, "/log")
+	env := strings.Join(p.Env, " ")
+	if p.Cmd != "agent-x" || !strings.Contains(env, "CLAUDE_CONFIG_DIR=/acct-x") || strings.Contains(env, "/home/u/.claude") || !strings.Contains(env, "CLAUDOPILOT_LANE=x") {
+		t.Errorf("on lane x: cmd %q env %v", p.Cmd, p.Env)
+	}
+	if p := r.process(sc, Lane{}, "abc", nil, "/p", 1, "/log"); p.Cmd != "agent-first" || !strings.Contains(strings.Join(p.Env, " "), "/home/u/.claude") {
+		t.Errorf("by hand: cmd %q env %v", p.Cmd, p.Env)
+	}
+	r.Cmd = "my-scanner"
+	if p := r.process(sc, Lane{ID: "x", Cmd: "agent-x"}, "abc", nil, "/p", 1, "/log"); p.Cmd != "my-scanner" {
+		t.Errorf("SCANNER_CMD: cmd %q", p.Cmd)
+	}
+	if d, why := r.limit(proc.Result{ExitCode: 1, Tail: []string{"You've hit your usage limit"}}); d != time.Hour || !strings.Contains(why, "DEFAULT_RATE_LIMIT_SLEEP") {
+		t.Errorf("usage limit: %v %q, want the default hold", d, why)
+	}
+	if d, _ := r.limit(proc.Result{ExitCode: 1, Tail: []string{"panic: nil map"}}); d != 0 {
+		t.Errorf("a crash held the lane %v", d)
+	}
+}

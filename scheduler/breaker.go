@@ -20,20 +20,34 @@ import (
 
 // tripBreaker books an attempt that hit a usage limit.
 func (s *Scheduler) tripBreaker(p *phase, o Outcome) {
-	until := s.now().Add(o.Cooldown)
 	key := p.lane.quotaOf(o.Role)
-	if until.After(s.cooldown[key]) {
-		s.cooldown[key] = until
-	}
+	until := s.holdQuota(key, o.Cooldown)
 	// No notBefore: the breaker holds the relaunch, and a lane's
 	// FALLBACK on another account may take it at once.
 	s.requeue(p, o, time.Time{})
 	p.next.Session = o.Usage.SessionID // resume it after the wait
+	s.tellBreaker(key, until, state.Record{Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Lane: p.lane.ID}, o.LogPath, o.Detail)
+}
+
+// holdQuota trips quota key's breaker for d from now; it returns the end
+// of this hold (the breaker keeps the later of it and one it had).
+func (s *Scheduler) holdQuota(key string, d time.Duration) time.Time {
+	until := s.now().Add(d)
+	if until.After(s.cooldown[key]) {
+		s.cooldown[key] = until
+	}
+	return until
+}
+
+// tellBreaker journals a tripped breaker (rec: who hit it; a side run's
+// has no phase) and tells it.
+func (s *Scheduler) tellBreaker(key string, until time.Time, rec state.Record, log, why string) {
 	held := s.lanesOn(key)
-	detail := breakerText(key, held, s.cooldown[key], o.Detail)
-	s.record(state.Record{Phase: o.ID, Event: "cooldown", Role: o.Role, Attempt: o.Attempt, Until: until, Cmd: key, Lane: p.lane.ID, Detail: detail})
+	detail := breakerText(key, held, s.cooldown[key], why)
+	rec.Event, rec.Until, rec.Cmd, rec.Detail = "cooldown", until, key, detail
+	s.record(rec)
 	s.durable() // told to the user and notified: on disk first
-	s.emit(Event{Kind: EvCooldown, Phase: o.ID, Role: o.Role, Until: s.cooldown[key], LogPath: o.LogPath, Lane: p.lane.ID, Lanes: held, Detail: detail})
+	s.emit(Event{Kind: EvCooldown, Phase: rec.Phase, Role: rec.Role, Until: s.cooldown[key], LogPath: log, Lane: rec.Lane, Lanes: held, Detail: detail})
 }
 
 // lanesOn names the lanes (their ids; "" for the one lane without LANES)

@@ -92,6 +92,9 @@ type Config struct {
 	// every lane at 1 while it is red. Called from the loop: it must not
 	// block.
 	GateState func(red bool)
+	// Side lends lane slots to agent runs outside the graph (scanners;
+	// side.go); nil: none.
+	Side *Side
 }
 
 // Store writes phase states to the live manifest. Every write re-reads the
@@ -148,6 +151,7 @@ type Scheduler struct {
 	budgetHit bool         // RunMaxCost reached: no new launches
 	draining  bool         // asked to finish what runs, then end with success
 	rev       reviewGate
+	side      sideState     // side runs' requests and slots (side.go)
 	pred      predictState  // conflict prediction (SetPredictor)
 	out       outsideState  // nodes from a Source (SetSource)
 	group     *outcomeGroup // events held for one fsync (durable.go)
@@ -277,6 +281,7 @@ func New(cfg Config, rm *roadmap.Roadmap, store Store, runner Runner, merger Mer
 // returns the summary and an error that says how it ended (nil: all merged).
 func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	defer close(s.done)
+	defer s.cfg.Side.end()
 	s.started = s.now()
 	if err := s.restore(); err != nil {
 		return s.summary(), err
@@ -318,6 +323,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		now := s.now()
 		if s.fatal == nil {
 			s.dispatch(runCtx, now)
+			s.dispatchSide(now) // what the phases left
 			s.maybePredict(runCtx)
 		}
 		if s.idle(now) {
@@ -389,6 +395,8 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			}
 		case c := <-s.cfg.Controls:
 			s.onControl(c)
+		case m := <-s.sideMsgs():
+			s.onSide(m)
 		case <-timer.C:
 		case <-ctx.Done():
 			return interrupted()

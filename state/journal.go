@@ -332,6 +332,9 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 	}
 	for _, r := range recs {
 		if r.Phase == "" {
+			if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(cool[k]) {
+				cool[k] = r.Until // a side run's (a scanner's): its lane's breaker
+			}
 			continue
 		}
 		h := get(r.Phase)
