@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -35,7 +36,7 @@ var (
 // emptied. n is how many objects went in.
 func (c *Client) Absorb(ctx context.Context, dir string) (n int, err error) {
 	packs, loose, err := sortStore(dir)
-	if err != nil || len(packs)+loose == 0 {
+	if err != nil || len(packs)+len(loose) == 0 {
 		return 0, err
 	}
 	for _, p := range packs {
@@ -43,6 +44,19 @@ func (c *Client) Absorb(ctx context.Context, dir string) (n int, err error) {
 		if _, err := c.run(ctx, "", nil, nil, "index-pack", p); err != nil {
 			return 0, fmt.Errorf("absorb the objects of %s: %s is not a valid pack: %w", dir, filepath.Base(p), err)
 		}
+	}
+	if len(packs) == 0 && sha1Store(loose) {
+		// Loose objects only (an agent's commits): the driver streams
+		// them as a pack itself, so git runs once, not three times
+		// (cat-file, pack-objects, unpack-objects; issue 25 §1).
+		into := []string{"index-pack", "--stdin", "--strict"}
+		if len(loose) < unpackLimit {
+			into = []string{"unpack-objects", "-q", "--strict"}
+		}
+		if err := c.feed(ctx, into, func(w io.Writer) error { return writeLoosePack(w, loose) }); err != nil {
+			return 0, fmt.Errorf("absorb the %d objects of %s: %w", len(loose), dir, err)
+		}
+		return len(loose), os.RemoveAll(dir)
 	}
 	// The private store alone: its alternate (the shared store) is gone.
 	env := []string{"GIT_OBJECT_DIRECTORY=" + dir, "GIT_ALTERNATE_OBJECT_DIRECTORIES="}
@@ -65,11 +79,11 @@ func (c *Client) Absorb(ctx context.Context, dir string) (n int, err error) {
 	return n, os.RemoveAll(dir)
 }
 
-// sortStore lists the pack files of the object store dir and counts its
-// loose objects, after removing everything else in it: symbolic links,
+// sortStore lists the pack files and the loose objects of the object
+// store dir, after removing everything else in it: symbolic links,
 // index files, info/ (alternates), commit-graph, multi-pack-index,
 // temporary files. None of it is read.
-func sortStore(dir string) (packs []string, loose int, err error) {
+func sortStore(dir string) (packs, loose []string, err error) {
 	var drop []string
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -86,7 +100,7 @@ func sortStore(dir string) (packs []string, loose int, err error) {
 		case d.IsDir() && (looseDir.MatchString(rel) || rel == "pack"):
 			return nil
 		case d.Type().IsRegular() && looseName.MatchString(rel):
-			loose++
+			loose = append(loose, p)
 			return nil
 		case d.Type().IsRegular() && packName.MatchString(rel):
 			packs = append(packs, p)
@@ -99,11 +113,11 @@ func sortStore(dir string) (packs []string, loose int, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("absorb the objects of %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("absorb the objects of %s: %w", dir, err)
 	}
 	for _, p := range drop {
 		if err := os.RemoveAll(p); err != nil {
-			return nil, 0, fmt.Errorf("absorb the objects of %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("absorb the objects of %s: %w", dir, err)
 		}
 	}
 	return packs, loose, nil

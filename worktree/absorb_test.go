@@ -1,6 +1,8 @@
 package worktree
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
 	"fmt"
 	"os"
@@ -124,6 +126,72 @@ func BenchmarkAbsorb(b *testing.B) {
 		b.StartTimer()
 		if n, err := c.Absorb(ctx, priv); err != nil || n != 3 {
 			b.Fatalf("Absorb = %d, %v", n, err)
+		}
+	}
+}
+
+// Loose objects only (what an agent's commits leave) come in through one
+// git process, unpack-objects (index-pack from unpackLimit objects on),
+// fed a pack the driver writes: 3 before (cat-file, pack-objects,
+// unpack-objects). A loose file whose header git would not write, or
+// whose content is not the size its header says, stops the absorb, and
+// the commit does not come in.
+func TestAbsorbLooseOneProcess(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	shared := filepath.Join(c.Dir, ".git", "objects")
+	made := 0
+	store := func(files int) (string, string) {
+		t.Helper()
+		made++
+		priv := filepath.Join(t.TempDir(), "objects")
+		wt := filepath.Join(t.TempDir(), "wt")
+		os.MkdirAll(filepath.Join(priv, "pack"), 0o755)
+		mustGit(t, c, "", "worktree", "add", "-q", "--detach", wt)
+		t.Cleanup(func() { mustGit(t, c, "", "worktree", "remove", "--force", wt) })
+		for i := range files {
+			writeFile(t, wt, fmt.Sprintf("d/f%03d.txt", i), fmt.Sprintf("file %d of %d, store %d\n%s", i, files, made, strings.Repeat("x", i*37)))
+		}
+		cmd := exec.Command("sh", "-c", "git add -A && git commit -q -m loose && git rev-parse HEAD")
+		cmd.Dir, cmd.Env = wt, append(testEnv(), "GIT_OBJECT_DIRECTORY="+priv, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+shared)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("commit in the private store: %v", err)
+		}
+		return priv, strings.TrimSpace(string(out))
+	}
+	for _, files := range []int{1, 150} {
+		priv, tip := store(files)
+		trace := filepath.Join(t.TempDir(), "trace")
+		traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+		n, err := traced.Absorb(ctx, priv)
+		if err != nil || n != files+3 {
+			t.Fatalf("%d files: Absorb = %d, %v; want %d objects", files, n, err, files+3)
+		}
+		if got := mustGit(t, c, "", "log", "-1", "--format=%s", tip); got != "loose" {
+			t.Errorf("%d files: the commit did not arrive: %q", files, got)
+		}
+		b, _ := os.ReadFile(trace)
+		if calls := strings.Count(string(b), "trace: built-in: git "); calls != 1 {
+			t.Errorf("%d files: %d git processes, want 1:\n%s", files, calls, b)
+		}
+	}
+	mustGit(t, c, "", "fsck", "--no-dangling")
+
+	for _, forge := range []string{"blob 5\x00hello!", "blob 9\x00hello", "blob 05\x00hello", "bolb 5\x00hello"} {
+		priv, tip := store(1)
+		var z bytes.Buffer
+		zw := zlib.NewWriter(&z)
+		zw.Write([]byte(forge))
+		zw.Close()
+		bad := filepath.Join(priv, "ab", strings.Repeat("c", 38))
+		os.MkdirAll(filepath.Dir(bad), 0o755)
+		os.WriteFile(bad, z.Bytes(), 0o444)
+		if _, err := c.Absorb(ctx, priv); err == nil {
+			t.Errorf("%q: absorbed", forge)
+		}
+		if _, err := c.RevParseAlone(ctx, tip); err == nil {
+			t.Errorf("%q: the commit came in beside it", forge)
 		}
 	}
 }
