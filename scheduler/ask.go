@@ -44,6 +44,45 @@ func (s *Scheduler) needsInput(p *phase, o Outcome) {
 	s.record(state.Record{Time: now, Phase: o.ID, Event: EvAsk, Role: o.Role, Attempt: o.Attempt, Detail: o.Question, Until: p.ask.until, Log: o.LogPath, Lane: lane})
 	s.durable() // told to the user and notified: on disk first
 	s.emit(Event{Time: now, Kind: EvAsk, Phase: o.ID, Role: o.Role, Attempt: o.Attempt, Detail: o.Question, Until: p.ask.until, LogPath: o.LogPath, Lane: lane})
+	s.tellAsked(p)
+}
+
+// Asker is a Source that asks its nodes' questions on its own side (an
+// issue comment) and offers the answers it gets there (OutsideNode.Answer).
+// Asked is told each question a node's agent asks, again for one a
+// restarted driver found open in the journal, and, with an empty
+// question, that the node's question is closed (answered, or parked
+// unanswered). It never blocks.
+type Asker interface {
+	Asked(id, question string, at time.Time)
+}
+
+// tellAsked tells the source of an outside node p about its question (nil:
+// closed).
+func (s *Scheduler) tellAsked(p *phase) {
+	a, ok := s.out.src.(Asker)
+	if !ok || !p.n.Outside {
+		return
+	}
+	if p.ask == nil {
+		a.Asked(p.n.ID, "", time.Time{})
+		return
+	}
+	a.Asked(p.n.ID, p.ask.question, p.ask.at)
+}
+
+// takeAnswers takes the answers a source offers (OutsideNode.Answer) and
+// returns the offers without them: an answer is no offer of a node.
+func (s *Scheduler) takeAnswers(ns []OutsideNode) []OutsideNode {
+	kept := ns[:0:0]
+	for _, n := range ns {
+		if n.Answer == nil {
+			kept = append(kept, n)
+			continue
+		}
+		s.onAnswers(map[string]Answer{n.ID: *n.Answer})
+	}
+	return kept
 }
 
 // onAnswers takes the user's answers: each one to the question it was
@@ -66,6 +105,7 @@ func (s *Scheduler) answered(p *phase, text string) {
 	s.record(state.Record{Phase: p.n.ID, Event: EvAnswer, Role: q.role, Detail: text})
 	s.emit(Event{Kind: EvAnswer, Phase: p.n.ID, Role: q.role, Detail: text})
 	s.goOn(p, text)
+	s.tellAsked(p)
 }
 
 // goOn queues the attempt that asked p's open question, with its answer.
@@ -87,6 +127,7 @@ func (s *Scheduler) expireAsks(now time.Time) {
 		}
 		q := p.ask
 		p.ask = nil
+		s.tellAsked(p)
 		p.reason, p.detail = state.ReasonNeedsInput, "no answer within "+s.cfg.NeedsInputWait.String()+" to: "+q.question
 		s.park(p)
 	}

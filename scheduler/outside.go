@@ -40,6 +40,11 @@ type OutsideNode struct {
 	// any other ready issue, 0).
 	Priority int
 	Work     OutsideWork
+	// Answer, when set, answers the node's open question (a maintainer's
+	// /answer comment on the issue) as the user's answer does
+	// (Control.Answers): that question only, named by its time. The
+	// node's other fields are not read.
+	Answer *Answer
 }
 
 // OutsideWork tells the runner how an outside node's attempt differs from

@@ -47,6 +47,7 @@ func (s *Scheduler) sourceOpen() bool { return s.out.offers != nil }
 // pending; ones the driver has not touched and the source no longer offers
 // leave it; ones it works on, or gave a state, stay.
 func (s *Scheduler) onOffers(ns []OutsideNode) {
+	ns = s.takeAnswers(ns)
 	ns = s.withdraw(ns)
 	next := make(map[string]OutsideNode, len(ns))
 	for _, n := range ns {
@@ -189,6 +190,16 @@ func (s *Scheduler) restoreOutside(p *phase) {
 	p.next.Session = h.Session[state.Worker]
 	if h.Last == "fail" && h.LastFailBy != state.Supervisor && p.superSpent < s.cfg.MaxSupervisorAttempts {
 		p.next = &Job{Role: state.Supervisor, Failure: p.reason, FailureLog: h.Log, Detail: p.detail, Resume: true}
+	}
+	if s.restoreAsk(p, h) {
+		// onOffers makes it [running] next: an answered question's
+		// attempt goes next, it is not owed to a [pending] node.
+		if p.owed != nil {
+			p.next, p.owed = p.owed, nil
+		}
+		if p.ask != nil {
+			s.tellAsked(p) // the source asks again where it asks (once)
+		}
 	}
 }
 
