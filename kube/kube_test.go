@@ -216,10 +216,13 @@ func TestPendingClock(t *testing.T) {
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
 	j := <-c.jobs
-	c.createPod(j, j.Name+"-a", nil)
+	p := c.createPod(j, j.Name+"-a", nil)
 	for !c.clock.HasWaiters() {
 		runtime.Gosched() // the driver's ticker is not made yet
 	}
+	// Stepped before the pod reached the driver's cache, the clock ends
+	// the attempt as "no pod was made" (1 in 6 at load 13).
+	c.cached(d, p.Name)
 	for i := 0; i < 1e6; i++ {
 		// The ticker fires at each step past its period; no sleep.
 		c.clock.Step(20 * time.Second)
@@ -234,6 +237,19 @@ func TestPendingClock(t *testing.T) {
 		}
 	}
 	t.Fatal("no end after 1e6 steps of the fake clock")
+}
+
+// cached waits until the driver's cache (its informer) holds the pod:
+// what its clock rules read then is that pod. No event tells the test,
+// so it yields until then.
+func (c *cluster) cached(d *Driver, name string) {
+	c.t.Helper()
+	for {
+		if _, err := d.pods.Pods(ns).Get(name); err == nil {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 func checkDeletedForeground(t *testing.T, c *cluster, name string) {
