@@ -3,6 +3,9 @@ package secret
 import (
 	"context"
 	"encoding/base64"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -211,5 +214,63 @@ func TestLandingLongLine(t *testing.T) {
 	}
 	if strings.Join(got, "; ") != "big.bin:1: github-token; big.bin:2: secret-assignment (DB_PASS)" {
 		t.Errorf("found %q", got)
+	}
+}
+
+// A landing's merge (the base its first parent) is scanned in one git
+// process, the log, whose diff of the merge against the base is the
+// tree's diff: the report is the one the tree's diff and the log read
+// apart give (2 processes before, issue 25 §1). A scan from a commit
+// that is not the first parent still reads the tree's diff.
+func TestLandingOfAMergeReadsTheLogOnly(t *testing.T) {
+	g, commit := newRepo(t)
+	ctx := context.Background()
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := g.Git(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	base := commit("base", map[string]string{"README.md": "hi\n", "allowed.txt": "x " + testToken + " # claudopilot:allow-secret github-token\n"})
+	git("checkout", "-q", "-b", "br")
+	commit("work", map[string]string{"evil.txt": "t " + testToken + "\n"})
+	commit("rm", map[string]string{"evil.txt": ""})
+	commit("more\n\nthe token is "+testToken+"\n", map[string]string{
+		"split.txt":   "const t = \"ghp_abcdefgh\" +\n  \"ijklmnopqrstuvwxyz0123456789\"\n",
+		".env":        "DB_PASS=s3cr3tP4ssw0rd\n",
+		"allowed.txt": "x " + testToken + " # claudopilot:allow-secret github-token\ny " + testToken + "\n",
+	})
+	tip := git("rev-parse", "HEAD")
+	merge := git("commit-tree", "-p", base, "-p", tip, "-m", "Merge br", tip+"^{tree}")
+	s := &Scanner{Allow: []string{".env"}}
+	for _, c := range []struct {
+		from, to string
+		calls    int
+	}{{base, merge, 1}, {base, tip, 2}} {
+		trace := filepath.Join(t.TempDir(), "trace")
+		traced := g.WithEnv(append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TRACE="+trace))
+		got, err := s.Landing(ctx, traced, c.from, c.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &patchScan{s: s, ctx: ctx, git: g, from: c.from}
+		if err := p.treeDiff(c.from, c.to); err != nil {
+			t.Fatal(err)
+		}
+		want, err := p.history(c.from, c.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || len(want.Found) < 4 || len(want.Allowed) != 1 {
+			t.Errorf("%s..%s: report\n%#v\nwant (the tree's diff and the log apart)\n%#v", c.from[:7], c.to[:7], got, want)
+		}
+		b, _ := os.ReadFile(trace)
+		// The client's resolver aside (long-lived: a landing's is running).
+		n := strings.Count(string(b), "trace: built-in: git ") - strings.Count(string(b), "git cat-file --batch-command")
+		if n != c.calls {
+			t.Errorf("%s..%s: %d git processes, want %d:\n%s", c.from[:7], c.to[:7], n, c.calls, b)
+		}
 	}
 }

@@ -118,17 +118,51 @@ type Report struct {
 // still lands in the history.
 func (s *Scanner) Landing(ctx context.Context, git *worktree.Client, from, to string) (Report, error) {
 	p := &patchScan{s: s, ctx: ctx, git: git, from: from}
-	tree := []string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "--end-of-options", from, to}
-	if err := git.GitStream(ctx, "", p.read, tree...); err != nil {
-		return Report{}, fmt.Errorf("scan for secrets: %w", err)
+	if p.treeIn, p.fromID = firstParentOf(ctx, git, from, to); p.treeIn != "" {
+		// to's first parent is from (a landing's merge): the log's diff
+		// of to against it is the tree's diff, read there once (one git
+		// process fewer per landing, issue 25 §1).
+		return p.history(from, to)
 	}
+	if err := p.treeDiff(from, to); err != nil {
+		return Report{}, err
+	}
+	return p.history(from, to)
+}
+
+// firstParentOf is to's id and from's when from is to's first parent
+// (asked of the client's resolver), else "".
+func firstParentOf(ctx context.Context, git *worktree.Client, from, to string) (string, string) {
+	if git == nil {
+		return "", ""
+	}
+	f, err1 := git.RevParse(ctx, from)
+	t, err2 := git.RevParse(ctx, to)
+	p, err3 := git.RevParse(ctx, to+"^1")
+	if err1 != nil || err2 != nil || err3 != nil || p != f {
+		return "", ""
+	}
+	return t, f
+}
+
+// treeDiff scans the lines to's tree adds over from's.
+func (p *patchScan) treeDiff(from, to string) error {
+	tree := []string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "--end-of-options", from, to}
+	if err := p.git.GitStream(p.ctx, "", p.read, tree...); err != nil {
+		return fmt.Errorf("scan for secrets: %w", err)
+	}
+	return nil
+}
+
+// history scans the commits of from..to, with their messages.
+func (p *patchScan) history(from, to string) (Report, error) {
 	nonce := make([]byte, 8)
 	rand.Read(nonce)
 	// The nonce marks the driver's headers: a message cannot forge one.
 	p.nonce = hex.EncodeToString(nonce)
 	hist := []string{"-c", "core.quotePath=false", "log", "-m", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv",
 		"--format=%x01" + p.nonce + " %H %P%n%B%n%x02" + p.nonce, "--end-of-options", from + ".." + to}
-	if err := git.GitStream(ctx, "", p.read, hist...); err != nil {
+	if err := p.git.GitStream(p.ctx, "", p.read, hist...); err != nil {
 		return Report{}, fmt.Errorf("scan for secrets: %w", err)
 	}
 	return p.report(), nil
@@ -177,6 +211,12 @@ type patchScan struct {
 	runAt int      // the new file's line of run[0]
 
 	found []Finding
+	// tree: the findings of the tree's diff. treeIn: when set, the
+	// commit whose diff against its first parent (fromID, the scan's
+	// base) is that diff, read in the log (asTree while it is read).
+	tree           []Finding
+	treeIn, fromID string
+	asTree         bool
 }
 
 // maxLine bounds the piece of a line read at once: a longer line (a
@@ -290,6 +330,7 @@ func (p *patchScan) header(f []string) {
 		p.perDiff = map[Finding]int{}
 	}
 	p.diffs++
+	p.asTree = p.treeIn != "" && f[0] == p.treeIn && p.diffs == 1 && len(f) > 1 && f[1] == p.fromID
 	p.inMsg, p.path = true, ""
 }
 
@@ -345,9 +386,17 @@ func (p *patchScan) endRun() {
 		}
 		seen[f] = true
 		p.allow(&f, run, h)
+		switch {
+		case p.nonce == "":
+			p.tree = append(p.tree, f) // the tree's diff
+		case p.asTree:
+			tf := f
+			tf.Commit = ""
+			p.tree = append(p.tree, tf)
+		}
 		if p.perDiff != nil {
 			p.perDiff[f]++
-		} else {
+		} else if p.nonce != "" {
 			p.found = append(p.found, f)
 		}
 	}
@@ -430,7 +479,7 @@ func (p *patchScan) report() Report {
 	inTree := map[key]bool{}
 	seen := map[Finding]bool{}
 	var r Report
-	for _, f := range p.found {
+	for _, f := range slices.Concat(p.tree, p.found) {
 		k := key{f.Path, f.Rule, f.Allowed != ""}
 		switch {
 		case f.Commit == "":
