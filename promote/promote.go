@@ -327,6 +327,31 @@ func ReadLedger(path string) ([]Result, error) {
 	return out, nil
 }
 
+// Latest is each step's newest outcome in the ledger (promoted or red),
+// in the order the steps first appear: what `status` and the page show
+// of the promote loop. The changelog is left out.
+func Latest(rs []Result) []Result {
+	var out []Result
+	at := map[string]int{}
+	for _, r := range rs {
+		r.Changelog = ""
+		k := r.From + "\x00" + r.To
+		if i, ok := at[k]; ok {
+			out[i] = r
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// ReadLatest is Latest of the ledger in stateDir.
+func ReadLatest(stateDir string) ([]Result, error) {
+	rs, err := ReadLedger(filepath.Join(stateDir, LedgerName))
+	return Latest(rs), err
+}
+
 func (p *Promoter) record(r Result) error {
 	if err := os.MkdirAll(filepath.Dir(p.Ledger), 0o755); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -116,6 +117,10 @@ type Report struct {
 	ByRole   map[state.Role]ledger.Usage `json:"usage_by_role,omitempty"`
 	LanesOff []string                    `json:"lanes_off,omitempty"`
 	Lanes    map[string]int              `json:"lanes,omitempty"`
+	// Promote is each promote step's newest outcome (PROMOTE_TO; the
+	// promote ledger, docs/queue.md): a red one waits for the next
+	// interval.
+	Promote []promote.Result `json:"promote,omitempty"`
 }
 
 // Phase is one row of the report: a manifest phase, or after them a node
@@ -217,6 +222,7 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 	if until := s.Cool.Latest(state.Worker); until.After(s.Now) {
 		r.Cooldown = until.Format(time.RFC3339)
 	}
+	r.Promote, _ = promote.ReadLatest(s.Layout.StateDir()) // unreadable: none shown
 	if mv, err := land.Pending(s.Layout); err == nil && mv != nil {
 		r.PendingMove = &PendingMove{Dir: mv.Dir, From: mv.Old, To: mv.New}
 	}

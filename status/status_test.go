@@ -1,12 +1,16 @@
 package status_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -174,5 +178,29 @@ func TestEligibleHeldByACooldown(t *testing.T) {
 	rules.Lanes[0].Cmd = "agent-b"
 	if r := s.Report(rules); !slices.Equal(r.Eligible, []string{"p2"}) {
 		t.Fatalf("eligible %q on agent-b, want [p2]", r.Eligible)
+	}
+}
+
+// A red promote step is reported: the report carries each step's newest
+// outcome from the promote ledger, a red one with why (docs/queue.md,
+// "Promote loop"); a step promoted after a red try shows promoted.
+func TestReportShowsRedPromoteStep(t *testing.T) {
+	t.Parallel()
+	s := snapshot(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ledger := []string{
+		`{"at":"` + t0.Format(time.RFC3339) + `","kind":"red","from":"main","to":"staging","pr":4,"why":"checks red: ci"}`,
+		`{"at":"` + t0.Add(time.Hour).Format(time.RFC3339) + `","kind":"promoted","from":"main","to":"staging","pr":4,"changelog":"long"}`,
+		`{"at":"` + t0.Add(2*time.Hour).Format(time.RFC3339) + `","kind":"red","from":"staging","to":"production","pr":5,"why":"checks red on the pull request: e2e"}`,
+	}
+	if err := os.MkdirAll(s.Layout.StateDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Layout.StateDir(), promote.LedgerName), []byte(strings.Join(ledger, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Report(state.Rules{}).Promote
+	if len(got) != 2 || got[0].Kind != promote.Promoted || got[0].Changelog != "" || got[1].Kind != promote.Red || got[1].To != "production" || got[1].Why != "checks red on the pull request: e2e" {
+		t.Fatalf("promote %+v, want main→staging promoted and staging→production red", got)
 	}
 }

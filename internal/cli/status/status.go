@@ -17,6 +17,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/progress"
 	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -188,9 +189,27 @@ func writeFooter(w io.Writer, s *cmdutil.Snapshot, st snapstatus.Report) {
 		}
 		fmt.Fprintf(w, "Lanes (concurrency from the last pacer pass): %s\n", strings.Join(parts, ", "))
 	}
+	writePromote(w, st.Promote)
 	if st.Cooldown != "" {
 		until := s.Cool.Latest(state.Worker)
 		fmt.Fprintf(w, "Rate-limit cooldown: no new agent before %s (%s left)\n", until.Local().Format("15:04:05"), until.Sub(s.Now).Round(time.Second))
+	}
+}
+
+// writePromote writes each promote step's newest outcome; a red one says
+// it is tried again at the next interval, never repaired by agents.
+func writePromote(w io.Writer, steps []promote.Result) {
+	for _, r := range steps {
+		pr := ""
+		if r.PR > 0 {
+			pr = fmt.Sprintf(" (pull request #%d)", r.PR)
+		}
+		at := r.At.Local().Format("Jan 2 15:04")
+		if r.Kind == promote.Red {
+			fmt.Fprintf(w, "Promote %s→%s: RED since %s%s: %s; tried again after PROMOTE_EVERY_HOURS (agents do not repair it)\n", r.From, r.To, at, pr, r.Why)
+			continue
+		}
+		fmt.Fprintf(w, "Promote %s→%s: %s %s%s\n", r.From, r.To, r.Kind, at, pr)
 	}
 }
 

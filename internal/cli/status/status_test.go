@@ -1,0 +1,26 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claudopilot/claudopilot/promote"
+)
+
+// status says a red promote step in words: which step, since when, why,
+// and that it is tried again at the next interval.
+func TestPromoteLines(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 5, 3, 40, 0, 0, time.Local)
+	var b strings.Builder
+	writePromote(&b, []promote.Result{
+		{At: at, Kind: promote.Promoted, From: "main", To: "staging", PR: 4},
+		{At: at, Kind: promote.Red, From: "staging", To: "production", PR: 5, Why: "checks red: e2e"},
+	})
+	want := "Promote main→staging: promoted Dec 5 03:40 (pull request #4)\n" +
+		"Promote staging→production: RED since Dec 5 03:40 (pull request #5): checks red: e2e; tried again after PROMOTE_EVERY_HOURS (agents do not repair it)\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
