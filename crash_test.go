@@ -96,6 +96,9 @@ func TestCrashResume(t *testing.T) {
 // between as they come. The same promises hold, and no phase lands before
 // a dep (the first-parent order is checked).
 func TestCrashResumeStacked(t *testing.T) {
+	if !soak() {
+		t.Skip("proven in package tests (work TestRunStackOnStartsFromTheDepsTip, TestRunStackOnMergesIntoAKeptBranch, TestRunFreshSetsTheStackedBranchAside, TestRunStackedOnChecksTheTip; scheduler TestRestore*); TestCrashResume kills the driver end to end, script run_stack stacks end to end; CLAUDOPILOT_SOAK=1 runs it")
+	}
 	if testing.Short() {
 		t.Skip("kills and restarts the driver")
 	}
@@ -104,10 +107,7 @@ func TestCrashResumeStacked(t *testing.T) {
 	}
 	t.Parallel()
 	bin := selfAs(t, "claudopilot")
-	reps, maxKills := 1, 2 // TestCrashResume's 4 kills cover the offsets; here the stacking
-	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
-		reps, maxKills = 4, 400
-	}
+	reps, maxKills := 4, 400 // under soak only (above)
 	for rep := range reps {
 		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
 			t.Parallel()
