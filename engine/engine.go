@@ -150,9 +150,9 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 		// token, after its claim.
 		run = e.queue.src.Runner(runner, e.queue.q.IssueRunner(runner))
 	}
-	var merger scheduler.Merger
-	if e.merger != nil {
-		merger = e.merger
+	merger, err := e.startLanding(ctx)
+	if err != nil {
+		return nil, err
 	}
 	e.sched = scheduler.New(scfg, e.Roadmap, store, run, merger, jn, e.raw)
 	if e.queue != nil {
@@ -296,6 +296,13 @@ func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, 
 	cfg := e.Settings
 	merger := &land.Owner{Sandbox: cfg.Sandbox, Git: e.Git, Layout: e.Layout, Live: live, Env: work.AgentEnv(o.Env, cfg.AgentEnvAllow), Prepare: cfg.Prepare, LogCap: int64(cfg.LogCapMB) << 20, LockfileCmd: cfg.Lockfile, Derived: cfg.Derived, NoSecretScan: !cfg.SecretScan, SecretAllow: cfg.SecretAllow, Redact: e.redact, GateRetries: cfg.GateRetries}
 	merger.Protect = protectedSet(cfg.Protect, e.Layout, e.Roadmap, ps)
+	if cfg.PushBase {
+		net := e.Git
+		if cfg.PushCredential != nil {
+			net = e.Git.WithCredential(cfg.PushCredential)
+		}
+		merger.Upstream = &land.Upstream{Remote: "origin", Net: net, Gate: cfg.Gate}
+	}
 	// The base's value now: a later move the driver did not make is
 	// reported (watchBase).
 	if _, err := merger.CheckBase(ctx); err != nil {
@@ -306,6 +313,26 @@ func (e *Engine) openMerger(ctx context.Context, o Options, live *roadmap.File, 
 	// lock is given back.
 	e.onClose(merger.Wait)
 	return nil
+}
+
+// startLanding returns the scheduler's merger (nil without a roadmap)
+// after PUSH_BASE's start: the base brought level with origin's and what
+// a killed run landed but did not push pushed, before any landing. Under
+// the queue the push takes the queue's credential (an app's current
+// token).
+func (e *Engine) startLanding(ctx context.Context) (scheduler.Merger, error) {
+	if e.merger == nil {
+		return nil, nil
+	}
+	if e.merger.Upstream != nil {
+		if e.queue != nil {
+			e.merger.Upstream.Net = e.Git.WithCredential(e.queue.gh.Credential)
+		}
+		if err := e.merger.SyncUpstream(ctx); err != nil {
+			return nil, fmt.Errorf("PUSH_BASE at start: %w", err)
+		}
+	}
+	return e.merger, nil
 }
 
 // schedulerConfig is the loop's configuration from the settings: one

@@ -25,6 +25,12 @@ type Settings struct {
 	StuckPokes                                 int // STUCK_POKES
 	KeepGoing, IgnoreCheckpoints               bool
 	SecretScan                                 bool
+	// PushBase (PUSH_BASE) keeps the base level with origin's and pushes
+	// it after each move (land.Upstream); PushCredential is the token of
+	// the environment for it (nil: git's own helpers; under the queue,
+	// the queue's credential).
+	PushBase       bool
+	PushCredential worktree.Credential
 	// SecretAllow are SECRET_ALLOW's globs: the secret scan's hits in
 	// files they match are accepted.
 	SecretAllow []string

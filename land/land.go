@@ -80,6 +80,10 @@ type Owner struct {
 	// (SANDBOX_GATE); nil or off: as it is.
 	Sandbox *sandbox.Config
 
+	// Upstream is PUSH_BASE: the base kept level with a remote's and
+	// pushed after each move (push.go). Nil: the base stays local.
+	Upstream *Upstream
+
 	ownerState
 }
 
@@ -110,6 +114,12 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 		// from it.
 		out.Waiting = o.pendingNote(err)
 		return out
+	}
+	if up, stop, moved := o.levelFirst(ctx); stop {
+		up.ID = j.ID
+		return up
+	} else if moved {
+		known = ""
 	}
 	for try := 0; try < attempts; try++ {
 		res, again := o.try(ctx, j, known)
@@ -364,6 +374,15 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 	// commit, and the chain leads up to commit.
 	for i, j := range js {
 		o.cleanupLater(ctx, j.ID, tips[i], commit)
+	}
+	if o.Upstream != nil {
+		note, err := o.pushUp(ctx, js)
+		if err != nil {
+			// Landed here, not pushed: the run halts, and the next
+			// one pushes it first (SyncUpstream).
+			return scheduler.MergeOutcome{ID: j.ID, Err: fmt.Errorf("landed on %s at %.12s, not pushed: %w", o.Layout.Base, commit, err)}, false
+		}
+		out.Detail = joinNote(out.Detail, note)
 	}
 	out.OK, out.Commit = true, commit
 	return out, false

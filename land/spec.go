@@ -19,10 +19,11 @@ import (
 var _ scheduler.SpecMerger = (*Owner)(nil)
 
 // GateDirs lists the merge gate's worktrees: GateDir, and those of the
-// other gate slots beside it (gate-2, gate-3, …).
+// other gate slots beside it (gate-2, gate-3, …) and PUSH_BASE's
+// (gate-upstream).
 func GateDirs(l state.Layout) []string {
 	more, _ := filepath.Glob(GateDir(l) + "-[0-9]*")
-	return append([]string{GateDir(l)}, more...)
+	return append(append([]string{GateDir(l)}, more...), upstreamGate(l))
 }
 
 // slotDir is the gate worktree of gate slot slot (0-based).
@@ -63,6 +64,12 @@ func (o *Owner) Build(ctx context.Context, c scheduler.CarJob) scheduler.CarBuil
 		if err := o.finishPending(ctx); err != nil {
 			b.Waiting = o.pendingNote(err)
 			return b
+		}
+		if up, stop, moved := o.levelFirst(ctx); stop {
+			b.Err, b.Waiting = up.Err, scheduler.WaitDetail(up.Wait, up.Waiting)
+			return b
+		} else if moved {
+			known = ""
 		}
 		if base = known; base == "" {
 			var err error

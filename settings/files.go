@@ -205,6 +205,22 @@ func envNamed(top string, env map[string]string, format string) (string, string)
 	return "", ""
 }
 
+// ClaudopilotFile names the first of Claudopilot's settings files (v0.x's
+// shell file, 1.0's config.json or config.sh, or CLAUDOPILOT_CONFIG's)
+// that exists: "" when the repository is not set up for Claudopilot.
+func ClaudopilotFile(top string, env map[string]string) string {
+	srcs, _ := fileSources(top, env)
+	for _, src := range srcs {
+		if src.format != "sh" && src.format != "json" {
+			continue
+		}
+		if fi, err := os.Stat(src.path); err == nil && fi.Mode().IsRegular() {
+			return src.name
+		}
+	}
+	return ""
+}
+
 // displayPath names a file relative to the top when it is inside it.
 func displayPath(top, p string) string {
 	if r, err := filepath.Rel(top, p); err == nil && !strings.HasPrefix(r, "..") {

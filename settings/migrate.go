@@ -64,6 +64,12 @@ func Migrate(top string, env map[string]string) (*Migration, error) {
 		}
 		fmt.Fprintf(&b, "\n# from %s\n%s=%s\n", from, name, kvValue(fv.v))
 	}
+	if f := ClaudopilotFile(top, env); f != "" {
+		if _, set := files["PUSH_BASE"]; !set {
+			m.Took = append(m.Took, "PUSH_BASE=1: Claudopilot ("+f+") pushed the base to origin after every merge (docs/landing.md#pushing-the-base)")
+			fmt.Fprintf(&b, "\n# Claudopilot (%s) pushed the base after every merge (git pull --ff-only before, git push origin <base> after)\nPUSH_BASE=1\n", f)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(top, "claudopilot", "prompts")); err == nil {
 		m.Took = append(m.Took, "claudopilot/prompts/: Claudopilot v0.x's prompt overrides are read where they are (docs/config.md)")
 	}

@@ -46,14 +46,15 @@ GATE_CMD="$(make gate)"
 		t.Errorf("read %v", m.Read)
 	}
 	for _, want := range []string{"\nGATE_CMD=go vet ./... && go test ./...\n", "\nMAX_PARALLEL=4\n", "\nREADY_LABEL=status/approved\n",
-		"\n# from issue-pilot.conf:2 (POLL_SECS)\nPOLL_SECONDS=90\n", "\nLANE_claude_CONCURRENCY=2\n", "\nWORKTREE_PREPARE_CMD='\"quoted\"'\n"} {
+		"\n# from issue-pilot.conf:2 (POLL_SECS)\nPOLL_SECONDS=90\n", "\nLANE_claude_CONCURRENCY=2\n", "\nWORKTREE_PREPARE_CMD='\"quoted\"'\n",
+		"pushed the base after every merge (git pull --ff-only before, git push origin <base> after)\nPUSH_BASE=1\n"} {
 		if !strings.Contains(m.Config, want) {
 			t.Errorf("config lacks %q:\n%s", want, m.Config)
 		}
 	}
 	report := strings.Join(append(append(m.Took, m.Renamed...), m.Dropped...), "\n")
 	for _, want := range []string{"POLL_SECS is written as POLL_SECONDS=90", "RETRY_TRANSIENT_API is Claudopilot's and has no effect here",
-		"issue-pilot.conf:6", "claudopilot/prompts/"} {
+		"issue-pilot.conf:6", "claudopilot/prompts/", "PUSH_BASE=1: Claudopilot (claudopilot.config.sh) pushed the base"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -67,10 +68,13 @@ GATE_CMD="$(make gate)"
 	if len(probs) != 0 {
 		t.Fatalf("the migrated file has problems: %v", probs)
 	}
-	for k, want := range map[string]string{"GATE_CMD": "go vet ./... && go test ./...", "MAX_PARALLEL": "4", "POLL_SECONDS": "90", "WORKTREE_PREPARE_CMD": `"quoted"`, "LANES": "claude"} {
+	for k, want := range map[string]string{"GATE_CMD": "go vet ./... && go test ./...", "MAX_PARALLEL": "4", "POLL_SECONDS": "90", "WORKTREE_PREPARE_CMD": `"quoted"`, "LANES": "claude", "PUSH_BASE": "1"} {
 		if got[k].v != want {
 			t.Errorf("%s reads back as %q, want %q", k, got[k].v, want)
 		}
+	}
+	if ClaudopilotFile(again, map[string]string{}) != "" {
+		t.Error("claudopilot.config alone is taken for a Claudopilot layout")
 	}
 	write(ConfigFile, "MAX_PARALLEL=2\n")
 	if _, err := Migrate(top, map[string]string{}); err == nil {
@@ -78,6 +82,33 @@ GATE_CMD="$(make gate)"
 	}
 	if _, err := Migrate(t.TempDir(), map[string]string{}); err != ErrNothingToMigrate {
 		t.Errorf("no files: %v", err)
+	}
+}
+
+// TestPushBaseNote: in a Claudopilot layout without PUSH_BASE the run and
+// doctor say the base is no longer pushed; with it set, nothing is said.
+func TestPushBaseNote(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(top, ".claudopilot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, ".claudopilot", "config.json"), []byte(`{"gateCmd": "make test"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A Claudopilot layout without PUSH_BASE: the run and doctor say
+	// the base is no longer pushed; set, nothing is said.
+	for _, c := range []struct {
+		env  map[string]string
+		note bool
+	}{{map[string]string{}, true}, {map[string]string{"PUSH_BASE": "0"}, false}} {
+		s, err := Resolve(Input{Top: top, Env: c.env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(s.DefaultNotes(), "\n"), PushBaseNote(".claudopilot/config.json")); got != c.note {
+			t.Errorf("env %v: PUSH_BASE's note shown %v, want %v: %q", c.env, got, c.note, s.DefaultNotes())
+		}
 	}
 }
 

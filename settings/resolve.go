@@ -137,6 +137,7 @@ func Resolve(in Input) (*Settings, error) {
 	var probs []Problem
 	if in.Top != "" {
 		files, s.Notes, probs, s.Read = readFiles(in.Top, in.Env)
+		s.Claudopilot = ClaudopilotFile(in.Top, in.Env)
 		s.named = namedFiles(in.Top, in.Env)
 	}
 	s.Notes = append(s.Notes, retiredNotes(in.Env)...)

@@ -44,6 +44,7 @@ type Settings struct {
 	Stack                bool
 	GateRetries          int
 	SecretScan           bool
+	PushBase             bool // PUSH_BASE
 	SecretAllow          []string
 	ProtectedPaths       protect.Set    // PROTECTED_PATHS: more protected files, Off for none (see Protected)
 	DerivedConflictFiles *regexp.Regexp // nil: the known lockfiles
@@ -134,6 +135,9 @@ type Settings struct {
 	// Read are the settings files that were read, relative to the top
 	// (or as the environment named them).
 	Read []string
+	// Claudopilot is the Claudopilot settings file read (ClaudopilotFile),
+	// "" when none: a Claudopilot layout.
+	Claudopilot string
 	// named are the settings files the environment names
 	// (ISSUE_PILOT_CONF, CLAUDOPILOT_CONFIG), protected too when they
 	// are in the repository.
@@ -198,7 +202,16 @@ func (s *Settings) DefaultNotes() []string {
 	if s.Source("GATE_SLOTS").Kind == FromDefault {
 		n = append(n, fmt.Sprintf("merge gates run %d at once now, each on top of those ahead of it; a merge train lands as one gated first-parent commit, and a phase's gate runs once, on its merge (GATE_SLOTS, was 1; MERGE_BATCH_GATE is retired); a gate that uses shared resources (a database, fixed ports) needs GATE_SLOTS=1; set GATE_SLOTS to hide this note", s.GateSlots))
 	}
+	if s.Claudopilot != "" && s.Source("PUSH_BASE").Kind == FromDefault {
+		n = append(n, PushBaseNote(s.Claudopilot))
+	}
 	return n
+}
+
+// PushBaseNote says that a Claudopilot layout (its settings file read)
+// pushed the base after every merge and this run does not.
+func PushBaseNote(file string) string {
+	return "PUSH_BASE is off: Claudopilot (" + file + ") pushed the base to origin after every merge; claudopilot keeps it local unless PUSH_BASE=1 (claudopilot migrate writes it); set PUSH_BASE to choose and silence this line (docs/migrating.md)"
 }
 
 // ReviewOn is true when the review gate runs (REVIEW_CMD is set).

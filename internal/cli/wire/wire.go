@@ -197,7 +197,8 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		Protect:       s.Protected(r.Git.Dir),
 		AgentEnvAllow: s.AgentEnvAllow,
 		V0Prompts:     s.V0Prompts, PromptFiles: promptFiles(s.PromptFiles),
-		Remote: Remote(s),
+		Remote:   Remote(s),
+		PushBase: s.PushBase, PushCredential: envCredential(r.Env),
 	}
 	// Every program missing and a base the run cannot use, at once.
 	missing := s.Missing(r.Env["PATH"], r.Git.Dir)
@@ -272,10 +273,7 @@ func Promote(s *settings.Settings) engine.PromoteSettings {
 func GitHub(ctx context.Context, s *settings.Settings, git *worktree.Client, env Env, who string) (issues.GitHubConfig, error) {
 	var g issues.GitHubConfig
 	var err error
-	g.Token = env["GITHUB_TOKEN"]
-	if g.Token == "" {
-		g.Token = env["GH_TOKEN"]
-	}
+	g.Token = envToken(env)
 	if g.Tokens, err = AppTokens(s, git, env); err != nil {
 		return g, err
 	}
@@ -295,6 +293,26 @@ func GitHub(ctx context.Context, s *settings.Settings, git *worktree.Client, env
 	g.APIURL = s.APIURL
 	g.Timeout = 30 * time.Second
 	return g, nil
+}
+
+// envToken is the GitHub token of the environment: GITHUB_TOKEN, else
+// GH_TOKEN.
+func envToken(env Env) string {
+	if t := env["GITHUB_TOKEN"]; t != "" {
+		return t
+	}
+	return env["GH_TOKEN"]
+}
+
+// envCredential gives PUSH_BASE's fetch and push the environment's
+// token over the credential pipe (never in git's environment); nil
+// without one: git's own helpers (an ssh key, a credential store).
+func envCredential(env Env) worktree.Credential {
+	tok := envToken(env)
+	if tok == "" {
+		return nil
+	}
+	return func(context.Context) (string, string, error) { return "x-access-token", tok, nil }
 }
 
 // AppTokens is the source of expiring GitHub App installation tokens, if

@@ -1,0 +1,268 @@
+package land_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
+// PUSH_BASE (docs/landing.md, "Pushing the base") against a real bare
+// origin that refuses non-fast-forward pushes (receive.denyNonFastForwards),
+// so a forced push would fail these tests, and "someone else" who pushes
+// from a clone of their own.
+
+// upstream is a fixture with an origin and someone else's clone of it.
+type upstream struct {
+	*fixture
+	origin, other, dir string
+}
+
+// gateScript records each gated tree in gated.txt, fails on a tree that
+// holds red.txt, and, once, runs push-once (someone else's push during the
+// gate: after the landing fetched, before it pushes).
+const gateScript = `#!/bin/sh
+git rev-parse 'HEAD^{tree}' >> "$D/gated.txt"
+if [ -e "$D/push-once" ]; then mv "$D/push-once" "$D/pushing" && sh "$D/pushing"; fi
+test ! -e red.txt
+`
+
+func newUpstream(t *testing.T) *upstream {
+	t.Helper()
+	f := newFixture(t, manifestSrc)
+	u := &upstream{fixture: f, dir: t.TempDir()}
+	u.origin = filepath.Join(u.dir, "origin.git")
+	f.gitIn(u.dir, "init", "-q", "--bare", "-b", "main", u.origin)
+	f.gitIn(u.origin, "config", "receive.denyNonFastForwards", "true")
+	f.gitIn(u.origin, "config", "receive.denyDeletes", "false")
+	f.gitIn(f.top, "remote", "add", "origin", u.origin)
+	f.gitIn(f.top, "push", "-q", "origin", "main", "main:refs/heads/auto/p1")
+	u.other = filepath.Join(u.dir, "other")
+	f.gitIn(u.dir, "clone", "-q", u.origin, u.other)
+	f.write(u.dir, "gate.sh", strings.ReplaceAll(gateScript, "$D", u.dir))
+	gate := "sh " + filepath.Join(u.dir, "gate.sh")
+	f.owner.Upstream = &land.Upstream{Remote: "origin", Gate: gate}
+	return u
+}
+
+func (u *upstream) job(id, title, tip string) scheduler.MergeJob {
+	j := job(id, title, tip)
+	j.Gate = u.owner.Upstream.Gate
+	return j
+}
+
+// push commits file in someone else's clone and pushes it to origin.
+func (u *upstream) push(file string) string {
+	u.t.Helper()
+	u.gitIn(u.other, "pull", "-q", "--ff-only")
+	tip := u.commitOn(u.other, "someone else's "+file, map[string]string{file: file + "\n"})
+	u.gitIn(u.other, "push", "-q", "origin", "main")
+	return tip
+}
+
+// pushDuringGate makes the next gate push file as someone else.
+func (u *upstream) pushDuringGate(file string) {
+	u.write(u.dir, "push-once", "set -e\ncd "+u.other+"\ngit pull -q --ff-only\necho "+file+" > "+file+"\ngit add "+file+"\ngit commit -q -m 'someone else: "+file+"'\ngit push -q origin main\n")
+}
+
+func (u *upstream) originMain() string {
+	u.t.Helper()
+	return u.gitIn(u.origin, "rev-parse", "main")
+}
+
+// allGated fails unless every first-parent commit of main after the
+// first has a tree the gate passed.
+func (u *upstream) allGated() {
+	u.t.Helper()
+	b, _ := os.ReadFile(filepath.Join(u.dir, "gated.txt"))
+	gated := string(b)
+	for _, c := range strings.Fields(u.gitIn(u.top, "rev-list", "--first-parent", "main")) {
+		if u.gitIn(u.top, "rev-list", "--count", "--first-parent", c) == "1" || strings.HasPrefix(u.gitIn(u.top, "log", "-1", "--format=%s", c), "someone") {
+			continue // the initial commit, or not the driver's
+		}
+		if tree := u.rev(c + "^{tree}"); !strings.Contains(gated, tree) {
+			u.t.Errorf("first-parent commit %.12s (%s) was never gated", c, u.gitIn(u.top, "log", "-1", "--format=%s", c))
+		}
+	}
+}
+
+// TestPushBase: each landing is pushed; a base behind the remote's is
+// fast-forwarded before a landing; one that diverged from it (a commit
+// of yours on the base, one of someone else's on origin), and a push
+// rejected because someone else pushed during the landing's gate, are
+// merged through the gate and pushed again; nothing is forced; the
+// remote's auto/<id> goes once the phase landed.
+func TestPushBase(t *testing.T) {
+	u := newUpstream(t)
+	o0 := u.push("o0.txt") // main is behind origin's
+	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
+	u.mustMerge(u.job("p1", "first phase", tip))
+	if got, want := u.originMain(), u.rev("main"); got != want {
+		t.Fatalf("origin main %.12s, want the landed %.12s", got, want)
+	}
+	if u.rev("main^1") != o0 {
+		t.Errorf("p1's merge is on %.12s, want origin's %.12s (fast-forwarded first)", u.rev("main^1"), o0)
+	}
+	if out := u.gitIn(u.origin, "branch", "--list", "auto/p1"); out != "" {
+		t.Errorf("origin still has auto/p1 after p1 landed: %q", out)
+	}
+
+	u.commitOn(u.top, "someone here: h.txt", map[string]string{"h.txt": "h\n"})
+	o1 := u.push("o1.txt")     // diverged before p2's landing
+	u.pushDuringGate("o2.txt") // and again during the first gate after that
+	_, tip = u.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	u.mustMerge(u.job("p2", "second phase", tip))
+	main := u.rev("main")
+	if got := u.originMain(); got != main {
+		t.Fatalf("origin main %.12s, want local main %.12s", got, main)
+	}
+	for _, f := range []string{"o1.txt", "o2.txt", "h.txt", "api/x.go", "a.txt"} {
+		u.committed("main", f)
+	}
+	u.gitIn(u.top, "merge-base", "--is-ancestor", o1, "main") // fails the test when not
+	if n := strings.Count(u.gitIn(u.top, "log", "--first-parent", "--format=%s", "main"), "Merge origin/main into main"); n != 2 {
+		t.Errorf("%d gated merges of origin's commits on main's first parents, want 2 (before the landing, after the rejected push):\n%s", n, u.gitIn(u.top, "log", "--first-parent", "--oneline", "main"))
+	}
+	u.allGated()
+}
+
+// TestPushBaseTrain: under speculative gates (Build, GateCar, Publish)
+// the car at the front levels the base first, and the train's landing is
+// pushed.
+func TestPushBaseTrain(t *testing.T) {
+	u := newUpstream(t)
+	u.commitOn(u.top, "someone here: h.txt", map[string]string{"h.txt": "h\n"})
+	u.push("o1.txt")
+	_, tip1 := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
+	_, tip2 := u.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	js := []scheduler.MergeJob{u.job("p1", "first phase", tip1), u.job("p2", "second phase", tip2)}
+	b := u.mustBuild("", js)
+	g := u.owner.GateCar(u.ctx, scheduler.CarGate{Commit: b.Commit, Tree: b.Tree, Jobs: js})
+	if !g.OK {
+		t.Fatalf("GateCar = %+v", g)
+	}
+	pub := u.owner.Publish(u.ctx, scheduler.CarPublish{Jobs: js, Tips: b.Tips, From: b.Base, To: b.Commit})
+	u.owner.Wait()
+	if !pub.Out.OK {
+		t.Fatalf("Publish = %+v", pub)
+	}
+	if got, want := u.originMain(), u.rev("main"); got != want || want != b.Commit {
+		t.Fatalf("origin main %.12s, main %.12s, want both the train's %.12s", got, want, b.Commit)
+	}
+	u.committed("main", "o1.txt")
+	u.allGated()
+}
+
+// TestPushBaseRedRemergeNeverPushed: someone else pushes a commit that
+// breaks the gate while a phase lands; the merge of it is red, so nothing
+// is pushed: origin keeps their commit, the run halts with why.
+func TestPushBaseRedRemergeNeverPushed(t *testing.T) {
+	u := newUpstream(t)
+	u.pushDuringGate("red.txt")
+	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
+	theirs := u.originMain()
+	out := u.owner.Merge(u.ctx, u.job("p1", "first phase", tip))
+	u.owner.Wait()
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "red on the gate") || !strings.Contains(out.Err.Error(), "not pushed") {
+		t.Fatalf("outcome %+v, want an error: landed, not pushed, the merge red", out)
+	}
+	red := u.originMain()
+	if red == theirs {
+		t.Fatal("someone else's push did not happen")
+	}
+	if _, ok, _ := u.git.ReadFile(u.ctx, "main", "red.txt"); ok {
+		t.Error("main holds red.txt: the red merge landed")
+	}
+	if got := u.gitIn(u.origin, "log", "-1", "--format=%s", "main"); got != "someone else: red.txt" {
+		t.Errorf("origin main is %q, want someone else's commit untouched", got)
+	}
+	u.committed("main", "a.txt") // p1 landed here
+	u.allGated()
+}
+
+// TestPushBaseResumesAfterAKill: a push cut off half-way (the driver
+// stopped while origin's hook held the push) leaves the landing local;
+// the next run's start pushes it, nothing lost.
+func TestPushBaseResumesAfterAKill(t *testing.T) {
+	u := newUpstream(t)
+	hook := filepath.Join(u.origin, "hooks", "pre-receive")
+	u.write(u.dir, "hook", "#!/bin/sh\ncat >/dev/null\nif [ -e "+u.dir+"/release ]; then exit 0; fi\ntouch "+u.dir+"/started\nwhile [ ! -e "+u.dir+"/release ]; do sleep 0.05; done\nexit 1\n")
+	if err := os.Rename(filepath.Join(u.dir, "hook"), hook); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
+	ctx, cancel := context.WithCancel(u.ctx)
+	defer cancel()
+	done := make(chan scheduler.MergeOutcome)
+	go func() { done <- u.owner.Merge(ctx, u.job("p1", "first phase", tip)) }()
+	waitFile(t, filepath.Join(u.dir, "started"), done)
+	cancel()
+	// The hook then refuses the push, should it outlive the cancel: a
+	// push cut off or refused, the landing is not on origin either way.
+	u.write(u.dir, "release", "")
+	out := <-done
+	u.owner.Wait()
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "not pushed") {
+		t.Fatalf("outcome %+v, want landed, not pushed", out)
+	}
+	landed := u.rev("main")
+	if u.originMain() == landed {
+		t.Fatal("origin has the landing: the push was not cut off")
+	}
+	next := &land.Owner{Git: u.git, Layout: u.layout, Live: u.live, Env: u.env, Upstream: u.owner.Upstream}
+	if err := next.SyncUpstream(u.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.originMain(); got != landed {
+		t.Fatalf("origin main %.12s after the restart's sync, want %.12s", got, landed)
+	}
+}
+
+// TestPushBaseScansThePush: a secret the landing let through (SECRET_SCAN
+// off) is not pushed: the push is scanned as the queue's are.
+func TestPushBaseScansThePush(t *testing.T) {
+	u := newUpstream(t)
+	u.owner.NoSecretScan = true
+	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "token = ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"})
+	before := u.originMain()
+	out := u.owner.Merge(u.ctx, u.job("p1", "first phase", tip))
+	u.owner.Wait()
+	if out.Err == nil || !strings.Contains(out.Err.Error(), "github-token") {
+		t.Fatalf("outcome %+v, want the push refused for a github-token", out)
+	}
+	if u.originMain() != before {
+		t.Error("origin moved: the secret was pushed")
+	}
+}
+
+// waitFile waits for path to appear (a watch on its folder), or fails
+// when done delivers first.
+func waitFile(t *testing.T, path string, done <-chan scheduler.MergeOutcome) {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	for !exists(path) {
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case out := <-done:
+			t.Fatalf("the merge ended before the push started: %+v", out)
+		}
+	}
+}
