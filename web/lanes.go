@@ -42,7 +42,7 @@ func (m *Model) SetLanes(src LaneSource) {
 // m.mu held.
 func (m *Model) laneFigures(ls []Lane, now time.Time) []Lane {
 	for i := range ls {
-		for _, p := range m.phases {
+		for _, p := range m.fold.Nodes() {
 			if !p.Started.IsZero() && p.Lane == ls[i].ID {
 				ls[i].Running++
 			}

@@ -73,7 +73,7 @@ func (s *Server) logList(w http.ResponseWriter, r *http.Request) {
 func (m *Model) failingLog(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.byID[id]
+	p := m.fold.Node(id)
 	if p == nil || (p.State != string(manifest.Failed) && p.State != string(manifest.Blocked)) {
 		return ""
 	}

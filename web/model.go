@@ -9,6 +9,7 @@ import (
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/runview"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/status"
@@ -41,7 +42,6 @@ type Phase struct {
 	Lane     string                  `json:"lane,omitempty"`
 	Log      string                  `json:"log,omitempty"`
 	Cooldown time.Time               `json:"cooldown_until,omitzero"`
-	spent    time.Duration           // finished attempts' time
 
 	// Conflict is a merge conflict predicted for the running phase
 	// (docs/landing.md, conflict prediction).
@@ -87,16 +87,19 @@ type Hold struct {
 	Detail string    `json:"detail"`
 }
 
-// Model is the run's state, kept from the scheduler's events. Apply is
-// called from the event fan-out; State from HTTP handlers.
+// Model is the run's state for the page: runview's fold of the
+// scheduler's events (the one fold the terminal and the queue's log render
+// too), with what only the page draws (levels, the critical path, lanes,
+// holds, Next). Apply is called from the event fan-out; State from HTTP
+// handlers.
 type Model struct {
-	mu     sync.Mutex // guards everything below
-	rm     *roadmap.Roadmap
-	phases []*Phase
-	byID   map[string]*Phase
-	st     State
-	now    func() time.Time
-	lanes  LaneSource // nil without LANES
+	mu       sync.Mutex // guards everything below
+	rm       *roadmap.Roadmap
+	fold     *runview.Fold
+	level    map[string]int  // wave of the whole graph, for drawing
+	critical map[string]bool // on the critical path at start
+	now      func() time.Time
+	lanes    LaneSource // nil without LANES
 	// laneCool is each lane's latest rate-limit cooldown end; holds
 	// the usage limits by the lanes they hold.
 	laneCool map[string]time.Time
@@ -111,58 +114,40 @@ type Model struct {
 // NewModel starts from the roadmap as loaded (and the journal's history, so
 // attempts and cost of earlier runs show), under the run's rules.
 func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules state.Rules, paused bool) *Model {
-	m := &Model{rm: rm, byID: map[string]*Phase{}, now: time.Now, rules: rules, outsideDone: map[string]bool{}}
-	m.st = State{Version: 1, Paused: paused}
-	crit := map[string]bool{}
+	m := &Model{rm: rm, fold: runview.New(), level: map[string]int{}, critical: map[string]bool{}, now: time.Now, rules: rules, outsideDone: map[string]bool{}}
+	m.fold.Run.Paused = paused
 	path, _, _ := rm.CriticalPath(roadmap.FileState)
 	for _, n := range path {
-		crit[n.ID] = true
+		m.critical[n.ID] = true
 	}
 	// The journal's history folds as status folds it (status.Phases).
 	for i, sn := range status.Phases(rm, hist, false) {
 		n := rm.Nodes[i]
-		p := &Phase{ID: n.ID, Title: sn.Title, State: string(sn.State), Critical: crit[n.ID], Deps: []string{}}
+		deps := []string{}
 		for _, d := range rm.Deps(n) {
-			p.Deps = append(p.Deps, d.ID)
+			deps = append(deps, d.ID)
 		}
-		p.Deps = append(p.Deps, n.External...)
-		p.Attempts, p.spent, p.Usage, p.Log = sn.Attempts, sn.Spent, sn.Usage, sn.Log
-		p.Reason, p.Detail = string(sn.Reason), sn.Detail
-		p.Question, p.Asked, p.AnswerBy = sn.Question, sn.Asked, sn.AnswerBy
-		for r, u := range sn.ByRole {
-			p.addRole(string(r), u)
-			m.st.addRole(string(r), u)
-		}
-		m.st.Usage = ledger.Add(m.st.Usage, sn.Usage)
-		m.phases = append(m.phases, p)
-		m.byID[n.ID] = p
+		m.fold.Add(seed(sn, append(deps, n.External...)))
 	}
 	for _, o := range status.Outside(hist, false) {
 		if o.State == manifest.Merged {
 			m.outsideDone[o.ID] = true
 		}
-		p := m.addOutside(o.ID)
-		p.Title, p.Deps = o.Title, append(p.Deps, o.Deps...)
-		p.State, p.Attempts, p.spent, p.Usage, p.Log = string(o.State), o.Attempts, o.Spent, o.Usage, o.Log
-		p.Reason, p.Detail = string(o.Reason), o.Detail
-		p.Question, p.Asked, p.AnswerBy = o.Question, o.Asked, o.AnswerBy
-		for r, u := range o.ByRole {
-			p.addRole(string(r), u)
-			m.st.addRole(string(r), u)
-		}
-		m.st.Usage = ledger.Add(m.st.Usage, o.Usage)
+		m.fold.Add(seed(o, append([]string{}, o.Deps...)))
 	}
 	m.relevel()
 	return m
 }
 
-// addOutside adds a row for outside node id, pending until its journal or
-// its events say more (its title and deps: EvNode).
-func (m *Model) addOutside(id string) *Phase {
-	p := &Phase{ID: id, State: string(manifest.Pending), Outside: true, Deps: []string{}}
-	m.phases = append(m.phases, p)
-	m.byID[id] = p
-	return p
+// seed is a node as the journal left it.
+func seed(sn status.Node, deps []string) runview.Node {
+	n := runview.Node{ID: sn.ID, Title: sn.Title, State: string(sn.State), Outside: sn.Outside, Deps: deps,
+		Attempts: sn.Attempts, Spent: sn.Spent, Usage: sn.Usage, Log: sn.Log,
+		Reason: sn.Reason, Detail: sn.Detail, Question: sn.Question, Asked: sn.Asked, AnswerBy: sn.AnswerBy}
+	for r, u := range sn.ByRole {
+		n.AddRole(string(r), u)
+	}
+	return n
 }
 
 // relevel gives every node its wave in the graph of the phases and the
@@ -171,7 +156,7 @@ func (m *Model) addOutside(id string) *Phase {
 // graph the outside deps make cyclic keeps the levels it had.
 func (m *Model) relevel() {
 	var extra []manifest.Phase
-	for _, p := range m.phases {
+	for _, p := range m.fold.Nodes() {
 		if p.Outside {
 			extra = append(extra, manifest.Phase{ID: p.ID, Title: p.Title, Deps: p.Deps})
 		}
@@ -183,115 +168,51 @@ func (m *Model) relevel() {
 	all := func(*roadmap.Node) manifest.State { return manifest.Pending }
 	for i, lv := range g.Levels(all) {
 		for _, n := range lv {
-			if p := m.byID[n.ID]; p != nil {
-				p.Level = i
+			if m.fold.Node(n.ID) != nil {
+				m.level[n.ID] = i
 			}
 		}
 	}
 }
 
-// Apply folds one event into the state.
+// Apply folds one event into the state (runview's fold), and books what
+// only the page draws: the lanes' cooldowns and holds, the outside nodes
+// merged (for Next), the levels when the graph changed.
 func (m *Model) Apply(ev scheduler.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.byID[ev.Phase]
-	switch ev.Kind {
-	case scheduler.EvStart:
-		m.st.Started = ev.Time
-	case scheduler.EvEnd:
-		m.st.Ended = ev.Detail
-	case scheduler.EvPaused:
-		m.st.Paused = true
-	case scheduler.EvResumed:
-		m.st.Paused = false
-	case scheduler.EvDrain:
-		m.st.Draining = true
-	case scheduler.EvCooldown:
-		if ev.Until.After(m.st.Cooldown) {
-			m.st.Cooldown = ev.Until
-		}
-		m.hold(ev)
-	}
+	known := m.fold.Node(ev.Phase) != nil
+	p := m.fold.Apply(ev)
 	if ev.Kind == scheduler.EvMerged && roadmap.IsIssueRef(ev.Phase) {
 		m.outsideDone[ev.Phase] = true // an outside node landed
 	}
-	if p == nil && roadmap.IsIssueRef(ev.Phase) && ev.Kind != scheduler.EvWarn {
-		// An outside node the journal did not name at start: its first
-		// event brings it.
-		p = m.addOutside(ev.Phase)
-		m.relevel()
-	}
-	if p == nil {
-		return
-	}
-	if ev.State != "" {
-		p.State = ev.State
-	}
-	switch ev.Kind {
-	case scheduler.EvAsk:
-		p.Question, p.Asked, p.AnswerBy, p.Activity = ev.Detail, ev.Time, ev.Until, "waiting on you"
-	case scheduler.EvAnswer, scheduler.EvBlocked, scheduler.EvFailed:
-		p.Question, p.Asked, p.AnswerBy = "", time.Time{}, time.Time{}
-		if p.Activity == "waiting on you" {
-			p.Activity = ""
-		}
-	}
-	switch ev.Kind {
-	case scheduler.EvLaunch:
-		p.Attempts++
-		p.Activity, p.Started, p.Lane = string(ev.Role), ev.Time, ev.Lane
-		p.Reason, p.Detail = "", ""
-	case scheduler.EvExit:
-		if !p.Started.IsZero() {
-			p.spent += ev.Time.Sub(p.Started)
-			p.Started = time.Time{}
-		}
-		p.Activity = ""
-		if ev.Reason != "" {
-			p.Reason, p.Detail = string(ev.Reason), ev.Detail
-		}
-		if ev.LogPath != "" {
-			p.Log = ev.LogPath
-		}
-		if ev.Usage != nil {
-			p.Usage = ledger.Add(p.Usage, *ev.Usage)
-			m.st.Usage = ledger.Add(m.st.Usage, *ev.Usage)
-			p.addRole(string(ev.Role), *ev.Usage)
-			m.st.addRole(string(ev.Role), *ev.Usage)
-		}
-	case scheduler.EvMerging:
-		p.Activity = "merging"
-	case scheduler.EvWait:
-		p.Activity = "waiting: " + ev.Detail
-	case scheduler.EvConflict:
-		p.Conflict = ev.Detail
-	case scheduler.EvNode:
-		p.Title, p.Deps = ev.Title, append([]string{}, ev.Deps...)
-		m.relevel()
-	case scheduler.EvAway:
-		// It left the driver's hands (a pull request handed to a human,
-		// the issue closed or claimed elsewhere): Detail says why.
-		p.State, p.Activity, p.Reason, p.Detail, p.Started = string(status.Away), "", "", ev.Detail, time.Time{}
-	case scheduler.EvMerged:
-		p.Activity, p.Reason, p.Detail, p.Conflict = "", "", "", ""
-	case scheduler.EvFailed, scheduler.EvBlocked:
-		p.Activity = ""
-		p.Reason, p.Detail = string(ev.Reason), ev.Detail
-		if ev.LogPath != "" {
-			p.Log = ev.LogPath // what parked it: the pane opens on it
-		}
-	case scheduler.EvCooldown:
-		// Not a failure: the attempt is not counted and goes on after the
-		// reset (the exit before it said "exit").
-		p.Cooldown, p.Activity, p.Reason, p.Detail = ev.Until, "waiting: usage limit", "", ev.Detail
-		// The attempt that hit the limit ran on the phase's lane.
-		if p.Lane != "" && ev.Until.After(m.laneCool[p.Lane]) {
-			if m.laneCool == nil {
-				m.laneCool = map[string]time.Time{}
-			}
+	if ev.Kind == scheduler.EvCooldown {
+		m.hold(ev)
+		// The attempt that hit the limit ran on the node's lane.
+		if p != nil && p.Lane != "" && ev.Until.After(m.laneCool[p.Lane]) {
 			m.laneCool[p.Lane] = ev.Until
 		}
 	}
+	if p != nil && (!known || ev.Kind == scheduler.EvNode) {
+		m.relevel()
+	}
+}
+
+// phase is node n as the API shows it.
+func (m *Model) phase(n *runview.Node, now time.Time) Phase {
+	c := Phase{ID: n.ID, Title: n.Title, State: n.State, Outside: n.Outside, Activity: n.Activity,
+		Deps: slices.Clone(n.Deps), Level: m.level[n.ID], Critical: m.critical[n.ID], Attempts: n.Attempts,
+		Reason: string(n.Reason), Detail: n.Detail, Started: n.Started, Usage: n.Usage,
+		ByRole: maps.Clone(n.ByRole), Lane: n.Lane, Log: n.Log, Cooldown: n.Cooldown, Conflict: n.Conflict,
+		Question: n.Question, Asked: n.Asked, AnswerBy: n.AnswerBy}
+	c.Elapsed = n.Spent.Seconds()
+	if !c.Started.IsZero() {
+		c.Elapsed += now.Sub(c.Started).Seconds()
+	}
+	if v, ok := c.Usage.Cost(); ok {
+		c.Cost = &v
+	}
+	return c
 }
 
 // State is a copy of the state now.
@@ -306,34 +227,21 @@ func (m *Model) State() State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	st := m.st
+	run := m.fold.Run
+	st := State{Version: 1, Started: run.Started, Ended: run.Ended, Paused: run.Paused, Draining: run.Draining,
+		Usage: run.Usage, ByRole: maps.Clone(run.ByRole), Cooldown: run.Cooldown}
 	st.Lanes = m.laneFigures(lanes, now)
 	st.Holds = m.holdsAt(now)
-	st.ByRole = maps.Clone(st.ByRole)
-	st.Phases = make([]Phase, len(m.phases))
 	st.Running, st.Next = []string{}, []string{}
-	st.Counts = map[string]int{}
-	for _, s := range manifest.States {
-		st.Counts[string(s)] = 0
-	}
+	st.Counts, st.WaitingOnYou = m.fold.Counts()
 	states := map[string]manifest.State{}
-	for i, p := range m.phases {
-		c := *p
-		c.Elapsed = c.spent.Seconds()
+	st.Phases = make([]Phase, 0, len(m.fold.Nodes()))
+	for _, n := range m.fold.Nodes() {
+		c := m.phase(n, now)
 		if !c.Started.IsZero() {
-			c.Elapsed += now.Sub(c.Started).Seconds()
 			st.Running = append(st.Running, c.ID)
 		}
-		if v, ok := c.Usage.Cost(); ok {
-			c.Cost = &v
-		}
-		c.Deps = slices.Clone(c.Deps)
-		c.ByRole = maps.Clone(c.ByRole)
-		st.Phases[i] = c
-		st.Counts[c.State]++
-		if c.Question != "" {
-			st.WaitingOnYou++
-		}
+		st.Phases = append(st.Phases, c)
 		states[c.ID] = manifest.State(c.State)
 	}
 	// Next is what the scheduler's own rule (scheduler.Holds) lets
@@ -353,18 +261,4 @@ func (m *Model) State() State {
 		st.Cost = &v
 	}
 	return st
-}
-
-func (p *Phase) addRole(role string, u ledger.Usage) {
-	if p.ByRole == nil {
-		p.ByRole = map[string]ledger.Usage{}
-	}
-	p.ByRole[role] = ledger.Add(p.ByRole[role], u)
-}
-
-func (s *State) addRole(role string, u ledger.Usage) {
-	if s.ByRole == nil {
-		s.ByRole = map[string]ledger.Usage{}
-	}
-	s.ByRole[role] = ledger.Add(s.ByRole[role], u)
 }

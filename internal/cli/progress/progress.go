@@ -16,6 +16,7 @@ import (
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/runview"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -27,36 +28,21 @@ type View struct {
 	s     *cmdutil.Streams
 	json  bool
 	enc   *json.Encoder
-	rows  []*row
-	by    map[string]*row
-	drawn []int  // visible widths of the last table's lines, to redraw in place
-	Cwd   string // log paths are shown relative to it
+	fold  *runview.Fold // the one fold of the events (runview): the table renders it
+	drawn []int         // visible widths of the last table's lines, to redraw in place
+	Cwd   string        // log paths are shown relative to it
 	start time.Time
 	logOf func(id string, role state.Role, attempt int) string
 }
 
-type row struct {
-	id, state, note, log string
-	role                 state.Role
-	attempt              int
-	since                time.Time
-	until                time.Time
-	gating               bool     // a gate runs (the attempt's, or the merge commit's)
-	stopped              bool     // an interrupt ended its agent
-	asking               bool     // its agent asked; it waits on the user's answer
-	waitFiles            []string // uncommitted files its merge waits for
-}
-
 func New(s *cmdutil.Streams, jsonOut bool, rm *roadmap.Roadmap, l state.Layout) *View {
-	p := &View{s: s, json: jsonOut, by: map[string]*row{}, start: time.Now()}
+	p := &View{s: s, json: jsonOut, fold: runview.New(), start: time.Now()}
 	p.logOf = func(id string, role state.Role, attempt int) string { return l.LogPath(id, string(role), attempt) }
 	if jsonOut {
 		p.enc = json.NewEncoder(s.Out)
 	}
 	for _, n := range rm.Nodes {
-		r := &row{id: n.ID, state: string(n.State)}
-		p.rows = append(p.rows, r)
-		p.by[n.ID] = r
+		p.fold.Add(runview.Node{ID: n.ID, State: string(n.State)})
 	}
 	return p
 }
@@ -107,75 +93,13 @@ func (p *View) Consume(events <-chan scheduler.Event) {
 // retriedWait is true for the start of a merge that waits and is tried
 // again: the view keeps saying what it waits for.
 func (p *View) retriedWait(e scheduler.Event) bool {
-	r := p.by[e.Phase]
-	return e.Kind == scheduler.EvMerging && r != nil && strings.HasPrefix(r.note, "waiting:")
+	n := p.fold.Node(e.Phase)
+	return e.Kind == scheduler.EvMerging && n != nil && strings.HasPrefix(n.Note, "waiting:")
 }
 
-// apply updates the view (not the run's state, which the scheduler owns).
-func (p *View) apply(e scheduler.Event) {
-	r := p.by[e.Phase]
-	if r == nil {
-		if e.Phase == "" || e.Kind == scheduler.EvNode {
-			return // an issue offered gets its row when it starts
-		}
-		r = &row{id: e.Phase}
-		p.rows = append(p.rows, r)
-		p.by[e.Phase] = r
-	}
-	if e.State != "" {
-		r.state = e.State
-	}
-	if e.Kind != scheduler.EvGate {
-		r.gating = false
-	}
-	if e.Kind != scheduler.EvExit {
-		r.asking = false // asked, then answered, launched or parked
-	}
-	switch e.Kind {
-	case scheduler.EvGate:
-		r.gating = true
-	case scheduler.EvLaunch:
-		r.role, r.attempt, r.since, r.note, r.until = e.Role, e.Attempt, e.Time, "", time.Time{}
-		r.log, r.stopped = p.logOf(e.Phase, e.Role, e.Attempt), false
-	case scheduler.EvExit:
-		if e.Reason != "" {
-			r.note = string(e.Reason)
-		}
-		r.log = e.LogPath
-		if e.Detail == "interrupted" {
-			r.stopped = true
-		}
-	case scheduler.EvCooldown, scheduler.EvRetry:
-		r.until, r.note = e.Until, e.Kind
-	case scheduler.EvAsk:
-		r.asking, r.until, r.note = true, e.Until, "asks: "+e.Detail
-	case scheduler.EvReview:
-		r.note = "review"
-	case scheduler.EvVerdict:
-		r.note = ""
-	case scheduler.EvMerging:
-		if !strings.HasPrefix(r.note, "waiting:") {
-			r.note = "merging"
-		}
-	case scheduler.EvWait:
-		r.waitFiles = e.Files
-		r.note = e.Detail
-		if r.note == "" {
-			r.note = "waits for: " + strings.Join(e.Files, ", ")
-		}
-	case scheduler.EvMerged:
-		r.note = ""
-	case scheduler.EvAway:
-		// An issue that left the driver's hands (a human reviews its
-		// pull request, another instance claimed it, it was closed).
-		r.state, r.note = "away", e.Detail
-	case scheduler.EvBlocked, scheduler.EvFailed:
-		r.note = string(e.Reason)
-		if e.Detail != "" && e.Reason == "" {
-			r.note = e.Detail
-		}
-	}
-}
+// apply folds the event into the view's fold (not the run's state, which
+// the scheduler owns).
+func (p *View) apply(e scheduler.Event) { p.fold.Apply(e) }
 
 func formatEvent(e scheduler.Event, cwd string) string {
 	var b strings.Builder

@@ -9,6 +9,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/runview"
 	"github.com/claudopilot/claudopilot/transcript"
 )
 
@@ -30,80 +31,77 @@ func (p *View) width() int {
 	return defaultWidth
 }
 
-// shownState is a row's state as the table shows it: a running phase is
-// "gate" while a gate runs, "merging" while the merge owner has it,
-// "waiting" while its merge waits, and "stopped" once an interrupt ended
-// its agent.
-func (r *row) shownState() string {
-	if r.state != string(manifest.Running) {
-		return r.state
-	}
-	switch {
-	case r.asking:
-		return waitingOnYou
-	case r.stopped:
-		return "stopped"
-	case strings.HasPrefix(r.note, "waiting"), strings.HasPrefix(r.note, "waits for"):
-		return "waiting"
-	case r.note == "merging":
-		if r.gating {
-			return "gate"
-		}
-		return "merging"
-	case r.gating:
-		return "gate"
-	}
-	return r.state
-}
-
 // waitingOnYou is the state shown for a phase whose agent asked a
 // question no one has answered yet.
-const waitingOnYou = "waiting on you"
+const waitingOnYou = runview.WaitingOnYou
+
+// rows are the nodes the table lists: an issue only offered (nothing ran
+// yet) gets its row when it starts.
+func (p *View) rows() []*runview.Node {
+	var out []*runview.Node
+	for _, n := range p.fold.Nodes() {
+		if !n.Offered {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// logFor is the log the table tails for a node: the running attempt's, or
+// the last one named.
+func (p *View) logFor(n *runview.Node) string {
+	switch {
+	case !n.Started.IsZero() || n.Log == "" && n.Attempt > 0:
+		return p.logOf(n.ID, n.Role, n.Attempt)
+	}
+	return n.Log
+}
 
 // tableLines renders the table for a terminal width columns wide: each
 // line's visible text has at most width-1 runes.
 func (p *View) tableLines(width int, now time.Time) []string {
 	limit := max(width-1, 10)
+	rows := p.rows()
 	counts := map[string]int{}
-	for _, r := range p.rows {
-		counts[r.shownState()]++
+	for _, r := range rows {
+		counts[r.Shown()]++
 	}
 	head := fmt.Sprintf("claudopilot  %s  %s", now.Sub(p.start).Round(time.Second), shownCounts(counts))
 	lines := []string{cut(head, limit)}
 	idW := 0
-	for _, r := range p.rows {
-		idW = max(idW, utf8.RuneCountInString(r.id))
+	for _, r := range rows {
+		idW = max(idW, utf8.RuneCountInString(r.ID))
 	}
 	idW = min(idW, max(8, limit/4))
 	roleW := 0
-	for _, r := range p.rows {
-		if r.attempt > 0 {
-			roleW = max(roleW, len(fmt.Sprintf("%s #%d", r.role, r.attempt)))
+	for _, r := range rows {
+		if r.Attempt > 0 {
+			roleW = max(roleW, len(fmt.Sprintf("%s #%d", r.Role, r.Attempt)))
 		}
 	}
 	// Narrow terminals drop the attempt and the elapsed time first.
 	withRole, withTime := limit >= 64 && roleW > 0, limit >= 48
-	for _, r := range p.rows {
+	for _, r := range rows {
 		// A long roadmap shows only what is moving.
-		if len(p.rows) > 15 && (r.state == string(manifest.Merged) || r.state == string(manifest.Pending)) {
+		if len(rows) > 15 && (r.State == string(manifest.Merged) || r.State == string(manifest.Pending)) {
 			continue
 		}
-		st := r.shownState()
+		st := r.Shown()
 		var b strings.Builder
-		b.WriteString("  " + pad(cut(r.id, idW), idW) + "  ")
+		b.WriteString("  " + pad(cut(r.ID, idW), idW) + "  ")
 		stateAt := utf8.RuneCountInString(b.String())
 		b.WriteString(pad(st, 8))
 		if withRole {
 			role := ""
-			if r.attempt > 0 {
-				role = fmt.Sprintf("%s #%d", r.role, r.attempt)
+			if r.Attempt > 0 {
+				role = fmt.Sprintf("%s #%d", r.Role, r.Attempt)
 			}
 			b.WriteString(" " + pad(cut(role, roleW), roleW))
 		}
 		if withTime {
 			el := ""
-			if r.state == string(manifest.Running) && !r.since.IsZero() && !r.stopped {
-				el = now.Sub(r.since).Round(time.Second).String()
+			if r.State == string(manifest.Running) && !r.Since.IsZero() && !r.Stopped {
+				el = now.Sub(r.Since).Round(time.Second).String()
 			}
 			b.WriteString(fmt.Sprintf(" %5s", cut(el, 5)))
 		}
@@ -120,28 +118,28 @@ func (p *View) tableLines(width int, now time.Time) []string {
 }
 
 // detail is what the last column says about a row.
-func (p *View) detail(r *row, st string, now time.Time) string {
+func (p *View) detail(r *runview.Node, st string, now time.Time) string {
 	switch {
-	case !r.until.IsZero() && r.until.After(now):
-		return fmt.Sprintf("%s, %s left", r.note, r.until.Sub(now).Round(time.Second))
-	case st == "gate" && r.note == "merging":
+	case !r.Until.IsZero() && r.Until.After(now):
+		return fmt.Sprintf("%s, %s left", r.Note, r.Until.Sub(now).Round(time.Second))
+	case st == "gate" && r.Note == "merging":
 		return "checking the merge commit"
 	case st == "gate":
-		return "checking " + string(r.role) + "'s work"
-	case len(r.waitFiles) > 0 && (st == "waiting" || strings.HasPrefix(r.note, "wait")):
-		return "uncommitted " + strings.Join(r.waitFiles, ", ") + " in the base checkout: commit or stash it"
+		return "checking " + string(r.Role) + "'s work"
+	case len(r.WaitFiles) > 0 && (st == "waiting" || strings.HasPrefix(r.Note, "wait")):
+		return "uncommitted " + strings.Join(r.WaitFiles, ", ") + " in the base checkout: commit or stash it"
 	case st == "stopped":
 		return "interrupted; `claudopilot run` resumes it"
 	case st == "merging":
 		return "" // the state says it all
-	case st == "running" && r.log != "":
-		if tail, err := proc.TailFile(r.log, 40); err == nil {
+	case st == "running" && p.logFor(r) != "":
+		if tail, err := proc.TailFile(p.logFor(r), 40); err == nil {
 			if d := lastReadable(tail); d != "" {
 				return d
 			}
 		}
 	}
-	return clean(r.note)
+	return clean(r.Note)
 }
 
 // lastReadable is the newest line of an agent's log worth showing, as the
