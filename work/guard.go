@@ -325,22 +325,9 @@ func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string
 		r.unstage(ctx, wt, nil)
 		return &refusedError{err.Error()}
 	}
-	var deleted, keepOut []string
-	for p, st := range staged {
-		switch {
-		case env[p], j.Outside != nil && p == path.Clean(j.Outside.DocRel):
-			// An outside node's doc is the driver's copy of the issue,
-			// written in before each run: never the agent's work, and
-			// never on the branch (.claudopilot/ being excluded or not).
-			keepOut = append(keepOut, p)
-		case st == 'D' && missing[p]:
-			deleted = append(deleted, p)
-		}
-	}
-	if len(deleted) > 0 {
-		slices.Sort(deleted)
-		r.unstage(ctx, wt, nil)
-		return &refusedError{fmt.Sprintf("the leftover commit would delete %d tracked files that were already missing when the agent started (%s): the checkout is broken; nothing was committed", len(deleted), strings.Join(first(deleted, 5), ", "))}
+	keepOut, err := r.keptOut(ctx, j, wt, staged, env, missing)
+	if err != nil {
+		return err
 	}
 	marked, err := r.stagedMarkers(ctx, wt)
 	if err != nil {
@@ -365,6 +352,31 @@ func (r *Runner) commitLeft(ctx context.Context, j scheduler.Job, wt, msg string
 		return fmt.Errorf("commit the leftovers in %s: %w", wt, err)
 	}
 	return nil
+}
+
+// keptOut are the staged paths a leftover commit leaves out: the
+// environment prepare made and an outside node's doc. It refuses the
+// commit (everything unstaged) when it would delete a tracked file that was
+// already missing when the agent started: the checkout is broken.
+func (r *Runner) keptOut(ctx context.Context, j scheduler.Job, wt string, staged map[string]byte, env, missing map[string]bool) ([]string, error) {
+	var deleted, keepOut []string
+	for p, st := range staged {
+		switch {
+		case env[p], j.Outside != nil && p == path.Clean(j.Outside.DocRel):
+			// An outside node's doc is the driver's copy of the issue,
+			// written in before each run: never the agent's work, and
+			// never on the branch (.claudopilot/ being excluded or not).
+			keepOut = append(keepOut, p)
+		case st == 'D' && missing[p]:
+			deleted = append(deleted, p)
+		}
+	}
+	if len(deleted) > 0 {
+		slices.Sort(deleted)
+		r.unstage(ctx, wt, nil)
+		return nil, &refusedError{fmt.Sprintf("the leftover commit would delete %d tracked files that were already missing when the agent started (%s): the checkout is broken; nothing was committed", len(deleted), strings.Join(first(deleted, 5), ", "))}
+	}
+	return keepOut, nil
 }
 
 // anythingLeft is false when the agent left nothing a leftover commit
