@@ -84,6 +84,9 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 // (at most 3 s) for another to run beside it, unless one has already
 // run; both agents finish together, so both reviews are due together.
 func TestRunIssuesOneReviewPool(t *testing.T) {
+	if !soak() {
+		t.Skip("proven in package tests (scheduler TestOutsideReviewedByTheLoop, TestReviewSlotNeverBorrowed); TestQueueReviewFlag reviews an issue end to end; CLAUDOPILOT_SOAK=1 runs it")
+	}
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
 	}
