@@ -68,7 +68,9 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	common = Real(common)
-	admin, err := git.AbsGitDir(ctx, wt)
+	// Read from its .git link file as git reads it (git only when it is
+	// not a plain "gitdir:" line): one process fewer per attempt (issue 25).
+	admin, err := git.GitDir(ctx, wt)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: the admin folder of %s: %w", wt, err)
 	}

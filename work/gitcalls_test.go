@@ -43,12 +43,11 @@ func TestRunGitCalls(t *testing.T) {
 	// status of the base checkout before and after; 1 the look for a
 	// repository at a gitlink before git status, issue 21; 1 the leftover
 	// check's status), 3 that `git worktree add` runs itself (branch,
-	// symbolic-ref, reset) and the new Client's one look-up of the common
-	// dir; 16 before issue 25 (the branch looked up by show-ref, not the
+	// symbolic-ref, reset); 16 before issue 25 (the branch looked up by show-ref, not the
 	// resolver; a status for the attempt's start note of a worktree just
 	// made; add -A, diff --cached and diff --check where status lists
 	// nothing left), 27 before issue 17.
-	const budget = 12
+	const budget = 11
 	if len(calls) > budget {
 		t.Errorf("%d git processes for one attempt, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
 	}

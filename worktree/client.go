@@ -64,7 +64,10 @@ func (c *Client) locks() *repoLocks {
 // two Clients of one repository that did not share them could run git
 // worktree add concurrently, which git 2.39 does not survive.
 func (c *Client) WithEnv(env []string) *Client {
-	return &Client{Dir: c.Dir, Env: env, shared: c.locks(), cred: c.cred}
+	c.cdMu.Lock()
+	common := c.commonDir // the same repository's: not asked again
+	c.cdMu.Unlock()
+	return &Client{Dir: c.Dir, Env: env, shared: c.locks(), cred: c.cred, commonDir: common}
 }
 
 // Fetch runs git fetch from remote with hooks off. It holds the worktree

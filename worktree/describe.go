@@ -1,8 +1,13 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -12,6 +17,9 @@ import (
 // shows); "" when the branch has none.
 func (c *Client) BranchDescription(ctx context.Context, branch string) (string, error) {
 	branch = strings.TrimPrefix(branch, "refs/heads/")
+	if !c.mayDescribe(ctx) {
+		return "", nil
+	}
 	out, err := c.run(ctx, "", nil, nil, "config", "--get", "branch."+branch+".description")
 	if exitCode(err) == 1 {
 		return "", nil // unset
@@ -59,4 +67,27 @@ func (c *Client) AppendBranchDescription(ctx context.Context, branch, line strin
 		}
 	}
 	return fmt.Errorf("describe branch %s: %w", branch, err)
+}
+
+// mayDescribe is false when the repository's config files name no
+// description and include no other file: no branch of it has a
+// description there, and git need not be asked (one process per landing,
+// issue 25 §1; with LANES every branch has one, and git is asked). A
+// description in the user's own config is not looked for.
+func (c *Client) mayDescribe(ctx context.Context) bool {
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return true
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		b, err := os.ReadFile(filepath.Join(common, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		low := bytes.ToLower(b)
+		if err != nil || bytes.Contains(low, []byte("description")) || bytes.Contains(low, []byte("include")) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,9 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -65,5 +68,34 @@ func TestAppendBranchDescriptionConcurrent(t *testing.T) {
 		if err != nil || d != want {
 			t.Errorf("p%d: description %q, %v; want %q", i, d, err, want)
 		}
+	}
+}
+
+// A repository whose config names no description and includes no other
+// file has no branch description: none is looked up with git (one
+// process per landing, issue 25 §1). One set, or one in an included
+// file, is read as before.
+func TestBranchDescriptionReadsConfigFirst(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	mustGit(t, c, "", "branch", "b")
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	if d, err := traced.BranchDescription(ctx, "b"); err != nil || d != "" {
+		t.Fatalf("no description: got %q, %v", d, err)
+	}
+	if b, _ := os.ReadFile(trace); strings.Contains(string(b), "git config") {
+		t.Errorf("git was asked:\n%s", b)
+	}
+	extra := filepath.Join(t.TempDir(), "extra")
+	os.WriteFile(extra, []byte("[branch \"b\"]\n\tdescription = from an include\n"), 0o644)
+	mustGit(t, c, "", "config", "include.path", extra)
+	if d, err := c.BranchDescription(ctx, "b"); err != nil || d != "from an include" {
+		t.Errorf("included: got %q, %v", d, err)
+	}
+	mustGit(t, c, "", "config", "--unset", "include.path")
+	mustGit(t, c, "", "config", "branch.b.description", "set")
+	if d, err := c.BranchDescription(ctx, "b"); err != nil || d != "set" {
+		t.Errorf("set: got %q, %v", d, err)
 	}
 }
