@@ -21,12 +21,28 @@ import (
 // poll, when positive, also re-reads the file that often, for file systems
 // that deliver no events.
 func Watch(ctx context.Context, path string, debounce, poll time.Duration) (<-chan []byte, error) {
-	w, err := fsnotify.NewWatcher()
+	fw, err := watchFolders(path)
 	if err != nil {
 		return nil, err
 	}
-	// A symlinked manifest changes where the file it points to lives:
-	// watch that folder too.
+	w := &watch{ctx: ctx, path: path, fw: fw, out: make(chan []byte)}
+	// The content as of now, read before Watch returns: a change made
+	// right after must be reported, not taken as the starting point.
+	if b, err := os.ReadFile(path); err == nil {
+		w.last = sha256.Sum256(b)
+	}
+	go w.loop(debounce, poll)
+	return w.out, nil
+}
+
+// watchFolders watches the manifest's folder, and the folder of the file
+// it points to when it is a link: a symlinked manifest changes where that
+// file lives.
+func watchFolders(path string) (*watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
 	names := map[string]bool{filepath.Clean(path): true}
 	dirs := []string{filepath.Dir(path)}
 	if t, err := filepath.EvalSymlinks(path); err == nil && t != filepath.Clean(path) {
@@ -36,78 +52,98 @@ func Watch(ctx context.Context, path string, debounce, poll time.Duration) (<-ch
 		}
 	}
 	for _, d := range dirs {
-		if err := w.Add(d); err != nil {
-			w.Close()
+		if err := fw.Add(d); err != nil {
+			fw.Close()
 			return nil, err
 		}
 	}
-	// The content as of now, read before Watch returns: a change made
-	// right after must be reported, not taken as the starting point.
-	var last [32]byte
-	if b, err := os.ReadFile(path); err == nil {
-		last = sha256.Sum256(b)
+	return &watcher{Watcher: fw, names: names}, nil
+}
+
+// watcher is the folders' watcher and the names in them that are the
+// manifest.
+type watcher struct {
+	*fsnotify.Watcher
+	names map[string]bool
+}
+
+// watch is one Watch's goroutine state.
+type watch struct {
+	ctx  context.Context
+	path string
+	fw   *watcher
+	out  chan []byte
+	last [32]byte // the content last reported (or found at start)
+}
+
+// loop reports the manifest's changes: debounce after the last file event
+// about it, and every poll (a change no event tells of).
+func (w *watch) loop(debounce, poll time.Duration) {
+	defer w.fw.Close()
+	defer close(w.out)
+	var fire <-chan time.Time
+	var timer *time.Timer
+	var tick <-chan time.Time
+	if poll > 0 {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		tick = t.C
 	}
-	out := make(chan []byte)
-	go func() {
-		defer w.Close()
-		defer close(out)
-		var fire <-chan time.Time
-		var timer *time.Timer
-		var tick <-chan time.Time
-		if poll > 0 {
-			t := time.NewTicker(poll)
-			defer t.Stop()
-			tick = t.C
-		}
-		check := func() {
-			b, err := os.ReadFile(path)
-			if err != nil || len(b) == 0 {
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case ev, ok := <-w.fw.Events:
+			if !ok {
 				return
 			}
-			h := sha256.Sum256(b)
-			if h == last {
+			if !w.fw.names[filepath.Clean(ev.Name)] {
+				continue
+			}
+			timer = rearm(timer, debounce)
+			fire = timer.C
+		case <-fire:
+			fire = nil
+			w.check()
+		case <-tick:
+			w.check()
+		case _, ok := <-w.fw.Errors:
+			if !ok {
 				return
 			}
-			last = h
-			select {
-			case out <- b:
-			case <-ctx.Done():
-			}
 		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				if !names[filepath.Clean(ev.Name)] {
-					continue
-				}
-				if timer == nil {
-					timer = time.NewTimer(debounce)
-				} else {
-					if !timer.Stop() {
-						select {
-						case <-timer.C:
-						default:
-						}
-					}
-					timer.Reset(debounce)
-				}
-				fire = timer.C
-			case <-fire:
-				fire = nil
-				check()
-			case <-tick:
-				check()
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-			}
+	}
+}
+
+// rearm starts the debounce timer, or starts it again from now.
+func rearm(timer *time.Timer, d time.Duration) *time.Timer {
+	if timer == nil {
+		return time.NewTimer(d)
+	}
+	if !timer.Stop() {
+		select {
+		case <-timer.C:
+		default:
 		}
-	}()
-	return out, nil
+	}
+	timer.Reset(d)
+	return timer
+}
+
+// check reads the manifest and reports it when its content changed (an
+// empty file is a save half done: not reported).
+func (w *watch) check() {
+	b, err := os.ReadFile(w.path)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	h := sha256.Sum256(b)
+	if h == w.last {
+		return
+	}
+	w.last = h
+	select {
+	case w.out <- b:
+	case <-w.ctx.Done():
+	}
 }
