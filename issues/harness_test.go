@@ -26,6 +26,10 @@ type harness struct {
 	skeptics, maxRounds int
 	// side lends the loop's slots to scanners (scheduler.Side).
 	side *scheduler.Side
+	// journal is the run's journal (nil: none). kill ends the run when
+	// its context ends as a kill would: its claims are not released.
+	journal *state.Journal
+	kill    bool
 }
 
 // reviewGate is the scheduler's review gate of h, with REVIEW_SLOTS 1
@@ -60,7 +64,7 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	events := make(chan scheduler.Event, 64)
 	rendered := make(chan struct{})
 	go func() { defer close(rendered); q.Render(events) }()
-	s := scheduler.New(cfg, roadmap.Empty(q.git.Dir), noManifest{}, src.Runner(runner, runner), nil, nil, events)
+	s := scheduler.New(cfg, roadmap.Empty(q.git.Dir), noManifest{}, src.Runner(runner, runner), nil, h.journal, events)
 	s.SetSource(src)
 	if h.reviewCmd != "" {
 		base := &work.Reviewer{Git: q.git, Layout: runner.Layout, Cmd: h.reviewCmd, Env: q.agentEnv, Prompts: runner.Prompts,
@@ -70,7 +74,7 @@ func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
 	_, err := s.Run(ctx)
 	close(events)
 	<-rendered
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !h.kill {
 		src.Release("interrupted")
 	}
 	endBooks()

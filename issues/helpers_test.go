@@ -228,7 +228,12 @@ func (e *env) github(mod func(*GitHubConfig)) *GitHub {
 // queue builds a Queue on a fresh clone; mod adjusts the config.
 func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 	e.t.Helper()
-	dir := e.clone(name)
+	return e.queueAt(e.clone(name), log, mod)
+}
+
+// queueAt builds a Queue on the clone dir (a driver started again there).
+func (e *env) queueAt(dir string, log *syncBuf, mod func(*Config)) *Queue {
+	e.t.Helper()
 	git, err := worktree.Open(context.Background(), dir, append(e.genv, "GITHUB_TOKEN="+token))
 	if err != nil {
 		e.t.Fatal(err)

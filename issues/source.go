@@ -30,11 +30,12 @@ type Source struct {
 	done chan struct{} // closed when polling has ended
 
 	mu      sync.Mutex
-	held    map[int]int64 // claimed by this driver and not yet ended: the round
-	mine    map[int]bool  // claimed, tried or resumed in this run
-	blocked map[int]bool  // ended blocked in this run: offered again only as a retry
-	ended   map[int]bool  // ended by this driver, still held until that is on GitHub
-	err     error         // why polling gave up (--once)
+	held    map[int]int64    // claimed by this driver and not yet ended: the round
+	mine    map[int]bool     // claimed, tried or resumed in this run
+	blocked map[int]bool     // ended blocked in this run: offered again only as a retry
+	ended   map[int]bool     // ended by this driver, still held until that is on GitHub
+	err     error            // why polling gave up (--once)
+	asks    map[int]*openAsk // open questions of its issues' agents (ask.go)
 }
 
 var _ scheduler.Source = (*Source)(nil)
@@ -108,6 +109,9 @@ func (s *Source) end(id string, blocked bool) {
 		return
 	}
 	s.ending(id)
+	s.mu.Lock()
+	delete(s.asks, n)
+	s.mu.Unlock()
 	s.q.keep(n, "the end of the claim", func(context.Context) error {
 		s.mu.Lock()
 		delete(s.held, n)
@@ -209,7 +213,7 @@ func (s *Source) run(ctx context.Context) {
 			failures = 0
 			q.refill(ctx, st, s.holds)
 		}
-		gone := s.checkHeld(ctx, before)
+		gone := append(s.checkHeld(ctx, before), s.answers(ctx)...)
 		if err == nil || len(nodes) > 0 || len(gone) > 0 {
 			s.retries(nodes)
 			for _, nd := range nodes {
