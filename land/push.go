@@ -33,7 +33,8 @@ type Upstream struct {
 }
 
 // UpstreamID names the merge of the remote's commits in logs
-// (.claudopilot/logs/.upstream/): a leading dot, so no phase has it.
+// (.claudopilot/logs/%2Eupstream/, state.SafeName's): a leading dot, so
+// no phase has it.
 const UpstreamID = ".upstream"
 
 // upstreamGate is the gate worktree of merges of the remote's commits,
