@@ -35,7 +35,7 @@ type stamp struct {
 type Snapshot struct {
 	wt    string
 	start time.Time
-	dirs  []string         // the checkouts Begin looked at
+	dirs  []string         // the checkouts Begin looked at (none another attempt ran in)
 	files map[string]stamp // absolute path → stamp, for every file git status listed
 }
 
@@ -50,8 +50,15 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 	w.active[wt]++
 	w.mu.Unlock()
 	s := &Snapshot{wt: wt, start: time.Now(), files: map[string]stamp{}}
-	s.dirs = watched(ctx, git, top, wt)
-	for _, dir := range s.dirs {
+	for _, dir := range watched(ctx, git, top, wt) {
+		if dir != top && w.busy(dir, s.start) {
+			// An attempt runs there now: End leaves it out whatever
+			// happens (its own agent changes it), so it is not looked
+			// at either. At MAX_PARALLEL n every attempt looked at the
+			// n-1 others twice: n² statuses (issue 25 §1).
+			continue
+		}
+		s.dirs = append(s.dirs, dir)
 		for _, p := range dirty(ctx, git, dir) {
 			s.files[p] = stampOf(p)
 		}

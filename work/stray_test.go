@@ -84,7 +84,7 @@ func TestStrayWatchSkipsARemovedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The base checkout at the start and the end, p2 at the start only;
-	// the attempt's own status of its worktree (the start note).
+	// the leftover check's status of the attempt's own worktree.
 	if n := strings.Count(string(b), "trace: built-in: git status"); n != 4 {
 		t.Errorf("%d git status, want 4:\n%s", n, b)
 	}
