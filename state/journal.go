@@ -322,164 +322,191 @@ func (c Cooldowns) Latest(r Role) time.Time {
 func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 	hs := make(map[string]*PhaseHistory)
 	cool := make(Cooldowns)
-	get := func(id string) *PhaseHistory {
-		h := hs[id]
-		if h == nil {
-			h = &PhaseHistory{}
-			hs[id] = h
-		}
-		return h
-	}
 	for _, r := range recs {
 		if r.Phase == "" {
-			if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(cool[k]) {
-				cool[k] = r.Until // a side run's (a scanner's): its lane's breaker
-			}
+			cool.book(r) // a side run's (a scanner's): its lane's breaker
 			continue
 		}
-		h := get(r.Phase)
-		if r.Event == "node" {
-			h.Title, h.Deps = r.Title, r.Deps
-			continue
+		h := hs[r.Phase]
+		if h == nil {
+			h = &PhaseHistory{}
+			hs[r.Phase] = h
 		}
-		if r.Event != "wait" && r.Event != "pgid" && r.Event != "conflict" {
-			h.Waiting, h.WaitingFiles = "", nil
-		}
-		switch r.Event {
-		case "conflict":
-			h.Conflict = r.Detail
-			continue
-		case "merged", "failed", "blocked":
-			h.Conflict = ""
-		case "unstacked":
-			h.Fresh, h.StackTip = true, ""
-			continue
-		case "stacked":
-			h.StackTip = r.Tip
-			continue
-		}
-		if r.Event == "done" || r.Event == "fail" || r.Event == "merged" {
-			h.Fresh = false // an attempt started over since
-		}
-		if r.Event == "merged" {
-			h.StackTip = ""
-		}
-		switch r.Event {
-		case "wait":
-			h.Waiting, h.WaitingFiles = r.Detail, r.Files
-		case "launch":
-			h.orphanSessions()
-			if h.Last == "merged" {
-				*h = PhaseHistory{Title: h.Title, Deps: h.Deps}
-			}
-			if h.inFlight == Supervisor {
-				// The repair launched before this one has no outcome:
-				// the driver died during it (SIGKILL, a second
-				// Ctrl-C). The driver cut it short, so it spent
-				// nothing (its log number stays used).
-				h.SuperSpent--
-			}
-			if r.Role == Supervisor {
-				h.SuperRuns = max(h.SuperRuns, r.Attempt)
-				h.SuperSpent++ // spent when started
-			} else {
-				h.WorkerRuns = max(h.WorkerRuns, r.Attempt)
-			}
-			h.Last = r.Event
-			h.launchedAt = r.Time
-			h.inFlight = r.Role
-		case "pgid":
-			h.PGIDs = append(h.PGIDs, r.PGID)
-			h.started++
-		case "exit", "done", "fail", "interrupted", "cooldown", "transient", "ask", "poke":
-			// The outcome's usage record counted its sessions.
-			h.started = 0
-			h.PGIDs = nil
-			h.inFlight = ""
-			if r.Event == "interrupted" && r.Role == Supervisor {
-				// The driver was stopped, not the repair: it spent
-				// nothing (the log number stays used).
-				h.SuperSpent--
-			}
-			if !h.launchedAt.IsZero() {
-				h.Spent += r.Time.Sub(h.launchedAt)
-				h.launchedAt = time.Time{}
-			}
-			if r.Event == "done" {
-				h.Tip = r.Tip
-			}
-			if r.Event == "done" && r.Detail == FoundDone || r.Event == "fail" && r.Found {
-				// No agent ran: not an attempt.
-				if r.Role == Supervisor {
-					h.SuperRuns--
-					h.SuperSpent--
-				} else {
-					h.WorkerRuns--
-				}
-			}
-			if r.Event == "fail" {
-				h.Reason, h.Detail, h.LastFailBy = r.Reason, r.Detail, r.Role
-				if r.Log != "" {
-					h.Log = r.Log
-				}
-			}
-			if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(cool[k]) {
-				cool[k] = r.Until
-			}
-			if r.Event == "ask" {
-				h.Question, h.Asked, h.AskUntil, h.AskRole, h.Answer = r.Detail, r.Time, r.Until, r.Role, ""
-				if r.Log != "" {
-					h.Log = r.Log
-				}
-			}
-			if r.Event == "cooldown" || r.Event == "transient" || r.Event == "ask" || r.Event == "poke" {
-				// The retry reuses the attempt number.
-				if r.Role == Supervisor {
-					h.SuperRuns--
-					h.SuperSpent--
-				} else {
-					h.WorkerRuns--
-				}
-			}
-			h.Last = r.Event
-		case "answer":
-			h.Answer, h.Last = r.Detail, r.Event
-		case "failed", "blocked":
-			h.Last = r.Event
-			if r.Reason != "" {
-				h.Reason = r.Reason
-			}
-			h.WaitsOn = r.WaitsOn
-		case "merged":
-			// Finished: its counts stay for `status`; a later launch
-			// (the roadmap run again) starts a new history.
-			h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
-		case "away":
-			// An outside node left the driver's hands (a pull request
-			// handed to a human, an issue closed or claimed elsewhere):
-			// Detail says why.
-			h.Last, h.Detail, h.PGIDs = r.Event, r.Detail, nil
-		case "retry":
-			// Counters start over for a retried phase; what it spent
-			// stays spent.
-			h.orphanSessions()
-			*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh, Title: h.Title, Deps: h.Deps}
-		case "usage":
-			if r.Usage != nil {
-				h.addUsage(r.Role, *r.Usage)
-			}
-		}
+		h.fold(r, cool)
 	}
 	for _, h := range hs {
-		h.orphanSessions()
-		if h.inFlight == Supervisor {
-			// The driver died while a repair ran (SIGKILL): no outcome,
-			// so no attempt spent either.
-			h.SuperSpent--
-		}
-		h.inFlight = ""
+		h.endOfJournal()
 	}
 	return hs, cool
+}
+
+// book keeps a cooldown record's deadline when it is its command's newest.
+func (c Cooldowns) book(r Record) {
+	if k := (CoolKey{r.Cmd, r.Role}); r.Event == "cooldown" && r.Until.After(c[k]) {
+		c[k] = r.Until
+	}
+}
+
+// fold adds one of the phase's records.
+func (h *PhaseHistory) fold(r Record, cool Cooldowns) {
+	if h.foldMarks(r) {
+		return
+	}
+	switch r.Event {
+	case "wait":
+		h.Waiting, h.WaitingFiles = r.Detail, r.Files
+	case "launch":
+		h.launch(r)
+	case "pgid":
+		h.PGIDs = append(h.PGIDs, r.PGID)
+		h.started++
+	case "exit", "done", "fail", "interrupted", "cooldown", "transient", "ask", "poke":
+		h.outcome(r, cool)
+	case "answer":
+		h.Answer, h.Last = r.Detail, r.Event
+	case "failed", "blocked":
+		h.Last = r.Event
+		if r.Reason != "" {
+			h.Reason = r.Reason
+		}
+		h.WaitsOn = r.WaitsOn
+	case "merged":
+		// Finished: its counts stay for `status`; a later launch
+		// (the roadmap run again) starts a new history.
+		h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
+	case "away":
+		// An outside node left the driver's hands (a pull request
+		// handed to a human, an issue closed or claimed elsewhere):
+		// Detail says why.
+		h.Last, h.Detail, h.PGIDs = r.Event, r.Detail, nil
+	case "retry":
+		// Counters start over for a retried phase; what it spent
+		// stays spent.
+		h.orphanSessions()
+		*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh, Title: h.Title, Deps: h.Deps}
+	case "usage":
+		if r.Usage != nil {
+			h.addUsage(r.Role, *r.Usage)
+		}
+	}
+}
+
+// foldMarks folds what a record says besides the attempts' lifecycle: an
+// outside node's title and deps, what a merge waits for, a predicted
+// conflict, the stack it sits on. It is true when the record says nothing
+// more.
+func (h *PhaseHistory) foldMarks(r Record) bool {
+	if r.Event == "node" {
+		h.Title, h.Deps = r.Title, r.Deps
+		return true
+	}
+	if r.Event != "wait" && r.Event != "pgid" && r.Event != "conflict" {
+		h.Waiting, h.WaitingFiles = "", nil
+	}
+	switch r.Event {
+	case "conflict":
+		h.Conflict = r.Detail
+		return true
+	case "merged", "failed", "blocked":
+		h.Conflict = ""
+	case "unstacked":
+		h.Fresh, h.StackTip = true, ""
+		return true
+	case "stacked":
+		h.StackTip = r.Tip
+		return true
+	}
+	if r.Event == "done" || r.Event == "fail" || r.Event == "merged" {
+		h.Fresh = false // an attempt started over since
+	}
+	if r.Event == "merged" {
+		h.StackTip = ""
+	}
+	return false
+}
+
+// launch folds an agent's start.
+func (h *PhaseHistory) launch(r Record) {
+	h.orphanSessions()
+	if h.Last == "merged" {
+		*h = PhaseHistory{Title: h.Title, Deps: h.Deps}
+	}
+	if h.inFlight == Supervisor {
+		// The repair launched before this one has no outcome: the driver
+		// died during it (SIGKILL, a second Ctrl-C). The driver cut it
+		// short, so it spent nothing (its log number stays used).
+		h.SuperSpent--
+	}
+	if r.Role == Supervisor {
+		h.SuperRuns = max(h.SuperRuns, r.Attempt)
+		h.SuperSpent++ // spent when started
+	} else {
+		h.WorkerRuns = max(h.WorkerRuns, r.Attempt)
+	}
+	h.Last = r.Event
+	h.launchedAt = r.Time
+	h.inFlight = r.Role
+}
+
+// outcome folds how an attempt ended.
+func (h *PhaseHistory) outcome(r Record, cool Cooldowns) {
+	// The outcome's usage record counted its sessions.
+	h.started = 0
+	h.PGIDs = nil
+	h.inFlight = ""
+	if r.Event == "interrupted" && r.Role == Supervisor {
+		// The driver was stopped, not the repair: it spent nothing (the
+		// log number stays used).
+		h.SuperSpent--
+	}
+	if !h.launchedAt.IsZero() {
+		h.Spent += r.Time.Sub(h.launchedAt)
+		h.launchedAt = time.Time{}
+	}
+	if r.Event == "done" {
+		h.Tip = r.Tip
+	}
+	if r.Event == "done" && r.Detail == FoundDone || r.Event == "fail" && r.Found {
+		h.unspend(r.Role) // no agent ran: not an attempt
+	}
+	if r.Event == "fail" {
+		h.Reason, h.Detail, h.LastFailBy = r.Reason, r.Detail, r.Role
+		if r.Log != "" {
+			h.Log = r.Log
+		}
+	}
+	cool.book(r)
+	if r.Event == "ask" {
+		h.Question, h.Asked, h.AskUntil, h.AskRole, h.Answer = r.Detail, r.Time, r.Until, r.Role, ""
+		if r.Log != "" {
+			h.Log = r.Log
+		}
+	}
+	if r.Event == "cooldown" || r.Event == "transient" || r.Event == "ask" || r.Event == "poke" {
+		h.unspend(r.Role) // the retry reuses the attempt number
+	}
+	h.Last = r.Event
+}
+
+// unspend takes back an attempt counted at its launch.
+func (h *PhaseHistory) unspend(role Role) {
+	if role == Supervisor {
+		h.SuperRuns--
+		h.SuperSpent--
+	} else {
+		h.WorkerRuns--
+	}
+}
+
+// endOfJournal settles what the journal left open.
+func (h *PhaseHistory) endOfJournal() {
+	h.orphanSessions()
+	if h.inFlight == Supervisor {
+		// The driver died while a repair ran (SIGKILL): no outcome, so
+		// no attempt spent either.
+		h.SuperSpent--
+	}
+	h.inFlight = ""
 }
 
 // Away is the state the journal gives a node from outside the manifest
