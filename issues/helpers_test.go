@@ -80,21 +80,12 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// slowTimeout is the request timeout of a test in which one answer must
-// time out (a fault with Delay: hang, which answers only when the client
-// gives up). Every other answer must come within it even on a busy
-// machine (at load 17-52 the fake's git commands took several seconds and
-// 3 s failed), and the test waits it out once per such fault: these tests
-// run in parallel with the rest, so it costs wall time once.
-const slowTimeout = 20 * time.Second
-
-// testTimeout is every other test's request timeout: a bound against a
-// hung fake, never a wait. 5 s failed at load 17-52 (the fake merges,
-// and an OnMerge hook pushes, with real git inside one answer).
+// testTimeout is every test's request timeout: a bound against a hung
+// fake, never a wait. 5 s failed at load 17-52 (the fake merges, and an
+// OnMerge hook pushes, with real git inside one answer). A test of an
+// answer that never comes cuts the connection (ghfake.Fault.Drop) rather
+// than waiting for a timeout.
 const testTimeout = 2 * time.Minute
-
-// hang is a fault's Delay that outlasts any client timeout.
-const hang = time.Hour
 
 const (
 	owner = "acme"

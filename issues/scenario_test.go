@@ -451,13 +451,11 @@ func TestFaultyGitHubDuringRun(t *testing.T) {
 	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues", Times: 2, Status: 502})
 	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/events", RateLimit: true, Reset: time.Hour})
 	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/labels", Secondary: true, RetryAfter: time.Minute})
-	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: hang})
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Drop: true})
 	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Status: 503})
 	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Status: 500})
 	log := &syncBuf{}
-	q := e.queue("w", log, func(c *Config) {
-		c.GitHub = e.github(func(g *GitHubConfig) { g.Timeout = slowTimeout })
-	})
+	q := e.queue("w", log, nil)
 	sum := run(t, q, log)
 	if sum.Count(Merged) != 1 {
 		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))

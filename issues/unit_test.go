@@ -3,6 +3,9 @@ package issues
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -105,10 +108,39 @@ func TestAPIURLs(t *testing.T) {
 	}
 }
 
+// TestClientTimeoutIsTransient: a request that timed out is retried like
+// a 5xx. The fault tests cut the connection instead (ghfake's Drop, no
+// wait); this one classifies net/http's own timeout error, from a server
+// that never answers, so a timeout of 1 ms is no race: nothing must come
+// within it.
+func TestClientTimeoutIsTransient(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	_, err := (&http.Client{Timeout: time.Millisecond}).Get(srv.URL)
+	if !os.IsTimeout(err) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	g, err2 := NewGitHub(GitHubConfig{Owner: owner, Repo: repo, Token: token})
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if wait, kind := g.classify(nil, err, 0, 0); kind != faultTransient || wait <= 0 {
+		t.Errorf("a timeout is %v after %v, want transient after a backoff", kind, wait)
+	}
+}
+
 func TestGitHubFaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g := e.github(func(c *GitHubConfig) { c.Timeout = slowTimeout; c.MaxRetries = 3 })
+	g := e.github(func(c *GitHubConfig) { c.MaxRetries = 3 })
 	ctx := context.Background()
 	n := e.fake.NewIssue("alice", "x", "y", nil, "")
 
@@ -135,14 +167,14 @@ func TestGitHubFaults(t *testing.T) {
 	if s := e.clock.Slept()[before:]; len(s) != 1 || s[0] != 42*time.Second {
 		t.Errorf("secondary limit waits %v, want 42s", s)
 	}
-	// A slow answer to a create: the create went through; the retry finds
-	// it instead of posting twice.
-	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Delay: hang})
+	// No answer to a create (a timeout, a dropped connection): the create
+	// went through; the retry finds it instead of posting twice.
+	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/comments", Drop: true})
 	if _, err := g.PostComment(ctx, n, "once only"); err != nil {
-		t.Fatalf("after a slow answer: %v", err)
+		t.Fatalf("after no answer: %v", err)
 	}
 	if c := commentsWith(e.issue(n), "once only"); c != 1 {
-		t.Errorf("the slow comment was posted %d times", c)
+		t.Errorf("the unanswered comment was posted %d times", c)
 	}
 	// Too many 5xx: an error, not a crash.
 	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/issues/1", Times: 4, Status: 500})

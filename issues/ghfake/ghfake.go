@@ -71,6 +71,12 @@ type Fault struct {
 	// real answer: a write that went through whose answer was lost (a 502
 	// from a proxy after GitHub acted).
 	Lost bool
+	// Drop carries out the request, then cuts the connection without an
+	// answer: what a client sees when its timeout ran out, or a proxy
+	// dropped the connection, after GitHub acted (a transport error). A
+	// test of that costs no wait, unlike a Delay the client must time
+	// out of.
+	Drop bool
 	// Message is the message of a Status answer (default "injected
 	// fault"); Body, when set, is the whole JSON answer instead.
 	Message string
@@ -695,6 +701,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case f.Lost:
 		s.route(httptest.NewRecorder(), r, login)
 		f.answer(rec)
+	case f.Drop:
+		s.route(rec, r, login)
 	case f.Status != 0:
 		f.answer(rec)
 	case f.Delay > 0:
@@ -707,6 +715,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.reqs[idx].Status = rec.Code
 	s.reqs[idx].Counted = rec.Code != http.StatusNotModified && login != ""
 	s.mu.Unlock()
+	if f != nil && f.Drop {
+		// net/http closes the connection without an answer (and logs
+		// nothing).
+		panic(http.ErrAbortHandler)
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()
