@@ -19,6 +19,7 @@ import (
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
@@ -378,8 +379,10 @@ func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *plan
 		listeners = append(listeners, n.Send)
 	}
 	var ir *IssueRetry // the page's retry of an issue, when the queue runs
+	var refill *scanner.Refill
 	if e.queue != nil {
 		ir = &IssueRetry{GitHub: e.queue.gh, Labels: e.queue.q.Labels()}
+		refill = e.queue.refill
 	}
 	page := cfg
 	if e.merger == nil {
@@ -387,7 +390,7 @@ func (e *Engine) listen(ctx context.Context, o Options, paused bool, board *plan
 		// never halts the run).
 		page.KeepGoing = true
 	}
-	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir, e.redact)
+	webListeners, err := startWeb(ctx, o.Log, o.Rel, page, e.Roadmap, e.Layout, paused, board, ir, refill, e.redact)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/control"
+	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/roadmap"
+	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
@@ -27,7 +29,7 @@ const WebTokenFile = "web-token"
 
 // startWeb serves the API and page of this run when LISTEN is set, until
 // ctx ends. It returns the listeners the event fan-out feeds.
-func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard, ir *IssueRetry, red *secret.Redactor) ([]func(scheduler.Event), error) {
+func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg Settings, rm *roadmap.Roadmap, l state.Layout, paused bool, board *planBoard, ir *IssueRetry, refill *scanner.Refill, red *secret.Redactor) ([]func(scheduler.Event), error) {
 	if cfg.Listen == "" {
 		return nil, nil
 	}
@@ -60,9 +62,10 @@ func startWeb(ctx context.Context, log io.Writer, rel func(string) string, cfg S
 	if len(cfg.Lanes.Lanes) > 0 {
 		model.SetLanes(func() []web.Lane { return laneFigures(cfg.Lanes, l.StateDir(), board) })
 	}
+	model.SetFeed(feedOf(refill, l.StateDir()))
 	srv := &web.Server{
 		Token: tok, Model: model, Hub: hub, Redact: red, Origin: origin, Screen: screenOf(l),
-		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir},
+		Actions: webActions{ctx: ctx, state: l.StateDir(), dir: rm.Dir, lanes: cfg.Lanes, issues: ir, refill: refill},
 		Log:     func(id, role string, attempt int) (string, error) { return FindLog(l, rm, id, role, attempt) },
 		Timeline: func() (status.Timeline, error) {
 			recs, err := state.ReadJournal(l.JournalPath())
@@ -128,6 +131,55 @@ type webActions struct {
 	lanes      Lanes
 	// issues reaches the queue's issues on GitHub (nil without a queue).
 	issues *IssueRetry
+	// refill runs the queue's scanners (nil without a refill).
+	refill *scanner.Refill
+}
+
+// errNoRefill: the page's scanner buttons need a refill in this run.
+var errNoRefill = errors.New("no refill runs here: scanners run with a queue that keeps polling and REFILL_THRESHOLD above 0 (`claudopilot scanners run NAME` runs one by hand)")
+
+// ScannerRun runs a scanner now, through the run's slot pool.
+func (w webActions) ScannerRun(name string) error {
+	if w.refill == nil {
+		return errNoRefill
+	}
+	return w.refill.Start(w.ctx, name)
+}
+
+// ScannerSwitch switches a scanner off or on, as `claudopilot scanners
+// off|on NAME` does.
+func (w webActions) ScannerSwitch(name string, on bool) error {
+	if w.refill == nil {
+		return errNoRefill
+	}
+	return w.refill.Switch(name, on)
+}
+
+// feedOf is the queue's feed as the page shows it: the scanners (the
+// refill's, with the ledger's word on each) and each promote step's
+// newest outcome (the promote ledger).
+func feedOf(refill *scanner.Refill, stateDir string) web.FeedSource {
+	return func() web.Feed {
+		var f web.Feed
+		if refill != nil {
+			sts, _ := refill.Statuses() // an unreadable ledger: no runs shown
+			for _, st := range sts {
+				sc := web.Scanner{Name: st.Name, From: st.From, Off: st.Off, Running: st.Running}
+				if r := st.Last; r != nil {
+					sc.LastRun, sc.Filed, sc.Dropped, sc.Error = r.At, r.Filed, r.Dropped, r.Error
+				}
+				for _, fr := range st.Filed {
+					sc.Issues = append(sc.Issues, web.Filed{Number: fr.Issue, Title: fr.Title})
+				}
+				f.Scanners = append(f.Scanners, sc)
+			}
+		}
+		steps, _ := promote.ReadLatest(stateDir) // unreadable: none shown
+		for _, r := range steps {
+			f.Promote = append(f.Promote, web.PromoteStep{From: r.From, To: r.To, Kind: r.Kind, At: r.At, PR: r.PR, Why: r.Why})
+		}
+		return f
+	}
 }
 
 // Lane switches a lane of LANES, as `claudopilot lane on|off ID` does.

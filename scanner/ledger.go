@@ -83,11 +83,15 @@ type State struct {
 	Newest Record
 	// Off: the scanners switched off.
 	Off map[string]bool
+	// LastFiled: what each scanner's newest run filed (its "filed"
+	// records, written before the run's own).
+	LastFiled map[string][]Record
 }
 
 // Read folds the ledger.
 func (l *Ledger) Read() (State, error) {
-	st := State{Filed: map[string]int{}, LastRun: map[string]Record{}, Off: map[string]bool{}}
+	st := State{Filed: map[string]int{}, LastRun: map[string]Record{}, Off: map[string]bool{}, LastFiled: map[string][]Record{}}
+	pending := map[string][]Record{} // filed by a run not recorded yet
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, err := os.Open(l.Path)
@@ -108,8 +112,10 @@ func (l *Ledger) Read() (State, error) {
 		switch r.Kind {
 		case KindFiled:
 			st.Filed[key(r.Scanner, r.Fingerprint)] = r.Issue
+			pending[r.Scanner] = append(pending[r.Scanner], r)
 		case KindRun:
 			st.LastRun[r.Scanner] = r
+			st.LastFiled[r.Scanner], pending[r.Scanner] = pending[r.Scanner], nil
 			if !r.At.Before(st.Newest.At) {
 				st.Newest = r
 			}

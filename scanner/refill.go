@@ -33,7 +33,7 @@ type Refill struct {
 	Log       func(format string, args ...any)
 
 	mu      sync.Mutex
-	running bool
+	running string // the scanner running now (or waiting for its slot)
 	wg      sync.WaitGroup
 }
 
@@ -56,39 +56,90 @@ func (r *Refill) Low(ctx context.Context, waiting int) {
 		return
 	}
 	r.mu.Lock()
-	if r.running {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.running != "" {
 		return
 	}
 	st, err := r.Ledger.Read()
 	if err != nil {
-		r.mu.Unlock()
 		r.logf("refill: the scan ledger: %v", err)
 		return
 	}
 	if !st.Newest.At.IsZero() && r.now().Sub(st.Newest.At) < r.Interval {
-		r.mu.Unlock()
 		return
 	}
 	sc, ok := r.next(st)
 	if !ok {
-		r.mu.Unlock()
 		return
 	}
-	r.running = true
-	r.wg.Add(1)
-	r.mu.Unlock()
 	r.logf("refill: %d issue(s) ready or proposed, fewer than REFILL_THRESHOLD %d: running scanner %s", waiting, r.Threshold, sc.Name)
+	r.start(ctx, sc.Name)
+}
+
+// Start runs scanner name now, in the background, as the refill would (a
+// maintainer's "run now" on the page): one scanner at a time, through
+// the slot pool; switched off or not. It says why it cannot.
+func (r *Refill) Start(ctx context.Context, name string) error {
+	if _, ok := r.Set.Find(name); !ok {
+		return fmt.Errorf("scanner %q: %w (scanners: %v)", name, ErrNoScanner, r.Set.Names())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running != "" {
+		return fmt.Errorf("scanner %s is running: one scanner at a time", r.running)
+	}
+	r.logf("refill: scanner %s asked for by hand", name)
+	r.start(ctx, name)
+	return nil
+}
+
+// start runs scanner name in the background; r.mu is held.
+func (r *Refill) start(ctx context.Context, name string) {
+	r.running = name
+	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() { r.mu.Lock(); r.running = false; r.mu.Unlock() }()
-		rep, err := r.Run(ctx, sc.Name, false)
+		defer func() { r.mu.Lock(); r.running = ""; r.mu.Unlock() }()
+		rep, err := r.Run(ctx, name, false)
 		if err != nil {
 			r.logf("refill: %v", err)
 			return
 		}
-		r.logf("refill: scanner %s filed %d proposal(s), dropped %d", sc.Name, len(rep.Filed), len(rep.Dropped))
+		r.logf("refill: scanner %s filed %d proposal(s), dropped %d", name, len(rep.Filed), len(rep.Dropped))
 	}()
+}
+
+// Running is the scanner running now (or waiting for its slot), "" none.
+func (r *Refill) Running() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
+
+// Status is one scanner as the lists show it (the page's): its prompt's
+// origin, its switch, whether it runs now, its newest run and what that
+// run filed.
+type Status struct {
+	Name, From string
+	Off        bool
+	Running    bool
+	Last       *Record
+	Filed      []Record
+}
+
+// Statuses lists the scanners, from the ledger and the refill.
+func (r *Refill) Statuses() ([]Status, error) {
+	st, err := r.Ledger.Read()
+	running := r.Running()
+	var out []Status
+	for _, sc := range r.Set.Scanners {
+		s := Status{Name: sc.Name, From: sc.From, Off: st.Off[sc.Name], Running: sc.Name == running, Filed: st.LastFiled[sc.Name]}
+		if rec, ok := st.LastRun[sc.Name]; ok {
+			s.Last = &rec
+		}
+		out = append(out, s)
+	}
+	return out, err
 }
 
 // Wait waits for a scanner Low started.

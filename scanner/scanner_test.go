@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/scheduler"
 )
 
 func write(t *testing.T, path, body string) {
@@ -225,5 +226,50 @@ func TestScannerOnItsLane(t *testing.T) {
 	}
 	if d, _ := r.limit(proc.Result{ExitCode: 1, Tail: []string{"panic: nil map"}}); d != 0 {
 		t.Errorf("a crash held the lane %v", d)
+	}
+}
+
+// A maintainer's "run now" (the page) starts a scanner through the slot
+// pool, one at a time; the list says which runs, what each one's newest
+// run filed, and which are off. A scanner stopped while it waits for its
+// slot never ran: nothing is recorded.
+func TestStartAndStatuses(t *testing.T) {
+	t.Parallel()
+	ledger := &Ledger{Path: filepath.Join(t.TempDir(), LedgerName)}
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	ledger.Append(
+		Record{At: t0, Kind: KindFiled, Scanner: "bugs", Issue: 3, Title: "old"},
+		Record{At: t0, Kind: KindRun, Scanner: "bugs", Filed: 1},
+		Record{At: t0.Add(time.Hour), Kind: KindFiled, Scanner: "bugs", Issue: 41, Title: "Parser drops a line", Fingerprint: "p"},
+		Record{At: t0.Add(time.Hour), Kind: KindFiled, Scanner: "bugs", Issue: 42, Title: "Save drops an error", Fingerprint: "s"},
+		Record{At: t0.Add(time.Hour), Kind: KindRun, Scanner: "bugs", Filed: 2, Dropped: 1},
+		Record{At: t0, Kind: KindOff, Scanner: "todo"},
+	)
+	set := &Set{Scanners: []Scanner{{Name: "bugs", From: "built in"}, {Name: "todo", From: "built in"}}}
+	r := &Refill{Set: set, Ledger: ledger, Slots: scheduler.NewSide()} // no loop lends a slot
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Start(ctx, "nope"); !errors.Is(err, ErrNoScanner) {
+		t.Errorf("start of an unknown scanner: %v", err)
+	}
+	if err := r.Start(ctx, "bugs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "todo"); err == nil || !strings.Contains(err.Error(), "scanner bugs is running") {
+		t.Errorf("a second scanner at once: %v", err)
+	}
+	sts, err := r.Statuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := sts[0]; !b.Running || b.Last == nil || b.Last.Filed != 2 || len(b.Filed) != 2 || b.Filed[0].Issue != 41 || b.Filed[1].Title != "Save drops an error" {
+		t.Errorf("bugs %+v, want running, its newest run's two issues", b)
+	}
+	if td := sts[1]; td.Running || !td.Off || td.Last != nil {
+		t.Errorf("todo %+v, want off, never run", td)
+	}
+	cancel()
+	r.Wait()
+	if st, _ := ledger.Read(); st.LastRun["bugs"].Filed != 2 || r.Running() != "" {
+		t.Errorf("a scanner that never got its slot was recorded: %+v", st.LastRun["bugs"])
 	}
 }

@@ -77,6 +77,10 @@ type State struct {
 	// Holds are the usage limits holding launches now, each on every lane
 	// of its account, with the reset to count down to.
 	Holds []Hold `json:"holds,omitempty"`
+	// Scanners, Promote and Campaigns are the queue's feed (feed.go).
+	Scanners  []Scanner     `json:"scanners,omitempty"`
+	Promote   []PromoteStep `json:"promote,omitempty"`
+	Campaigns []Campaign    `json:"campaigns,omitempty"`
 }
 
 // Hold is a usage limit that stops launches on an account's lanes until
@@ -100,6 +104,7 @@ type Model struct {
 	critical map[string]bool // on the critical path at start
 	now      func() time.Time
 	lanes    LaneSource // nil without LANES
+	feed     FeedSource // nil without a queue's feed
 	// laneCool is each lane's latest rate-limit cooldown end; holds
 	// the usage limits by the lanes they hold.
 	laneCool map[string]time.Time
@@ -217,6 +222,7 @@ func (m *Model) phase(n *runview.Node, now time.Time) Phase {
 
 // State is a copy of the state now.
 func (m *Model) State() State {
+	feed := m.feedNow()
 	m.mu.Lock()
 	src := m.lanes
 	m.mu.Unlock()
@@ -232,6 +238,7 @@ func (m *Model) State() State {
 		Usage: run.Usage, ByRole: maps.Clone(run.ByRole), Cooldown: run.Cooldown}
 	st.Lanes = m.laneFigures(lanes, now)
 	st.Holds = m.holdsAt(now)
+	st.Scanners, st.Promote, st.Campaigns = feed.Scanners, feed.Promote, feed.Campaigns
 	st.Running, st.Next = []string{}, []string{}
 	st.Counts, st.WaitingOnYou = m.fold.Counts()
 	states := map[string]manifest.State{}

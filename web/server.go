@@ -42,6 +42,11 @@ type Actions interface {
 	// Answer answers the open question of node id, as `claudopilot
 	// answer ID TEXT`.
 	Answer(id, text string) error
+	// ScannerRun runs scanner name now, through the run's slot pool, as
+	// the refill would; ScannerSwitch switches it off or on, as
+	// `claudopilot scanners off|on NAME` (docs/queue.md).
+	ScannerRun(name string) error
+	ScannerSwitch(name string, on bool) error
 }
 
 // LogPath finds a phase's log: role "" means any, attempt 0 the newest.
@@ -327,7 +332,7 @@ type actionReq struct {
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	var req actionReq
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		httpError(w, http.StatusBadRequest, "want JSON {\"action\":\"pause\"|\"resume\"|\"drain\"|\"retry\"|\"lane_on\"|\"lane_off\",\"id\":…}")
+		httpError(w, http.StatusBadRequest, "want JSON {\"action\":\"pause\"|\"resume\"|\"drain\"|\"retry\"|\"lane_on\"|\"lane_off\"|\"answer\"|\"scanner_run\"|\"scanner_on\"|\"scanner_off\",\"id\":…}")
 		return
 	}
 	var err error
@@ -356,8 +361,18 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		err = s.Actions.Lane(req.ID, req.Action == "lane_on")
+	case "scanner_run", "scanner_on", "scanner_off":
+		if req.ID == "" {
+			httpError(w, http.StatusBadRequest, req.Action+" needs an id (a scanner's name)")
+			return
+		}
+		if req.Action == "scanner_run" {
+			err = s.Actions.ScannerRun(req.ID)
+		} else {
+			err = s.Actions.ScannerSwitch(req.ID, req.Action == "scanner_on")
+		}
 	default:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain, retry, lane_on, lane_off or answer", req.Action))
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume, drain, retry, lane_on, lane_off, answer, scanner_run, scanner_on or scanner_off", req.Action))
 		return
 	}
 	if err != nil {

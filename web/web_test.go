@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -30,12 +31,17 @@ import (
 type fakeActions struct {
 	mu   sync.Mutex
 	done []string
+	// seen, when set, hears each action done.
+	seen chan string
 }
 
 func (f *fakeActions) add(s string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.done = append(f.done, s)
+	if f.seen != nil {
+		f.seen <- s
+	}
 	return nil
 }
 func (f *fakeActions) Pause() error  { return f.add("pause") }
@@ -55,6 +61,18 @@ func (f *fakeActions) Answer(id, text string) error {
 		return errors.New("no open question: " + id + " never asked anything")
 	}
 	return f.add("answer " + id + ": " + text)
+}
+func (f *fakeActions) ScannerRun(name string) error {
+	if name != "bugs" {
+		return errors.New("scanner \"" + name + "\": no scanner of that name")
+	}
+	return f.add("scanner run " + name)
+}
+func (f *fakeActions) ScannerSwitch(name string, on bool) error {
+	if name != "bugs" {
+		return errors.New("scanner \"" + name + "\": no scanner of that name")
+	}
+	return f.add(fmt.Sprintf("scanner %s on=%v", name, on))
 }
 func (f *fakeActions) Retry(id string) error {
 	if id == "nope" {
