@@ -15,21 +15,17 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// cluster is a fake cluster for one test: client-go's fake clientset
-// (no Job controller, no kubelet: the test plays both), a log feed, a
-// fake clock, a repository and a bare repository as K8S_REMOTE.
+// cluster is a fake cluster for one test: a fake API server (no Job
+// controller, no kubelet: the test plays both), a log feed, a fake
+// clock, a repository and a bare repository as K8S_REMOTE.
 type cluster struct {
 	t      testing.TB
-	cs     *fake.Clientset
+	api    *apiServer
 	logs   *feed
 	clock  *clocktesting.FakeClock
 	repo   string
@@ -50,7 +46,7 @@ func newCluster(t testing.TB) *cluster {
 		t.Setenv(k+"_EMAIL", "test@example.com")
 	}
 	dir := t.TempDir()
-	c := &cluster{t: t, cs: fake.NewClientset(), logs: &feed{pipes: map[string]chan io.ReadCloser{}},
+	c := &cluster{t: t, logs: &feed{pipes: map[string]chan io.ReadCloser{}},
 		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)),
 		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256)}
 	run(t, dir, "git", "init", "-q", "-b", "main", c.repo)
@@ -64,10 +60,7 @@ func newCluster(t testing.TB) *cluster {
 		t.Fatal(err)
 	}
 	c.git = git
-	c.cs.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		c.jobs <- a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
-		return false, nil, nil
-	})
+	c.api = newAPIServer(t, c.logs, func(j *batchv1.Job) { c.jobs <- j })
 	c.cfg = Config{Namespace: ns, Image: "agent:1", Remote: c.remote, Repository: c.repo, Instance: "host-1", Pending: time.Minute, Secret: "agent-credentials"}
 	return c
 }
@@ -75,30 +68,25 @@ func newCluster(t testing.TB) *cluster {
 // driver starts a driver on the cluster; it stops with the test.
 func (c *cluster) driver(cfg Config) *Driver {
 	c.t.Helper()
-	d, err := New(cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	d := c.newDriver(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	// The fake's watch does not replay what happened between the list
-	// and the watch: Start returns once both watches are open.
-	opened := make(chan struct{}, 2)
-	c.cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := c.cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
-		if err == nil {
-			opened <- struct{}{}
-		}
-		return true, w, err
-	})
 	if err := d.Start(ctx); err != nil {
 		c.t.Fatal(err)
 	}
 	if err := d.Synced(ctx); err != nil {
 		c.t.Fatal(err)
 	}
-	<-opened
-	<-opened
 	c.t.Cleanup(func() { cancel(); d.Stop() })
+	return d
+}
+
+// newDriver makes a driver on the cluster, not started.
+func (c *cluster) newDriver(cfg Config) *Driver {
+	c.t.Helper()
+	d, err := New(cfg, c.api.api(), c.git, WithClock(c.clock))
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return d
 }
 
@@ -137,19 +125,19 @@ func (f *feed) pipe(pod string) chan io.ReadCloser {
 	return f.pipes[pod]
 }
 
-// Follow hands over the stream the test gave for the pod; without one,
+// open hands over the stream the test gave for the pod; without one,
 // the log of a container that ended unseen: nothing more, at once.
-func (f *feed) Follow(ctx context.Context, _, pod, _ string, _ time.Time) (io.ReadCloser, error) {
+func (f *feed) open(ctx context.Context, pod string) io.ReadCloser {
 	f.mu.Lock()
 	f.opens++
 	f.mu.Unlock()
 	select {
 	case r := <-f.pipe(pod):
-		return r, nil
+		return r
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return io.NopCloser(strings.NewReader(""))
 	default:
-		return io.NopCloser(strings.NewReader("")), nil
+		return io.NopCloser(strings.NewReader(""))
 	}
 }
 
@@ -171,21 +159,19 @@ func (c *cluster) createPod(j *batchv1.Job, name string, mutate func(*corev1.Pod
 	if mutate != nil {
 		mutate(p)
 	}
-	p, err := c.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
-	if err != nil {
+	if err := c.api.Create(podsGVR, p, ns); err != nil {
 		c.t.Fatal(err)
 	}
-	return p
+	return p.DeepCopy()
 }
 
 func (c *cluster) updatePod(p *corev1.Pod, mutate func(*corev1.Pod)) *corev1.Pod {
 	c.t.Helper()
 	mutate(p)
-	p, err := c.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
-	if err != nil {
+	if err := c.api.Update(podsGVR, p, ns); err != nil {
 		c.t.Fatal(err)
 	}
-	return p
+	return p.DeepCopy()
 }
 
 // runningAgent is the kubelet's part: the agent container runs.
@@ -209,12 +195,12 @@ func agentEnded(code int32, reason, message string) func(*corev1.Pod) {
 // endJob is the Job controller's part: the Job is over.
 func (c *cluster) endJob(name string, t batchv1.JobConditionType, reason string) {
 	c.t.Helper()
-	j, err := c.cs.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		c.t.Fatal(err)
+	j := c.job(name)
+	if j == nil {
+		c.t.Fatalf("no Job %s", name)
 	}
 	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: reason})
-	if _, err := c.cs.BatchV1().Jobs(ns).UpdateStatus(context.Background(), j, metav1.UpdateOptions{}); err != nil {
+	if err := c.api.Update(jobsGVR, j, ns); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -280,9 +266,18 @@ func (c *cluster) runPod(j *batchv1.Job, name string) (*corev1.Pod, int32) {
 
 func mustPod(c *cluster, name string) *corev1.Pod {
 	c.t.Helper()
-	p, err := c.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := c.api.tracker.Get(podsGVR, ns, name)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return p
+	return p.(*corev1.Pod)
+}
+
+// job is the Job name, nil when there is none.
+func (c *cluster) job(name string) *batchv1.Job {
+	j, err := c.api.tracker.Get(jobsGVR, ns, name)
+	if err != nil {
+		return nil
+	}
+	return j.(*batchv1.Job)
 }

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -50,37 +50,28 @@ type Config struct {
 // unschedulable (the cluster cannot keep one running).
 const DefaultMaxEvictions = 5
 
-// Logs follows a container's output. The API's is pods/log?follow; a
-// test feeds its own (the fake clientset's answers a fixed text).
-type Logs interface {
-	Follow(ctx context.Context, namespace, pod, container string, since time.Time) (io.ReadCloser, error)
-}
-
-// APILogs follows logs through the API server.
-type APILogs struct{ Client kubernetes.Interface }
-
-// Follow opens pods/log?follow for the container, from since when it is
+// follow opens pods/log?follow for the agent's container, from since when it is
 // set (a stream that dropped is opened again).
-func (l APILogs) Follow(ctx context.Context, ns, pod, container string, since time.Time) (io.ReadCloser, error) {
-	o := &corev1.PodLogOptions{Container: container, Follow: true}
+func (d *Driver) follow(ctx context.Context, pod string, since time.Time) (io.ReadCloser, error) {
+	o := &corev1.PodLogOptions{Container: agentName, Follow: true}
 	if !since.IsZero() {
 		t := metav1.NewTime(since)
 		o.SinceTime = &t
 	}
-	return l.Client.CoreV1().Pods(ns).GetLogs(pod, o).Stream(ctx)
+	return d.client.PodLog(ctx, d.cfg.Namespace, pod, o)
 }
 
 // Driver runs attempts as Jobs. Start it once; Run from any goroutine.
 type Driver struct {
 	cfg    Config
-	client kubernetes.Interface
-	logs   Logs
+	client *API
 	git    *worktree.Client
 	clock  clock.WithTicker
 
-	factory informers.SharedInformerFactory
-	jobs    batchlisters.JobLister
-	pods    corelisters.PodLister
+	informers []cache.SharedIndexInformer // Jobs, pods
+	running   sync.WaitGroup              // the informers' goroutines
+	jobs      batchlisters.JobLister
+	pods      corelisters.PodLister
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // Job name -> "look again"
@@ -89,22 +80,19 @@ type Driver struct {
 // Option changes a Driver for a test.
 type Option func(*Driver)
 
-// WithLogs replaces the API's log stream.
-func WithLogs(l Logs) Option { return func(d *Driver) { d.logs = l } }
-
 // WithClock replaces the wall clock.
 func WithClock(c clock.WithTicker) Option { return func(d *Driver) { d.clock = c } }
 
 // New makes a driver over client; git is the repository's client (it
 // pushes the starts and fetches the results).
-func New(cfg Config, client kubernetes.Interface, git *worktree.Client, opts ...Option) (*Driver, error) {
+func New(cfg Config, client *API, git *worktree.Client, opts ...Option) (*Driver, error) {
 	if cfg.Namespace == "" || cfg.Image == "" || cfg.Remote == "" {
 		return nil, errors.New("AGENT_RUNNER=kubernetes needs K8S_NAMESPACE, K8S_IMAGE and K8S_REMOTE")
 	}
 	if cfg.MaxEvictions <= 0 {
 		cfg.MaxEvictions = DefaultMaxEvictions
 	}
-	d := &Driver{cfg: cfg, client: client, git: git, logs: APILogs{client}, clock: clock.RealClock{}, waiters: map[string]chan struct{}{}}
+	d := &Driver{cfg: cfg, client: client, git: git, clock: clock.RealClock{}, waiters: map[string]chan struct{}{}}
 	for _, o := range opts {
 		o(d)
 	}
@@ -129,43 +117,59 @@ func (d *Driver) selector() labels.Selector {
 // attempt it belongs to.
 func (d *Driver) Start(ctx context.Context) error {
 	sel := d.selector().String()
-	d.factory = informers.NewSharedInformerFactoryWithOptions(d.client, 0,
-		informers.WithNamespace(d.cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
-	ji := d.factory.Batch().V1().Jobs()
-	pi := d.factory.Core().V1().Pods()
-	d.jobs, d.pods = ji.Lister(), pi.Lister()
+	ns := d.cfg.Namespace
+	tweak := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
+	ji := d.informer(&batchv1.Job{}, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return d.client.ListJobs(ctx, ns, tweak(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return d.client.WatchJobs(ctx, ns, tweak(o))
+		},
+	})
+	pi := d.informer(&corev1.Pod{}, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return d.client.ListPods(ctx, ns, tweak(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return d.client.WatchPods(ctx, ns, tweak(o))
+		},
+	})
+	d.jobs, d.pods = batchlisters.NewJobLister(ji.GetIndexer()), corelisters.NewPodLister(pi.GetIndexer())
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    d.wake,
 		UpdateFunc: func(_, o any) { d.wake(o) },
 		DeleteFunc: d.wake,
 	}
-	if _, err := ji.Informer().AddEventHandler(h); err != nil {
-		return err
+	for _, inf := range []cache.SharedIndexInformer{ji, pi} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+		d.informers = append(d.informers, inf)
+		d.running.Go(func() { inf.RunWithContext(ctx) })
 	}
-	if _, err := pi.Informer().AddEventHandler(h); err != nil {
-		return err
-	}
-	d.factory.Start(ctx.Done())
 	return nil
+}
+
+// informer is one shared informer of this driver's objects (a reflector
+// that lists again when its watch drops), indexed by namespace as the
+// listers read it.
+func (d *Driver) informer(obj runtime.Object, lw *cache.ListWatch) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // Synced waits for the watches' first list (or ctx).
 func (d *Driver) Synced(ctx context.Context) error {
-	for typ, ok := range d.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("kubernetes: the watch of %v did not sync: %w", typ, context.Cause(ctx))
+	for _, inf := range d.informers {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return fmt.Errorf("kubernetes: the watch of Jobs and pods did not sync: %w", context.Cause(ctx))
 		}
 	}
 	return nil
 }
 
 // Stop waits for the informers to end (their context is done).
-func (d *Driver) Stop() {
-	if d.factory != nil {
-		d.factory.Shutdown()
-	}
-}
+func (d *Driver) Stop() { d.running.Wait() }
 
 // wake tells the attempt an object belongs to to look again.
 func (d *Driver) wake(obj any) {
@@ -229,7 +233,7 @@ func (d *Driver) phaseJobs(phase string) ([]*batchv1.Job, error) {
 // done.
 func (d *Driver) deleteJob(ctx context.Context, name string) error {
 	fg := metav1.DeletePropagationForeground
-	err := d.client.BatchV1().Jobs(d.cfg.Namespace).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	err := d.client.DeleteJob(context.WithoutCancel(ctx), d.cfg.Namespace, name, metav1.DeleteOptions{PropagationPolicy: &fg})
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("kubernetes: delete Job %s: %w", name, err)
 	}
@@ -252,11 +256,11 @@ func Open(ctx context.Context, cfg Config, kubeconfig, kcontext string, git *wor
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes: the driver's credentials (K8S_KUBECONFIG): %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	api, err := NewAPI(rc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes: %w", err)
+		return nil, nil, err
 	}
-	if d, err = New(cfg, cs, git); err != nil {
+	if d, err = New(cfg, api, git); err != nil {
 		return nil, nil, err
 	}
 	// The watch lives as long as the driver, past a Ctrl-C: the

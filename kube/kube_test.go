@@ -13,7 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/claudopilot/claudopilot/proc"
 )
@@ -86,7 +86,7 @@ func TestHappyPath(t *testing.T) {
 	if err := d.Done(context.Background(), res.Job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.cs.BatchV1().Jobs(ns).Get(context.Background(), j.Name, metav1.GetOptions{}); err == nil {
+	if c.job(j.Name) != nil {
 		t.Error("the Job is still there after Done")
 	}
 	if refs := run(t, c.remote, "git", "for-each-ref"); refs != "" {
@@ -240,23 +240,32 @@ func TestPendingClock(t *testing.T) {
 }
 
 // cached waits until the driver's cache (its informer) holds the pod:
-// what its clock rules read then is that pod. No event tells the test,
-// so it yields until then.
+// what its clock rules read then is that pod. An informer replays what
+// it holds to a handler added late, so the pod cannot be missed.
 func (c *cluster) cached(d *Driver, name string) {
 	c.t.Helper()
-	for {
-		if _, err := d.pods.Pods(ns).Get(name); err == nil {
-			return
+	ch := make(chan struct{}, 1)
+	signal := func(o any) {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == name {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
-		runtime.Gosched()
 	}
+	reg, err := d.informers[1].AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: signal, UpdateFunc: func(_, o any) { signal(o) }})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer d.informers[1].RemoveEventHandler(reg)
+	<-ch
 }
 
 func checkDeletedForeground(t *testing.T, c *cluster, name string) {
 	t.Helper()
-	for _, a := range c.cs.Actions() {
-		if da, ok := a.(k8stesting.DeleteAction); ok && da.GetResource().Resource == "jobs" && da.GetName() == name {
-			if p := da.GetDeleteOptions().PropagationPolicy; p == nil || *p != metav1.DeletePropagationForeground {
+	for _, a := range c.api.Calls() {
+		if a.Verb == "delete" && a.Resource == "jobs" && a.Name == name {
+			if p := a.Delete.PropagationPolicy; p == nil || *p != metav1.DeletePropagationForeground {
 				t.Fatalf("deleted with propagation %v", p)
 			}
 			return
@@ -290,7 +299,7 @@ func TestCancellationDeletesTheJob(t *testing.T) {
 // an older attempt is an orphan and is deleted.
 func TestAdoptAfterDriverKill(t *testing.T) {
 	c := newCluster(t)
-	first, err := New(c.cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
+	first, err := New(c.cfg, c.api.api(), c.git, WithClock(c.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +342,7 @@ func TestAdoptAfterDriverKill(t *testing.T) {
 // the resumed attempt collects it at once.
 func TestCollectFinishedAfterDriverKill(t *testing.T) {
 	c := newCluster(t)
-	first, err := New(c.cfg, c.cs, c.git, WithLogs(c.logs), WithClock(c.clock))
+	first, err := New(c.cfg, c.api.api(), c.git, WithClock(c.clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/claudopilot/claudopilot/proc"
@@ -136,7 +137,7 @@ func (d *Driver) launch(ctx context.Context, a Attempt, name string) error {
 	if _, err := d.git.Git(ctx, append([]string{"-c", "core.hooksPath=/dev/null", "push", "--quiet", "--force", d.cfg.Remote}, refs...)...); err != nil {
 		return fmt.Errorf("kubernetes: push the attempt's start to K8S_REMOTE: %w", err)
 	}
-	_, err = d.client.BatchV1().Jobs(d.cfg.Namespace).Create(ctx, job, metaCreate)
+	err = d.client.CreateJob(ctx, job)
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("kubernetes: create Job %s: %w", name, err)
 	}
@@ -275,24 +276,23 @@ func (w *follower) look(ctx context.Context, tick bool) (*ending, error) {
 			continue
 		}
 		current = p
-		since := time.Time{}
-		again := tick && w.ended[p.Name] && agentRunning(p)
-		if again {
-			since = time.Unix(0, w.last.Load())
-		}
-		if started(p, agentName) && !w.streamed[p.Name] || again {
-			w.streamed[p.Name], w.ended[p.Name] = true, false
-			w.active++
-			if !again {
-				w.last.Store(w.d.clock.Now().UnixNano())
-			}
-			go w.stream(ctx, p.Name, since)
-		}
+		w.follow(ctx, p, tick)
 	}
 	if len(w.evicted) >= w.d.cfg.MaxEvictions {
 		return &ending{reason: ReasonUnschedulable, err: fmt.Errorf("%d pods of the Job were evicted", len(w.evicted))}, nil
 	}
 	if job != nil && finished(job) {
+		if current == nil {
+			// The watch of pods may be behind the watch of Jobs: the
+			// API server is asked before the Job is said to have had no
+			// pod.
+			if current, err = w.d.lastPod(ctx, w.name); err != nil {
+				return nil, err
+			}
+			if current != nil {
+				w.follow(ctx, current, false)
+			}
+		}
 		if c := cond(job, batchv1.JobFailed); current != nil && (c == nil || c.Reason != batchv1.JobReasonDeadlineExceeded) &&
 			(current.Status.Phase == corev1.PodRunning || current.Status.Phase == corev1.PodPending) {
 			// The Job's end came before its pod's (two watches): the
@@ -302,6 +302,42 @@ func (w *follower) look(ctx context.Context, tick bool) (*ending, error) {
 		return &ending{job: job, pod: current}, nil
 	}
 	return w.rules(current), nil
+}
+
+// lastPod asks the API server for the Job's newest pod that was not
+// evicted; nil when it has none.
+func (d *Driver) lastPod(ctx context.Context, job string) (*corev1.Pod, error) {
+	l, err := d.client.ListPods(ctx, d.cfg.Namespace, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{LabelJob: job}).String()})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: list the pods of Job %s: %w", job, err)
+	}
+	var last *corev1.Pod
+	for i := range l.Items {
+		p := &l.Items[i]
+		if !disrupted(p) && (last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			last = p
+		}
+	}
+	return last, nil
+}
+
+// follow starts following the log of pod p once its agent container
+// started; on a tick, again from its last output when the stream ended
+// while the container still runs (a dropped connection).
+func (w *follower) follow(ctx context.Context, p *corev1.Pod, tick bool) {
+	since := time.Time{}
+	again := tick && w.ended[p.Name] && agentRunning(p)
+	if again {
+		since = time.Unix(0, w.last.Load())
+	}
+	if started(p, agentName) && !w.streamed[p.Name] || again {
+		w.streamed[p.Name], w.ended[p.Name] = true, false
+		w.active++
+		if !again {
+			w.last.Store(w.d.clock.Now().UnixNano())
+		}
+		go w.stream(ctx, p.Name, since)
+	}
 }
 
 // rules are the driver's own: Pending too long, silent too long.
@@ -438,7 +474,7 @@ func (w *follower) stream(ctx context.Context, pod string, since time.Time) {
 		case <-ctx.Done():
 		}
 	}()
-	rc, err := w.d.logs.Follow(ctx, w.d.cfg.Namespace, pod, agentName, since)
+	rc, err := w.d.follow(ctx, pod, since)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.note("the log of %s could not be followed: %v", pod, err)

@@ -6,10 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-var metaCreate = metav1.CreateOptions{}
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
@@ -108,5 +105,3 @@ func terminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
 	}
 	return nil
 }
-
-var metaGet = metav1.GetOptions{}

@@ -68,7 +68,7 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 			if tip := run(t, c.repo, "git", "rev-parse", "auto/p1"); tip != o.Tip {
 				t.Fatalf("the branch is at %s, the outcome's tip %s", tip, o.Tip)
 			}
-			if _, err := c.cs.BatchV1().Jobs(ns).Get(context.Background(), job.Name, metaGet); err == nil {
+			if c.job(job.Name) != nil {
 				t.Error("the Job was not deleted once its result was taken")
 			}
 			owner := &land.Owner{Git: c.git, Layout: l, Live: roadmap.NewFile(filepath.Join(c.repo, l.ManifestRel())), Env: env, KillGrace: time.Second}
