@@ -419,15 +419,16 @@ func (q *Queue) foreignLabel(is *Issue) string {
 
 // foreignClaimComment says whether another tool claimed the issue in a
 // comment: issue-pilot's "claimed by <lane>" (without this tool's marker)
-// or issue-orchestrator's io-claim block. Such a claim under the shared
-// claim label is that tool's to release, never this queue's.
+// or issue-orchestrator's io-claim block (matched as its own parser does,
+// in any case: claim_parser.py's CLAIM_BLOCK_PATTERN). Such a claim under
+// the shared claim label is that tool's to release, never this queue's.
 func foreignClaimComment(cs []Comment) bool {
 	for _, c := range cs {
 		b := strings.TrimSpace(c.Body)
 		if strings.Contains(b, "claudopilot:") {
 			continue
 		}
-		if strings.HasPrefix(b, "claimed by ") || strings.Contains(b, "```io-claim") {
+		if strings.HasPrefix(b, "claimed by ") || strings.Contains(strings.ToLower(b), "```io-claim") {
 			return true
 		}
 	}

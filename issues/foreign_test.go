@@ -43,3 +43,63 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 		t.Errorf("no note of the foreign claim:\n%s", log)
 	}
 }
+
+// TestIssueOrchestratorClaims: issue-orchestrator (issue-orchestrator/
+// issue-orchestrator) claims an issue with a compare-and-swap git ref
+// (refs/issue-orchestrator/claims/issue-N) and puts its advisory label
+// io:claimed on while it holds it; its older versions wrote the io-claim
+// block in a comment, matched in any case by its parser. An issue carrying
+// io:claimed (in FOREIGN_CLAIM_LABELS by default, see settings) is left
+// alone; an upper-case IO-CLAIM comment under the shared claim label is
+// never released as stale.
+func TestIssueOrchestratorClaims(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	labelled := e.fake.NewIssue("alice", "issue-orchestrator holds it", "x", []string{"agent-ready", "io:claimed"}, "")
+	old := e.fake.NewIssue("alice", "an older issue-orchestrator holds it", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(old, "alice", "```IO-CLAIM\nlease_id: l-2\nclaimant: orchestrator-b\nstarted_at: 2026-12-04T12:00:00\nexpires_at: 2026-12-04T12:15:00\npriority: 2\n```")
+	e.clock.Advance(7 * time.Hour) // past CLAIM_STALE_HOURS by the label's age
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) { c.ForeignClaims = []string{"in-pilot", "agent-running", "io:claimed"} })
+	sum := run(t, q, log)
+	for _, n := range []int{labelled, old} {
+		if is := e.issue(n); is.State != "open" || len(is.Comments) != map[int]int{labelled: 0, old: 1}[n] {
+			t.Errorf("a foreign claim was touched:\n%s\n%s", dump(e, n), log)
+		}
+	}
+	if !hasLabel(e.issue(labelled), "io:claimed") || !hasLabel(e.issue(old), "agent-running") {
+		t.Errorf("labels changed:\n%s\n%s", dump(e, labelled), dump(e, old))
+	}
+	if len(sum.Released) != 0 || len(sum.Results) != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	if !strings.Contains(log.String(), "skipped, claimed by another tool (io:claimed)") {
+		t.Errorf("no note of the foreign claim:\n%s", log)
+	}
+}
+
+// TestLabelColoursFollowIssueOrchestrator: the labels the queue creates
+// take issue-orchestrator's colour for the same role (its agent label,
+// in-progress, blocked, needs-human, needs-code-review); one that exists is
+// left as it is.
+func TestLabelColoursFollowIssueOrchestrator(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fake.AddLabel(ghfakeLabel("agent-blocked", "123456", "mine"))
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	run(t, q, log)
+	got := map[string]string{}
+	for _, l := range e.fake.Labels() {
+		got[l.Name] = strings.ToLower(l.Color)
+	}
+	want := map[string]string{
+		"agent-ready": "1d76db", "agent-running": "5319e7", "agent-blocked": "123456",
+		"user-merge-review": "fbca04", "agent-awaiting-approval": "7057ff",
+	}
+	for name, c := range want {
+		if got[name] != c {
+			t.Errorf("label %s: colour %q, want %q (all: %v)", name, got[name], c, got)
+		}
+	}
+}

@@ -301,18 +301,7 @@ func (q *Queue) Start(ctx context.Context) error {
 			return fmt.Errorf("queue: %w", err)
 		}
 	}
-	l := q.cfg.Labels
-	specs := []LabelSpec{
-		{l.Ready, "0e8a16", "claudopilot: queued for an agent"},
-		{l.Claim, "fbca04", "claudopilot: an agent is working on it"},
-		{l.Blocked, "d93f0b", "claudopilot: blocked; see the last comment"},
-		{l.Review, "1d76db", "claudopilot: pull request waits for a human merge"},
-		{l.Approval, "5319e7", "claudopilot: pull request waits for an approving review"},
-	}
-	if q.cfg.ScannerLabel != "" {
-		specs = append(specs, LabelSpec{q.cfg.ScannerLabel, "c5def5", "claudopilot: proposed by a scanner; a maintainer queues it"})
-	}
-	created, err := q.gh.EnsureLabels(ctx, specs)
+	created, err := q.gh.EnsureLabels(ctx, labelSpecs(q.cfg.Labels, q.cfg.ScannerLabel))
 	if err != nil {
 		return fmt.Errorf("queue: labels: %w", err)
 	}
@@ -323,6 +312,29 @@ func (q *Queue) Start(ctx context.Context) error {
 		return fmt.Errorf("queue: %w", err)
 	}
 	return q.pickMethod(ctx)
+}
+
+// labelSpecs are the labels the queue creates when missing. Their colours
+// are issue-orchestrator's for the label of the same role (issue 26), so a
+// repository that moves from it keeps one colour per meaning: its agent
+// label queues an issue (1D76DB), in-progress (5319E7), blocked (B60205),
+// needs-human (FBCA04: a PR that waits for a human merge is the human's
+// move), needs-code-review (7057FF). Source: issue-orchestrator/
+// issue-orchestrator, plan_setup_labels in
+// src/issue_orchestrator/entrypoints/setup_wizard_common.py. A label that
+// exists is never changed (EnsureLabels).
+func labelSpecs(l Labels, scanner string) []LabelSpec {
+	specs := []LabelSpec{
+		{l.Ready, "1d76db", "claudopilot: queued for an agent"},
+		{l.Claim, "5319e7", "claudopilot: an agent is working on it"},
+		{l.Blocked, "b60205", "claudopilot: blocked; see the last comment"},
+		{l.Review, "fbca04", "claudopilot: pull request waits for a human merge"},
+		{l.Approval, "7057ff", "claudopilot: pull request waits for an approving review"},
+	}
+	if scanner != "" {
+		specs = append(specs, LabelSpec{scanner, "c5def5", "claudopilot: proposed by a scanner; a maintainer queues it"})
+	}
+	return specs
 }
 
 // mergeMethod is the merge method in use ("merge" before Start resolved

@@ -114,6 +114,24 @@ func (n Note) String() string {
 	return fmt.Sprintf("%s: %s is %s's and has no effect here: %s", n.Where, n.Key, tool, n.Hint)
 }
 
+// OrchestratorConfig is where issue-orchestrator (issue-orchestrator/
+// issue-orchestrator) keeps a repository's settings: YAML files, one per
+// mode, under .issue-orchestrator/config/.
+const OrchestratorConfig = ".issue-orchestrator/config"
+
+// orchestratorNotes says that issue-orchestrator's YAML settings are not
+// read, when the repository has them: its model (agent labels with their
+// own prompts, reviewer and tech-lead agents, pull requests per issue)
+// has no one-to-one mapping to knobs, so nothing in them may look taken.
+func orchestratorNotes(top string) []Note {
+	fi, err := os.Stat(filepath.Join(top, filepath.FromSlash(OrchestratorConfig)))
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	return []Note{{Where: OrchestratorConfig + "/", Key: "this settings folder", Tool: "issue-orchestrator",
+		Hint: "its YAML is not read; docs/migrating.md#issue-orchestrator gives each section's equivalent (its claims, io:claimed, are left alone: FOREIGN_CLAIM_LABELS)"}}
+}
+
 // retired are settings this driver had once: accepted in the files and
 // the environment, with a note that says what replaced them.
 var retired = map[string]string{

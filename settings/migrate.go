@@ -39,7 +39,7 @@ func Migrate(top string, env map[string]string) (*Migration, error) {
 		return nil, ErrNothingToMigrate
 	}
 	m := &Migration{Read: read}
-	for _, n := range notes {
+	for _, n := range append(notes, orchestratorNotes(top)...) {
 		m.Dropped = append(m.Dropped, n.String())
 	}
 	for _, p := range probs {

@@ -140,3 +140,57 @@ func TestClaudePresetResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignClaimDefaults: by default the queue leaves alone the issues
+// issue-pilot (in-pilot) and issue-orchestrator (io:claimed, its advisory
+// claim label) hold, and agent-running, the name issue 26 gives the latter.
+func TestForeignClaimDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := Resolve(Input{Scope: Queue, Top: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.ForeignClaims, ","); got != "in-pilot,agent-running,io:claimed" {
+		t.Errorf("FOREIGN_CLAIM_LABELS default %q", got)
+	}
+}
+
+// TestOrchestratorConfigNoted: a repository set up for issue-orchestrator
+// (.issue-orchestrator/config/*.yaml) is told, at start and in doctor (the
+// settings' notes) and by migrate, that those settings are not read.
+func TestOrchestratorConfigNoted(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	dir := filepath.Join(top, ".issue-orchestrator", "config", "modes", "default")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.yaml"), []byte("execution:\n  concurrency:\n    max_concurrent_sessions: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Resolve(Input{Top: top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ".issue-orchestrator/config/: this settings folder is issue-orchestrator's and has no effect here: its YAML is not read"
+	var notes []string
+	for _, n := range s.Notes {
+		notes = append(notes, n.String())
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), want) {
+		t.Errorf("notes %q lack %q", notes, want)
+	}
+	if err := os.WriteFile(filepath.Join(top, "issue-pilot.conf"), []byte("POLL_SECS=30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Migrate(top, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(m.Dropped, "\n"), want) {
+		t.Errorf("migrate's dropped %q lack %q", m.Dropped, want)
+	}
+	if s, _ := Resolve(Input{Top: t.TempDir()}); len(s.Notes) != 0 {
+		t.Errorf("notes without issue-orchestrator: %v", s.Notes)
+	}
+}

@@ -139,6 +139,7 @@ func Resolve(in Input) (*Settings, error) {
 		files, s.Notes, probs, s.Read = readFiles(in.Top, in.Env)
 		s.Claudopilot = ClaudopilotFile(in.Top, in.Env)
 		s.named = namedFiles(in.Top, in.Env)
+		s.Notes = append(s.Notes, orchestratorNotes(in.Top)...)
 	}
 	s.Notes = append(s.Notes, retiredNotes(in.Env)...)
 	ks := Knobs()
