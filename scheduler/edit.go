@@ -24,28 +24,8 @@ func (s *Scheduler) SetEdits(ch <-chan []byte) { s.edits = ch }
 //   - new phases are scheduled and changed deps take effect;
 //   - a phase the driver is working on keeps the driver's state.
 func (s *Scheduler) onEdit(reported []byte) {
-	// Read the file now rather than trust the reported bytes: they may
-	// predate a state this loop wrote since, and reading them as a human
-	// edit would undo it (a phase just parked would look flipped back).
-	src, err := s.store.Source()
-	if err != nil || len(src) == 0 {
-		return
-	}
-	files := s.docFiles()
-	opt := roadmap.Options{RequireDocs: true}
-	if s.cfg.ExternalDone != nil {
-		opt.External = roadmap.IsIssueRef
-	}
-	rm, err := roadmap.Parse(s.rm.Dir, src, files, opt)
-	if err != nil {
-		if s.inMerge(rm, err) {
-			// The merge is moving the base checkout: the merged phase's
-			// doc is half-way through its rename to DONE_. Look again
-			// when the merge ends (onMerge).
-			s.editLater = true
-			return
-		}
-		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
+	rm, ok := s.readEdit()
+	if !ok {
 		return
 	}
 	defer s.flushStates()
@@ -65,12 +45,58 @@ func (s *Scheduler) onEdit(reported []byte) {
 		}
 		rm = c
 	}
+	changes, retried := s.adoptEdit(rm)
+	changes = append(changes, s.retryEdited(retried)...)
+	if s.halt != nil {
+		// A retried phase lifts the halt it caused.
+		if p := s.byID[s.halt.ID]; p != nil && p.state == manifest.Pending {
+			s.halt = nil
+		}
+	}
+	if len(changes) > 0 {
+		s.emit(Event{Kind: EvEdit, Detail: strings.Join(changes, "; ")})
+	}
+}
+
+// readEdit parses the manifest as it is on disk now. Not ok when it is
+// empty, unreadable or invalid: an invalid edit is reported (or, during a
+// merge, looked at again when the merge ends) and the last good graph stays.
+func (s *Scheduler) readEdit() (*roadmap.Roadmap, bool) {
+	// Read the file now rather than trust the reported bytes: they may
+	// predate a state this loop wrote since, and reading them as a human
+	// edit would undo it (a phase just parked would look flipped back).
+	src, err := s.store.Source()
+	if err != nil || len(src) == 0 {
+		return nil, false
+	}
+	files := s.docFiles()
+	opt := roadmap.Options{RequireDocs: true}
+	if s.cfg.ExternalDone != nil {
+		opt.External = roadmap.IsIssueRef
+	}
+	rm, err := roadmap.Parse(s.rm.Dir, src, files, opt)
+	if err != nil {
+		if s.inMerge(rm, err) {
+			// The merge is moving the base checkout: the merged phase's
+			// doc is half-way through its rename to DONE_. Look again
+			// when the merge ends (onMerge).
+			s.editLater = true
+			return nil, false
+		}
+		s.emit(Event{Kind: EvWarn, Detail: "manifest edit ignored, keeping the last good one:\n" + err.Error()})
+		return nil, false
+	}
+	return rm, true
+}
+
+// adoptEdit makes rm the loop's graph, keeping each known phase's run
+// state, and returns what changed and the phases a human flipped from
+// [blocked] or [failed] to [pending].
+func (s *Scheduler) adoptEdit(rm *roadmap.Roadmap) (changes []string, retried []*phase) {
 	old := s.byID
 	s.rm = rm
 	s.phases = make([]*phase, len(rm.Nodes))
 	s.byID = make(map[string]*phase, len(rm.Nodes))
-	var changes []string
-	var retried []*phase
 	for i, n := range rm.Nodes {
 		p := old[n.ID]
 		if p == nil {
@@ -90,30 +116,54 @@ func (s *Scheduler) onEdit(reported []byte) {
 			// An outside node's state is the loop's, not the file's.
 			continue
 		}
-		_, stale := s.unwritten[n.ID]
-		switch {
-		case stale || s.inFlight(p) || p.state == manifest.Merged || n.State == manifest.Running:
-			// The driver's state wins while it works on the phase, or
-			// when the file could not take its last write yet (what the
-			// file shows is older, not a human's choice); a merged phase
-			// stays merged, and only the driver starts phases.
-			if n.State != manifest.Merged {
-				changes = append(changes, fmt.Sprintf("%s stays [%s]", n.ID, p.state))
-				if err := s.store.SetState(n.ID, p.state); err != nil {
-					s.emit(Event{Kind: EvWarn, Phase: n.ID, Detail: err.Error()})
-				} else {
-					// Written: the flush after this edit must not write
-					// it again over a human's flip made meanwhile.
-					delete(s.unwritten, n.ID)
-				}
-			}
-		case n.State == manifest.Pending && (p.state == manifest.Blocked || p.state == manifest.Failed):
+		if s.editRetries(p, n) {
 			retried = append(retried, p)
-		default:
-			changes = append(changes, fmt.Sprintf("%s [%s] -> [%s]", n.ID, p.state, n.State))
-			p.state = n.State
+		} else if c := s.editState(p, n); c != "" {
+			changes = append(changes, c)
 		}
 	}
+	return changes, retried
+}
+
+// editRetries is true when the file flips a parked or failed phase the
+// driver does not hold back to [pending]: a human's retry.
+func (s *Scheduler) editRetries(p *phase, n *roadmap.Node) bool {
+	_, stale := s.unwritten[n.ID]
+	if stale || s.inFlight(p) || p.state == manifest.Merged || n.State == manifest.Running {
+		return false
+	}
+	return n.State == manifest.Pending && (p.state == manifest.Blocked || p.state == manifest.Failed)
+}
+
+// editState settles a phase whose state in the file differs from the
+// loop's, and says what it did ("" for nothing).
+func (s *Scheduler) editState(p *phase, n *roadmap.Node) string {
+	_, stale := s.unwritten[n.ID]
+	if !stale && !s.inFlight(p) && p.state != manifest.Merged && n.State != manifest.Running {
+		change := fmt.Sprintf("%s [%s] -> [%s]", n.ID, p.state, n.State)
+		p.state = n.State
+		return change
+	}
+	// The driver's state wins while it works on the phase, or when the
+	// file could not take its last write yet (what the file shows is
+	// older, not a human's choice); a merged phase stays merged, and only
+	// the driver starts phases.
+	if n.State == manifest.Merged {
+		return ""
+	}
+	if err := s.store.SetState(n.ID, p.state); err != nil {
+		s.emit(Event{Kind: EvWarn, Phase: n.ID, Detail: err.Error()})
+	} else {
+		// Written: the flush after this edit must not write it again
+		// over a human's flip made meanwhile.
+		delete(s.unwritten, n.ID)
+	}
+	return fmt.Sprintf("%s stays [%s]", n.ID, p.state)
+}
+
+// retryEdited retries the phases a human flipped to [pending], and with
+// them the phases parked because they waited on one of them.
+func (s *Scheduler) retryEdited(retried []*phase) (changes []string) {
 	for i := 0; i < len(retried); i++ {
 		p := retried[i]
 		s.retry(p)
@@ -127,15 +177,7 @@ func (s *Scheduler) onEdit(reported []byte) {
 			}
 		}
 	}
-	if s.halt != nil {
-		// A retried phase lifts the halt it caused.
-		if p := s.byID[s.halt.ID]; p != nil && p.state == manifest.Pending {
-			s.halt = nil
-		}
-	}
-	if len(changes) > 0 {
-		s.emit(Event{Kind: EvEdit, Detail: strings.Join(changes, "; ")})
-	}
+	return changes
 }
 
 // retry makes a parked or failed phase pending again with fresh counters.

@@ -286,36 +286,12 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 	if err := s.restore(); err != nil {
 		return s.summary(), err
 	}
-	// The rules this run decides eligibility by, for `explain`: a run's
-	// flags are seen nowhere else.
-	rules := state.Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
-	for _, l := range s.lanes {
-		rules.Lanes = append(rules.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots, Account: l.Account})
-		rules.Slots += l.Slots
-	}
-	s.record(state.Record{Event: "run", Rules: &rules})
-	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, %s", len(s.phases), s.slotsText())})
-	if s.paused {
-		s.record(state.Record{Event: EvPaused})
-		s.emit(Event{Kind: EvPaused, Detail: "started paused: no launches until `claudopilot resume`"})
-	}
+	s.announce()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	interrupted := func() (Summary, error) {
-		// Stop launching; cancelling runCtx stops every agent's process
-		// group (SIGTERM, SIGKILL after the grace). Keep collecting
-		// results until all are back.
-		cancel()
-		s.drain()
-		s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
-		return s.summary(), ErrInterrupted
-	}
-	for {
-		if ctx.Err() != nil {
-			return interrupted()
-		}
+	for ctx.Err() == nil {
 		s.outsideMayPay = s.cfg.ExternalWait == nil || s.cfg.ExternalWait()
 		// One reading of the clock per pass: what dispatch found not yet
 		// due, idle and arm wait for. Read again, a backoff ending in
@@ -327,82 +303,117 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 			s.maybePredict(runCtx)
 		}
 		if s.idle(now) {
-			break
+			return s.finish()
 		}
 		s.arm(timer, now)
-		select {
-		case o := <-s.results:
-			if ctx.Err() != nil {
-				// The agent was stopped by the interrupt: that is no
-				// failure of the phase.
-				s.interruptedOutcome(o)
-				continue
-			}
-			s.onOutcome(o)
-		case m := <-s.merged:
-			if ctx.Err() != nil {
-				// A merge stopped by the interrupt is no failure.
-				s.mergedAfterInterrupt(m)
-				continue
-			}
-			s.onMerge(m)
-		case cs := <-s.pred.results:
-			s.onPredicted(cs)
-		case r := <-s.spec.results:
-			if ctx.Err() != nil {
-				s.specAfterInterrupt(r)
-				continue
-			}
-			s.onSpec(r)
-		case id := <-s.arrivals:
-			if p := s.byID[id]; p != nil && p.busy {
-				p.finishing = true
-			}
-		case e := <-s.stages:
-			s.stage(e)
-		case ro := <-s.rev.results:
-			if ctx.Err() != nil {
-				s.rev.running--
-				s.byID[ro.ID].busy = false
-				continue
-			}
-			s.onReview(ro)
-		case ns, ok := <-s.out.offers:
-			if !ok {
-				s.out.offers = nil
-				continue
-			}
-			s.onOffers(ns)
-		case m := <-s.out.landed:
-			if ctx.Err() != nil {
-				s.landedAfterInterrupt(m)
-				continue
-			}
-			s.onLanded(m)
-		case src, ok := <-s.edits:
-			if !ok {
-				s.edits = nil
-				continue
-			}
-			s.onEdit(src)
-		case id := <-s.woken:
-			// What a waiting merge waits on changed: try it now.
-			if p := s.byID[id]; p.waiting != "" && s.merging != p {
-				p.notBefore = time.Time{}
-			}
-			if s.spec.waitFor == id {
-				s.spec.retryAt = time.Time{}
-			}
-		case c := <-s.cfg.Controls:
-			s.onControl(c)
-		case m := <-s.sideMsgs():
-			s.onSide(m)
-		case <-timer.C:
-		case <-ctx.Done():
-			return interrupted()
+		if !s.wait(ctx, timer) {
+			break
 		}
 	}
-	return s.finish()
+	// Interrupted. Stop launching; cancelling runCtx stops every agent's
+	// process group (SIGTERM, SIGKILL after the grace). Keep collecting
+	// results until all are back.
+	cancel()
+	s.drain()
+	s.emit(Event{Kind: EvEnd, Detail: "interrupted"})
+	return s.summary(), ErrInterrupted
+}
+
+// announce journals the rules this run decides eligibility by, for
+// `explain` (a run's flags are seen nowhere else), and says the run
+// started, paused or not.
+func (s *Scheduler) announce() {
+	rules := state.Rules{KeepGoing: s.cfg.KeepGoing, IgnoreCheckpoints: s.cfg.IgnoreCheckpoints}
+	for _, l := range s.lanes {
+		rules.Lanes = append(rules.Lanes, state.RuleLane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: l.Slots, Account: l.Account})
+		rules.Slots += l.Slots
+	}
+	s.record(state.Record{Event: "run", Rules: &rules})
+	s.emit(Event{Kind: EvStart, Detail: fmt.Sprintf("%d phases, %s", len(s.phases), s.slotsText())})
+	if s.paused {
+		s.record(state.Record{Event: EvPaused})
+		s.emit(Event{Kind: EvPaused, Detail: "started paused: no launches until `claudopilot resume`"})
+	}
+}
+
+// wait handles the next thing that happens: a result, a merge, an edit, a
+// control, the timer. False when ctx is done (the run is interrupted).
+func (s *Scheduler) wait(ctx context.Context, timer *time.Timer) bool {
+	// A result that arrives after the interrupt (ctx.Err() != nil) was
+	// stopped by it: that is no failure of the phase.
+	select {
+	case o := <-s.results:
+		if ctx.Err() != nil {
+			s.interruptedOutcome(o)
+		} else {
+			s.onOutcome(o)
+		}
+	case m := <-s.merged:
+		if ctx.Err() != nil {
+			s.mergedAfterInterrupt(m)
+		} else {
+			s.onMerge(m)
+		}
+	case cs := <-s.pred.results:
+		s.onPredicted(cs)
+	case r := <-s.spec.results:
+		if ctx.Err() != nil {
+			s.specAfterInterrupt(r)
+		} else {
+			s.onSpec(r)
+		}
+	case id := <-s.arrivals:
+		if p := s.byID[id]; p != nil && p.busy {
+			p.finishing = true
+		}
+	case e := <-s.stages:
+		s.stage(e)
+	case ro := <-s.rev.results:
+		if ctx.Err() != nil {
+			s.rev.running--
+			s.byID[ro.ID].busy = false
+		} else {
+			s.onReview(ro)
+		}
+	case ns, ok := <-s.out.offers:
+		if !ok {
+			s.out.offers = nil
+		} else {
+			s.onOffers(ns)
+		}
+	case m := <-s.out.landed:
+		if ctx.Err() != nil {
+			s.landedAfterInterrupt(m)
+		} else {
+			s.onLanded(m)
+		}
+	case src, ok := <-s.edits:
+		if !ok {
+			s.edits = nil
+		} else {
+			s.onEdit(src)
+		}
+	case id := <-s.woken:
+		s.onWoken(id)
+	case c := <-s.cfg.Controls:
+		s.onControl(c)
+	case m := <-s.sideMsgs():
+		s.onSide(m)
+	case <-timer.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// onWoken: what a waiting merge waits on changed: try it now.
+func (s *Scheduler) onWoken(id string) {
+	if p := s.byID[id]; p.waiting != "" && s.merging != p {
+		p.notBefore = time.Time{}
+	}
+	if s.spec.waitFor == id {
+		s.spec.retryAt = time.Time{}
+	}
 }
 
 // stage tells what an attempt or a merge reached as it goes; a gate's
@@ -571,17 +582,40 @@ func (s *Scheduler) dispatch(ctx context.Context, now time.Time) {
 			s.dispatchSpec(ctx, now)
 		}
 	} else if s.merging == nil {
-		s.conflictOrder()
-		for i, p := range s.mergeQ {
-			if p.notBefore.After(now) || s.landsLater(p) {
-				continue
-			}
-			s.mergeQ = slices.Delete(s.mergeQ, i, i+1)
-			s.startMerge(ctx, p)
-			break
-		}
+		s.dispatchMerge(ctx, now)
 	}
-	// Relaunches first: finishing started work beats starting more.
+	s.relaunch(ctx, now)
+	if s.halt != nil || s.freeSlots(now) == 0 {
+		return
+	}
+	ready, soon := s.candidates(now)
+	free := s.freeSlots(now)
+	if len(ready) == 0 || s.cfg.FileOrder {
+		soon = nil
+	}
+	var rem []time.Duration
+	if (len(ready) > free || len(soon) > 0) && !s.cfg.FileOrder {
+		rem = s.rank(ready, soon)
+	}
+	s.launchNew(ctx, now, ready, soon, free, rem)
+}
+
+// dispatchMerge starts the first due merge of the queue (one at a time).
+func (s *Scheduler) dispatchMerge(ctx context.Context, now time.Time) {
+	s.conflictOrder()
+	for i, p := range s.mergeQ {
+		if p.notBefore.After(now) || s.landsLater(p) {
+			continue
+		}
+		s.mergeQ = slices.Delete(s.mergeQ, i, i+1)
+		s.startMerge(ctx, p)
+		return
+	}
+}
+
+// relaunch starts the due next attempts of phases already under way:
+// finishing started work beats starting more, so these go first.
+func (s *Scheduler) relaunch(ctx context.Context, now time.Time) {
 	for _, p := range s.phases {
 		if p.next == nil || p.busy || s.halt != nil || p.notBefore.After(now) {
 			continue
@@ -600,10 +634,11 @@ func (s *Scheduler) dispatch(ctx context.Context, now time.Time) {
 		}
 		s.launch(ctx, p, j, l)
 	}
-	if s.halt != nil || s.freeSlots(now) == 0 {
-		return
-	}
-	var ready, soon []*phase
+}
+
+// candidates returns the pending phases that may start now (ready) and
+// those that may start once a merge under way lands (soon).
+func (s *Scheduler) candidates(now time.Time) (ready, soon []*phase) {
 	limit := s.checkpointLine()
 	for _, p := range s.phases {
 		if p.busy || p.next != nil || p.ask != nil || p.state != manifest.Pending || (limit > 0 && p.n.Line > limit) {
@@ -618,32 +653,36 @@ func (s *Scheduler) dispatch(ctx context.Context, now time.Time) {
 			soon = append(soon, p)
 		}
 	}
-	free := s.freeSlots(now)
-	if len(ready) == 0 || s.cfg.FileOrder {
-		soon = nil
-	}
-	var rem []time.Duration
-	if (len(ready) > free || len(soon) > 0) && !s.cfg.FileOrder {
-		rem = s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
-		byRank := func(a, b *phase) int {
-			if pa, pb := s.priority(a), s.priority(b); pa != pb {
-				return pb - pa
-			}
-			if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
-				if ra > rb {
-					return -1
-				}
-				return 1
-			}
-			return a.n.Index - b.n.Index
+	return ready, soon
+}
+
+// rank sorts ready and soon by priority, then longest remaining path,
+// then file order, and returns the remaining path of each node.
+func (s *Scheduler) rank(ready, soon []*phase) []time.Duration {
+	rem := s.rm.Remaining(func(n *roadmap.Node) manifest.State { return s.phases[n.Index].state })
+	byRank := func(a, b *phase) int {
+		if pa, pb := s.priority(a), s.priority(b); pa != pb {
+			return pb - pa
 		}
-		slices.SortStableFunc(ready, byRank)
-		slices.SortStableFunc(soon, byRank)
+		if ra, rb := rem[a.n.Index], rem[b.n.Index]; ra != rb {
+			if ra > rb {
+				return -1
+			}
+			return 1
+		}
+		return a.n.Index - b.n.Index
 	}
-	// A phase that becomes eligible the moment a merge now under way
-	// lands keeps a slot for itself when it outranks what is ready now:
-	// merges take seconds, and handing its slot to a short branch of work
-	// costs the critical path a whole agent run.
+	slices.SortStableFunc(ready, byRank)
+	slices.SortStableFunc(soon, byRank)
+	return rem
+}
+
+// launchNew starts ready phases in rank order while slots are free. A
+// phase that becomes eligible the moment a merge now under way lands
+// keeps a slot for itself when it outranks what is ready now: merges take
+// seconds, and handing its slot to a short branch of work costs the
+// critical path a whole agent run.
+func (s *Scheduler) launchNew(ctx context.Context, now time.Time, ready, soon []*phase, free int, rem []time.Duration) {
 	reserved, launched := 0, 0
 	for _, p := range ready {
 		for len(soon) > 0 && s.outranks(soon[0], p, rem) && reserved < free {
