@@ -112,122 +112,28 @@ func Run(ctx context.Context, s Spec) (res Result) {
 		s.KillGrace = DefaultKillGrace
 	}
 
-	stdin, err := promptInput(s)
+	l, err := launch(s, &res.Started)
 	if err != nil {
 		return fail(ReasonStart, err)
 	}
-	if stdin != nil {
-		defer stdin.Close()
-	}
-	logw, err := openLog(s.LogPath, s.LogCap, res.Started)
-	if err != nil {
-		return fail(ReasonStart, err)
-	}
-	// Our own pipe rather than handing the child the log file: we need to cap
-	// the log, watch for silence and keep a tail. Because every stdio file is
-	// an *os.File, os/exec starts no copying goroutines, so cmd.Wait returns
-	// the moment the shell exits even if a grandchild still holds the pipe.
-	pr, pw, err := outputFiles(s.Attach != "")
-	if err != nil {
-		logw.Close()
-		return fail(ReasonStart, err)
-	}
-
-	// Every process of this run carries the mark, so those that escape
-	// the group (setsid) are found and stopped with it.
-	var tag [8]byte
-	rand.Read(tag[:])
-	mark := Mark(hex.EncodeToString(tag[:]))
-	env := s.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	argv := append(append([]string(nil), s.Wrap...), "/bin/sh", "-c", s.Command)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.Dir
-	cmd.Env = append(slices.Clip(env), mark)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var sc *screen
-	if s.Attach != "" {
-		// A terminal: the child's stdin is it too, and it leads a
-		// session (and group) of its own.
-		cmd.Stdin, cmd.SysProcAttr = pw, terminalAttr()
-		if sc, err = serveScreen(s.Attach, pr); err != nil {
-			pw.Close()
-			pr.Close()
-			logw.Close()
-			return fail(ReasonStart, err)
-		}
-		defer sc.close()
-	}
-	res.Started = time.Now()
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		pr.Close()
-		logw.Close()
-		return fail(ReasonStart, fmt.Errorf("supervisor: start %q: %w", s.Command, err))
-	}
-	// Only the child may hold the write end, or we would never see EOF.
-	pw.Close()
+	defer l.close()
+	cmd, pr, logw := l.cmd, l.pr, l.log
 	pid := cmd.Process.Pid
 
-	base := time.Now()
-	var lastOutput atomic.Int64 // ns since base, monotonic
-	var tail tailLines
-	drained := make(chan struct{})
-	out := newOutput(s.Redact)
-	go func() {
-		defer close(drained)
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := pr.Read(buf)
-			if n > 0 {
-				lastOutput.Store(int64(time.Since(base)))
-				sc.write(buf[:n])
-				p := out.write(buf[:n])
-				logw.Write(p)
-				tail.Write(p)
-			}
-			if err != nil {
-				p := out.flush()
-				logw.Write(p)
-				tail.Write(p)
-				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !endOfTerminal(err) {
-					logw.Write([]byte(fmt.Sprintf("\n=== supervisor: reading output: %v ===\n", err)))
-				}
-				return
-			}
-		}
-	}()
+	c := &copier{base: time.Now(), out: newOutput(s.Redact), sc: l.sc, log: logw}
+	drained := c.start(pr)
 	var waitErr error
 	exited := make(chan struct{})
 	go func() {
 		waitErr = cmd.Wait()
 		close(exited)
 	}()
-
 	if s.OnStart != nil {
 		s.OnStart(pid)
 	}
 
-	reason, cause := watch(ctx, s, exited, base, &lastOutput)
-	var groupErr error
-	if reason == "" {
-		// The shell is gone; anything left in its group is an agent's
-		// daemon. Stop it so nothing keeps writing in the worktree.
-		groupErr = KillGroup(pid, s.KillGrace)
-	} else {
-		groupErr = terminate(pid, s.KillGrace, exited)
-	}
-
-	// Then what escaped the group (a setsid daemon), found by its mark,
-	// on every path: nothing of the run may go on writing in its folder
-	// once Run returns (the gate runs there next).
-	groupErr = errors.Join(groupErr, stopMarked(mark, s.KillGrace))
+	reason, cause := watch(ctx, s, exited, c.base, &c.lastOutput)
+	groupErr := stopAll(pid, l.mark, reason == "", s.KillGrace, exited)
 
 	// The group is dead, so the pipe hits EOF as soon as the buffered output
 	// is read, unless an escaped process still holds it.
@@ -237,7 +143,7 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	<-drained
 	pr.Close()
 
-	res.Tail = tail.Lines()
+	res.Tail = c.tail.Lines()
 	if waitErr != nil {
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) {
@@ -249,6 +155,154 @@ func Run(ctx context.Context, s Spec) (res Result) {
 	res.Stray = groupErr
 	res.Err = errors.Join(cause, groupErr, logw.err, logw.Close())
 	return res
+}
+
+// launched is a started shell and what Run closes once it is done.
+type launched struct {
+	cmd   *exec.Cmd
+	stdin *os.File // the prompt, or nil
+	pr    *os.File // the read end of the output
+	log   *cappedLog
+	sc    *screen // the terminal's clients (Attach), or nil
+	mark  string
+}
+
+// launch opens the prompt, the log and the output pipe and starts the
+// shell, setting *started as it does; on an error it closes what it
+// opened.
+func launch(s Spec, started *time.Time) (*launched, error) {
+	l := &launched{mark: newMark()}
+	var err error
+	if l.stdin, err = promptInput(s); err != nil {
+		return nil, err
+	}
+	if l.log, err = openLog(s.LogPath, s.LogCap, *started); err != nil {
+		l.close()
+		return nil, err
+	}
+	// Our own pipe rather than handing the child the log file: we need to cap
+	// the log, watch for silence and keep a tail. Because every stdio file is
+	// an *os.File, os/exec starts no copying goroutines, so cmd.Wait returns
+	// the moment the shell exits even if a grandchild still holds the pipe.
+	var pw *os.File
+	if l.pr, pw, err = outputFiles(s.Attach != ""); err != nil {
+		l.log.Close()
+		l.close()
+		return nil, err
+	}
+	l.cmd = command(s, l.mark, l.stdin, pw)
+	if s.Attach != "" {
+		// A terminal: the child's stdin is it too, and it leads a
+		// session (and group) of its own.
+		l.cmd.Stdin, l.cmd.SysProcAttr = pw, terminalAttr()
+		l.sc, err = serveScreen(s.Attach, l.pr)
+	}
+	if err == nil {
+		*started = time.Now()
+		if err = l.cmd.Start(); err != nil {
+			err = fmt.Errorf("supervisor: start %q: %w", s.Command, err)
+		}
+	}
+	// Only the child may hold the write end, or we would never see EOF.
+	pw.Close()
+	if err != nil {
+		l.pr.Close()
+		l.log.Close()
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// close closes the prompt and stops serving the terminal.
+func (l *launched) close() {
+	l.sc.close()
+	if l.stdin != nil {
+		l.stdin.Close()
+	}
+}
+
+// newMark returns a fresh environment entry that every process of one run
+// carries, so those that escape the group (setsid) are found and stopped
+// with it.
+func newMark() string {
+	var tag [8]byte
+	rand.Read(tag[:])
+	return Mark(hex.EncodeToString(tag[:]))
+}
+
+// command builds the shell that runs s.Command, in its own process group,
+// writing to out.
+func command(s Spec, mark string, stdin, out *os.File) *exec.Cmd {
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	argv := append(append([]string(nil), s.Wrap...), "/bin/sh", "-c", s.Command)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = s.Dir
+	cmd.Env = append(slices.Clip(env), mark)
+	cmd.Stdout, cmd.Stderr = out, out
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// copier copies a run's output to its screen, its log and its tail, and
+// notes when output last came.
+type copier struct {
+	base       time.Time
+	lastOutput atomic.Int64 // ns since base, monotonic
+	out        output
+	sc         *screen
+	log        *cappedLog
+	tail       tailLines
+}
+
+// start copies from pr until EOF or an error; the channel closes then.
+func (c *copier) start(pr *os.File) <-chan struct{} {
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := pr.Read(buf)
+			if n > 0 {
+				c.lastOutput.Store(int64(time.Since(c.base)))
+				c.sc.write(buf[:n])
+				p := c.out.write(buf[:n])
+				c.log.Write(p)
+				c.tail.Write(p)
+			}
+			if err != nil {
+				p := c.out.flush()
+				c.log.Write(p)
+				c.tail.Write(p)
+				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) && !endOfTerminal(err) {
+					c.log.Write([]byte(fmt.Sprintf("\n=== supervisor: reading output: %v ===\n", err)))
+				}
+				return
+			}
+		}
+	}()
+	return drained
+}
+
+// stopAll stops what is left of a run: its group (a shell that exited on
+// its own leaves only an agent's daemons there, which must not keep writing
+// in the worktree), then what escaped the group, found by its mark, on
+// every path: nothing of the run may go on writing in its folder once Run
+// returns (the gate runs there next).
+func stopAll(pid int, mark string, shellExited bool, grace time.Duration, exited <-chan struct{}) error {
+	var err error
+	if shellExited {
+		err = KillGroup(pid, grace)
+	} else {
+		err = terminate(pid, grace, exited)
+	}
+	return errors.Join(err, stopMarked(mark, grace))
 }
 
 // outputFiles are the ends the driver reads and the child writes: a pipe,
