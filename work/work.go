@@ -104,42 +104,30 @@ func (r *Runner) Run(ctx context.Context, j scheduler.Job, started func(pgid int
 
 func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int)) scheduler.Outcome {
 	o := scheduler.Outcome{ID: j.ID, Role: j.Role, Attempt: j.Attempt, Started: r.now()}
-	fail := func(reason state.Reason, detail string) scheduler.Outcome {
-		o.Reason, o.Detail, o.Ended = reason, detail, r.now()
+	fail := func(s *stop) scheduler.Outcome {
+		o.Reason, o.Detail, o.Ended = s.reason, s.detail, r.now()
 		return o
 	}
 	wt := r.Layout.Worktree(j.ID)
 	t := r.target(j)
-	branch := t.branch
 	if err := checkOutside(j, r.command(j), r.Env); err != nil {
-		return fail(state.ReasonExit, err.Error())
+		return fail(&stop{state.ReasonExit, err.Error()})
 	}
 	// A driver killed while the agent ran in the sandbox left its tip in
 	// the private ref folder: carry it back before anything reads the
 	// branch (whatever SANDBOX says now).
-	if note, err := sandbox.Recover(ctx, r.Git, r.Layout.SandboxDir(j.ID), branch); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
+	if note, err := sandbox.Recover(ctx, r.Git, r.Layout.SandboxDir(j.ID), t.branch); err != nil {
+		return fail(worktreeStop(err))
 	} else if note != "" {
 		o.Warnings = append(o.Warnings, "sandbox: "+note)
 	}
-	if j.Resume && j.Outside == nil && Landed(ctx, r.Git, r.Layout, j.ID) {
-		// The driver died after this phase's merge landed: only the
-		// bookkeeping is left, which the merger does. No worktree, no
-		// prepare, no agent. (An outside node's landing is its
-		// Source's, which knows whether it merged.)
-		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
-		if err != nil {
-			tip, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
-		}
-		if err == nil {
-			o.OK, o.Tip, o.Ended, o.Found = true, tip, r.now(), true
-			return o
-		}
+	if tip, ok := r.landedTip(ctx, j, t.branch); ok {
+		o.OK, o.Tip, o.Ended, o.Found = true, tip, r.now(), true
+		return o
 	}
-
 	fresh, kept, err := r.ensureWorktree(ctx, j, wt, t)
 	if err != nil {
-		return fail(state.ReasonWorktree, err.Error())
+		return fail(worktreeStop(err))
 	}
 	if kept {
 		// A branch left from an earlier run (parked, or its worktree
@@ -150,87 +138,12 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		r.forgetNotes(j.ID)
 	}
 	if fresh && r.Prepare != "" {
-		log := r.Layout.LogPath(j.ID, "prepare", proc.NextLog(r.Layout.LogDir(j.ID), "prepare"))
-		jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(j.ID))
-		if err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		}
-		res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, Redact: r.Redact, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
-		o.LogPath = log
-		if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		}
-		if ctx.Err() != nil {
-			return fail(state.ReasonExit, "interrupted")
-		}
-		if res.ExitCode != 0 {
-			return fail(state.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode))
-		}
-		if err := r.recordEnvironment(ctx, j.ID, wt); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
+		if s := r.prepare(ctx, j.ID, wt, &o); s != nil {
+			return fail(s)
 		}
 	}
-	if err := r.checkHead(ctx, wt, branch); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
-	}
-	// A merge of the driver's cut off by its death or an interrupt is
-	// set back and made again before anything reads the worktree.
-	if note, err := r.redoCutMerge(ctx, j, wt); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
-	} else if note != "" {
-		o.Warnings = append(o.Warnings, note)
-	}
-	if j.Resume && (j.Role != state.Supervisor || j.Failure != state.ReasonConflict) {
-		// A killed driver (or agent) left a merge of the base with
-		// conflicts: it is the supervisor's, as a conflict. Neither the
-		// done check nor a gate may run over the markers, and recovery
-		// is no attempt.
-		if paths, err := r.unfinishedMerge(ctx, wt); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		} else if len(paths) > 0 {
-			o.Found = true
-			return fail(state.ReasonConflict, "conflicts with "+t.base+" (an unfinished merge found on resume): "+strings.Join(paths, ", "))
-		}
-	}
-	if j.Retry {
-		// A kept branch starts current: the base is merged in first. A
-		// conflict there is left in place for the supervisor.
-		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		} else if len(paths) > 0 {
-			return fail(state.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", "))
-		}
-		if kept && j.StackOn != "" {
-			// Stacked on a dep's tip: a kept branch takes it too.
-			if paths, err := r.mergeRef(ctx, j, wt, j.StackOn); err != nil {
-				return fail(state.ReasonWorktree, err.Error())
-			} else if len(paths) > 0 {
-				return fail(state.ReasonConflict, "conflicts with the tip it is stacked on: "+strings.Join(paths, ", "))
-			}
-		}
-	}
-	if j.TakeBase && !j.Retry && j.Role == state.Worker {
-		// The base holds a phase this branch was predicted to conflict
-		// with: merged in now, between attempts, so the conflict is met
-		// here rather than at the merge.
-		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		} else if len(paths) > 0 {
-			return fail(state.ReasonConflict, "conflicts with "+t.base+", which has landed a phase predicted to conflict with this one: "+strings.Join(paths, ", "))
-		}
-	}
-	if j.Role == state.Supervisor && j.Failure == state.ReasonConflict {
-		if _, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		}
-	} else if j.Role == state.Supervisor && j.TakeBase {
-		// A supervisor taking the base resolves what the merge leaves,
-		// told as a conflict.
-		if paths, err := r.mergeBase(ctx, j, wt, t); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
-		} else if len(paths) > 0 {
-			j.Failure, j.Detail = state.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
-		}
+	if s := r.catchUp(ctx, &j, wt, t, kept, &o); s != nil {
+		return fail(s)
 	}
 	if j.Resume && j.Role == state.Worker {
 		// The driver died during this phase. If the branch is done, go
@@ -243,30 +156,176 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 			return r.gate(ctx, j, wt, tip, o)
 		}
 	}
-
 	if j.Capped != "" {
 		// Over a token or session cap: no agent starts (and none ran).
 		o.Found = true
-		return fail(state.ReasonBudget, j.Capped)
+		return fail(&stop{state.ReasonBudget, j.Capped})
 	}
+	spec, s := r.agentSpec(j, wt, t)
+	if s != nil {
+		return fail(s)
+	}
+	spec.OnStart = started
+	o.LogPath = spec.LogPath
+	if err := r.recordAttemptStart(ctx, j.ID, wt, fresh); err != nil {
+		return fail(worktreeStop(err))
+	}
+	// Only a killed driver leaves the note behind, for the resumed attempt.
+	defer r.endAttempt(j.ID)
+	if err := r.recordLane(ctx, j, wt, t.branch); err != nil {
+		o.Warnings = append(o.Warnings, "lane record: "+err.Error())
+	}
+	res, s := r.runJailed(ctx, j, t, wt, spec, &o)
+	if s != nil {
+		return fail(s)
+	}
+	return r.afterAgent(ctx, j, wt, t, res, o)
+}
+
+// stop ends an attempt before its gate: the reason and what happened.
+type stop struct {
+	reason state.Reason
+	detail string
+}
+
+// worktreeStop is a stop for a problem with the worktree or the branch.
+func worktreeStop(err error) *stop { return &stop{state.ReasonWorktree, err.Error()} }
+
+// landedTip finds a resumed phase whose merge landed before the driver
+// died: only the bookkeeping is left, which the merger does. No worktree,
+// no prepare, no agent. (An outside node's landing is its Source's, which
+// knows whether it merged.)
+func (r *Runner) landedTip(ctx context.Context, j scheduler.Job, branch string) (string, bool) {
+	if !j.Resume || j.Outside != nil || !Landed(ctx, r.Git, r.Layout, j.ID) {
+		return "", false
+	}
+	tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
+	if err != nil {
+		tip, err = r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
+	}
+	return tip, err == nil
+}
+
+// prepare runs WORKTREE_PREPARE_CMD in a new worktree (in the gate's
+// jail when the sandbox has one) and records the environment it made.
+func (r *Runner) prepare(ctx context.Context, id, wt string, o *scheduler.Outcome) *stop {
+	log := r.Layout.LogPath(id, "prepare", proc.NextLog(r.Layout.LogDir(id), "prepare"))
+	jail, err := r.Sandbox.EnterGate(ctx, r.Git, wt, r.Layout.LogDir(id))
+	if err != nil {
+		return worktreeStop(err)
+	}
+	res := proc.Run(ctx, proc.Spec{Command: r.Prepare, Dir: wt, Env: r.Env, LogPath: log, LogCap: r.LogCap, Redact: r.Redact, KillGrace: r.KillGrace, Wrap: jail.Wrap()})
+	o.LogPath = log
+	if err := leaveJail(ctx, jail, r.Git, log, o); err != nil {
+		return worktreeStop(err)
+	}
+	if ctx.Err() != nil {
+		return &stop{state.ReasonExit, "interrupted"}
+	}
+	if res.ExitCode != 0 {
+		return &stop{state.ReasonPrepare, fmt.Sprintf("WORKTREE_PREPARE_CMD exited %d", res.ExitCode)}
+	}
+	if err := r.recordEnvironment(ctx, id, wt); err != nil {
+		return worktreeStop(err)
+	}
+	return nil
+}
+
+// catchUp brings the worktree to where the attempt starts: the branch
+// checked out, a cut merge of the driver's made again, and the base (and
+// a stacked-on tip) merged in when the job asks for it. A supervisor
+// taking the base is told what the merge leaves as a conflict (j.Failure).
+func (r *Runner) catchUp(ctx context.Context, j *scheduler.Job, wt string, t target, kept bool, o *scheduler.Outcome) *stop {
+	if err := r.checkHead(ctx, wt, t.branch); err != nil {
+		return worktreeStop(err)
+	}
+	// A merge of the driver's cut off by its death or an interrupt is
+	// set back and made again before anything reads the worktree.
+	if note, err := r.redoCutMerge(ctx, *j, wt); err != nil {
+		return worktreeStop(err)
+	} else if note != "" {
+		o.Warnings = append(o.Warnings, note)
+	}
+	if j.Resume && (j.Role != state.Supervisor || j.Failure != state.ReasonConflict) {
+		// A killed driver (or agent) left a merge of the base with
+		// conflicts: it is the supervisor's, as a conflict. Neither the
+		// done check nor a gate may run over the markers, and recovery
+		// is no attempt.
+		if paths, err := r.unfinishedMerge(ctx, wt); err != nil {
+			return worktreeStop(err)
+		} else if len(paths) > 0 {
+			o.Found = true
+			return &stop{state.ReasonConflict, "conflicts with " + t.base + " (an unfinished merge found on resume): " + strings.Join(paths, ", ")}
+		}
+	}
+	if j.Retry {
+		// A kept branch starts current: the base is merged in first. A
+		// conflict there is left in place for the supervisor.
+		if paths, err := r.mergeBase(ctx, *j, wt, t); err != nil {
+			return worktreeStop(err)
+		} else if len(paths) > 0 {
+			return &stop{state.ReasonConflict, "conflicts with " + t.base + ": " + strings.Join(paths, ", ")}
+		}
+		if kept && j.StackOn != "" {
+			// Stacked on a dep's tip: a kept branch takes it too.
+			if paths, err := r.mergeRef(ctx, *j, wt, j.StackOn); err != nil {
+				return worktreeStop(err)
+			} else if len(paths) > 0 {
+				return &stop{state.ReasonConflict, "conflicts with the tip it is stacked on: " + strings.Join(paths, ", ")}
+			}
+		}
+	}
+	return r.takeBase(ctx, j, wt, t)
+}
+
+// takeBase merges the base into the branch between attempts when the job
+// asks for it (TakeBase), or for a supervisor owed a conflict.
+func (r *Runner) takeBase(ctx context.Context, j *scheduler.Job, wt string, t target) *stop {
+	switch {
+	case j.TakeBase && !j.Retry && j.Role == state.Worker:
+		// The base holds a phase this branch was predicted to conflict
+		// with: merged in now, between attempts, so the conflict is met
+		// here rather than at the merge.
+		if paths, err := r.mergeBase(ctx, *j, wt, t); err != nil {
+			return worktreeStop(err)
+		} else if len(paths) > 0 {
+			return &stop{state.ReasonConflict, "conflicts with " + t.base + ", which has landed a phase predicted to conflict with this one: " + strings.Join(paths, ", ")}
+		}
+	case j.Role == state.Supervisor && j.Failure == state.ReasonConflict:
+		if _, err := r.mergeBase(ctx, *j, wt, t); err != nil {
+			return worktreeStop(err)
+		}
+	case j.Role == state.Supervisor && j.TakeBase:
+		// A supervisor taking the base resolves what the merge leaves,
+		// told as a conflict.
+		if paths, err := r.mergeBase(ctx, *j, wt, t); err != nil {
+			return worktreeStop(err)
+		} else if len(paths) > 0 {
+			j.Failure, j.Detail = state.ReasonConflict, "conflicts with "+t.base+": "+strings.Join(paths, ", ")
+		}
+	}
+	return nil
+}
+
+// agentSpec builds the agent's process: its command, prompt, log and the
+// contract's environment. (Its jail's Wrap and OnStart come later.)
+func (r *Runner) agentSpec(j scheduler.Job, wt string, t target) (proc.Spec, *stop) {
 	cmd := r.command(j)
-	docRel, doneRel := t.docRel, t.doneRel
 	if j.Outside != nil {
 		if err := writeDoc(wt, j.Outside); err != nil {
-			return fail(state.ReasonWorktree, err.Error())
+			return proc.Spec{}, worktreeStop(err)
 		}
 	}
 	if cmd == ScriptAgent {
-		if cmd, err = r.scriptCommand(wt, docRel, doneRel, j.ID); err != nil {
-			return fail(state.ReasonExit, err.Error())
+		var err error
+		if cmd, err = r.scriptCommand(wt, t.docRel, t.doneRel, j.ID); err != nil {
+			return proc.Spec{}, &stop{state.ReasonExit, err.Error()}
 		}
 	}
 	prompt, failLog, err := r.prompt(j, wt, t)
 	if err != nil {
-		return fail(state.ReasonExit, err.Error())
+		return proc.Spec{}, &stop{state.ReasonExit, err.Error()}
 	}
-	log := r.Layout.LogPath(j.ID, string(j.Role), j.Attempt)
-	o.LogPath = log
 	promptFile := filepath.Join(r.Layout.LogDir(j.ID), fmt.Sprintf("%s-%d.prompt.md", j.Role, j.Attempt))
 	env := append(r.contractEnv(j, t), "CLAUDOPILOT_PROMPT_FILE="+promptFile)
 	if failLog != "" {
@@ -275,34 +334,37 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	if len(j.Findings) > 0 {
 		env = append(env, "CLAUDOPILOT_REVIEW_FINDINGS="+FindingsPath(r.Layout, j.ID, j.Attempt))
 	}
-	if err := r.recordAttemptStart(ctx, j.ID, wt, fresh); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
-	}
-	// Only a killed driver leaves the note behind, for the resumed attempt.
-	defer r.endAttempt(j.ID)
-	if err := r.recordLane(ctx, j, wt, branch); err != nil {
-		o.Warnings = append(o.Warnings, "lane record: "+err.Error())
-	}
+	return proc.Spec{
+		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile,
+		LogPath: r.Layout.LogPath(j.ID, string(j.Role), j.Attempt),
+		LogCap:  r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
+		Attach: r.attachSocket(j),
+	}, nil
+}
+
+// runJailed runs the agent in its sandbox (or watched for stray writes
+// without one), books its usage and warnings, and brings the branch tip
+// back. A stop when the tip cannot come back or the agent's processes
+// could not all be stopped.
+func (r *Runner) runJailed(ctx context.Context, j scheduler.Job, t target, wt string, spec proc.Spec, o *scheduler.Outcome) (proc.Result, *stop) {
 	// The agent CLIs' sessions of the phase are kept with its logs, for
 	// its next attempt to resume (AGENT_RESUME_CMD).
 	sb := r.Sandbox
 	if r.Remote != nil {
 		sb = nil // the agent runs in a pod: the pod is its sandbox
 	}
-	jail, err := sb.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
+	jail, err := sb.WithState(accountState(j.Account)...).Enter(ctx, r.Git, wt, t.branch, r.Layout.SandboxDir(j.ID), filepath.Join(r.Layout.LogDir(j.ID), "sessions"), r.Layout.LogDir(j.ID))
 	if err != nil {
-		return fail(state.ReasonWorktree, err.Error())
+		return proc.Result{}, worktreeStop(err)
 	}
 	var snap *sandbox.Snapshot
 	if r.Sandbox == nil && r.Stray != nil && r.Remote == nil {
 		snap = r.Stray.Begin(ctx, r.Git, r.Layout.Top, wt)
 	}
+	log := spec.LogPath
 	logStart := fileSize(log) // a relaunch appends: read only this run's output
-	res := r.runAgent(ctx, j, t, wt, proc.Spec{
-		Command: cmd, Dir: wt, Env: env, Prompt: prompt, PromptFile: promptFile, LogPath: log,
-		LogCap: r.LogCap, Redact: r.Redact, StuckTimeout: r.StuckTimeout, Timeout: r.AgentTimeout, KillGrace: r.KillGrace,
-		OnStart: started, Wrap: jail.Wrap(), Attach: r.attachSocket(j),
-	})
+	spec.Wrap = jail.Wrap()
+	res := r.runAgent(ctx, j, t, wt, spec)
 	if j.Finishing != nil && res.Reason == "" && res.ExitCode == 0 {
 		j.Finishing() // the checks that follow take moments: a train may wait for them
 	}
@@ -317,9 +379,22 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 	}
 	o.ExitCode = res.ExitCode
 	// The branch tip comes back from the sandbox before anything reads it.
-	if err := leaveJail(ctx, jail, r.Git, log, &o); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
+	if err := leaveJail(ctx, jail, r.Git, log, o); err != nil {
+		return res, worktreeStop(err)
 	}
+	r.warnWrites(ctx, snap, log, o)
+	if res.Stray != nil {
+		// Something of the agent's still runs: its worktree is not
+		// finished work, and the gate must not run beside it.
+		return res, &stop{state.ReasonWorktree, "the agent's processes could not all be stopped: " + res.Stray.Error()}
+	}
+	return res, nil
+}
+
+// warnWrites notes in the log and the outcome what the agent wrote where
+// it should not have: outside its worktree (snap, without the sandbox) and
+// to files the driver reverted.
+func (r *Runner) warnWrites(ctx context.Context, snap *sandbox.Snapshot, log string, o *scheduler.Outcome) {
 	if snap != nil {
 		manifest := filepath.Join(r.Layout.Top, filepath.FromSlash(r.Layout.ManifestRel()))
 		for _, p := range r.Stray.End(context.WithoutCancel(ctx), r.Git, r.Layout.Top, snap, manifest) {
@@ -332,15 +407,20 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		noteInLog(log, "claudopilot: warning: "+w)
 		o.Warnings = append(o.Warnings, w)
 	}
-	if res.Stray != nil {
-		// Something of the agent's still runs: its worktree is not
-		// finished work, and the gate must not run beside it.
-		return fail(state.ReasonWorktree, "the agent's processes could not all be stopped: "+res.Stray.Error())
+}
+
+// afterAgent judges what the agent left: a question, a stop (interrupt,
+// stuck, timeout, a remote runner's refusal), an unfinished or failed
+// attempt, or a done branch, which goes to the gate.
+func (r *Runner) afterAgent(ctx context.Context, j scheduler.Job, wt string, t target, res proc.Result, o scheduler.Outcome) scheduler.Outcome {
+	fail := func(s *stop) scheduler.Outcome {
+		o.Reason, o.Detail, o.Ended = s.reason, s.detail, r.now()
+		return o
 	}
 	// The question file goes before anything is committed: it never lands.
 	question, err := takeQuestion(wt)
 	if err != nil {
-		return fail(state.ReasonWorktree, err.Error())
+		return fail(worktreeStop(err))
 	}
 	if question == "" {
 		question = questionIn(res.Tail)
@@ -349,64 +429,77 @@ func (r *Runner) run(ctx context.Context, j scheduler.Job, started func(pgid int
 		// Asked, even if it then hung waiting for an answer (stuck).
 		return r.asked(ctx, j, wt, r.Redact.String(question), o)
 	}
-	// Leftovers are committed on every path the agent ran, each check of
-	// commitLeftovers first (a stopped agent may have left anything).
+	if s := r.stopped(ctx, j, wt, res); s != nil {
+		return fail(s)
+	}
+	if err := r.checkHead(ctx, wt, t.branch); err != nil {
+		return fail(worktreeStop(err))
+	}
+	if err := r.commitLeftovers(ctx, j, wt); err != nil {
+		return fail(worktreeStop(err))
+	}
+	tip, done, why := r.doneCheck(ctx, j, t)
+	if res.ExitCode != 0 || !done {
+		return fail(r.unfinished(j, res, why, &o))
+	}
+	return r.gate(ctx, j, wt, tip, o)
+}
+
+// stopped is the stop for an agent that did not end on its own (res.Reason
+// set); nil for one that did. Leftovers are committed on every path the
+// agent ran, each check of commitLeftovers first (a stopped agent may have
+// left anything).
+func (r *Runner) stopped(ctx context.Context, j scheduler.Job, wt string, res proc.Result) *stop {
 	var refused *refusedError
 	switch res.Reason {
 	case "canceled":
 		err := r.commitLeftovers(context.WithoutCancel(ctx), j, wt)
 		if errors.As(err, &refused) {
-			return fail(state.ReasonWorktree, "interrupted; "+err.Error())
+			return &stop{state.ReasonWorktree, "interrupted; " + err.Error()}
 		}
-		return fail(state.ReasonExit, "interrupted")
+		return &stop{state.ReasonExit, "interrupted"}
 	case "stuck", "timeout":
 		err := r.commitLeftovers(ctx, j, wt)
 		if errors.As(err, &refused) {
-			return fail(state.ReasonWorktree, err.Error())
+			return worktreeStop(err)
 		}
 		if res.Reason == "stuck" {
-			return fail(state.ReasonStuck, "no output for "+r.StuckTimeout.String())
+			return &stop{state.ReasonStuck, "no output for " + r.StuckTimeout.String()}
 		}
-		return fail(state.ReasonTimeout, "ran longer than "+r.AgentTimeout.String())
+		return &stop{state.ReasonTimeout, "ran longer than " + r.AgentTimeout.String()}
 	case "start":
-		return fail(state.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err))
+		return &stop{state.ReasonExit, fmt.Sprintf("could not start the agent: %v", res.Err)}
 	case RemoteOOM:
-		return fail(state.ReasonOOM, res.Err.Error())
+		return &stop{state.ReasonOOM, res.Err.Error()}
 	case RemoteUnschedulable:
-		return fail(state.ReasonUnschedulable, res.Err.Error())
+		return &stop{state.ReasonUnschedulable, res.Err.Error()}
 	case RemoteRefused:
-		return fail(state.ReasonWorktree, res.Err.Error())
+		return worktreeStop(res.Err)
 	}
-	if err := r.checkHead(ctx, wt, branch); err != nil {
-		return fail(state.ReasonWorktree, err.Error())
-	}
-	err = r.commitLeftovers(ctx, j, wt)
-	if err != nil {
-		return fail(state.ReasonWorktree, err.Error())
-	}
-	tip, done, why := r.doneCheck(ctx, j, t)
-	if res.ExitCode != 0 || !done {
-		// Only a failed attempt is read for rate limits: an agent that
-		// finished may well have printed "429" along the way.
-		switch proc.Classify(res.Tail) {
-		case proc.RateLimit:
-			d, hinted := proc.ResetHint(res.Tail, r.now())
-			if !hinted {
-				o.Cooldown = r.DefaultCooldown
-				return fail(state.ReasonExit, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)")
-			}
-			o.Cooldown = d
-			return fail(state.ReasonExit, "usage limit, resets "+r.now().Add(d).Local().Format("Jan 2 15:04"))
-		case proc.Transient:
-			o.Transient = true
+	return nil
+}
+
+// unfinished is the stop for an agent that exited non-zero or left the
+// phase not done (why). Only a failed attempt is read for rate limits: an
+// agent that finished may well have printed "429" along the way.
+func (r *Runner) unfinished(j scheduler.Job, res proc.Result, why string, o *scheduler.Outcome) *stop {
+	switch proc.Classify(res.Tail) {
+	case proc.RateLimit:
+		d, hinted := proc.ResetHint(res.Tail, r.now())
+		if !hinted {
+			o.Cooldown = r.DefaultCooldown
+			return &stop{state.ReasonExit, "rate limited, no reset time given (DEFAULT_RATE_LIMIT_SLEEP)"}
 		}
-		if res.ExitCode != 0 {
-			o.ExitCode = res.ExitCode
-			return fail(state.ReasonExit, fmt.Sprintf("%s exited %d", j.Role, res.ExitCode))
-		}
-		return fail(state.ReasonNoDone, why)
+		o.Cooldown = d
+		return &stop{state.ReasonExit, "usage limit, resets " + r.now().Add(d).Local().Format("Jan 2 15:04")}
+	case proc.Transient:
+		o.Transient = true
 	}
-	return r.gate(ctx, j, wt, tip, o)
+	if res.ExitCode != 0 {
+		o.ExitCode = res.ExitCode
+		return &stop{state.ReasonExit, fmt.Sprintf("%s exited %d", j.Role, res.ExitCode)}
+	}
+	return &stop{state.ReasonNoDone, why}
 }
 
 // command is the agent command the job runs: the lane's, else
@@ -537,40 +630,8 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 		}
 		j.Fresh = true
 	}
-	if _, err := os.Lstat(filepath.Join(wt, ".git")); err == nil {
-		why, err := r.usable(ctx, wt)
-		if err != nil {
-			return false, false, err
-		}
-		if why == "" {
-			gd, err := OwnGitDir(ctx, r.Git, wt)
-			if err != nil {
-				return false, false, err
-			}
-			if err := r.clearStaleLocks(ctx, wt, gd, branch); err != nil {
-				return false, false, err
-			}
-			if err := r.endGating(ctx, j.ID, wt, branch); err != nil {
-				return false, false, err
-			}
-			return false, false, nil
-		}
-		// A worktree git does not list, that is locked, or whose
-		// checkout was never populated (a `git worktree add` cut off by
-		// Ctrl-C): used as it is, its empty checkout would be committed
-		// as the deletion of every file. Its work is on the branch; the
-		// folder is set aside and the worktree made again.
-		if err := r.setAside(ctx, wt); err != nil {
-			return false, false, fmt.Errorf("the worktree %s cannot be used (%s): %w", wt, why, err)
-		}
-	} else if _, err := os.Stat(wt); err == nil {
-		// A folder without its .git link: a `git worktree add` that a
-		// killed driver cut off. It holds no commits (those are on the
-		// branch); it is moved aside, not deleted, and the stale
-		// registration pruned, so the add below can succeed.
-		if err := r.setAside(ctx, wt); err != nil {
-			return false, false, err
-		}
+	if reused, err := r.reuseWorktree(ctx, j.ID, wt, branch); err != nil || reused {
+		return false, false, err
 	}
 	exists, err := r.Git.BranchExists(ctx, branch)
 	if err != nil {
@@ -607,6 +668,49 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 		return false, false, err
 	}
 	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, start, &exists)
+}
+
+// reuseWorktree uses the phase's worktree folder as it is when it is a
+// usable worktree (true), after clearing stale locks and a gate's mark;
+// anything else found there is set aside for the worktree to be made
+// again (false).
+func (r *Runner) reuseWorktree(ctx context.Context, id, wt, branch string) (bool, error) {
+	if _, err := os.Lstat(filepath.Join(wt, ".git")); err == nil {
+		why, err := r.usable(ctx, wt)
+		if err != nil {
+			return false, err
+		}
+		if why == "" {
+			gd, err := OwnGitDir(ctx, r.Git, wt)
+			if err != nil {
+				return false, err
+			}
+			if err := r.clearStaleLocks(ctx, wt, gd, branch); err != nil {
+				return false, err
+			}
+			if err := r.endGating(ctx, id, wt, branch); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		// A worktree git does not list, that is locked, or whose
+		// checkout was never populated (a `git worktree add` cut off by
+		// Ctrl-C): used as it is, its empty checkout would be committed
+		// as the deletion of every file. Its work is on the branch; the
+		// folder is set aside and the worktree made again.
+		if err := r.setAside(ctx, wt); err != nil {
+			return false, fmt.Errorf("the worktree %s cannot be used (%s): %w", wt, why, err)
+		}
+	} else if _, err := os.Stat(wt); err == nil {
+		// A folder without its .git link: a `git worktree add` that a
+		// killed driver cut off. It holds no commits (those are on the
+		// branch); it is moved aside, not deleted, and the stale
+		// registration pruned, so the add below can succeed.
+		if err := r.setAside(ctx, wt); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // leaveJail ends a sandboxed process's jail (nothing for a nil one): what
