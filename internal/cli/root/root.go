@@ -1,6 +1,7 @@
 // Package root is the command tree: the list of commands, each in its own
 // package under internal/cli, the top-level help, and the dispatch of one
-// command line. Package main wires the process's streams to Run.
+// command line. Main (package main calls it) wires the process's streams
+// and signals to Run.
 package root
 
 import (
