@@ -50,7 +50,7 @@ func (q *Queue) campaign(ctx context.Context, is *Issue, nd *scheduler.OutsideNo
 	if name == "" {
 		return
 	}
-	nd.Priority = 1
+	nd.Priority, nd.Campaign = 1, name
 	if !campaignName.MatchString(name) {
 		q.logIssue(is.Number, "campaign %q: no goal file is read for a name that is not letters, digits, '.', '-', '_'", name)
 		return

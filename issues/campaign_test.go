@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // campaignAgent is okAgent that records each issue it works, and whether
@@ -32,12 +34,27 @@ func TestCampaignIssuesGoFirst(t *testing.T) {
 		c.Agent = e.script("camp.sh", campaignAgent)
 		c.Env = append(c.Env, "RECORD="+record)
 	})
-	sum := runWith(t, q, log, harness{maxParallel: 1})
+	jpath := filepath.Join(e.dir, "journal.jsonl")
+	jn, err := state.OpenJournal(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jn.Close()
+	sum := runWith(t, q, log, harness{maxParallel: 1, journal: jn})
 	if sum.Count(Merged) != 3 {
 		t.Fatalf("merged %d, want 3:\n%s", sum.Count(Merged), log)
 	}
 	got, _ := os.ReadFile(record)
 	if lines := strings.Fields(strings.ReplaceAll(string(got), "\n", " ")); len(lines) < 2 || lines[0] != "#3" || lines[1] != "#3" || strings.Count(string(got), "goal") != 1 {
 		t.Errorf("worked in order:\n%s", got)
+	}
+	// The journal keeps each issue's campaign: the page counts its
+	// progress from it (runview.Fold.Campaigns).
+	hist, _ := state.History(mustRead(t, jpath))
+	if h := hist["#3"]; h == nil || h.Campaign != "speed" || h.Last != "merged" {
+		t.Errorf("#3's history %+v, want merged in campaign speed", h)
+	}
+	if h := hist["#1"]; h == nil || h.Campaign != "" {
+		t.Errorf("#1's history %+v, want no campaign", h)
 	}
 }

@@ -10,6 +10,7 @@
 package runview
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ type Node struct {
 	// "#12"); Offered while only an EvNode named it (nothing ran yet).
 	Outside, Offered bool
 	Deps             []string
+	// Campaign is an outside node's campaign ("" none), from EvNode.
+	Campaign string
 	// Role, Attempt and Lane are the latest launch's; Attempts counts the
 	// attempts (the journal's at start, and every launch since).
 	Role     state.Role
@@ -189,6 +192,47 @@ func (f *Fold) Counts() (byState map[string]int, waitingOnYou int) {
 	return byState, waitingOnYou
 }
 
+// Campaign is one campaign's progress: its nodes merged (Done), running
+// (Running: an agent, a gate, a merge or a question under way), and
+// Left: offered or parked, not yet merged. A node that left the driver's
+// hands (away) no longer counts.
+type Campaign struct {
+	Name                string
+	Done, Running, Left int
+}
+
+// Campaigns is each campaign's progress, by name, from the nodes this run
+// knows (the journal's at start, and the events since).
+func (f *Fold) Campaigns() []Campaign {
+	by := map[string]*Campaign{}
+	var out []*Campaign
+	for _, n := range f.nodes {
+		if n.Campaign == "" || n.State == string(Away) {
+			continue
+		}
+		c := by[n.Campaign]
+		if c == nil {
+			c = &Campaign{Name: n.Campaign}
+			by[n.Campaign] = c
+			out = append(out, c)
+		}
+		switch manifest.State(n.State) {
+		case manifest.Merged:
+			c.Done++
+		case manifest.Running:
+			c.Running++
+		default:
+			c.Left++
+		}
+	}
+	slices.SortFunc(out, func(a, b *Campaign) int { return strings.Compare(a.Name, b.Name) })
+	res := make([]Campaign, len(out))
+	for i, c := range out {
+		res[i] = *c
+	}
+	return res
+}
+
 // Apply folds one event in and returns the node it is about (nil for an
 // event about the run, or a warning about a node not known). An event
 // about a node not known adds it: an issue the queue took up after start.
@@ -328,7 +372,7 @@ func (f *Fold) applyStep(n *Node, ev scheduler.Event) {
 	case scheduler.EvConflict:
 		n.Conflict = ev.Detail
 	case scheduler.EvNode:
-		n.Title, n.Deps = ev.Title, append([]string{}, ev.Deps...)
+		n.Title, n.Deps, n.Campaign = ev.Title, append([]string{}, ev.Deps...), ev.Campaign
 	case scheduler.EvAway:
 		n.State, n.Activity, n.Reason, n.Detail, n.Note = string(Away), "", "", ev.Detail, ev.Detail
 		n.Started = time.Time{}

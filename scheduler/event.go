@@ -22,9 +22,10 @@ type Event struct {
 	Until   time.Time    `json:"until,omitzero"`
 	Files   []string     `json:"files,omitempty"`
 	Lane    string       `json:"lane,omitempty"`
-	// Title and Deps describe an outside node (EvNode).
-	Title string   `json:"title,omitempty"`
-	Deps  []string `json:"deps,omitempty"`
+	// Title, Deps and Campaign describe an outside node (EvNode).
+	Title    string   `json:"title,omitempty"`
+	Deps     []string `json:"deps,omitempty"`
+	Campaign string   `json:"campaign,omitempty"`
 	// Lanes are the lanes a usage limit holds (cooldown events): every
 	// lane on the account that hit it.
 	Lanes []string `json:"lanes,omitempty"`
@@ -56,7 +57,7 @@ const (
 	EvDrain    = "drain"    // no new launches; the run ends when what runs is done
 	EvAsk      = "ask"      // an agent asked a question (Detail): the phase waits on an answer until Until
 	EvAnswer   = "answer"   // the question was answered (Detail): the phase goes on
-	EvNode     = "node"     // an outside node joined the graph, or its title or deps changed (Title, Deps)
+	EvNode     = "node"     // an outside node joined the graph, or its title, deps or campaign changed (Title, Deps, Campaign)
 )
 
 // PhaseSummary is one phase's line in the end-of-run summary.

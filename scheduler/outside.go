@@ -39,6 +39,9 @@ type OutsideNode struct {
 	// of higher priority starts first (an issue of a campaign, 1, before
 	// any other ready issue, 0).
 	Priority int
+	// Campaign is the campaign the node belongs to ("" none): the
+	// page counts each campaign's progress by it (EvNode).
+	Campaign string
 	Work     OutsideWork
 	// Answer, when set, answers the node's open question (a maintainer's
 	// /answer comment on the issue) as the user's answer does

@@ -214,23 +214,23 @@ func (s *Scheduler) drop(p *phase, why string) {
 	s.regraph()
 }
 
-// tellNodes journals and tells each outside node's title and deps when
-// they are new or changed: the page and the timeline name issues by them,
-// and draw their edges.
+// tellNodes journals and tells each outside node's title, deps and
+// campaign when they are new or changed: the page and the timeline name
+// issues by them, draw their edges, and count each campaign's progress.
 func (s *Scheduler) tellNodes() {
 	if s.out.told == nil {
 		s.out.told = map[string]string{}
 	}
 	for _, id := range s.out.order {
 		n := s.out.nodes[id]
-		key := n.Title + "\x00" + strings.Join(n.Deps, "\x00")
+		key := n.Campaign + "\x00" + n.Title + "\x00" + strings.Join(n.Deps, "\x00")
 		if s.out.told[id] == key {
 			continue
 		}
 		s.out.told[id] = key
 		deps := slices.Clone(n.Deps)
-		s.record(state.Record{Phase: id, Event: EvNode, Title: n.Title, Deps: deps})
-		s.emit(Event{Kind: EvNode, Phase: id, Title: n.Title, Deps: deps})
+		s.record(state.Record{Phase: id, Event: EvNode, Title: n.Title, Deps: deps, Campaign: n.Campaign})
+		s.emit(Event{Kind: EvNode, Phase: id, Title: n.Title, Deps: deps, Campaign: n.Campaign})
 	}
 }
 

@@ -48,6 +48,8 @@ type Record struct {
 	// records: an issue's title and what it waits on).
 	Title string   `json:"title,omitempty"`
 	Deps  []string `json:"deps,omitempty"`
+	// Campaign is a "node" record's campaign ("" none).
+	Campaign string `json:"campaign,omitempty"`
 }
 
 // Journal appends records to a file. Appends come from the loop and from
@@ -242,9 +244,11 @@ type PhaseHistory struct {
 	Asked, AskUntil time.Time
 	AskRole         Role
 	Answer          string
-	// Title and Deps are an outside node's, from its newest "node" record.
+	// Title, Deps and Campaign are an outside node's, from its newest
+	// "node" record.
 	Title      string
 	Deps       []string
+	Campaign   string
 	launchedAt time.Time
 	inFlight   Role // the role of a launch with no outcome yet
 	// started counts agent processes started ("pgid") since the last
@@ -397,7 +401,7 @@ func (h *PhaseHistory) fold(r Record, cool Cooldowns) {
 // more.
 func (h *PhaseHistory) foldMarks(r Record) bool {
 	if r.Event == "node" {
-		h.Title, h.Deps = r.Title, r.Deps
+		h.Title, h.Deps, h.Campaign = r.Title, r.Deps, r.Campaign
 		return true
 	}
 	if r.Event != "wait" && r.Event != "pgid" && r.Event != "conflict" {

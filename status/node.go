@@ -20,8 +20,9 @@ type Node struct {
 	// Outside is set for a node from outside the manifest (an issue,
 	// "#12"): its state is its last journal record's (OutsideState).
 	Outside bool
-	// Deps are an outside node's deps, from its "node" record.
+	// Deps and Campaign are an outside node's, from its "node" record.
 	Deps     []string
+	Campaign string
 	Attempts int
 	// Reason, Detail and WaitsOn say why a [failed] or [blocked] node is
 	// parked; Detail also why an outside node is away. They are empty in
@@ -113,7 +114,7 @@ func fold(n Node, h *state.PhaseHistory, live bool) Node {
 		return n
 	}
 	if n.Outside {
-		n.Title, n.Deps = h.Title, h.Deps
+		n.Title, n.Deps, n.Campaign = h.Title, h.Deps, h.Campaign
 	}
 	n.Attempts = h.WorkerRuns + h.SuperRuns
 	n.Spent = h.Spent

@@ -43,9 +43,6 @@ type PromoteStep struct {
 type Feed struct {
 	Scanners []Scanner
 	Promote  []PromoteStep
-	// Campaigns is set by tests of the page alone; a run's come from
-	// the model's nodes.
-	Campaigns []Campaign
 }
 
 // FeedSource reads the feed now. It may read files: State calls it outside
@@ -71,7 +68,8 @@ func (m *Model) feedNow() Feed {
 }
 
 // Campaign is one campaign's progress (issues labelled campaign:<name>):
-// its issues this driver knows, merged, running, and left (the rest).
+// its issues this driver knows, merged, running, and left (offered or
+// parked), as the one fold counts them (runview.Fold.Campaigns).
 type Campaign struct {
 	Name    string `json:"name"`
 	Done    int    `json:"done"`

@@ -44,9 +44,9 @@ func TestFeedPageInChromium(t *testing.T) {
 				{From: "main", To: "staging", Kind: "promoted", At: at, PR: 12},
 				{From: "staging", To: "production", Kind: "red", At: at, PR: 13, Why: "checks red on the pull request: e2e-tests-against-the-production-like-environment"},
 			},
-			Campaigns: []Campaign{{Name: "speed", Done: 3, Running: 1, Left: 2}},
 		}
 	})
+	campaign(f.srv.Model, 100, "speed", 3, 1, 2)
 	code, err := f.srv.LoginCode()
 	if err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func NewModel(rm *roadmap.Roadmap, hist map[string]*state.PhaseHistory, rules st
 // seed is a node as the journal left it.
 func seed(sn status.Node, deps []string) runview.Node {
 	n := runview.Node{ID: sn.ID, Title: sn.Title, State: string(sn.State), Outside: sn.Outside, Deps: deps,
-		Attempts: sn.Attempts, Spent: sn.Spent, Usage: sn.Usage, Log: sn.Log,
+		Attempts: sn.Attempts, Spent: sn.Spent, Usage: sn.Usage, Log: sn.Log, Campaign: sn.Campaign,
 		Reason: sn.Reason, Detail: sn.Detail, Question: sn.Question, Asked: sn.Asked, AnswerBy: sn.AnswerBy}
 	for r, u := range sn.ByRole {
 		n.AddRole(string(r), u)
@@ -238,7 +238,10 @@ func (m *Model) State() State {
 		Usage: run.Usage, ByRole: maps.Clone(run.ByRole), Cooldown: run.Cooldown}
 	st.Lanes = m.laneFigures(lanes, now)
 	st.Holds = m.holdsAt(now)
-	st.Scanners, st.Promote, st.Campaigns = feed.Scanners, feed.Promote, feed.Campaigns
+	st.Scanners, st.Promote = feed.Scanners, feed.Promote
+	for _, c := range m.fold.Campaigns() {
+		st.Campaigns = append(st.Campaigns, Campaign{Name: c.Name, Done: c.Done, Running: c.Running, Left: c.Left})
+	}
 	st.Running, st.Next = []string{}, []string{}
 	st.Counts, st.WaitingOnYou = m.fold.Counts()
 	states := map[string]manifest.State{}
