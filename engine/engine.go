@@ -216,6 +216,7 @@ func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journ
 	}
 	e.onClose(func() { jn.Close() })
 	jn.SetRedact(e.redact.String)
+	jn.SetWarn(func(msg string) { fmt.Fprintln(o.Log, "claudopilot: warning: "+msg) })
 	// Agents a killed driver left running must stop before any phase or
 	// issue resumes: two agents never work in one worktree.
 	if err := work.Reap(work.ReapOptions{

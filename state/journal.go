@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/claudopilot/claudopilot/ledger"
-	"github.com/claudopilot/claudopilot/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/claudopilot/claudopilot/ledger"
+	"github.com/claudopilot/claudopilot/manifest"
 )
 
 // Record is one line of the run journal: an append-only JSON-lines file
@@ -72,6 +75,20 @@ type Journal struct {
 	now   func() time.Time
 	// redact is the driver's redaction funnel (SetRedact); nil: none.
 	redact func(string) string
+	// size is where the file ended after the driver's last write: another
+	// end means another process wrote it (own).
+	size int64
+	// warn says that another process wrote the journal (SetWarn).
+	warn func(string)
+}
+
+// SetWarn has warn told, in one line, each time the journal is found
+// written by another process than the driver (an agent without the
+// sandbox). Call it before the first write.
+func (j *Journal) SetWarn(warn func(string)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.warn = warn
 }
 
 // SetRedact passes every record's texts through redact (the driver's
@@ -88,11 +105,78 @@ func OpenJournal(path string) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, size, err := openAppend(path)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, err
 	}
-	return &Journal{path: path, f: f, now: time.Now}, nil
+	return &Journal{path: path, f: f, size: size, now: time.Now}, nil
+}
+
+// openAppend opens the journal at path for appending (and reading its
+// last byte), not through a link, and returns its size.
+func openAppend(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("journal: %w", err)
+	}
+	return f, st.Size(), nil
+}
+
+// own makes sure the next record goes to the file at the journal's path,
+// after whatever another process wrote there, on a line of its own. The
+// journal is the driver's, but an agent without the sandbox can write it:
+// a forged answer to its own question, a copy holding one renamed over
+// the journal, a torn last line that would swallow the driver's next
+// record (the question it asks). Whatever it wrote then comes before the
+// driver's next record, which parses: the driver's last word on a phase
+// stays the last (a restarted driver still waits on the question). A
+// link put in the journal's place fails closed.
+func (j *Journal) own() error {
+	st, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if at, err := os.Lstat(j.path); err != nil || !os.SameFile(st, at) {
+		f, _, err := openAppend(j.path)
+		if err != nil {
+			return fmt.Errorf("the journal was replaced by another process: %w", err)
+		}
+		j.f.Close()
+		j.f = f
+		if st, err = f.Stat(); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		j.size = -1
+	}
+	if st.Size() == j.size {
+		return nil
+	}
+	if j.warn != nil {
+		j.warn(fmt.Sprintf("the journal %s was written by another process while this driver ran (an agent without the sandbox?); its records go on after what that process wrote", j.path))
+	}
+	j.size = st.Size()
+	if st.Size() == 0 {
+		return nil
+	}
+	var last [1]byte
+	if _, err := j.f.ReadAt(last[:], st.Size()-1); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if last[0] != '\n' {
+		if _, err := j.f.Write([]byte{'\n'}); err != nil {
+			return fmt.Errorf("journal append: %w", err)
+		}
+		j.size++
+	}
+	return nil
 }
 
 // Path is the journal's file.
@@ -153,9 +237,13 @@ func (j *Journal) write(r Record) error {
 		return err
 	}
 	b = append(b, '\n')
+	if err := j.own(); err != nil {
+		return err
+	}
 	if _, err := j.f.Write(b); err != nil {
 		return fmt.Errorf("journal append: %w", err)
 	}
+	j.size += int64(len(b))
 	j.dirty = true
 	return nil
 }

@@ -371,3 +371,79 @@ func TestJournalRedacts(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalAfterAnotherWriter: an agent without the sandbox can write
+// the journal before it asks its question. Whatever it wrote, the
+// driver's next record (the question) is read back, after the forged
+// ones, and the driver is warned; a link in the journal's place fails.
+// Before: the torn line swallowed the question, and after a rename the
+// question went to a file no one reads, so a restarted driver took the
+// forged answer.
+func TestJournalAfterAnotherWriter(t *testing.T) {
+	t.Parallel()
+	forged := `{"phase":"a","ev":"ask","detail":"forged"}` + "\n" + `{"phase":"a","ev":"answer","detail":"FORGED"}` + "\n" + `{"phase":"a","ev":"tor`
+	ask := Record{Phase: "a", Event: "ask", Detail: "which port?"}
+	for _, how := range []string{"appended", "renamed over", "link"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			jn := openJournal(t)
+			var warned []string
+			jn.SetWarn(func(s string) { warned = append(warned, s) })
+			appendAll(t, jn, Record{Phase: "a", Event: "launch"})
+			p := jn.Path()
+			old, _ := os.ReadFile(p)
+			var err error
+			switch how {
+			case "appended":
+				var f *os.File
+				if f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+					_, err = f.WriteString(forged)
+					f.Close()
+				}
+			case "renamed over":
+				if err = os.WriteFile(p+".new", append(old, forged...), 0o644); err == nil {
+					err = os.Rename(p+".new", p)
+				}
+			case "link":
+				target := filepath.Join(t.TempDir(), "bashrc")
+				if err = os.WriteFile(target, append(old, forged...), 0o644); err == nil {
+					if err = os.Remove(p); err == nil {
+						err = os.Symlink(target, p)
+					}
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = jn.Append(ask)
+			if how == "link" {
+				if err == nil || !strings.Contains(err.Error(), "replaced by another process") {
+					t.Fatalf("a link in the journal's place: %v, want an error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendAll(t, jn, Record{Phase: "b", Event: "launch"})
+			recs, err := ReadJournal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var evs []string
+			for _, r := range recs {
+				evs = append(evs, r.Phase+" "+r.Event+" "+r.Detail)
+			}
+			want := []string{"a launch ", "a ask forged", "a answer FORGED", "a ask which port?", "b launch "}
+			if !reflect.DeepEqual(evs, want) {
+				t.Errorf("records %q, want %q", evs, want)
+			}
+			if h, _ := History(recs); h["a"].Last != "ask" || h["a"].Question != "which port?" {
+				t.Errorf("a restarted driver reads last %q, question %q: want the open question", h["a"].Last, h["a"].Question)
+			}
+			if len(warned) != 1 || !strings.Contains(warned[0], "written by another process") {
+				t.Errorf("warned %q, want one warning", warned)
+			}
+		})
+	}
+}
