@@ -44,69 +44,11 @@ func (r *Runner) forgetNotes(id string) {
 }
 
 // OwnGitDir returns the admin folder of the phase worktree wt, and fails
-// unless git, run in wt, works on exactly that folder: <common>/worktrees/
-// <name>, whose gitdir file points back at wt/.git. A worktree whose .git
-// file an agent deleted (or replaced) would otherwise let `git -C wt`
-// resolve to the main repository, and commit the user's files there. No
-// git command that changes anything may run in a phase worktree before
-// this check.
+// unless git, run in wt, works on exactly that folder
+// (worktree.Client.OwnGitDir). No git command that changes anything may
+// run in a phase worktree before this check.
 func OwnGitDir(ctx context.Context, git *worktree.Client, wt string) (string, error) {
-	fi, err := os.Lstat(filepath.Join(wt, ".git"))
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("the worktree %s has no .git link file of its own", wt)
-	}
-	// The link file read as git reads it (git.GitDir; git itself only
-	// when the file is not a plain "gitdir:" line): a regular .git file
-	// is where git's discovery stops, so its target is the folder git
-	// works on, and the checks below hold for it. A git process here
-	// cost four per attempt.
-	gd, err := git.GitDir(ctx, wt)
-	if err != nil {
-		return "", fmt.Errorf("the worktree %s: %w", wt, err)
-	}
-	common, err := git.CommonDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	if !samePath(filepath.Dir(gd), filepath.Join(common, "worktrees")) {
-		return "", fmt.Errorf("git in the worktree %s works on %s, not on an admin folder of its own", wt, gd)
-	}
-	// The agent could write the admin folder: nothing in it may be a link
-	// the driver's git (or the reads below) would follow, nor a pipe that
-	// would block them (issue 21).
-	if err := worktree.CheckAdmin(gd); err != nil {
-		return "", fmt.Errorf("the worktree %s: %w", wt, err)
-	}
-	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-	if err != nil {
-		return "", fmt.Errorf("the worktree %s: %w", wt, err)
-	}
-	link := strings.TrimSpace(string(back))
-	if !filepath.IsAbs(link) {
-		link = filepath.Join(gd, link)
-	}
-	if !samePath(link, filepath.Join(wt, ".git")) {
-		return "", fmt.Errorf("git in the worktree %s works on %s, which belongs to %s", wt, gd, filepath.Dir(link))
-	}
-	// What git checks of an admin folder before it works on it (and what
-	// a `git worktree add` cut off by a kill leaves missing or empty): a
-	// commondir naming the repository, and a HEAD. Such a worktree is
-	// not usable, and is set aside and made again.
-	cd, err := os.ReadFile(filepath.Join(gd, "commondir"))
-	if err != nil {
-		return "", fmt.Errorf("the worktree %s: %w", wt, err)
-	}
-	cdp := strings.TrimSpace(string(cd))
-	if cdp != "" && !filepath.IsAbs(cdp) {
-		cdp = filepath.Join(gd, cdp)
-	}
-	if cdp == "" || !samePath(cdp, common) {
-		return "", fmt.Errorf("the worktree %s: its admin folder %s names no repository, or another (commondir %q)", wt, gd, strings.TrimSpace(string(cd)))
-	}
-	if head, err := os.ReadFile(filepath.Join(gd, "HEAD")); err != nil || len(bytes.TrimSpace(head)) == 0 {
-		return "", fmt.Errorf("the worktree %s: its admin folder %s has no HEAD", wt, gd)
-	}
-	return gd, nil
+	return git.OwnGitDir(ctx, wt)
 }
 
 // scannable is OwnGitDir for a worktree the driver is about to scan

@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,9 +54,17 @@ func (c *Client) CleanCheckout(ctx context.Context, path, commit string) error {
 
 // ownWorktree reports whether git, run in path, works on the worktree at
 // path itself: its top level is path and its git dir is not the main one.
+// It reads the .git link and the admin folder as OwnGitDir does (a
+// rev-parse per landing before, issue 25 §1); an admin folder with a
+// config of its own (which could name another core.worktree) is asked of
+// git.
 func (c *Client) ownWorktree(ctx context.Context, path string) bool {
-	if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+	gd, err := c.OwnGitDir(ctx, path)
+	if err != nil {
 		return false
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "config.worktree")); errors.Is(err, fs.ErrNotExist) {
+		return true
 	}
 	// One call for the three answers (top level, git dir, common dir).
 	out, err := c.run(ctx, path, nil, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")

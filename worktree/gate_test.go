@@ -49,3 +49,43 @@ func TestCleanCheckoutAfterAKilledAdd(t *testing.T) {
 		})
 	}
 }
+
+// The merge gate's check that its checkout is a worktree of its own reads
+// the .git link and the admin folder, as OwnGitDir does, instead of a
+// rev-parse per landing (issue 25 §1); it still refuses a checkout whose
+// link names the main repository, or whose admin folder holds a link.
+func TestOwnWorktreeReadsFiles(t *testing.T) {
+	c := newRepo(t)
+	ctx := context.Background()
+	gate := filepath.Join(c.Dir, ".claudopilot", "gate")
+	mustGit(t, c, "", "worktree", "add", "-q", "--detach", gate, "HEAD")
+	if _, err := c.CommonDir(ctx); err != nil { // read once, as a run does
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	if !traced.ownWorktree(ctx, gate) {
+		t.Fatal("the gate is not its own worktree")
+	}
+	if b, _ := os.ReadFile(trace); strings.Contains(string(b), "built-in: git") {
+		t.Errorf("git asked:\n%s", b)
+	}
+	gd := strings.TrimSpace(mustGit(t, c, gate, "rev-parse", "--absolute-git-dir"))
+	// An admin folder with a link in it (a sandboxed gate can write it).
+	if err := os.Symlink(filepath.Join(c.Dir, ".git", "config"), filepath.Join(gd, "logs-link")); err != nil {
+		t.Fatal(err)
+	}
+	if c.ownWorktree(ctx, gate) {
+		t.Error("a gate whose admin folder holds a link counts as its own worktree")
+	}
+	if err := os.Remove(filepath.Join(gd, "logs-link")); err != nil {
+		t.Fatal(err)
+	}
+	// A link that names the main repository's git dir.
+	if err := os.WriteFile(filepath.Join(gate, ".git"), []byte("gitdir: "+filepath.Join(c.Dir, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c.ownWorktree(ctx, gate) {
+		t.Error("a gate whose .git names the main repository counts as its own worktree")
+	}
+}
