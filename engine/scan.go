@@ -113,7 +113,7 @@ func OpenScanners(ctx context.Context, git *worktree.Client, s Settings, qs *Que
 	return e.newRefill(q, qs)
 }
 
-// ScannerLedger is the scan ledger of the repository at top.
+// ScannerLedger is the scanner ledger of the repository at top.
 func ScannerLedger(top string) *scanner.Ledger {
 	return &scanner.Ledger{Path: scanner.LedgerPath(state.Layout{Top: top}.StateDir())}
 }

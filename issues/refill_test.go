@@ -86,7 +86,7 @@ echo '{"title":"Second proposal","body":"Later.","fingerprint":"second"}'
 // issue's title, a repeated fingerprint) with SCANNER_LABEL and never the
 // ready label; the driver's own ready label on its proposal does not make
 // it work; a maintainer's does, and the proposal becomes merged code. A
-// second run of the scanner files nothing (the scan ledger).
+// second run of the scanner files nothing (the scanner ledger).
 func TestRefillProposalToMergedCode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -1,7 +1,7 @@
 // Package scanner is the queue's refill (docs/queue.md, "Scanners and
 // refill"): read-only agent runs on a clean checkout of the base that
 // print candidate issues as JSON lines, which the driver dedupes against
-// its scan ledger (.claudopilot/state/scans.jsonl) and the open issues,
+// its scanner ledger (.claudopilot/state/scans.jsonl) and the open issues,
 // and files as proposals a maintainer approves by adding the ready label.
 //
 // A scanner's prompt is markdown: built in (builtin/*.md, written for

@@ -89,7 +89,7 @@ func (f *Filer) Plan(ctx context.Context, scanner string, cands []Candidate) (fi
 		k := key(scanner, c.Fingerprint)
 		switch n, byTitle := openTitle[strings.ToLower(f.redact(c.Title))]; {
 		case st.Filed[k] != 0:
-			drops = append(drops, Drop{c, fmt.Sprintf("filed before as #%d (the scan ledger)", st.Filed[k])})
+			drops = append(drops, Drop{c, fmt.Sprintf("filed before as #%d (the scanner ledger)", st.Filed[k])})
 		case openFP[k] != 0:
 			drops = append(drops, Drop{c, fmt.Sprintf("open as #%d", openFP[k])})
 		case byTitle:

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// LedgerName is the scan ledger's file in the state folder: every
+// LedgerName is the scanner ledger's file in the state folder: every
 // candidate filed, every scanner run, every scanner switched off or on,
 // kept across runs.
 const LedgerName = "scans.jsonl"
@@ -39,7 +39,7 @@ type Record struct {
 	Log         string    `json:"log,omitempty"`
 }
 
-// Ledger is the scan ledger: an append-only JSON-lines file. A torn last
+// Ledger is the scanner ledger: an append-only JSON-lines file. A torn last
 // line (a crash mid-write) is skipped when read.
 type Ledger struct {
 	Path string

@@ -62,7 +62,7 @@ func (r *Refill) Low(ctx context.Context, waiting int) {
 	}
 	st, err := r.Ledger.Read()
 	if err != nil {
-		r.logf("refill: the scan ledger: %v", err)
+		r.logf("refill: the scanner ledger: %v", err)
 		return
 	}
 	if !st.Newest.At.IsZero() && r.now().Sub(st.Newest.At) < r.Interval {

@@ -148,7 +148,7 @@ func TestFilerDedupes(t *testing.T) {
 	}
 	// Found again: the open proposals' markers and the ledger drop them.
 	file, drops, _ = f.Plan(ctx, "bugs", cands[:1])
-	if len(file) != 0 || len(drops) != 1 || !strings.Contains(drops[0].Why, "scan ledger") {
+	if len(file) != 0 || len(drops) != 1 || !strings.Contains(drops[0].Why, "scanner ledger") {
 		t.Errorf("again: file %v drops %v", file, drops)
 	}
 	tr.open = nil // closed since: the ledger alone still knows it

@@ -43,7 +43,7 @@ claudopilot/scanners/CONTEXT.md is given to every scanner. The list shows
 each scanner's last run (from .claudopilot/state/scans.jsonl).
 
 scanners run NAME runs one scanner now, on a read-only checkout of the
-base's tip, and files what it found that is not filed already (the scan
+base's tip, and files what it found that is not filed already (the scanner
 ledger, an open issue's fingerprint or title); with --dry-run it prints
 what it would file and files nothing. scanners off NAME keeps the refill
 from running it; on NAME lets it again.

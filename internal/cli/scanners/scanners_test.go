@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,5 +125,18 @@ echo '{"title":"already open","body":"b","fingerprint":"o"}'
 	}
 	if out, _ := run(); !strings.Contains(out, "todo") || !strings.Contains(out, "\t1") && !strings.Contains(out, " 1\n") {
 		t.Errorf("list after the run:\n%s", out)
+	}
+	again, code := run("run", "todo")
+	if code != 0 || !strings.Contains(again, "not filed: New thing: filed before as #2 (the scanner ledger)") {
+		t.Errorf("run again (exit %d):\n%s", code, again)
+	}
+	// Messages say "scanner", never "scan": nobody mistakes them for the
+	// secret scan (the ledger's file name, scans.jsonl, aside).
+	help, _ := run("--help")
+	word := regexp.MustCompile(`(?i)\bscan(s|ned|ning)?\b`)
+	for _, o := range []string{out, again, help} {
+		if m := word.FindString(strings.ReplaceAll(o, "scans.jsonl", "")); m != "" {
+			t.Errorf("%q in:\n%s", m, o)
+		}
 	}
 }
