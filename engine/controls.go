@@ -28,7 +28,7 @@ type Lanes struct {
 func (ls Lanes) schedulerLanes(plan pacer.Plan) []scheduler.Lane {
 	var out []scheduler.Lane
 	for _, l := range ls.Lanes {
-		out = append(out, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, Fallback: l.Fallback, Slots: plan.Concurrency(l.ID), Account: l.Credentials, Attach: l.Attach})
+		out = append(out, scheduler.Lane{ID: l.ID, Cmd: l.Cmd, SupervisorCmd: l.SupervisorCmd, ResumeCmd: l.ResumeCmd, Fallback: l.Fallback, Slots: plan.Concurrency(l.ID), Account: l.Credentials, Attach: l.Attach})
 	}
 	return out
 }

@@ -17,6 +17,11 @@ type LaneConfig struct {
 	Model         string // LANE_<id>_MODEL, default MODEL
 	Fallback      string // LANE_<id>_FALLBACK: the lane used while this one cools down
 	Label         string // LANE_<id>_LABEL: the lane's name in messages (issue-pilot's), default its id
+	// ResumeCmd is LANE_<id>_RESUME_CMD, default AGENT_RESUME_CMD: the
+	// command that carries on in a worker's session ({session}) on this
+	// lane, whose CLI made the session. The settings fill in the claude
+	// preset's for a lane that runs the preset's AGENT_CMD.
+	ResumeCmd string
 	// Credentials is LANE_<id>_CREDENTIALS: the folder of the lane's
 	// account's agent CLI configuration (CLAUDE_CONFIG_DIR), "" for the
 	// user's own. It is a path, not a secret.
@@ -50,6 +55,7 @@ func Keys() []Key {
 	return []Key{
 		{"CMD", "AGENT_CMD", "", "agent command of the lane"},
 		{"SUPERVISOR_CMD", "SUPERVISOR_CMD", "", "repair supervisor command of the lane (default: its CMD)"},
+		{"RESUME_CMD", "AGENT_RESUME_CMD", "", "command that carries on in a worker's session on the lane, {session} its id (default: AGENT_RESUME_CMD; for a lane that runs the claude preset's AGENT_CMD, that command --resume {session})"},
 		{"MODE", "MODE", "always", "always, window or off"},
 		{"CONCURRENCY", "DEFAULT_CONCURRENCY", "3", "agents an always lane runs at once"},
 		{"USAGE_CMD", "USAGE_CMD", "", "prints <pct_used> <secs_until_reset> [<five_hour_pct> <five_hour_secs>]"},
@@ -153,7 +159,7 @@ func parseLane(id string, get func(string) (string, bool)) (LaneConfig, error) {
 		}
 		return EnvName(id, key)
 	}
-	lc := LaneConfig{Cmd: val["CMD"], SupervisorCmd: val["SUPERVISOR_CMD"], UsageCmd: val["USAGE_CMD"], Model: val["MODEL"], Fallback: val["FALLBACK"],
+	lc := LaneConfig{Cmd: val["CMD"], SupervisorCmd: val["SUPERVISOR_CMD"], ResumeCmd: val["RESUME_CMD"], UsageCmd: val["USAGE_CMD"], Model: val["MODEL"], Fallback: val["FALLBACK"],
 		Label: val["LABEL"], Credentials: val["CREDENTIALS"], Names: names}
 	lc.ID = id
 	if lc.Label == "" {

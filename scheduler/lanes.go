@@ -18,6 +18,7 @@ type Lane struct {
 	ID            string
 	Cmd           string // the worker's command
 	SupervisorCmd string // the supervisor's command
+	ResumeCmd     string // the command that carries on in a worker's session ("": it starts over)
 	Fallback      string // the lane used while this one cools down
 	Slots         int    // agents it may run at once; the pacer changes it
 	// Account is the configuration folder of the lane's account

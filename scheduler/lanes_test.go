@@ -250,3 +250,29 @@ func TestLaneAttachReachesTheJob(t *testing.T) {
 		t.Errorf("jobs a %+v b %+v, want a on a terminal only", a, b)
 	}
 }
+
+// A job on a lane carries that lane's resume command (LANE_<id>_RESUME_CMD,
+// or the claude preset's for a lane that runs it): the session it resumes
+// is that lane's CLI's.
+func TestLaneJobCarriesItsResumeCmd(t *testing.T) {
+	t.Parallel()
+	lanes := twoLanes(1, 1)
+	lanes[0].ResumeCmd = "claude -p --resume {session}"
+	h := newHarness(t, manifestOf(
+		"[pending] **a** — a (lane: claude)",
+		"[pending] **b** — b (lane: codex)",
+	), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
+	h.runner.maxParallel = 2
+	h.runner.entered = make(chan Job, 2)
+	if _, _, err := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for range 2 {
+		j := <-h.runner.entered
+		got[j.ID] = j.ResumeCmd
+	}
+	if got["a"] != "claude -p --resume {session}" || got["b"] != "" {
+		t.Errorf("resume commands %q", got)
+	}
+}

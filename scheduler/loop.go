@@ -826,6 +826,7 @@ func (s *Scheduler) launch(ctx context.Context, p *phase, j Job, l *laneSlot) {
 	s.stackOn(p, &j)
 	j.ID, j.Title, j.Doc, j.Owns = p.n.ID, p.n.Title, p.n.Doc, p.n.Owns
 	j.Lane, j.Cmd, j.Account, j.Attach = l.ID, l.cmdOf(j.Role), l.Account, l.Attach
+	j.ResumeCmd = l.ResumeCmd
 	p.lane = l
 	l.running++
 	j.Gate = s.gateOf(p)

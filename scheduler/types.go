@@ -56,6 +56,11 @@ type Job struct {
 	// to the runner's own AGENT_CMD/SUPERVISOR_CMD.
 	Lane string
 	Cmd  string
+	// ResumeCmd is the lane's command that carries on in a worker's
+	// Session (LANE_<id>_RESUME_CMD); with LANES it alone resumes, since
+	// the session is that lane's CLI's. Without LANES the runner's
+	// AGENT_RESUME_CMD does.
+	ResumeCmd string
 	// Account is the lane's account's configuration folder
 	// (LANE_<id>_CREDENTIALS): the agent gets it as CLAUDE_CONFIG_DIR
 	// (under the sandbox, its private copy). "" the user's own.

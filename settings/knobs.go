@@ -165,7 +165,7 @@ func runKnobs() []Knob {
 		{Env: "LISTEN", Flag: "listen", Help: "serve the web page and JSON API on HOST:PORT, e.g. 127.0.0.1:7777 (docs/web.md; default: off)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.Listen })},
 		{Env: "LISTEN_PUBLIC", Flag: "listen-public", Def: "0", Help: "allow --listen on an address that is not loopback (still token-only)", Kind: Bool, Scope: rq, to: field(func(s *Settings) *bool { return &s.ListenPublic })},
 		{Env: "LISTEN_ORIGIN", Flag: "listen-origin", Help: "the page's public origin when an HTTPS proxy serves it, e.g. https://pilot.example.com: its buttons' requests come from there (docs/web.md; default: the listen address)", Kind: String, Scope: rq, to: field(func(s *Settings) *string { return &s.ListenOrigin })},
-		{Env: "AGENT_RESUME_CMD", Flag: "resume-cmd", Help: `command that relaunches a worker in its agent session after a rate limit, a passing API error, a poke or a crash; {session} is the session id (default under the claude preset without LANES: AGENT_CMD --resume {session})`, Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.ResumeCmd })},
+		{Env: "AGENT_RESUME_CMD", Flag: "resume-cmd", Help: `command that relaunches a worker in its agent session after a rate limit, a passing API error, a poke or a crash; {session} is the session id (default under the claude preset: AGENT_CMD --resume {session}; with LANES, each lane's LANE_<id>_RESUME_CMD, the preset's for a lane that runs AGENT_CMD)`, Kind: String, Scope: Run, to: field(func(s *Settings) *string { return &s.ResumeCmd })},
 		{Env: "STUCK_POKES", Flag: "stuck-pokes", Def: "3", Help: "pokes of a stuck agent (STUCK_TIMEOUT: stopped and resumed in its session, at no attempt) before stuck counts as its attempt's failure; 0: stuck is a failure at once", Kind: Int, Scope: rq, to: field(func(s *Settings) *int { return &s.StuckPokes })},
 		{Env: "SANDBOX", Flag: "sandbox", Def: "auto", Help: "bwrap: agents run in a bubblewrap sandbox that can write only their worktree (docs/sandbox.md); off: unconfined; auto: bwrap where it works here, else off with a warning", Kind: Sandbox, Scope: rq, to: field(func(s *Settings) *string { return &s.Sandbox })},
 		{Env: "SANDBOX_NET", Flag: "sandbox-net", Def: "outside", Help: "network inside the sandbox: outside reaches outside addresses but not the host's loopback (slirp4netns; without it, the host's network with a warning), 1 shares the host's (its loopback services too), 0 none (docs/sandbox.md)", Kind: Choice, Choices: sandbox.NetChoices, Scope: rq, to: field(func(s *Settings) *string { return &s.SandboxNet })},
@@ -222,7 +222,7 @@ func laneKnobs() []Knob {
 		{Env: "RESOURCE_PROBE_CMD", Help: "prints <cores> <load5> <mem_available_mb> instead of the machine's own figures", Kind: String, to: field(func(s *Settings) *string { return &s.ProbeCmd })},
 	}
 	for _, k := range pacer.Keys() {
-		if k.Global == "" || k.Global == "AGENT_CMD" || k.Global == "SUPERVISOR_CMD" {
+		if k.Global == "" || k.Global == "AGENT_CMD" || k.Global == "SUPERVISOR_CMD" || k.Global == "AGENT_RESUME_CMD" {
 			continue // no global, or a knob above
 		}
 		// Read by pacer.Parse, through the resolved values.

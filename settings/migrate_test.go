@@ -194,3 +194,33 @@ func TestOrchestratorConfigNoted(t *testing.T) {
 		t.Errorf("notes without issue-orchestrator: %v", s.Notes)
 	}
 }
+
+// TestLanePresetResumes: with LANES the claude preset's resume is each
+// lane's: a lane that runs the preset's AGENT_CMD resumes with it, a lane
+// with its own command (maybe another CLI) only as LANE_<id>_RESUME_CMD
+// or AGENT_RESUME_CMD says.
+func TestLanePresetResumes(t *testing.T) {
+	t.Parallel()
+	preset := DefaultAgent + " --resume {session}"
+	for _, c := range []struct {
+		name   string
+		env    map[string]string
+		a, b   string
+		preset bool
+	}{
+		{"preset lane and own-command lane", map[string]string{"LANES": "a b", "LANE_b_CMD": "codex exec"}, preset, "", true},
+		{"lane's own resume", map[string]string{"LANES": "a b", "LANE_b_CMD": "claude -p --model opus", "LANE_b_RESUME_CMD": "claude -p --model opus --resume {session}"}, preset, "claude -p --model opus --resume {session}", true},
+		{"lane id as written", map[string]string{"LANES": "a b", "LANE_b_CMD": "x", "LANE_B_RESUME_CMD": "x --again {session}"}, preset, "x --again {session}", true},
+		{"AGENT_RESUME_CMD for every lane", map[string]string{"LANES": "a b", "LANE_b_CMD": "x", "AGENT_RESUME_CMD": "y {session}"}, "y {session}", "y {session}", false},
+		{"resume off", map[string]string{"LANES": "a b", "AGENT_RESUME_CMD": ""}, "", "", false},
+		{"codex driver", map[string]string{"LANES": "a b", "AGENT_DRIVER": "codex"}, "", "", false},
+	} {
+		s, err := Resolve(Input{Scope: Run, Env: c.env, Top: t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(s.Lanes) != 2 || s.Lanes[0].ResumeCmd != c.a || s.Lanes[1].ResumeCmd != c.b || s.ResumePreset != c.preset || s.ResumeCmd != c.env["AGENT_RESUME_CMD"] {
+			t.Errorf("%s: lanes' resume %q, %q (preset %v, AGENT_RESUME_CMD %q), want %q, %q (preset %v)", c.name, s.Lanes[0].ResumeCmd, s.Lanes[1].ResumeCmd, s.ResumePreset, s.ResumeCmd, c.a, c.b, c.preset)
+		}
+	}
+}

@@ -510,13 +510,24 @@ func (s *Settings) kubeProblems() []Problem {
 // presetResume: under the claude preset (AGENT_CMD built by AGENT_DRIVER
 // claude, or its default) a worker is resumed in its session by default,
 // as Claudopilot did: AGENT_RESUME_CMD is the agent's command with
-// --resume. Not with LANES, whose commands may be other CLIs.
+// --resume. With LANES the preset is each lane's: a lane that runs the
+// preset's AGENT_CMD (no CMD of its own) and has no RESUME_CMD resumes
+// with it; a lane with its own command may be another CLI, so it resumes
+// only as LANE_<id>_RESUME_CMD (or AGENT_RESUME_CMD) says.
 func (s *Settings) presetResume() {
 	agent := s.vals["AGENT_CMD"].Src
 	claude := agent.Kind == FromDefault || agent.Kind == FromDriver && agent.Name == "claude"
-	if s.vals["AGENT_RESUME_CMD"].Src.Kind != FromDefault || !claude || len(s.Lanes) > 0 {
+	if s.vals["AGENT_RESUME_CMD"].Src.Kind != FromDefault || !claude {
 		return
 	}
-	s.ResumeCmd = s.Agent + " --resume {session}"
-	s.ResumePreset = true
+	preset := s.Agent + " --resume {session}"
+	if len(s.Lanes) == 0 {
+		s.ResumeCmd, s.ResumePreset = preset, true
+		return
+	}
+	for i, l := range s.Lanes {
+		if l.Names["CMD"] == "" && l.Names["RESUME_CMD"] == "" && l.Cmd == s.Agent {
+			s.Lanes[i].ResumeCmd, s.ResumePreset = preset, true
+		}
+	}
 }

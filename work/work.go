@@ -516,9 +516,19 @@ func (r *Runner) command(j scheduler.Job) string {
 	if r.resumes(j) {
 		// Carry on in the agent's own session (after a rate limit, a
 		// transient error, a poke or a crash) instead of starting over.
-		cmd = strings.ReplaceAll(r.ResumeCmd, "{session}", shellQuote(j.Session))
+		cmd = strings.ReplaceAll(r.resumeCmd(j), "{session}", shellQuote(j.Session))
 	}
 	return cmd
+}
+
+// resumeCmd is the command that carries on in j's session: its lane's
+// (LANE_<id>_RESUME_CMD, whose CLI made the session) with LANES, else
+// AGENT_RESUME_CMD.
+func (r *Runner) resumeCmd(j scheduler.Job) string {
+	if j.Lane != "" {
+		return j.ResumeCmd
+	}
+	return r.ResumeCmd
 }
 
 // attachSocket is where the agent's terminal is served, or "" (no ATTACH).
@@ -533,7 +543,7 @@ func (r *Runner) attachSocket(j scheduler.Job) string {
 // a worker's after a rate limit or a crash, any role's after its question
 // was answered.
 func (r *Runner) resumes(j scheduler.Job) bool {
-	return j.Session != "" && r.ResumeCmd != "" && (j.Role == state.Worker || j.Answer != "")
+	return j.Session != "" && r.resumeCmd(j) != "" && (j.Role == state.Worker || j.Answer != "")
 }
 
 // asked ends an attempt whose agent asked a question: what it left is

@@ -1271,3 +1271,30 @@ func TestRunResumesSessionWithNudge(t *testing.T) {
 		t.Errorf("the resumed session's log:\n%s", log)
 	}
 }
+
+// TestLaneResumesWithItsOwnCommand: with LANES the session is the lane's
+// CLI's, so a worker on a lane carries on with the lane's resume command;
+// a lane without one starts over even when AGENT_RESUME_CMD is set.
+func TestLaneResumesWithItsOwnCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.runner.Agent = f.agent("echo fresh; exit 9")
+	f.runner.ResumeCmd = f.agent("echo global; exit 9") + " {session}"
+	j := job()
+	j.Lane, j.Cmd, j.Session = "claude", f.agent("echo fresh-lane; exit 9"), "sess-1"
+	j.ResumeCmd = f.agent(`echo "lane-session=$1"; cat`+doneBody) + " {session}"
+	o := f.run(j)
+	log := f.read(o.LogPath)
+	if !o.OK || !strings.Contains(log, "lane-session=sess-1\n") {
+		t.Fatalf("the lane's resume: %+v\n%s", o, log)
+	}
+	g := newFixture(t)
+	g.runner.ResumeCmd = g.agent("echo global; exit 9") + " {session}"
+	k := job()
+	k.Lane, k.Cmd, k.Session = "codex", g.agent(`echo "fresh-lane"; cat`+doneBody), "sess-2"
+	o = g.run(k)
+	log = g.read(o.LogPath)
+	if !o.OK || !strings.Contains(log, "fresh-lane") || strings.Contains(log, "global") {
+		t.Fatalf("a lane without a resume command: %+v\n%s", o, log)
+	}
+}
