@@ -90,9 +90,15 @@ func (o *Owner) checkBase(ctx context.Context) (*BaseMove, string, error) {
 	b.mu.Lock()
 	writes, busy := b.writes, b.pending != ""
 	b.mu.Unlock()
-	now, err := o.Git.RevParseAlone(ctx, "refs/heads/"+o.Layout.Base)
+	// Through the shared resolver, which reads the ref's file at each
+	// lookup: a rev-parse of its own cost a process per landing (issue
+	// 25 §1).
+	now, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
 		return nil, "", err
+	}
+	if o.baseRead != nil {
+		o.baseRead(now)
 	}
 	b.mu.Lock()
 	from := b.last

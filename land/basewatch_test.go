@@ -1,12 +1,9 @@
 package land_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/claudopilot/claudopilot/land"
 )
@@ -70,42 +67,28 @@ func TestCheckBaseReportsForeignMoves(t *testing.T) {
 // value the driver has just written, that stale read looked like a move
 // backwards ("moved outside the driver: <merge> -> <old>"), and the next
 // poll saw the driver's merge as a second foreign move ("<old> -> <merge>").
-// A git first on PATH that holds the poll's read until the merge has
-// landed makes the race happen every time. (Not parallel: exec finds git
-// on the process's PATH, which only t.Setenv changes.)
+// A hook that holds the poll between its read and its judgement until the
+// merge has landed makes the race happen every time. (It was a git first
+// on PATH that held a rev-parse: the read is the shared resolver's now,
+// issue 25 §1.)
 func TestCheckBaseIgnoresAReadThatRacedTheDriversMove(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, manifestSrc)
-	shim := t.TempDir()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	script := `#!/bin/sh
-case "$*" in
-*"rev-parse --verify -q --end-of-options refs/heads/main^{commit}"*)
-  if mv "` + shim + `/arm" "` + shim + `/armed" 2>/dev/null; then
-    out=$("` + real + `" "$@") || exit $?
-    echo "$out" > "` + shim + `/read"
-    while [ ! -e "` + shim + `/go" ]; do sleep 0.01; done
-    echo "$out"
-    exit 0
-  fi;;
-esac
-exec "` + real + `" "$@"
-`
-	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {
 		t.Fatalf("first CheckBase = %v, %v", m, err)
 	}
 	old := f.rev("main")
 	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a by p1\n"})
 
-	if err := os.WriteFile(filepath.Join(shim, "arm"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	read, release := make(chan string, 1), make(chan struct{})
+	var armed atomic.Bool
+	armed.Store(true)
+	land.HoldBaseRead(f.owner, func(v string) {
+		if armed.CompareAndSwap(true, false) {
+			read <- v
+			<-release
+		}
+	})
 	type result struct {
 		m   *land.BaseMove
 		err error
@@ -116,19 +99,11 @@ exec "` + real + `" "$@"
 		polled <- result{m, err}
 	}()
 	// The poll has read the base: now the driver lands a merge.
-	for deadline := time.Now().Add(time.Minute); ; {
-		if b, err := os.ReadFile(filepath.Join(shim, "read")); err == nil && strings.TrimSpace(string(b)) == old {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the poll never read the base")
-		}
-		time.Sleep(10 * time.Millisecond) // waiting on the shim's file
+	if v := <-read; v != old {
+		t.Fatalf("the poll read %.12s, want the old base %.12s", v, old)
 	}
 	out := f.mustMerge(job("p1", "first", tip))
-	if err := os.WriteFile(filepath.Join(shim, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	close(release)
 	if r := <-polled; r.m != nil || r.err != nil {
 		t.Errorf("the poll that raced the driver's merge reported %v (%v)", r.m, r.err)
 	}

@@ -15,3 +15,7 @@ func OwnMove(o *Owner, move func(), sha string, ok bool) {
 	move()
 	o.base.wrote(sha, ok)
 }
+
+// HoldBaseRead calls hold with every value CheckBase reads, between its
+// read and its judgement of it.
+func HoldBaseRead(o *Owner, hold func(string)) { o.baseRead = hold }

@@ -97,6 +97,7 @@ type ownerState struct {
 	base      baseTrack       // the base value the driver last wrote
 	cleaning  sync.WaitGroup  // cleanups of landed phases under way
 	pred      predictCache    // conflict prediction's merge-tree answers
+	baseRead  func(string)    // tests: called between checkBase's read and its judgement
 }
 
 // attempts bounds how often one Merge rebuilds a merge because the base

@@ -57,9 +57,9 @@ func (c *Client) RevParse(ctx context.Context, rev string) (string, error) {
 }
 
 // RevParseAlone is RevParse in a `git rev-parse` of its own, never the
-// shared resolver: the base poll's read, whose race with the driver's own
-// move of the base a test holds mid-read with a git first on PATH
-// (land's TestCheckBaseIgnoresAReadThatRacedTheDriversMove).
+// shared resolver (PUSH_BASE's reads, once per push). The base poll's
+// read, which a test once held mid-read with a git first on PATH, goes
+// through the resolver since issue 25 §1.
 func (c *Client) RevParseAlone(ctx context.Context, rev string) (string, error) {
 	return c.revParse(ctx, rev+"^{commit}", rev)
 }
