@@ -72,72 +72,14 @@ const toReview = "to-review"
 // PASS does not cover yet, labelled and handed back.
 func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) (string, *failure) {
 	q := w.q
-	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
-	if err != nil {
-		return "", &failure{reason: state.ReasonWorktree, detail: err.Error()}
-	}
-	if sha != st.head {
-		if f := w.push(ctx); f != nil {
-			return "", f
-		}
-		w.pushed = true
-	}
-	if w.pr == nil {
-		pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
-			fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
-		if err != nil {
-			return "", &failure{reason: state.ReasonPR, detail: err.Error()}
-		}
-		w.pr = pr
-		w.stopHB() // an open pull request keeps the claim alive
-		q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
-		if err := q.gh.MarkReady(ctx, w.pr); err != nil {
-			return "", &failure{reason: state.ReasonPR, detail: err.Error()}
-		}
-	}
-	if sha != st.head {
-		st.head, st.since = sha, q.clock.Now()
-	}
-	// headMoved follows a head someone else moved; its checks are read next.
-	headMoved := func(err error) *failure {
-		st.moved++
-		if st.moved > 5 {
-			return &failure{reason: state.ReasonMerge, detail: "the head kept moving: " + err.Error()}
-		}
-		p, perr := q.gh.PR(ctx, w.pr.Number)
-		if perr != nil {
-			return &failure{reason: state.ReasonMerge, detail: perr.Error()}
-		}
-		q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
-		if err := w.follow(ctx, p.HeadSHA); err != nil {
-			return &failure{reason: state.ReasonWorktree, detail: err.Error()}
-		}
-		st.head, st.since = p.HeadSHA, q.clock.Now()
-		return nil
+	if f := w.publish(ctx, st); f != nil {
+		return "", f
 	}
 	for {
 		sha := st.head
 		verdict, checks, stp := w.waitChecks(ctx, sha, st.since)
-		switch {
-		case ctx.Err() != nil:
-			return "", &failure{interrupted: true}
-		case stp != nil && stp.kind == Merged:
-			return Merged, nil
-		case stp != nil && stp.kind == Dropped:
-			return Dropped, &failure{away: stp.why}
-		case stp != nil:
-			return "", &failure{reason: state.ReasonPR, detail: stp.why}
-		case verdict == "timeout":
-			detail := fmt.Sprintf("checks of %s still pending after CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
-			if checks == nil {
-				detail = fmt.Sprintf("checks of %s could not be read for CHECKS_TIMEOUT (%s)", short(sha), q.cfg.ChecksTimeout)
-			} else if p := pendingNames(checks); len(p) > 0 {
-				detail += ": " + strings.Join(p, ", ")
-			}
-			return "", &failure{reason: state.ReasonChecks, detail: detail, checks: pendingNames(checks), head: sha}
-		case verdict == "red":
-			_, failing := Verdict(checks)
-			return "", &failure{reason: state.ReasonChecks, detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks), head: sha, red: true}
+		if kind, f := w.notGreen(ctx, sha, verdict, checks, stp); kind != "" || f != nil {
+			return kind, f
 		}
 		// Green.
 		if !q.cfg.AutoMerge {
@@ -148,33 +90,9 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 			}
 			return Review, nil
 		}
-		// Merge only what CI tested against the current base. A compare
-		// that cannot be read stops the landing (it fails closed).
-		behind, err := q.gh.BehindBase(ctx, q.cfg.Base, sha)
-		if err != nil {
-			return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
-		}
-		if behind > 0 {
-			if st.updates++; st.updates > maxUpdates {
-				return "", &failure{reason: state.ReasonMerge, detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
-			}
-			head, err := q.gh.UpdateBranch(ctx, w.pr.Number, sha)
-			switch {
-			case errors.Is(err, ErrHeadMoved):
-				if f := headMoved(err); f != nil {
-					return "", f
-				}
-				continue
-			case errors.Is(err, ErrConflict):
-				return "", &failure{reason: state.ReasonConflict, detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err), head: sha}
-			case err != nil:
-				return "", &failure{reason: state.ReasonMerge, detail: err.Error()}
-			}
-			q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
-			if err := w.follow(ctx, head); err != nil {
-				return "", &failure{reason: state.ReasonWorktree, detail: err.Error()}
-			}
-			st.head, st.since = head, q.clock.Now()
+		if again, f := w.updateBehind(ctx, sha, st); f != nil {
+			return "", f
+		} else if again {
 			continue
 		}
 		if kind, again, f := w.reviewGate(ctx, reviewFirst, st); f != nil || kind != "" {
@@ -182,30 +100,146 @@ func (w *worker) landStep(ctx context.Context, reviewFirst bool, st *landState) 
 		} else if again {
 			continue
 		}
-		err = w.merge(ctx, sha)
-		switch {
-		case err == nil:
-			q.logIssue(w.n, "merged pull request #%d at %s", w.pr.Number, short(sha))
-			return Merged, nil
-		case errors.Is(err, ErrHeadMoved):
-			if f := headMoved(err); f != nil {
-				return "", f
-			}
-		case errors.Is(err, ErrMergeQueue):
-			kind, f := w.throughQueue(ctx, sha, st)
-			if kind != "" || f != nil {
-				return kind, f
-			}
-			// Removed for a base that moved or conflicts: check again.
-		case errors.Is(err, ErrApprovalRequired):
-			kind, f := w.awaitApproval(ctx, st)
-			if kind != "" || f != nil {
-				return kind, f
-			}
-			// An approval came: check the base again, then merge.
-		default:
-			return "", mergeFailure(err)
+		if kind, f := w.mergeGreen(ctx, sha, st); kind != "" || f != nil {
+			return kind, f
 		}
+	}
+}
+
+// publish pushes the branch's tip when it is new and opens and readies
+// the pull request once; a new tip becomes st.head.
+func (w *worker) publish(ctx context.Context, st *landState) *failure {
+	q := w.q
+	sha, err := q.git.RevParse(ctx, "refs/heads/"+w.branch)
+	if err != nil {
+		return &failure{reason: state.ReasonWorktree, detail: err.Error()}
+	}
+	if sha != st.head {
+		if f := w.push(ctx); f != nil {
+			return f
+		}
+		w.pushed = true
+	}
+	if w.pr == nil {
+		pr, err := q.gh.CreatePR(ctx, w.branch, q.cfg.Base, w.is.Title,
+			fmt.Sprintf("Closes %s\n\nWorked by claudopilot (instance %s) on branch `%s`.", w.id, q.instance, w.branch), true)
+		if err != nil {
+			return &failure{reason: state.ReasonPR, detail: err.Error()}
+		}
+		w.pr = pr
+		w.stopHB() // an open pull request keeps the claim alive
+		q.logIssue(w.n, "pushed %s, pull request #%d", w.branch, pr.Number)
+		if err := q.gh.MarkReady(ctx, w.pr); err != nil {
+			return &failure{reason: state.ReasonPR, detail: err.Error()}
+		}
+	}
+	if sha != st.head {
+		st.head, st.since = sha, q.clock.Now()
+	}
+	return nil
+}
+
+// headMoved follows a head someone else moved; its checks are read next.
+func (w *worker) headMoved(ctx context.Context, st *landState, err error) *failure {
+	q := w.q
+	st.moved++
+	if st.moved > 5 {
+		return &failure{reason: state.ReasonMerge, detail: "the head kept moving: " + err.Error()}
+	}
+	p, perr := q.gh.PR(ctx, w.pr.Number)
+	if perr != nil {
+		return &failure{reason: state.ReasonMerge, detail: perr.Error()}
+	}
+	q.logIssue(w.n, "the head moved to %s; checking again", short(p.HeadSHA))
+	if err := w.follow(ctx, p.HeadSHA); err != nil {
+		return &failure{reason: state.ReasonWorktree, detail: err.Error()}
+	}
+	st.head, st.since = p.HeadSHA, q.clock.Now()
+	return nil
+}
+
+// notGreen ends the landing for what waiting on sha's checks found other
+// than green: an interrupt, the pull request merged or gone from the
+// queue, checks still pending at CHECKS_TIMEOUT, or red. Nothing for green.
+func (w *worker) notGreen(ctx context.Context, sha, verdict string, checks []Check, stp *stop) (string, *failure) {
+	switch {
+	case ctx.Err() != nil:
+		return "", &failure{interrupted: true}
+	case stp != nil && stp.kind == Merged:
+		return Merged, nil
+	case stp != nil && stp.kind == Dropped:
+		return Dropped, &failure{away: stp.why}
+	case stp != nil:
+		return "", &failure{reason: state.ReasonPR, detail: stp.why}
+	case verdict == "timeout":
+		timeout := w.q.cfg.ChecksTimeout
+		detail := fmt.Sprintf("checks of %s still pending after CHECKS_TIMEOUT (%s)", short(sha), timeout)
+		if checks == nil {
+			detail = fmt.Sprintf("checks of %s could not be read for CHECKS_TIMEOUT (%s)", short(sha), timeout)
+		} else if p := pendingNames(checks); len(p) > 0 {
+			detail += ": " + strings.Join(p, ", ")
+		}
+		return "", &failure{reason: state.ReasonChecks, detail: detail, checks: pendingNames(checks), head: sha}
+	case verdict == "red":
+		_, failing := Verdict(checks)
+		return "", &failure{reason: state.ReasonChecks, detail: "failing checks: " + strings.Join(failing, ", "), checks: failing, log: w.checksLog(checks), head: sha, red: true}
+	}
+	return "", nil
+}
+
+// updateBehind brings a green head that lacks commits of the base up to
+// date (again: its checks are read again): merge only what CI tested
+// against the current base. A compare that cannot be read stops the
+// landing (it fails closed).
+func (w *worker) updateBehind(ctx context.Context, sha string, st *landState) (again bool, f *failure) {
+	q := w.q
+	behind, err := q.gh.BehindBase(ctx, q.cfg.Base, sha)
+	if err != nil {
+		return false, &failure{reason: state.ReasonMerge, detail: err.Error()}
+	}
+	if behind == 0 {
+		return false, nil
+	}
+	if st.updates++; st.updates > maxUpdates {
+		return false, &failure{reason: state.ReasonMerge, detail: fmt.Sprintf("%s kept moving: the branch was brought up to date %d times", q.cfg.Base, maxUpdates)}
+	}
+	head, err := q.gh.UpdateBranch(ctx, w.pr.Number, sha)
+	switch {
+	case errors.Is(err, ErrHeadMoved):
+		return true, w.headMoved(ctx, st, err)
+	case errors.Is(err, ErrConflict):
+		return false, &failure{reason: state.ReasonConflict, detail: fmt.Sprintf("%s moved since the checks ran and no longer merges cleanly into %s: %v", q.cfg.Base, w.branch, err), head: sha}
+	case err != nil:
+		return false, &failure{reason: state.ReasonMerge, detail: err.Error()}
+	}
+	q.logIssue(w.n, "%s moved since the checks of %s ran (%d commits behind); updated the branch to %s, checking again", q.cfg.Base, short(sha), behind, short(head))
+	if err := w.follow(ctx, head); err != nil {
+		return false, &failure{reason: state.ReasonWorktree, detail: err.Error()}
+	}
+	st.head, st.since = head, q.clock.Now()
+	return true, nil
+}
+
+// mergeGreen merges the green, current head sha: Merged, a failure, or
+// nothing when its checks are to be read again (the head moved, the merge
+// queue removed it, or an approval came).
+func (w *worker) mergeGreen(ctx context.Context, sha string, st *landState) (string, *failure) {
+	q := w.q
+	err := w.merge(ctx, sha)
+	switch {
+	case err == nil:
+		q.logIssue(w.n, "merged pull request #%d at %s", w.pr.Number, short(sha))
+		return Merged, nil
+	case errors.Is(err, ErrHeadMoved):
+		return "", w.headMoved(ctx, st, err)
+	case errors.Is(err, ErrMergeQueue):
+		// Removed for a base that moved or conflicts: check again.
+		return w.throughQueue(ctx, sha, st)
+	case errors.Is(err, ErrApprovalRequired):
+		// An approval came: check the base again, then merge.
+		return w.awaitApproval(ctx, st)
+	default:
+		return "", mergeFailure(err)
 	}
 }
 

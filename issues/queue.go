@@ -424,180 +424,41 @@ type pollState struct {
 // takes back the claims an earlier run of this clone left (releaseStale):
 // those are offered first, marked Resume.
 func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]scheduler.OutsideNode, error) {
-	var errs []error
-	held := h.held
-	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
+	r := &pollRound{held: h.held, byNum: map[int]*Issue{}, ext: map[int]IssueState{}, other: map[string]IssueState{}}
+	resumed, err := q.takeBackClaims(ctx, h, r)
 	if err != nil {
 		return nil, err
-	}
-	var resumed []scheduler.OutsideNode
-	for _, is := range claimed {
-		if held(is.Number) {
-			continue
-		}
-		released, holder, resume, round, err := q.releaseStale(ctx, is, h.live, h.mine)
-		if resume && err == nil {
-			if h.adopt(ctx, is.Number, round) {
-				q.logf("#%d: claimed by this clone (%s) in a run that did not end it: resumed", is.Number, q.instance)
-				nd := q.node(is, nil) // its deps were done when it was claimed
-				nd.Resume = true
-				resumed = append(resumed, nd)
-			}
-			continue
-		}
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			errs = append(errs, fmt.Errorf("#%d: stale claim check: %w", is.Number, err))
-		case released && holder != "":
-			q.logf("#%d: released the stale claim of %s", is.Number, holder)
-			q.noteReleased(is.Number)
-		case released:
-			q.logf("#%d: %s without a claim comment for %s: back to %s", is.Number, q.cfg.Labels.Claim, q.cfg.ClaimStale, q.cfg.Labels.Ready)
-			q.noteReleased(is.Number)
-		}
 	}
 	ready, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Ready, q.cfg.NewestFirst, q.cfg.BatchSize)
 	if err != nil {
 		return nil, err
 	}
 	st.ready = ready
-	var phases []Phase
 	if q.cfg.Phases != nil {
-		if phases, err = q.cfg.Phases(); err != nil {
+		if r.phases, err = q.cfg.Phases(); err != nil {
 			return nil, fmt.Errorf("roadmap: %w", err)
 		}
 	}
-	isPhase := func(id string) bool {
-		for _, p := range phases {
-			if p.ID == id {
-				return true
-			}
-		}
-		return false
-	}
-	var nodes []graphNode
-	byNum := map[int]*Issue{}
-	for _, is := range ready {
-		if held(is.Number) || is.HasLabel(q.cfg.Labels.Claim) {
-			continue
-		}
-		if l := q.foreignLabel(is); l != "" {
-			if why := "claimed by another tool (" + l + ")"; st.skipLogged[is.Number] != why {
-				q.logf("#%d: skipped, %s", is.Number, why)
-				st.skipLogged[is.Number] = why
-			}
-			continue
-		}
-		ok, why, err := q.trusted(ctx, is)
-		if err != nil {
-			if !errors.Is(err, ErrNotFound) {
-				errs = append(errs, fmt.Errorf("#%d: trust check: %w", is.Number, err))
-			}
-			continue
-		}
-		if !ok {
-			if st.skipLogged[is.Number] != why {
-				q.logf("#%d: skipped, not trusted: %s", is.Number, why)
-				st.skipLogged[is.Number] = why
-				q.noteSkipped(is.Number)
-			}
-			continue
-		}
-		delete(st.skipLogged, is.Number)
-		nodes = append(nodes, graphNode{N: is.Number, Deps: ParseDeps(is.Body, isPhase).Local(q.gh.owner, q.gh.repo)})
-		byNum[is.Number] = is
-	}
-	// Issues the deps name outside the queue: do they exist, are they done?
-	ext := map[int]IssueState{}
-	for _, nd := range nodes {
-		for _, d := range nd.Deps.Issues {
-			if _, in := byNum[d]; in || d == nd.N || held(d) {
-				continue
-			}
-			if _, done := ext[d]; done {
-				continue
-			}
-			s, err := q.gh.issueState(ctx, d)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("#%d: dependency #%d: %w", nd.N, d, err))
-				s = IssueState{Exists: true, Why: "unreadable"}
-			}
-			ext[d] = s
-		}
-	}
-	// Issues of other repositories: read through the API, they are leaves
-	// of the graph (their own deps are not ours to follow).
-	other := map[string]IssueState{}
-	for _, nd := range nodes {
-		for _, r := range nd.Deps.External {
-			if _, done := other[r.String()]; done {
-				continue
-			}
-			s, err := q.gh.RefState(ctx, r)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("#%d: dependency %s: %w", nd.N, r, err))
-				s = IssueState{Exists: true, Why: "unreadable"}
-			}
-			other[r.String()] = s
-		}
-	}
-	exists := map[int]bool{}
-	for n, s := range ext {
-		exists[n] = s.Exists
-	}
-	for _, nd := range nodes {
-		for _, d := range nd.Deps.Issues {
-			if held(d) {
-				exists[d] = true // ours, in the scheduler's graph
-			}
-		}
-	}
-	probs := graphProblems(nodes, phases, exists)
-	for _, nd := range nodes {
-		for _, r := range nd.Deps.External {
-			if !other[r.String()].Exists {
-				probs[nd.N] = append(probs[nd.N], fmt.Sprintf("issue %s depends on unknown issue %q (not found, or not readable with this token)", IssueID(nd.N), r.String()))
-			}
-		}
-	}
+	q.admit(ctx, st, r, ready)
+	q.readDeps(ctx, r)
+	probs := q.depProblems(r)
 	merged := map[string]bool{}
-	for _, p := range phases {
+	for _, p := range r.phases {
 		merged[p.ID] = p.Merged
 	}
 	var out []scheduler.OutsideNode
-	for _, nd := range nodes {
-		is := byNum[nd.N]
+	for _, nd := range r.nodes {
+		is := r.byNum[nd.N]
 		if ps := probs[nd.N]; len(ps) > 0 {
 			if err := q.blockDeps(ctx, is, ps); err != nil && !errors.Is(err, ErrNotFound) {
-				errs = append(errs, fmt.Errorf("#%d: block: %w", nd.N, err))
+				r.errs = append(r.errs, fmt.Errorf("#%d: block: %w", nd.N, err))
 				continue
 			}
 			q.logf("#%d: blocked: %s", nd.N, strings.Join(ps, "; "))
 			q.addResult(Result{Number: nd.N, Kind: Blocked, Reason: strings.Join(ps, "; ")})
 			continue
 		}
-		var waits, deps []string
-		for _, d := range nd.Deps.Issues {
-			if _, in := byNum[d]; in || held(d) {
-				deps = append(deps, IssueID(d))
-			} else if s := ext[d]; !s.Done {
-				waits = append(waits, IssueID(d)+" ("+s.Why+")")
-			}
-		}
-		for _, p := range nd.Deps.Phases {
-			switch {
-			case q.phaseNodes:
-				deps = append(deps, p) // the phase is a node of the same graph
-			case !merged[p]:
-				waits = append(waits, p+" (not merged)")
-			}
-		}
-		for _, r := range nd.Deps.External {
-			if s := other[r.String()]; !s.Done {
-				waits = append(waits, r.String()+" ("+s.Why+")")
-			}
-		}
+		deps, waits := q.depsOf(r, nd, merged)
 		if len(waits) > 0 {
 			w := strings.Join(waits, ", ")
 			if st.waitLogged[nd.N] != w {
@@ -613,7 +474,189 @@ func (q *Queue) poll(ctx context.Context, st *pollState, h pollHooks) ([]schedul
 	}
 	// A campaign's issues first (the scheduler orders by Priority too).
 	slices.SortStableFunc(out, func(a, b scheduler.OutsideNode) int { return b.Priority - a.Priority })
-	return append(resumed, out...), errors.Join(errs...)
+	return append(resumed, out...), errors.Join(r.errs...)
+}
+
+// pollRound is what one poll learns as it goes.
+type pollRound struct {
+	held   func(n int) bool // held when the poll began
+	phases []Phase
+	nodes  []graphNode        // the ready issues admitted, with their deps
+	byNum  map[int]*Issue     // the admitted issues by number
+	ext    map[int]IssueState // issues the deps name outside the queue
+	other  map[string]IssueState
+	errs   []error // what went wrong with single issues; the poll goes on
+}
+
+// takeBackClaims goes through the claimed issues this driver does not
+// hold: releases stale claims, and takes back (Resume) those an earlier
+// run of this clone left.
+func (q *Queue) takeBackClaims(ctx context.Context, h pollHooks, r *pollRound) ([]scheduler.OutsideNode, error) {
+	claimed, err := q.gh.OpenIssues(ctx, q.cfg.Labels.Claim, q.cfg.NewestFirst, q.cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	var resumed []scheduler.OutsideNode
+	for _, is := range claimed {
+		if h.held(is.Number) {
+			continue
+		}
+		released, holder, resume, round, err := q.releaseStale(ctx, is, h.live, h.mine)
+		if resume && err == nil {
+			if h.adopt(ctx, is.Number, round) {
+				q.logf("#%d: claimed by this clone (%s) in a run that did not end it: resumed", is.Number, q.instance)
+				nd := q.node(is, nil) // its deps were done when it was claimed
+				nd.Resume = true
+				resumed = append(resumed, nd)
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			r.errs = append(r.errs, fmt.Errorf("#%d: stale claim check: %w", is.Number, err))
+		case released && holder != "":
+			q.logf("#%d: released the stale claim of %s", is.Number, holder)
+			q.noteReleased(is.Number)
+		case released:
+			q.logf("#%d: %s without a claim comment for %s: back to %s", is.Number, q.cfg.Labels.Claim, q.cfg.ClaimStale, q.cfg.Labels.Ready)
+			q.noteReleased(is.Number)
+		}
+	}
+	return resumed, nil
+}
+
+// admit takes into r the ready issues that are not held, not claimed
+// (by this tool or another) and trusted, with their deps; a skip is logged
+// once per reason.
+func (q *Queue) admit(ctx context.Context, st *pollState, r *pollRound, ready []*Issue) {
+	isPhase := func(id string) bool {
+		for _, p := range r.phases {
+			if p.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	for _, is := range ready {
+		if r.held(is.Number) || is.HasLabel(q.cfg.Labels.Claim) {
+			continue
+		}
+		if l := q.foreignLabel(is); l != "" {
+			if why := "claimed by another tool (" + l + ")"; st.skipLogged[is.Number] != why {
+				q.logf("#%d: skipped, %s", is.Number, why)
+				st.skipLogged[is.Number] = why
+			}
+			continue
+		}
+		ok, why, err := q.trusted(ctx, is)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				r.errs = append(r.errs, fmt.Errorf("#%d: trust check: %w", is.Number, err))
+			}
+			continue
+		}
+		if !ok {
+			if st.skipLogged[is.Number] != why {
+				q.logf("#%d: skipped, not trusted: %s", is.Number, why)
+				st.skipLogged[is.Number] = why
+				q.noteSkipped(is.Number)
+			}
+			continue
+		}
+		delete(st.skipLogged, is.Number)
+		r.nodes = append(r.nodes, graphNode{N: is.Number, Deps: ParseDeps(is.Body, isPhase).Local(q.gh.owner, q.gh.repo)})
+		r.byNum[is.Number] = is
+	}
+}
+
+// readDeps reads the state of the issues the deps name outside the queue
+// (do they exist, are they done?) and of other repositories' issues (read
+// through the API, they are leaves of the graph: their own deps are not
+// ours to follow). An unreadable one counts as existing, not done.
+func (q *Queue) readDeps(ctx context.Context, r *pollRound) {
+	for _, nd := range r.nodes {
+		for _, d := range nd.Deps.Issues {
+			if _, in := r.byNum[d]; in || d == nd.N || r.held(d) {
+				continue
+			}
+			if _, done := r.ext[d]; done {
+				continue
+			}
+			s, err := q.gh.issueState(ctx, d)
+			if err != nil {
+				r.errs = append(r.errs, fmt.Errorf("#%d: dependency #%d: %w", nd.N, d, err))
+				s = IssueState{Exists: true, Why: "unreadable"}
+			}
+			r.ext[d] = s
+		}
+	}
+	for _, nd := range r.nodes {
+		for _, ref := range nd.Deps.External {
+			if _, done := r.other[ref.String()]; done {
+				continue
+			}
+			s, err := q.gh.RefState(ctx, ref)
+			if err != nil {
+				r.errs = append(r.errs, fmt.Errorf("#%d: dependency %s: %w", nd.N, ref, err))
+				s = IssueState{Exists: true, Why: "unreadable"}
+			}
+			r.other[ref.String()] = s
+		}
+	}
+}
+
+// depProblems returns, by issue, what is wrong with its deps: cycles,
+// unknown issues or phases (graphProblems), unknown issues of other
+// repositories.
+func (q *Queue) depProblems(r *pollRound) map[int][]string {
+	exists := map[int]bool{}
+	for n, s := range r.ext {
+		exists[n] = s.Exists
+	}
+	for _, nd := range r.nodes {
+		for _, d := range nd.Deps.Issues {
+			if r.held(d) {
+				exists[d] = true // ours, in the scheduler's graph
+			}
+		}
+	}
+	probs := graphProblems(r.nodes, r.phases, exists)
+	for _, nd := range r.nodes {
+		for _, ref := range nd.Deps.External {
+			if !r.other[ref.String()].Exists {
+				probs[nd.N] = append(probs[nd.N], fmt.Sprintf("issue %s depends on unknown issue %q (not found, or not readable with this token)", IssueID(nd.N), ref.String()))
+			}
+		}
+	}
+	return probs
+}
+
+// depsOf splits an issue's deps into those that are nodes of the
+// scheduler's graph (deps) and those it waits on here, not done yet
+// (waits, each with why).
+func (q *Queue) depsOf(r *pollRound, nd graphNode, merged map[string]bool) (deps, waits []string) {
+	for _, d := range nd.Deps.Issues {
+		if _, in := r.byNum[d]; in || r.held(d) {
+			deps = append(deps, IssueID(d))
+		} else if s := r.ext[d]; !s.Done {
+			waits = append(waits, IssueID(d)+" ("+s.Why+")")
+		}
+	}
+	for _, p := range nd.Deps.Phases {
+		switch {
+		case q.phaseNodes:
+			deps = append(deps, p) // the phase is a node of the same graph
+		case !merged[p]:
+			waits = append(waits, p+" (not merged)")
+		}
+	}
+	for _, ref := range nd.Deps.External {
+		if s := r.other[ref.String()]; !s.Done {
+			waits = append(waits, ref.String()+" ("+s.Why+")")
+		}
+	}
+	return deps, waits
 }
 
 // pollHooks is what a poll asks of the Source about this driver's claims.
