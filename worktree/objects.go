@@ -243,22 +243,62 @@ func (c *Client) ReplaceFiles(ctx context.Context, tree string, files map[string
 }
 
 func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string][]byte, remove []string) (string, error) {
+	writes, err := checkChanges(files, remove)
+	if err != nil {
+		return "", err
+	}
+	info, err := c.indexInfo(ctx, tree, files, writes, remove)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "claudopilot-index-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := c.run(ctx, "", nil, env, "read-tree", "--end-of-options", tree); err != nil {
+		return "", err
+	}
+	if info != "" {
+		if _, err := c.run(ctx, "", []byte(info), env, "update-index", "-z", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	out, err := c.run(ctx, "", nil, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return trimNL(out), nil
+}
+
+// checkChanges checks every path written or removed (relative, inside the
+// tree, none both) and returns the written ones sorted.
+func checkChanges(files map[string][]byte, remove []string) ([]string, error) {
 	writes := make([]string, 0, len(files))
 	for p := range files {
 		if err := checkRelPath(p); err != nil {
-			return "", err
+			return nil, err
 		}
 		writes = append(writes, p)
 	}
 	slices.Sort(writes)
 	for _, p := range remove {
 		if err := checkRelPath(p); err != nil {
-			return "", err
+			return nil, err
 		}
 		if _, ok := files[p]; ok {
-			return "", fmt.Errorf("path %q is both written and removed", p)
+			return nil, fmt.Errorf("path %q is both written and removed", p)
 		}
 	}
+	return writes, nil
+}
+
+// indexInfo writes the blobs of files and returns update-index
+// --index-info's input (-z) for the writes and removals on tree. A write
+// keeps an existing file's mode; one where a folder (or a folder's place
+// is a file) is, and a removal of a folder, are refused.
+func (c *Client) indexInfo(ctx context.Context, tree string, files map[string][]byte, writes, remove []string) (string, error) {
 	// Look up every written/removed path and every ancestor of a written path.
 	query := slices.Clone(remove)
 	for _, p := range writes {
@@ -304,26 +344,7 @@ func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string
 		}
 		fmt.Fprintf(&info, "0 %s\t%s\x00", zeroOID, p)
 	}
-
-	tmp, err := os.MkdirTemp("", "claudopilot-index-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
-	if _, err := c.run(ctx, "", nil, env, "read-tree", "--end-of-options", tree); err != nil {
-		return "", err
-	}
-	if info.Len() > 0 {
-		if _, err := c.run(ctx, "", []byte(info.String()), env, "update-index", "-z", "--index-info"); err != nil {
-			return "", err
-		}
-	}
-	out, err := c.run(ctx, "", nil, env, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	return trimNL(out), nil
+	return info.String(), nil
 }
 
 // ReadFile returns the raw blob at path in rev (git cat-file blob rev:path;
@@ -388,6 +409,7 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 	if err := checkRelPath(p); err != nil {
 		return "", err
 	}
+	slow := func() (string, error) { return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil) }
 	dirs := append([]string{""}, ancestors(p)...)
 	specs := make([]string, len(dirs))
 	for i, d := range dirs {
@@ -400,7 +422,7 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 	raw := make([][]byte, len(dirs))
 	for i, o := range objs {
 		if o.missing || o.kind != "tree" {
-			return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
+			return slow()
 		}
 		raw[i] = o.data
 	}
@@ -416,41 +438,14 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 	var batch strings.Builder
 	want := make([]string, len(dirs))
 	for i := len(dirs) - 1; i >= 0; i-- {
-		ents, err := parseTree(raw[i], len(oid)/2)
+		next, ok, err := setEntry(raw[i], names[i], oid, i < len(dirs)-1, &batch)
 		if err != nil {
 			return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
 		}
-		found := false
-		for k := range ents {
-			if ents[k].name != names[i] {
-				continue
-			}
-			isTree := ents[k].mode == "40000"
-			if isTree != (i < len(dirs)-1) || ents[k].mode == "160000" {
-				return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
-			}
-			ents[k].oid, found = oid, true
+		if !ok {
+			return slow()
 		}
-		if !found {
-			return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
-		}
-		var body bytes.Buffer
-		for _, e := range ents {
-			typ := "blob"
-			switch e.mode {
-			case "40000":
-				typ = "tree"
-			case "160000":
-				typ = "commit"
-			}
-			fmt.Fprintf(&batch, "%s %s %s\t%s\n", e.mode, typ, e.oid, e.name)
-			h, _ := hexDecode(e.oid)
-			body.WriteString(e.mode + " " + e.name + "\x00")
-			body.Write(h)
-		}
-		batch.WriteString("\n")
-		oid = objectID("tree", body.Bytes(), len(oid)/2)
-		want[i] = oid
+		oid, want[i] = next, next
 	}
 	got, err := c.run(ctx, "", []byte(batch.String()), nil, "mktree", "--batch")
 	if err != nil {
@@ -465,6 +460,47 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 		}
 	}
 	return want[0], nil
+}
+
+// setEntry gives the entry name of the raw tree the id oid, adds the
+// changed tree to batch (mktree --batch's input) and returns its id. Not
+// ok when there is no such entry, or it is a file where a folder is meant
+// (dir) or the other way round, or a submodule.
+func setEntry(raw []byte, name, oid string, dir bool, batch *strings.Builder) (string, bool, error) {
+	ents, err := parseTree(raw, len(oid)/2)
+	if err != nil {
+		return "", false, err
+	}
+	found := false
+	for k := range ents {
+		if ents[k].name != name {
+			continue
+		}
+		isTree := ents[k].mode == "40000"
+		if isTree != dir || ents[k].mode == "160000" {
+			return "", false, nil
+		}
+		ents[k].oid, found = oid, true
+	}
+	if !found {
+		return "", false, nil
+	}
+	var body bytes.Buffer
+	for _, e := range ents {
+		typ := "blob"
+		switch e.mode {
+		case "40000":
+			typ = "tree"
+		case "160000":
+			typ = "commit"
+		}
+		fmt.Fprintf(batch, "%s %s %s\t%s\n", e.mode, typ, e.oid, e.name)
+		h, _ := hexDecode(e.oid)
+		body.WriteString(e.mode + " " + e.name + "\x00")
+		body.Write(h)
+	}
+	batch.WriteString("\n")
+	return objectID("tree", body.Bytes(), len(oid)/2), true, nil
 }
 
 type treeEntry struct{ mode, name, oid string }
