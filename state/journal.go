@@ -461,6 +461,10 @@ func (h *PhaseHistory) fold(r Record, cool Cooldowns) {
 		if r.Reason != "" {
 			h.Reason = r.Reason
 		}
+		if r.Reason == ReasonNeedsInput && h.Question != "" {
+			// Parked unanswered: the morning's reader wants the question.
+			h.Detail = "no answer to: " + h.Question
+		}
 		h.WaitsOn = r.WaitsOn
 	case "merged":
 		// Finished: its counts stay for `status`; a later launch

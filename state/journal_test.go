@@ -447,3 +447,17 @@ func TestJournalAfterAnotherWriter(t *testing.T) {
 		})
 	}
 }
+
+// A phase parked with its question unanswered keeps the question as its
+// detail, so explain says what was left unanswered.
+func TestParkedQuestionIsTheDetail(t *testing.T) {
+	t.Parallel()
+	hist, _ := History([]Record{
+		{Phase: "a", Event: "launch", Role: Worker, Attempt: 1},
+		{Phase: "a", Event: "ask", Role: Worker, Attempt: 1, Detail: "Which port?"},
+		{Phase: "a", Event: "blocked", Reason: ReasonNeedsInput},
+	})
+	if h := hist["a"]; h.Last != "blocked" || h.Reason != ReasonNeedsInput || h.Detail != "no answer to: Which port?" {
+		t.Errorf("history %+v, want blocked, needs-input, the question as detail", h)
+	}
+}
