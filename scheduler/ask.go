@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -128,9 +129,22 @@ func (s *Scheduler) expireAsks(now time.Time) {
 		q := p.ask
 		p.ask = nil
 		s.tellAsked(p)
-		p.reason, p.detail = state.ReasonNeedsInput, "no answer within "+s.cfg.NeedsInputWait.String()+" to: "+q.question
+		p.reason, p.detail = state.ReasonNeedsInput, "no answer within "+waitText(s.cfg.NeedsInputWait)+" to: "+q.question
 		s.park(p)
 	}
+}
+
+// waitText is NEEDS_INPUT_HOURS as a person writes it: 24h, 1h30m, 1.8s
+// (time.Duration says 24h0m0s).
+func waitText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // asking counts the phases that wait on an answer ("waiting on you").

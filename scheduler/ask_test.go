@@ -131,3 +131,17 @@ func TestNeedsInputUnansweredParks(t *testing.T) {
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Blocked, "b": manifest.Blocked, "c": manifest.Merged})
 }
+
+// The park's detail says NEEDS_INPUT_HOURS as a person writes it, not
+// time.Duration's 24h0m0s.
+func TestWaitText(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour: "24h", 90 * time.Minute: "1h30m", 2 * time.Minute: "2m",
+		1800 * time.Millisecond: "1.8s", 30 * time.Millisecond: "30ms", 3*time.Hour + 5*time.Second: "3h0m5s",
+	} {
+		if got := waitText(d); got != want {
+			t.Errorf("waitText(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
