@@ -114,25 +114,77 @@ func (c *Client) wouldOverwrite(ctx context.Context, dir, oldSHA string, changed
 
 // localChanges returns the sorted paths in worktree dir whose index entry
 // differs from oldSHA or whose working-tree file differs from the index
-// (including untracked, non-ignored files).
+// (including untracked, non-ignored files). One git status answers both
+// when the checkout's HEAD is oldSHA (the usual case: the base checkout
+// before the driver moves the base): its staged column is the index
+// against HEAD. Else a diff-index against oldSHA asks for the index's
+// side (it was asked always: a process per landing, issue 25 §1).
 func (c *Client) localChanges(ctx context.Context, dir, oldSHA string, scope ...string) ([]string, error) {
-	entries, err := c.status(ctx, dir, scope...)
+	head, entries, err := c.statusV2(ctx, dir, scope...)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for _, e := range entries {
-		if e.y != ' ' {
+		if e.y != '.' || (head == oldSHA && e.x != '.') {
 			paths = append(paths, e.path)
 		}
 	}
-	out, err := c.run(ctx, dir, nil, nil, append([]string{"--literal-pathspecs", "diff-index", "--cached", "--name-only", "-z", "--no-renames", "--end-of-options", oldSHA, "--"}, scope...)...)
-	if err != nil {
-		return nil, err
+	if head != oldSHA {
+		out, err := c.run(ctx, dir, nil, nil, append([]string{"--literal-pathspecs", "diff-index", "--cached", "--name-only", "-z", "--no-renames", "--end-of-options", oldSHA, "--"}, scope...)...)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, splitNUL(out)...)
 	}
-	paths = append(paths, splitNUL(out)...)
 	slices.Sort(paths)
 	return slices.Compact(paths), nil
+}
+
+// statusV2 is git status --porcelain=v2 of the checkout dir (limited to
+// paths when given): the commit HEAD named as status ran ("" on an unborn
+// branch), and an entry per changed, unmerged or untracked path, its x
+// (index against HEAD) and y (working tree against index) as v2 writes
+// them: '.' for unchanged, '?' for untracked. --no-ahead-behind: the
+// header must not walk the history to an upstream.
+func (c *Client) statusV2(ctx context.Context, dir string, paths ...string) (string, []statusEntry, error) {
+	args := []string{"--no-optional-locks", "--literal-pathspecs", "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z", "--untracked-files=all", "--no-renames"}
+	if len(paths) > 0 {
+		args = append(append(args, "--"), paths...)
+	}
+	out, err := c.run(ctx, dir, nil, nil, args...)
+	if err != nil {
+		return "", nil, err
+	}
+	fields := strings.Split(string(out), "\x00")
+	var head string
+	var entries []statusEntry
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if oid, ok := strings.CutPrefix(f, "# branch.oid "); ok {
+			if oid != "(initial)" {
+				head = oid
+			}
+			continue
+		}
+		// The fields before the path: ordinary 8, renamed 9 (its
+		// original path follows), unmerged 10, untracked and ignored 1.
+		n := map[string]int{"1": 8, "2": 9, "u": 10, "?": 1}[strings.SplitN(f, " ", 2)[0]]
+		parts := strings.SplitN(f, " ", n+1)
+		if n == 0 || len(parts) != n+1 {
+			continue // a header, an ignored file, or the empty tail
+		}
+		e := statusEntry{x: '?', y: '?', path: parts[n]}
+		if n > 1 && len(parts[1]) == 2 {
+			e.x, e.y = parts[1][0], parts[1][1]
+		}
+		entries = append(entries, e)
+		if parts[0] == "2" && i+1 < len(fields) {
+			i++ // the original path of a rename or copy
+			entries = append(entries, statusEntry{x: e.x, y: e.y, path: fields[i]})
+		}
+	}
+	return head, entries, nil
 }
 
 // maxPathspecs bounds the paths passed on one git command line; past it a

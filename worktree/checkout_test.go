@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,5 +327,36 @@ func TestAdvanceCheckoutWritesBeforeDeleting(t *testing.T) {
 	}
 	if st := mustGit(t, c, "", "status", "--porcelain"); st != "?? rm/end" {
 		t.Errorf("status after advance: %q", st)
+	}
+}
+
+// A change staged in the base checkout, with the working tree as the index,
+// is a local change: before the base moves, git status's staged column
+// says so (its HEAD is the old base) and no diff-index runs (a process per
+// landing, issue 25 §1); after the move, a diff-index against the old
+// base does.
+func TestWouldOverwriteStagedOnlyOneStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, newSHA := mergeSetup(t, c, nil)
+	writeFile(t, c.Dir, "a.txt", "a staged by user\n")
+	mustGit(t, c, "", "add", "a.txt")
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	want := []string{"a.txt"}
+	if over, err := traced.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA); err != nil || !slices.Equal(over, want) {
+		t.Errorf("WouldOverwrite before the move = %q, %v; want %q", over, err, want)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "git diff-index") {
+		t.Errorf("a diff-index ran where status read HEAD at the old base:\n%s", b)
+	}
+	moveMain(t, c, oldSHA, newSHA)
+	if over, err := c.WouldOverwrite(ctx, c.Dir, oldSHA, newSHA); err != nil || !slices.Equal(over, want) {
+		t.Errorf("WouldOverwrite after the move = %q, %v; want %q", over, err, want)
 	}
 }
