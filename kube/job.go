@@ -46,6 +46,7 @@ const (
 	// one its git token may write.
 	AttemptPrefix = "claudopilot/attempt/"
 	startPrefix   = "claudopilot/start/"
+	mergePrefix   = "claudopilot/merge/"
 	basePrefix    = "claudopilot/base/"
 )
 
@@ -59,9 +60,13 @@ type Attempt struct {
 	// exists and holds commits of its own ("" starts at BaseSHA).
 	Base, BaseSHA string
 	Branch, Start string
-	Command       string   // the agent command line (sh -c)
-	Prompt        []byte   // given on stdin and as CLAUDOPILOT_PROMPT_FILE
-	Env           []string // the contract environment (CLAUDOPILOT_*)
+	// Merge is the commit a merge under way brings in (a supervisor
+	// resolving conflicts): the pod merges it after the checkout, its
+	// conflicts left for the agent. "" none.
+	Merge   string
+	Command string   // the agent command line (sh -c)
+	Prompt  []byte   // given on stdin and as CLAUDOPILOT_PROMPT_FILE
+	Env     []string // the contract environment (CLAUDOPILOT_*)
 	// Files are small files the contract names by path (the failure log
 	// a supervisor reads, review findings): variable name -> content.
 	// The pod gets each under inputDir and the variable set to it.
@@ -240,6 +245,7 @@ func (d *Driver) podEnv(a Attempt, name string) []corev1.EnvVar {
 		corev1.EnvVar{Name: "CLAUDOPILOT_REMOTE", Value: d.cfg.Remote},
 		corev1.EnvVar{Name: "CLAUDOPILOT_BASE_SHA", Value: a.BaseSHA},
 		corev1.EnvVar{Name: "CLAUDOPILOT_START_SHA", Value: a.Start},
+		corev1.EnvVar{Name: "CLAUDOPILOT_MERGE_SHA", Value: a.Merge},
 		corev1.EnvVar{Name: "CLAUDOPILOT_AGENT", Value: a.Command},
 		corev1.EnvVar{Name: "CLAUDOPILOT_WORKTREE", Value: repoDir},
 		corev1.EnvVar{Name: "CLAUDOPILOT_RESULT", Value: resultFile},
@@ -314,6 +320,13 @@ if [ -n "$CLAUDOPILOT_START_SHA" ]; then
   start="$CLAUDOPILOT_START_SHA"
 fi
 git checkout -q -B "$CLAUDOPILOT_BRANCH" "$start"
+if [ -n "$CLAUDOPILOT_MERGE_SHA" ]; then
+  # The merge the driver could not finish: made again, conflicts left
+  # in place for the agent (a merge that stops at conflicts exits 1).
+  git fetch -q --no-tags origin "+refs/heads/` + mergePrefix + `$CLAUDOPILOT_JOB:refs/claudopilot/merge"
+  test "$(git rev-parse refs/claudopilot/merge)" = "$CLAUDOPILOT_MERGE_SHA"
+  git merge -q --no-ff --no-commit "$CLAUDOPILOT_MERGE_SHA" || git rev-parse -q --verify MERGE_HEAD >/dev/null
+fi
 mkdir -p "$HOME"
 `
 
@@ -324,6 +337,11 @@ const agentScript = `set -u
 cd "$CLAUDOPILOT_WORKTREE"
 sh -c "$CLAUDOPILOT_AGENT" < "$CLAUDOPILOT_PROMPT_FILE"
 code=$?
+# A merge whose conflicts are still there is not concluded (the markers
+# would be committed): given up, as the driver does with a local one.
+if git rev-parse -q --verify MERGE_HEAD >/dev/null && [ -n "$(git diff --name-only --diff-filter=U)" ]; then
+  git merge --abort
+fi
 git add -A && { git diff --cached --quiet || git commit -q -m "claudopilot: what the agent left uncommitted"; }
 pushed=true
 git push -q --force origin "HEAD:refs/heads/` + AttemptPrefix + `$CLAUDOPILOT_JOB" || pushed=false

@@ -134,6 +134,9 @@ func (d *Driver) launch(ctx context.Context, a Attempt, name string) error {
 	if a.Start != "" {
 		refs = append(refs, a.Start+":refs/heads/"+startPrefix+name)
 	}
+	if a.Merge != "" {
+		refs = append(refs, a.Merge+":refs/heads/"+mergePrefix+name)
+	}
 	if _, err := d.git.Git(ctx, append([]string{"-c", "core.hooksPath=/dev/null", "push", "--quiet", "--force", d.cfg.Remote}, refs...)...); err != nil {
 		return fmt.Errorf("kubernetes: push the attempt's start to K8S_REMOTE: %w", err)
 	}
@@ -149,10 +152,10 @@ func (d *Driver) launch(ctx context.Context, a Attempt, name string) error {
 func (d *Driver) Done(ctx context.Context, job string) error {
 	ctx = context.WithoutCancel(ctx)
 	err := d.deleteJob(ctx, job)
-	// One push deletes the three; one that is not there (no start, no
-	// result) fails alone, and is no failure.
+	// One push deletes the four; one that is not there (no start, no
+	// merge, no result) fails alone, and is no failure.
 	d.git.Git(ctx, "-c", "core.hooksPath=/dev/null", "push", "--quiet", d.cfg.Remote,
-		":refs/heads/"+basePrefix+job, ":refs/heads/"+startPrefix+job, ":refs/heads/"+AttemptPrefix+job)
+		":refs/heads/"+basePrefix+job, ":refs/heads/"+startPrefix+job, ":refs/heads/"+mergePrefix+job, ":refs/heads/"+AttemptPrefix+job)
 	if _, lerr := d.git.Git(ctx, "update-ref", "-d", localRef(job)); lerr != nil {
 		err = errors.Join(err, lerr)
 	}

@@ -25,6 +25,11 @@ type RemoteAttempt struct {
 	// Base names the base and BaseSHA is the commit the branch starts
 	// from; Branch is the phase branch and Start its tip.
 	Base, BaseSHA, Branch, Start string
+	// Merge is the commit a merge under way in the worktree brings in
+	// (a supervisor sent to resolve the conflicts of a merge of the
+	// base): the remote makes the same merge, conflicts left, before its
+	// agent runs. "" none.
+	Merge string
 	// Spec is what proc.Run would have run: the command, the contract
 	// environment, the prompt, the log and its funnel, the timeouts.
 	Spec proc.Spec
@@ -60,6 +65,9 @@ func (r *Runner) runAgent(ctx context.Context, j scheduler.Job, t target, wt str
 	if a.Start, err = r.Git.RevParse(ctx, "refs/heads/"+t.branch); err != nil {
 		return proc.Result{ExitCode: -1, Reason: proc.ReasonStart, Err: err}
 	}
+	if a.Merge, err = r.mergeUnderWay(ctx, wt); err != nil {
+		return proc.Result{ExitCode: -1, Reason: proc.ReasonStart, Err: err}
+	}
 	rr := r.Remote.RunAgent(ctx, a)
 	res := rr.Result
 	if rr.Tip != "" && rr.Tip != a.Start {
@@ -74,6 +82,24 @@ func (r *Runner) runAgent(ctx context.Context, j scheduler.Job, t target, wt str
 		}
 	}
 	return res
+}
+
+// mergeUnderWay is the commit the merge under way in wt brings in ("" no
+// merge is under way): the conflicts a supervisor resolves are in the
+// worktree only, uncommitted, so the remote is told to make them again.
+func (r *Runner) mergeUnderWay(ctx context.Context, wt string) (string, error) {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return "", err
+	}
+	if !r.Git.MergeInProgressIn(ctx, wt, gd) {
+		return "", nil
+	}
+	sha, err := r.Git.GitIn(ctx, wt, "rev-parse", "--verify", "MERGE_HEAD^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("the merge under way in %s: %w", wt, err)
+	}
+	return sha, nil
 }
 
 // RemoteRefused: the remote's result could not be taken onto the branch.
@@ -92,6 +118,16 @@ func (r *Runner) takeRemote(ctx context.Context, wt, branch, start, tip string) 
 	}
 	if err := r.checkHead(ctx, wt, branch); err != nil {
 		return err
+	}
+	// The merge the remote was sent to resolve is its result's now (a
+	// merge commit descending from start): the one left here, with its
+	// conflicts, would stop the fast-forward.
+	if merge, err := r.mergeUnderWay(ctx, wt); err != nil {
+		return err
+	} else if merge != "" {
+		if err := r.Git.MergeAbort(ctx, wt); err != nil {
+			return fmt.Errorf("abort the merge in %s before taking the agent's result: %w", wt, err)
+		}
 	}
 	if err := r.Git.FastForward(ctx, wt, tip); err != nil {
 		return fmt.Errorf("bring %s to the agent's result: %w", branch, err)
