@@ -224,6 +224,7 @@ func wireControls(ctx context.Context, log io.Writer, l state.Layout, roadmapDir
 		}
 	}
 	cfg.Paused = sw.Paused
+	cfg.Answers = answers(sw.Answers)
 	if len(ls.Lanes) > 0 {
 		plan, _, err := ls.Pass(ctx, l.StateDir(), sw, false)
 		if err != nil {

@@ -145,3 +145,44 @@ func TestWaitText(t *testing.T) {
 		}
 	}
 }
+
+// An answer given while no driver ran, after the question's deadline
+// (answer_by): `claudopilot answer` took it, and said the next run starts
+// that way. The next driver takes it (Config.Answers, read at its start)
+// before it checks the deadline, so the phase goes on instead of being
+// parked with the answer lost. Before, the first pass parked it: the
+// answer came through Controls, after.
+func TestLateAnswerBeforeTheNextStart(t *testing.T) {
+	t.Parallel()
+	text := manifestOf("[pending] **a** — a", "[pending] **b** — b (deps: a)")
+	h1 := newHarness(t, text, Config{MaxParallel: 1, MaxSupervisorAttempts: 1, NeedsInputWait: time.Hour})
+	h1.jn = openJournal(t)
+	h1.runner.on("a", state.Worker, asks("which port?"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h1.start(ctx)
+	h1.ev.wait(t, "the question", isEv(EvAsk, "a"))
+	cancel()
+	_, _, err := h1.await(ch)
+	wantErrIs(t, err, ErrInterrupted)
+	hist, _ := state.History(readRecords(t, h1.jn))
+
+	answers := map[string]Answer{"a": {Asked: hist["a"].Asked, Text: "8080"}}
+	h2 := newHarness(t, h1.store.text(), Config{MaxParallel: 1, MaxSupervisorAttempts: 1, NeedsInputWait: time.Hour, Answers: answers})
+	h2.jn = reopen(t, h1.jn)
+	s := h2.build()
+	later := hist["a"].AskUntil.Add(time.Minute)
+	s.now = func() time.Time { return later }
+	_, evs, err := h2.await(h2.start(context.Background()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, fmtEvents(evs))
+	}
+	js := h2.runner.jobsOf("a", state.Worker)
+	if len(js) != 1 || js[0].Answer != "8080" || js[0].Question != "which port?" {
+		t.Fatalf("a's jobs after the restart %+v, want one with the answer", js)
+	}
+	if indexOf(evs, isEv(EvBlocked, "a")) >= 0 {
+		t.Errorf("a was parked with its answer waiting: %s", fmtEvents(evs))
+	}
+	h2.store.wantStates(t, allMerged("a", "b"))
+}

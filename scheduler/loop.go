@@ -87,6 +87,10 @@ type Config struct {
 	// NeedsInputWait is how long a question waits for an answer before
 	// its phase parks (NEEDS_INPUT_HOURS; 0: DefaultNeedsInputWait).
 	NeedsInputWait time.Duration
+	// Answers are the answers already given when the driver starts (the
+	// switches' file), taken before any question's deadline is checked:
+	// one given while no driver ran still counts after its deadline.
+	Answers map[string]Answer
 	// GateState, when set, hears whether the base's gate is red: true
 	// after a merge gate fails, false after a merge lands. The pacer caps
 	// every lane at 1 while it is red. Called from the loop: it must not
@@ -287,6 +291,7 @@ func (s *Scheduler) Run(ctx context.Context) (Summary, error) {
 		return s.summary(), err
 	}
 	s.announce()
+	s.onAnswers(s.cfg.Answers) // before the first pass checks deadlines
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timer := time.NewTimer(time.Hour)
