@@ -83,6 +83,7 @@ func (w *watcher) take() []watch.Event {
 type apiCall struct {
 	Verb, Resource, Name string
 	Delete               *metav1.DeleteOptions
+	Since                string // a log's sinceTime
 }
 
 func newAPIServer(t testing.TB, logs *feed, created func(*batchv1.Job)) *apiServer {
@@ -196,7 +197,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case sub == "log":
-		a.record(apiCall{Verb: "log", Resource: gvr.Resource, Name: name})
+		a.record(apiCall{Verb: "log", Resource: gvr.Resource, Name: name, Since: q.Get("sinceTime")})
 		a.log(w, r, name)
 	case r.Method == http.MethodGet && name == "" && q.Get("watch") == "true":
 		a.record(apiCall{Verb: "watch", Resource: gvr.Resource})

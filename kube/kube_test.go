@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -291,6 +292,56 @@ func TestCancellationDeletesTheJob(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	checkDeletedForeground(t, c, j.Name)
+}
+
+// TestDroppedLogReopened: the log stream of a running agent drops (the
+// API server or the network cut it); on its next tick the driver opens
+// it again from its last output, and the attempt's log holds both parts.
+func TestDroppedLogReopened(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	b := start(context.Background(), d, c.attempt(1, doneAgent))
+	j := <-c.jobs
+	p := c.createPod(j, j.Name+"-a", nil)
+	w1 := c.logs.give(p.Name)
+	p = c.updatePod(p, runningAgent)
+	fmt.Fprintln(w1, "agent: before the drop") // read: the stream is open
+	w2 := c.logs.give(p.Name)
+	w1.Close()
+	wrote := make(chan struct{})
+	go func() { fmt.Fprintln(w2, "agent: after the drop"); close(wrote) }()
+	for i, done := 0, false; !done; i++ {
+		if i == 1e5 {
+			t.Fatal("the log was not opened again after 1e5 steps of the fake clock")
+		}
+		// The ticker fires at each step past its period; no sleep.
+		c.clock.Step(20 * time.Second)
+		select {
+		case <-wrote:
+			done = true
+		case res := <-b.res:
+			t.Fatalf("ended before the log was opened again: %+v", res)
+		default:
+			runtime.Gosched()
+		}
+	}
+	w2.Close()
+	c.updatePod(p, agentEnded(0, "", `{"exit":0,"tip":"","pushed":false}`))
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+	<-b.res
+	out := b.out.String()
+	if !strings.Contains(out, "before the drop") || !strings.Contains(out, "after the drop") {
+		t.Fatalf("log:\n%s", out)
+	}
+	var logs []apiCall
+	for _, a := range c.api.Calls() {
+		if a.Verb == "log" {
+			logs = append(logs, a)
+		}
+	}
+	if len(logs) < 2 || logs[0].Since != "" || logs[1].Since == "" {
+		t.Fatalf("log streams opened: %+v (the second from the last output, sinceTime set)", logs)
+	}
 }
 
 // TestAdoptAfterDriverKill: a driver dies while its attempt's Job runs
