@@ -17,16 +17,30 @@ import (
 // as Claudopilot's driver removed it.
 const ControlDir = "control"
 
-// controlFiles reads the control folder for a running driver.
+// ControlDirV1 is Claudopilot 1.0's control folder, under its run folder
+// (.claudopilot/.run/control, src/config.ts's controlDir): read as well,
+// so a dashboard or script written for 1.0 is not silently ignored.
+const ControlDirV1 = ".run/control"
+
+// controlFiles reads the control folders for a running driver.
 type controlFiles struct {
-	dir        string // .claudopilot/control
-	roadmapDir string // for .retry
+	dirs       []string // .claudopilot/control, .claudopilot/.run/control
+	roadmapDir string   // for .retry
 }
 
-// read takes the files in the folder: it returns the phases to poke and
+// read takes the files in the folders: it returns the phases to poke and
 // carries out the retries, saying what it did on log.
 func (f controlFiles) read(ctx context.Context, log io.Writer) []string {
-	ents, err := os.ReadDir(f.dir)
+	var pokes []string
+	for _, dir := range f.dirs {
+		pokes = append(pokes, f.readDir(ctx, log, dir)...)
+	}
+	return pokes
+}
+
+// readDir takes the files of one control folder.
+func (f controlFiles) readDir(ctx context.Context, log io.Writer, dir string) []string {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil // no folder: nothing asked
 	}
@@ -39,7 +53,7 @@ func (f controlFiles) read(ctx context.Context, log io.Writer) []string {
 	sort.Strings(names)
 	var pokes []string
 	for _, name := range names {
-		if err := os.Remove(filepath.Join(f.dir, name)); err != nil {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			fmt.Fprintf(log, "claudopilot: warning: control: %v\n", err)
 			continue
 		}

@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// Claudopilot's control files are read by a running driver: <id>.poke
+// Claudopilot's control files (v0.x's .claudopilot/control/, 1.0's
+// .claudopilot/.run/control/) are read by a running driver: <id>.poke
 // asks the loop to poke id's worker, <id>.retry sets a [blocked] phase
 // back to [pending]; each file goes once read, an unknown one with a
 // warning.
@@ -18,7 +19,8 @@ func TestControlFiles(t *testing.T) {
 	top := t.TempDir()
 	rm := filepath.Join(top, "roadmap")
 	ctl := filepath.Join(top, ".claudopilot", ControlDir)
-	for _, d := range []string{rm, ctl} {
+	ctlV1 := filepath.Join(top, ".claudopilot", filepath.FromSlash(ControlDirV1)) // Claudopilot 1.0's
+	for _, d := range []string{rm, ctl, ctlV1} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -31,11 +33,12 @@ func TestControlFiles(t *testing.T) {
 	write(filepath.Join(rm, "EXECUTION-MANIFEST.md"), "1. [blocked] **p1** — one\n2. [pending] **p2** — two\n")
 	write(filepath.Join(rm, "p1.md"), "# p1\n")
 	write(filepath.Join(rm, "p2.md"), "# p2\n")
-	for _, n := range []string{"p2.poke", "p1.retry", "p2.kick"} {
+	for _, n := range []string{"p2.poke", "p2.kick"} {
 		write(filepath.Join(ctl, n), "\n")
 	}
+	write(filepath.Join(ctlV1, "p1.retry"), "\n")
 	var log strings.Builder
-	pokes := controlFiles{dir: ctl, roadmapDir: rm}.read(context.Background(), &log)
+	pokes := controlFiles{dirs: []string{ctl, ctlV1}, roadmapDir: rm}.read(context.Background(), &log)
 	if !slices.Equal(pokes, []string{"p2"}) {
 		t.Errorf("pokes %v", pokes)
 	}
@@ -45,7 +48,9 @@ func TestControlFiles(t *testing.T) {
 	if !strings.Contains(log.String(), `p2.kick: unknown action "kick"`) {
 		t.Errorf("log:\n%s", log.String())
 	}
-	if left, _ := os.ReadDir(ctl); len(left) != 0 {
-		t.Errorf("%d control files left", len(left))
+	for _, d := range []string{ctl, ctlV1} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Errorf("%d control files left in %s", len(left), d)
+		}
 	}
 }

@@ -233,7 +233,7 @@ func wireControls(ctx context.Context, log io.Writer, l state.Layout, roadmapDir
 		cfg.Lanes = ls.schedulerLanes(plan)
 		board.set(plan)
 	}
-	files := controlFiles{dir: filepath.Join(l.Dir(), ControlDir), roadmapDir: roadmapDir}
+	files := controlFiles{dirs: []string{filepath.Join(l.Dir(), ControlDir), filepath.Join(l.Dir(), filepath.FromSlash(ControlDirV1))}, roadmapDir: roadmapDir}
 	cfg.Controls, cfg.GateState, err = startControls(ctx, log, l.StateDir(), ls, sw, board, files)
 	return err
 }

@@ -73,6 +73,9 @@ func issuePilotOnly(key string) string {
 		scan    = "claudopilot's scanners and refill take SCANNER_CMD (a command printing candidate issues as JSON lines), SCANNER_FOCUS, SCANNER_LABEL, SCANNER_MAX_ISSUES, SCANNER_INTERVAL_MINUTES and REFILL_THRESHOLD (docs/queue.md)"
 		release = "claudopilot promotes from the base along PROMOTE_TO (e.g. \"staging production\"), every PROMOTE_EVERY_HOURS, and announces each promotion to NOTIFY_CMD (docs/queue.md)"
 		account = "a lane's account is LANE_<id>_CREDENTIALS"
+		// usage is said of the settings issue-pilot's usage scripts
+		// (bin/usage-claude.sh, bin/usage-codex.sh) read from its file.
+		usage = "issue-pilot's usage scripts read it; kept as a lane's USAGE_CMD, such a script gets it in its command (LANE_<id>_USAGE_CMD='NAME=value bin/usage-codex.sh'), and gets the lane's LANE_<id>_CREDENTIALS as CLAUDE_CONFIG_DIR"
 	)
 	exact := map[string]string{
 		"CODEX_ACCOUNTS":         scan,
@@ -83,6 +86,12 @@ func issuePilotOnly(key string) string {
 		"PROD_BRANCH":            release,
 		"REPO_DIR":               "claudopilot works in the clone it runs in",
 		"CLAUDE_ACCOUNTS":        account,
+		"CLAUDE_CREDENTIALS":     usage,
+		"CODEX_HOME":             usage,
+		"CODEX_SESSIONS":         usage,
+		"CODEX_SNAPSHOT_MAX_AGE": usage,
+		"FORCE_MAX_DRIFT":        scan, // its refill's account pick (bin/refill.sh)
+		"FORCE_MAX_USED":         scan,
 		"STATUS_ACCOUNTS":        "the status page is `claudopilot status` and LISTEN (docs/web.md); usage is each lane's USAGE_CMD",
 	}
 	if h, ok := exact[key]; ok {

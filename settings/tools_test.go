@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,6 +244,36 @@ func TestShellLineOfAssignments(t *testing.T) {
 			if got[k] != v {
 				t.Errorf("%s: %s=%q, want %q", c.line, k, got[k], v)
 			}
+		}
+	}
+}
+
+// TestIssuePilotScriptSettings: every setting kasbly/issue-pilot's scripts
+// read from its file (bin/*.sh at eb139b1, `${NAME:-default}`), beyond
+// those its issue-pilot.conf.example lists, is taken or noted, never an
+// error: a file that worked there must not stop a run here.
+func TestIssuePilotScriptSettings(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	keys := []string{"ANNOUNCE_FROM", "CLAUDE_CREDENTIALS", "CODEX_HOME", "CODEX_SESSIONS", "CODEX_SNAPSHOT_MAX_AGE",
+		"FORCE_MAX_DRIFT", "FORCE_MAX_USED", "PROMOTE_MAX_DRIFT", "PROMOTE_MAX_ROUNDS", "PROMOTE_ROUND_WAIT",
+		"SCANNER_DIMENSION", "SCANNER_EFFORT", "SCANNER_FALLBACK_MAX_USED", "SCANNER_GUARD_DEFAULT_TYPE", "SCANNER_MODEL"}
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=1\n")
+	}
+	writeFile(t, top, IssuePilotConf, b.String())
+	s, err := Resolve(Input{Scope: Queue, Top: top})
+	if err != nil {
+		t.Fatalf("issue-pilot's script settings refused: %v", err)
+	}
+	var notes []string
+	for _, n := range s.Notes {
+		notes = append(notes, n.String())
+	}
+	for i, k := range keys {
+		if want := fmt.Sprintf("issue-pilot.conf:%d: %s is issue-pilot's and has no effect here: ", i+1, k); !strings.Contains(strings.Join(notes, "\n"), want) {
+			t.Errorf("no note %q in\n%s", want, strings.Join(notes, "\n"))
 		}
 	}
 }
