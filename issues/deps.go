@@ -6,9 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
@@ -147,8 +145,7 @@ func parseRef(w string) (Ref, bool) {
 // "phase-03"), so "Depends on the login work" declares nothing.
 func ParseDeps(body string, isPhase func(string) bool) Deps {
 	src := []byte(strings.ReplaceAll(body, "\r\n", "\n"))
-	md := goldmark.New(goldmark.WithExtensions(extension.TaskList))
-	doc := md.Parser().Parse(text.NewReader(src))
+	doc := depsParser().Parse(text.NewReader(src))
 	p := depParser{src: src, isPhase: isPhase}
 	p.blocks(doc, false, 0)
 	return p.deps
