@@ -237,14 +237,15 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 		skipSet[p] = true
 	}
 	var upd, del []string
-	var own [][3]string // mode, blob, path; mode "" for a deletion
+	var own [][3]string     // mode, blob, path; mode "" for a deletion
+	var null, status string // the repository's null object id, as the diff writes it
 	for i := 0; i+1 < len(fields); i += 2 {
 		// ":<old mode> <new mode> <old blob> <new blob> <status>"
 		meta, p := strings.Fields(strings.TrimPrefix(fields[i], ":")), fields[i+1]
 		if len(meta) != 5 {
 			return fmt.Errorf("diff-tree: unexpected %q", fields[i])
 		}
-		status := meta[4]
+		status, null = meta[4], strings.Repeat("0", len(meta[2]))
 		switch {
 		case skipSet[p]:
 			e := [3]string{meta[1], meta[3], p}
@@ -272,22 +273,34 @@ func (c *Client) advanceCheckout(ctx context.Context, dir, oldSHA, newSHA string
 			return err
 		}
 	}
-	if err := c.removePaths(ctx, dir, later, env); err != nil {
-		return err
+	return c.settleIndex(ctx, dir, null, later, own, env)
+}
+
+// settleIndex drops the index entries of the deletions left for last and
+// sets those of the paths the caller owns (mode "" : removed) in one `git
+// update-index --index-info` (an `rm --cached` and an update-index per
+// owned path before: two processes or more per landing, issue 25 §1),
+// then removes the deleted files from disk. null is the repository's null
+// object id (the mode-0 line that removes an entry carries one).
+func (c *Client) settleIndex(ctx context.Context, dir, null string, del []string, own [][3]string, env []string) error {
+	if len(del) == 0 && len(own) == 0 {
+		return nil
+	}
+	var in strings.Builder
+	for _, p := range del {
+		in.WriteString("0 " + null + "\t" + p + "\x00")
 	}
 	for _, e := range own {
 		mode, blob, p := e[0], e[1], e[2]
 		if mode == "" {
-			if _, err := c.run(ctx, dir, nil, env, "update-index", "--force-remove", "--", p); err != nil {
-				return err
-			}
-			continue
+			mode, blob = "0", null
 		}
-		if _, err := c.run(ctx, dir, nil, env, "update-index", "--add", "--cacheinfo", mode+","+blob+","+p); err != nil {
-			return err
-		}
+		in.WriteString(mode + " " + blob + "\t" + p + "\x00")
 	}
-	return nil
+	if _, err := c.run(ctx, dir, []byte(in.String()), env, "update-index", "-z", "--index-info"); err != nil {
+		return err
+	}
+	return c.removeFiles(dir, del)
 }
 
 // splitInTheWay splits deletions into those an update needs out of its
@@ -323,10 +336,16 @@ func (c *Client) removePaths(ctx context.Context, dir string, del, env []string)
 	if len(del) == 0 {
 		return nil
 	}
-	top := c.abs(dir)
 	if _, err := c.run(ctx, dir, nulList(del), env, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		return err
 	}
+	return c.removeFiles(dir, del)
+}
+
+// removeFiles removes the files del (repository-relative) from the
+// checkout dir, and the folders they leave empty.
+func (c *Client) removeFiles(dir string, del []string) error {
+	top := c.abs(dir)
 	for _, p := range del {
 		full := filepath.Join(top, filepath.FromSlash(p))
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -360,3 +360,46 @@ func TestWouldOverwriteStagedOnlyOneStatus(t *testing.T) {
 		t.Errorf("WouldOverwrite after the move = %q, %v; want %q", over, err, want)
 	}
 }
+
+// The move's last index work, the deletions left for last and the entries
+// of the paths the caller owns, is one update-index --index-info (an rm
+// --cached and an update-index per owned path before, issue 25 §1): the
+// index ends at the new commit, the deleted file is gone from disk, the
+// owned file's bytes stay.
+func TestAdvanceCheckoutSettlesTheIndexInOneProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	oldSHA, merged := mergeSetup(t, c, nil)
+	// The merge also deletes b.txt.
+	tree, err := c.ReplaceFiles(ctx, strings.TrimSpace(mustGit(t, c, "", "rev-parse", merged+"^{tree}")), nil, []string{"b.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSHA, err := c.CommitTree(ctx, tree, []string{oldSHA}, "Merge task, b.txt deleted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	moveMain(t, c, oldSHA, newSHA)
+	if err := traced.AdvanceCheckout(ctx, c.Dir, oldSHA, newSHA, []string{"MANIFEST.md"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "built-in: git update-index"); n != 1 || strings.Contains(string(b), "built-in: git rm") {
+		t.Errorf("%d update-index (want 1), or an rm:\n%s", n, b)
+	}
+	if out := mustGit(t, c, "", "diff-index", "--cached", "--name-only", newSHA); strings.TrimSpace(out) != "" {
+		t.Errorf("the index differs from the new commit in %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("b.txt, deleted by the merge, is still on disk: %v", err)
+	}
+	if got := readFile(t, c.Dir, "MANIFEST.md"); got != "- [ ] task\n" {
+		t.Errorf("MANIFEST.md = %q, want its bytes untouched", got)
+	}
+}
