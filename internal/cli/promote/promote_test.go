@@ -15,7 +15,8 @@ import (
 
 // `claudopilot promote` through the engine's composition: both steps of
 // the chain promoted, NOTIFY_CMD told of each with an announce event
-// holding the changelog; misuse (no PROMOTE_TO, a --to not in it, a
+// holding the changelog; --now promotes within the interval and --to
+// stops the chain at that branch; misuse (no PROMOTE_TO, a --to not in it, a
 // repository without merge commits) exits 64 and promotes nothing.
 func TestPromoteCommand(t *testing.T) {
 	t.Parallel()
@@ -81,6 +82,19 @@ func TestPromoteCommand(t *testing.T) {
 	}
 	if out, _ := run(chain); !strings.Contains(out, "main → staging: not due") {
 		t.Errorf("again:\n%s", out)
+	}
+	// New work, within the interval: --now promotes it, --to staging
+	// only as far as staging.
+	os.WriteFile(filepath.Join(work, "b.txt"), []byte("b\n"), 0o644)
+	git("-C", work, "add", "-A")
+	git("-C", work, "commit", "-qm", "the CLI (#5)")
+	git("-C", work, "push", "-q", "origin", "main")
+	if out, code := run(chain, "--now", "--to", "staging"); code != 0 || !strings.Contains(out, "main → staging: promoted (pull request #3)") || strings.Contains(out, "production") {
+		t.Errorf("--now --to staging (exit %d):\n%s", code, out)
+	}
+	git("-C", origin, "cat-file", "-e", "staging:b.txt")
+	if cmd := exec.Command("git", "-C", origin, "cat-file", "-e", "production:b.txt"); cmd.Run() == nil {
+		t.Error("--to staging promoted production too")
 	}
 	fake.SetMergeMethods(false, true, true)
 	if out, code := run(chain, "--now"); code != cmdutil.ExitUsage || !strings.Contains(out, "allows none") {
