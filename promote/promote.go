@@ -70,6 +70,9 @@ type Promoter struct {
 	Log      func(format string, args ...any)
 
 	mu sync.Mutex // one round at a time
+	// told is each step's outcome last logged ("from\x00to"): a step that
+	// stays current or waiting is logged once, not at every poll.
+	told map[string]string
 }
 
 // ErrNoMergeCommits: the repository allows no merge commits.
@@ -133,7 +136,7 @@ func (p *Promoter) Round(ctx context.Context, now bool, to string) ([]Result, er
 				p.Announce(r)
 			}
 		}
-		p.logf("promote %s → %s: %s%s", from, into, r.Kind, map[bool]string{true: ": " + r.Why, false: ""}[r.Why != ""])
+		p.tell(r)
 		if r.Kind == Red || r.Kind == Waiting || ctx.Err() != nil {
 			break
 		}
@@ -370,6 +373,25 @@ func (p *Promoter) remote() string {
 		return "origin"
 	}
 	return p.Remote
+}
+
+// tell logs a step's outcome: a promotion or a red step each time, a
+// step current or waiting only when that is news (the loop asks at every
+// poll). Called with p.mu held.
+func (p *Promoter) tell(r Result) {
+	line := fmt.Sprintf("promote %s → %s: %s", r.From, r.To, r.Kind)
+	if r.Why != "" {
+		line += ": " + r.Why
+	}
+	key := r.From + "\x00" + r.To
+	if (r.Kind == Current || r.Kind == Waiting) && p.told[key] == line {
+		return
+	}
+	if p.told == nil {
+		p.told = map[string]string{}
+	}
+	p.told[key] = line
+	p.logf("%s", line)
 }
 
 func (p *Promoter) logf(format string, args ...any) {

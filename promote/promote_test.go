@@ -3,6 +3,7 @@ package promote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +181,32 @@ func TestNoMergeCommits(t *testing.T) {
 	w.fake.SetMergeMethods(false, true, true)
 	if err := CheckRepo(context.Background(), w.p.GitHub); !errors.Is(err, ErrNoMergeCommits) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// The loop asks at every poll: a step that stays current is logged once,
+// not at each round; once it has promoted, current is news again.
+func TestCurrentLoggedOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, func(string, bool) bool { return false })
+	var lines []string
+	w.p.Log = func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }
+	ctx := context.Background()
+	for range 3 {
+		if _, err := w.p.Round(ctx, true, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "promote main → staging: current|promote staging → production: current"
+	if got := strings.Join(lines, "|"); got != want {
+		t.Errorf("three rounds with nothing to promote logged:\n%s\nwant:\n%s", got, want)
+	}
+	lines = nil
+	w.commit("work.txt", "work (#3)")
+	w.p.Round(ctx, true, "")
+	w.p.Round(ctx, true, "")
+	want = "promote main → staging: promoted|promote staging → production: promoted|promote main → staging: current|promote staging → production: current"
+	if got := strings.Join(lines, "|"); got != want {
+		t.Errorf("a promotion, then nothing:\n%s\nwant:\n%s", got, want)
 	}
 }
