@@ -124,3 +124,33 @@ func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// LockState is what a look at the driver lock finds.
+type LockState int
+
+const (
+	LockFree  LockState = iota
+	LockLive            // a live driver holds it (or one on another host, which cannot be checked)
+	LockStale           // its driver is dead, or died before writing it
+)
+
+// LockStatus tells whether the driver lock at path is free, held by a live
+// driver or stale, by the rules AcquireLock takes a lock over by (so what
+// doctor and clean call stale a starting run takes over).
+func LockStatus(path string) (LockInfo, LockState) {
+	if _, err := os.Stat(path); err != nil {
+		return LockInfo{}, LockFree
+	}
+	info, ok := ReadLock(path)
+	if !ok {
+		// A lock being written right now is not stale yet.
+		if staleEmpty(path) {
+			return info, LockStale
+		}
+		return info, LockLive
+	}
+	if _, live := LockHeld(path); live {
+		return info, LockLive
+	}
+	return info, LockStale
+}

@@ -147,3 +147,52 @@ func TestRegressionSafeNameDotDot(t *testing.T) {
 		t.Errorf("Worktree(\"..\") = %q, outside the worktrees folder", got)
 	}
 }
+
+// TestLockStatusAgreesWithAcquire: what LockStatus calls stale (doctor
+// warns, clean removes it) is what AcquireLock takes over, and what it
+// calls live AcquireLock refuses.
+func TestLockStatusAgreesWithAcquire(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	old := time.Now().Add(-time.Minute)
+	holder := func(pid int, host string) []byte {
+		b, _ := json.Marshal(LockInfo{PID: pid, Host: host, Time: time.Now()})
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		data  []byte // nil: no lock file
+		old   bool   // the file is a minute old
+		empty bool
+		want  LockState
+	}{
+		{name: "none", want: LockFree},
+		{name: "dead holder", data: holder(deadPID, host), want: LockStale},
+		{name: "live holder", data: holder(os.Getpid(), host), want: LockLive},
+		{name: "other host", data: holder(deadPID, "some-other-host.invalid"), want: LockLive},
+		{name: "fresh empty", empty: true, want: LockLive},
+		{name: "old empty", empty: true, old: true, want: LockStale},
+	} {
+		path := filepath.Join(t.TempDir(), "lock")
+		if c.data != nil || c.empty {
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.old {
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, got := LockStatus(path); got != c.want {
+			t.Errorf("%s: LockStatus %d, want %d", c.name, got, c.want)
+		}
+		l, err := AcquireLock(path)
+		if took := err == nil; took != (c.want != LockLive) {
+			t.Errorf("%s: AcquireLock took it: %v (err %v), LockStatus says %d", c.name, took, err, c.want)
+		}
+		if l != nil {
+			l.Release()
+		}
+	}
+}

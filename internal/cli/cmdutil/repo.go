@@ -155,35 +155,6 @@ func LockHolder(info state.LockInfo) string {
 	return fmt.Sprintf("a run is going on (pid %d on %s since %s)", info.PID, info.Host, info.Time.Local().Format(time.DateTime))
 }
 
-type LockState int
-
-const (
-	LockFree  LockState = iota
-	LockLive            // a live driver holds it (or one on another host, which cannot be checked)
-	LockStale           // its driver is dead, or died before writing it
-)
-
-// lockStatus tells whether the driver lock at path is free, held by a live
-// driver or stale, by the same rules a starting run uses to take it over.
-func LockStatus(path string) (state.LockInfo, LockState) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return state.LockInfo{}, LockFree
-	}
-	info, ok := state.ReadLock(path)
-	if !ok {
-		// A lock being written right now is not stale yet.
-		if time.Since(st.ModTime()) > 5*time.Second {
-			return info, LockStale
-		}
-		return info, LockLive
-	}
-	if _, live := state.LockHeld(path); live {
-		return info, LockLive
-	}
-	return info, LockStale
-}
-
 // stateDirOf finds the state folder of the repository holding dir.
 func StateDirOf(ctx context.Context, a *App, dir string) (*worktree.Client, string, error) {
 	git, err := worktree.Open(ctx, dir, a.GitEnv())

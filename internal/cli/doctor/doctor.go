@@ -558,12 +558,12 @@ func (d *doctorState) checkLeftovers(ctx context.Context) {
 		return
 	}
 	lockPath := state.LockPath(common)
-	switch info, st := cmdutil.LockStatus(lockPath); st {
-	case cmdutil.LockFree:
+	switch info, st := state.LockStatus(lockPath); st {
+	case state.LockFree:
 		d.add(doctorOK, "lock: free (no run going on)", "")
-	case cmdutil.LockLive:
+	case state.LockLive:
 		d.add(doctorOK, "lock: "+cmdutil.LockHolder(info), "")
-	case cmdutil.LockStale:
+	case state.LockStale:
 		who := "its driver died before writing it"
 		if info.PID > 0 {
 			who = fmt.Sprintf("pid %d on %s is gone", info.PID, info.Host)
