@@ -5,17 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
-	"github.com/claudopilot/claudopilot/land"
-	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/settings"
-	"github.com/claudopilot/claudopilot/state"
-	"github.com/claudopilot/claudopilot/worktree"
 )
 
 const cleanAbout = `
@@ -85,359 +79,182 @@ func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error)
 	return &Options{App: a, Dir: dir, Parked: *parked, Yes: *yes, DryRun: *dryRun, Flags: fs}, nil
 }
 
-// Run removes what runs left behind, each thing reported.
+// Run removes what runs left behind, each thing reported. What goes and
+// what stays is engine.PlanClean's to decide; clean asks before removing
+// parked work and tells what it did.
 func Run(ctx context.Context, o *Options) error {
-	c, err := open(ctx, o)
+	opt, err := open(ctx, o)
 	if err != nil {
 		return err
 	}
-	if o.Parked && !o.DryRun && c.lock == cmdutil.LockLive {
-		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(c.holder))
+	plan, err := engine.PlanClean(ctx, opt)
+	var refused *engine.CleanRefusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("clean: %s: stop it before clean --parked", cmdutil.LockHolder(refused.Holder))
 	}
-	for _, step := range []func(context.Context) error{c.prune, c.leftovers, c.issueWork, c.litterOfMerged, c.gates, c.staleLock} {
-		if err := step(ctx); err != nil {
-			return fmt.Errorf("clean: %w", err)
+	if err != nil {
+		return fmt.Errorf("clean: %w", err)
+	}
+	r := &report{a: o.App, base: plan.Base, dry: o.DryRun}
+	if ask := plan.ParkedWork(); len(ask) > 0 && !o.DryRun && !o.Yes && !r.confirm(ask) {
+		plan.KeepParked()
+	}
+	for _, it := range plan.Items {
+		if !o.DryRun {
+			if err := plan.Remove(ctx, it); err != nil {
+				return fmt.Errorf("clean: %w", err)
+			}
 		}
+		r.tell(it)
 	}
 	switch {
-	case c.removed == 0 && c.keptN > 0:
+	case r.removed == 0 && r.kept > 0:
 		fmt.Fprintln(o.App.S.Out, "nothing removed")
-	case c.removed == 0:
+	case r.removed == 0:
 		fmt.Fprintln(o.App.S.Out, "nothing to clean")
 	}
 	return nil
 }
 
 // open finds the repository, the roadmap, the base (by the one base rule,
-// without the trunk guard: clean only reads the base) and the lock.
-func open(ctx context.Context, o *Options) (*cleaner, error) {
+// without the trunk guard: clean only reads the base) and the layout.
+func open(ctx context.Context, o *Options) (engine.CleanOptions, error) {
 	a := o.App
 	git, err := cmdutil.OpenRepoFor(ctx, a, o.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("clean: %w", err)
+		return engine.CleanOptions{}, fmt.Errorf("clean: %w", err)
 	}
 	rm, err := roadmap.Load(o.Dir, roadmap.Options{})
 	if err != nil {
-		return nil, err
+		return engine.CleanOptions{}, err
 	}
 	// A bad value elsewhere is run's and doctor's to report; a settings
 	// file that cannot be read stops clean too.
 	s, err := settings.Resolve(settings.Input{Scope: settings.Run, Flags: o.Flags, Env: a.Env, Top: git.Dir})
 	var serr *settings.Error
 	if errors.As(err, &serr) && serr.Unreadable() {
-		return nil, err
+		return engine.CleanOptions{}, err
 	}
 	b, err := s.Base(ctx, git, settings.ReadHere)
 	var be *settings.BaseError
 	if errors.As(err, &be) && be.Kind == settings.BaseDetached {
-		return nil, errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
+		return engine.CleanOptions{}, errors.New("clean: HEAD is detached: name the base branch with --base or BASE_BRANCH")
 	}
 	if err != nil && (be == nil || be.Kind != settings.BaseMissing && be.Kind != settings.BaseUnborn) {
-		return nil, fmt.Errorf("clean: %w", err)
+		return engine.CleanOptions{}, fmt.Errorf("clean: %w", err)
 	}
-	c := &cleaner{a: a, git: git, dry: o.DryRun, o: o, rm: rm, base: b.Branch}
-	if c.baseTip, err = git.RevParse(ctx, "refs/heads/"+c.base); err != nil {
-		return nil, fmt.Errorf("clean: base branch %s does not exist", c.base)
-	}
-	if c.layout, err = engine.MakeLayout(git, o.Dir, c.base); err != nil {
-		return nil, fmt.Errorf("clean: %w", err)
-	}
-	common, err := git.CommonDir(ctx)
+	layout, err := engine.MakeLayout(git, o.Dir, b.Branch)
 	if err != nil {
-		return nil, fmt.Errorf("clean: %w", err)
+		return engine.CleanOptions{}, fmt.Errorf("clean: %w", err)
 	}
-	c.lockPath = state.LockPath(common)
-	c.holder, c.lock = cmdutil.LockStatus(c.lockPath)
-	return c, nil
+	return engine.CleanOptions{Git: git, Layout: layout, Roadmap: rm, Base: b.Branch, Parked: o.Parked, DryRun: o.DryRun}, nil
 }
 
-// prune drops the registrations of worktrees whose folder is gone.
-func (c *cleaner) prune(ctx context.Context) error {
-	wts, err := c.git.Worktrees(ctx)
-	if err != nil {
-		return err
-	}
-	var stale []worktree.Worktree
-	for _, wt := range wts {
-		if wt.Prunable && !wt.Locked {
-			stale = append(stale, wt)
-		}
-	}
-	if len(stale) == 0 {
-		return nil
-	}
-	if !c.dry {
-		if err := c.git.Prune(ctx); err != nil {
-			return err
-		}
-	}
-	for _, wt := range stale {
-		c.did("pruned", "would prune", "stale worktree registration %s (its folder is gone)", c.rel(wt.Path))
-	}
-	return nil
+// report tells each item of a clean: what went (or, with --dry-run, would
+// go) and what stayed, and why.
+type report struct {
+	a             *cmdutil.App
+	base          string
+	dry           bool
+	removed, kept int
 }
 
-// leftovers removes the leftovers of landed phases, and of parked ones
-// when asked to; pending and running phases are never touched.
-func (c *cleaner) leftovers(ctx context.Context) error {
-	lefts, err := land.Leftovers(ctx, c.git, c.layout, c.rm)
-	if err != nil {
-		return err
+// confirm lists the parked work about to go on stderr and asks.
+func (r *report) confirm(ask []engine.CleanItem) bool {
+	for _, it := range ask {
+		fmt.Fprintf(r.a.S.Err, "  %s: %s (%s)\n", r.name(it), it.Why, r.ahead(it))
 	}
-	var parkedLeft []*land.Leftover
-	for _, l := range lefts {
-		switch l.Kind() {
-		case "active":
-			continue
-		case "parked":
-			parkedLeft = append(parkedLeft, l)
-			continue
-		}
-		if err := c.landed(ctx, l, c.base, c.baseTip); err != nil {
-			return err
-		}
+	noun := "branches with their"
+	if len(ask) == 1 {
+		noun = "branch with its"
 	}
-	return c.parked(ctx, parkedLeft, c.o.Parked, c.o.Yes, c.base, c.baseTip)
+	fmt.Fprintf(r.a.S.Err, "remove %d parked %s unmerged work? [y/N] ", len(ask), noun)
+	if cmdutil.Confirmed(r.a) {
+		return true
+	}
+	fmt.Fprintln(r.a.S.Err)
+	return false
 }
 
-// issueWork lists the worktrees of issues (branch claudopilot/issue-N: a
-// blocked issue, or one that went away while worked on) as kept: the
-// queue continues one if its issue is queued again; clean never removes
-// them.
-func (c *cleaner) issueWork(ctx context.Context) error {
-	wts, err := c.git.Worktrees(ctx)
-	if err != nil {
-		return err
+// tell reports one item.
+func (r *report) tell(it engine.CleanItem) {
+	if it.Keep != "" {
+		r.kept++
+		fmt.Fprintf(r.a.S.Out, "kept %s\n", r.keptText(it))
+		return
 	}
-	for _, wt := range wts {
-		if strings.HasPrefix(wt.Branch, "claudopilot/issue-") && !wt.Prunable {
-			c.kept("%s on %s: an issue's work (the queue continues it if the issue is queued again; remove it by hand)", c.rel(wt.Path), wt.Branch)
-		}
+	done, would := "removed", "would remove"
+	switch it.Kind {
+	case engine.CleanRegistration:
+		done, would = "pruned", "would prune"
+	case engine.CleanBranch:
+		done, would = "deleted", "would delete"
 	}
-	return nil
-}
-
-func (c *cleaner) litterOfMerged(ctx context.Context) error {
-	return c.litter(ctx, c.layout, c.rm, c.lock == cmdutil.LockLive)
-}
-
-// gates removes the merge gate's worktrees when no run goes on.
-func (c *cleaner) gates(ctx context.Context) error {
-	if c.lock == cmdutil.LockLive {
-		return nil
-	}
-	for _, gate := range land.GateDirs(c.layout) {
-		if _, err := os.Stat(gate); err != nil {
-			continue
-		}
-		if !c.dry {
-			if err := c.git.RemoveWorktree(ctx, gate); err != nil {
-				return err
-			}
-		}
-		c.did("removed", "would remove", "the merge gate's worktree %s (the next merge makes it again)", c.rel(gate))
-	}
-	return nil
-}
-
-// staleLock removes a lock whose driver is dead, only if it is still the
-// same dead holder's.
-func (c *cleaner) staleLock(context.Context) error {
-	if c.lock != cmdutil.LockStale {
-		return nil
-	}
-	if !c.dry {
-		if now, _ := state.ReadLock(c.lockPath); now.PID == c.holder.PID {
-			if err := os.Remove(c.lockPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	who := "its driver died before writing it"
-	if c.holder.PID > 0 {
-		who = fmt.Sprintf("pid %d on %s is gone", c.holder.PID, c.holder.Host)
-	}
-	c.did("removed", "would remove", "stale lock %s (%s)", c.rel(c.lockPath), who)
-	return nil
-}
-
-type cleaner struct {
-	a       *cmdutil.App
-	git     *worktree.Client
-	dry     bool
-	removed int
-	keptN   int
-
-	o        *Options
-	rm       *roadmap.Roadmap
-	layout   state.Layout
-	base     string
-	baseTip  string
-	lockPath string
-	holder   state.LockInfo
-	lock     cmdutil.LockState
-}
-
-// did reports one removal, or with --dry-run what would be removed.
-func (c *cleaner) did(done, would, format string, args ...any) {
 	verb := done
-	if c.dry {
+	if r.dry {
 		verb = would
 	}
-	c.removed++
-	fmt.Fprintf(c.a.S.Out, "%s %s\n", verb, fmt.Sprintf(format, args...))
+	r.removed++
+	fmt.Fprintf(r.a.S.Out, "%s %s\n", verb, r.goneText(it))
 }
 
-func (c *cleaner) kept(format string, args ...any) {
-	c.keptN++
-	fmt.Fprintf(c.a.S.Out, "kept %s\n", fmt.Sprintf(format, args...))
+// goneText says what an item that goes is.
+func (r *report) goneText(it engine.CleanItem) string {
+	switch it.Kind {
+	case engine.CleanRegistration:
+		return fmt.Sprintf("stale worktree registration %s (its folder is gone)", r.rel(it.Path))
+	case engine.CleanWorktree:
+		why := it.Why
+		if it.Parked && it.Dirty > 0 {
+			why += fmt.Sprintf(", with %s of uncommitted changes", cmdutil.CountNoun(it.Dirty, "file"))
+		}
+		return fmt.Sprintf("worktree %s (%s)", r.rel(it.Path), why)
+	case engine.CleanBranch:
+		if it.Parked {
+			return fmt.Sprintf("branch %s (%s; %s)", it.Branch, it.Why, r.ahead(it))
+		}
+		return fmt.Sprintf("branch %s (%s; %s contains it)", it.Branch, it.Why, r.base)
+	case engine.CleanBaseMove:
+		return fmt.Sprintf("%s (the record of the last move of the base outside the driver, which status shows)", r.rel(it.Path))
+	case engine.CleanGate:
+		return fmt.Sprintf("the merge gate's worktree %s (the next merge makes it again)", r.rel(it.Path))
+	case engine.CleanLock:
+		return fmt.Sprintf("stale lock %s (%s)", r.rel(it.Path), it.Why)
+	}
+	return fmt.Sprintf("%s (%s)", r.rel(it.Path), it.Why) // litter
+}
+
+// keptText says what a kept item is and why it stays.
+func (r *report) keptText(it engine.CleanItem) string {
+	switch it.Keep {
+	case engine.KeptNotOnBase:
+		return fmt.Sprintf("%s: %s, but %s does not contain its tip", r.name(it), it.Why, r.base)
+	case engine.KeptDirty:
+		return fmt.Sprintf("%s: %s, but its worktree has uncommitted changes (%s); remove it yourself with git worktree remove --force %s",
+			r.name(it), it.Why, cmdutil.CountNoun(it.Dirty, "file"), r.rel(it.Path))
+	case engine.KeptParked:
+		return fmt.Sprintf("%s: %s (%s); clean --parked removes it", r.name(it), it.Why, r.ahead(it))
+	case engine.KeptUnconfirmed:
+		return fmt.Sprintf("%s: %s (not confirmed)", r.name(it), it.Why)
+	}
+	return fmt.Sprintf("%s on %s: an issue's work (the queue continues it if the issue is queued again; remove it by hand)", r.rel(it.Path), it.Branch)
+}
+
+// name is how reports call a phase's work: its branch, else its worktree.
+func (r *report) name(it engine.CleanItem) string {
+	if it.Branch != "" {
+		return it.Branch
+	}
+	return r.rel(it.Path)
+}
+
+// ahead says what a parked branch holds that the base lacks.
+func (r *report) ahead(it engine.CleanItem) string {
+	if it.Ahead < 0 {
+		return "unmerged work"
+	}
+	return fmt.Sprintf("%s not on %s", cmdutil.CountNoun(it.Ahead, "commit"), r.base)
 }
 
 // rel names a path from the current folder.
-func (c *cleaner) rel(p string) string { return cmdutil.RelTo(c.a.Cwd, p) }
-
-// landed removes the leftovers of a merged phase, or of one no longer in
-// the manifest, when the base contains its work.
-func (c *cleaner) landed(ctx context.Context, l *land.Leftover, base, baseTip string) error {
-	why := l.Describe()
-	in, err := l.OnBase(ctx, c.git, baseTip)
-	if err != nil {
-		return err
-	}
-	if !in {
-		c.kept("%s: %s, but %s does not contain its tip", leftoverName(c, l), why, base)
-		return nil
-	}
-	if l.Worktree != nil && !l.Worktree.Prunable {
-		dirty, err := c.git.Dirty(ctx, l.Worktree.Path)
-		if err != nil {
-			return err
-		}
-		if len(dirty) > 0 {
-			c.kept("%s: %s, but its worktree has uncommitted changes (%s); remove it yourself with git worktree remove --force %s",
-				leftoverName(c, l), why, cmdutil.CountNoun(len(dirty), "file"), c.rel(l.Worktree.Path))
-			return nil
-		}
-		if !c.dry {
-			if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
-				return err
-			}
-		}
-		c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
-	}
-	if l.Branch != "" {
-		if !c.dry {
-			if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
-				return err
-			}
-		}
-		c.did("deleted", "would delete", "branch %s (%s; %s contains it)", l.Branch, why, base)
-	}
-	return nil
-}
-
-// litter removes what kills left of merged phases (land.FindLitter) and,
-// when no run goes on, the record of the last foreign base move.
-func (c *cleaner) litter(ctx context.Context, l state.Layout, rm *roadmap.Roadmap, live bool) error {
-	var ids []string
-	for _, n := range rm.Nodes {
-		if n.State == manifest.Merged {
-			ids = append(ids, n.ID)
-		}
-	}
-	ls, err := land.FindLitter(ctx, c.git, l, ids)
-	if err != nil {
-		return err
-	}
-	if !c.dry {
-		if err := land.RemoveLitter(ctx, c.git, ls); err != nil {
-			return err
-		}
-	}
-	for _, x := range ls {
-		c.did("removed", "would remove", "%s (%s)", c.rel(x.Path), x.Describe())
-	}
-	moved := land.BaseMovedPath(l)
-	if _, err := os.Stat(moved); err != nil || live {
-		return nil
-	}
-	if !c.dry {
-		if err := land.ForgetBaseMove(l); err != nil {
-			return err
-		}
-	}
-	c.did("removed", "would remove", "%s (the record of the last move of the base outside the driver, which status shows)", c.rel(moved))
-	return nil
-}
-
-// parked removes the branches and worktrees of parked phases, only when
-// asked to and confirmed; otherwise it says what it kept.
-func (c *cleaner) parked(ctx context.Context, ls []*land.Leftover, remove, yes bool, base, baseTip string) error {
-	if len(ls) == 0 {
-		return nil
-	}
-	ahead := make([]string, len(ls))
-	for i, l := range ls {
-		ahead[i] = "unmerged work"
-		if l.Branch != "" {
-			if n, err := c.git.CountCommits(ctx, baseTip, l.Tip); err == nil {
-				ahead[i] = fmt.Sprintf("%s not on %s", cmdutil.CountNoun(n, "commit"), base)
-			}
-		}
-	}
-	if !remove {
-		for i, l := range ls {
-			c.kept("%s: %s (%s); clean --parked removes it", leftoverName(c, l), l.Describe(), ahead[i])
-		}
-		return nil
-	}
-	if !c.dry && !yes {
-		for i, l := range ls {
-			fmt.Fprintf(c.a.S.Err, "  %s: %s (%s)\n", leftoverName(c, l), l.Describe(), ahead[i])
-		}
-		noun := "branches with their"
-		if len(ls) == 1 {
-			noun = "branch with its"
-		}
-		fmt.Fprintf(c.a.S.Err, "remove %d parked %s unmerged work? [y/N] ", len(ls), noun)
-		if !cmdutil.Confirmed(c.a) {
-			fmt.Fprintln(c.a.S.Err)
-			for _, l := range ls {
-				c.kept("%s: %s (not confirmed)", leftoverName(c, l), l.Describe())
-			}
-			return nil
-		}
-	}
-	for i, l := range ls {
-		if l.Worktree != nil && !l.Worktree.Prunable {
-			why := l.Describe()
-			if dirty, err := c.git.Dirty(ctx, l.Worktree.Path); err == nil && len(dirty) > 0 {
-				why += fmt.Sprintf(", with %s of uncommitted changes", cmdutil.CountNoun(len(dirty), "file"))
-			}
-			if !c.dry {
-				if err := c.git.RemoveWorktree(ctx, l.Worktree.Path); err != nil {
-					return err
-				}
-			}
-			c.did("removed", "would remove", "worktree %s (%s)", c.rel(l.Worktree.Path), why)
-		}
-		if l.Branch != "" {
-			if !c.dry {
-				if err := c.git.DeleteBranch(ctx, l.Branch); err != nil {
-					return err
-				}
-			}
-			c.did("deleted", "would delete", "branch %s (%s; %s)", l.Branch, l.Describe(), ahead[i])
-		}
-	}
-	return nil
-}
-
-// leftoverName is how reports call a leftover: its branch, else its
-// worktree.
-func leftoverName(c *cleaner, l *land.Leftover) string {
-	if l.Branch != "" {
-		return l.Branch
-	}
-	return c.rel(l.Worktree.Path)
-}
+func (r *report) rel(p string) string { return cmdutil.RelTo(r.a.Cwd, p) }
