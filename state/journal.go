@@ -78,6 +78,9 @@ type Journal struct {
 	// size is where the file ended after the driver's last write: another
 	// end means another process wrote it (own).
 	size int64
+	// dev and ino name the file the driver writes: another at the path
+	// means it was replaced (own).
+	dev, ino uint64
 	// warn says that another process wrote the journal (SetWarn).
 	warn func(string)
 }
@@ -105,29 +108,30 @@ func OpenJournal(path string) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	f, size, err := openAppend(path)
+	f, st, err := openAppend(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{path: path, f: f, size: size, now: time.Now}, nil
+	return &Journal{path: path, f: f, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino), now: time.Now}, nil
 }
 
 // openAppend opens the journal at path for appending (and reading its
-// last byte), not through a link, and returns its size.
-func openAppend(path string) (*os.File, int64, error) {
+// last byte), not through a link, and returns what fstat says of it.
+func openAppend(path string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, 0, fmt.Errorf("journal: %w", err)
+		return nil, st, fmt.Errorf("journal: %w", err)
 	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
+	err = unix.Fstat(int(f.Fd()), &st)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		err = fmt.Errorf("%s is not a regular file", path)
 	}
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("journal: %w", err)
+		return nil, st, fmt.Errorf("journal: %w", err)
 	}
-	return f, st.Size(), nil
+	return f, st, nil
 }
 
 // own makes sure the next record goes to the file at the journal's path,
@@ -140,34 +144,32 @@ func openAppend(path string) (*os.File, int64, error) {
 // stays the last (a restarted driver still waits on the question). A
 // link put in the journal's place fails closed.
 func (j *Journal) own() error {
-	st, err := j.f.Stat()
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+	// One lstat per record, into a unix.Stat_t (no allocation): the file
+	// at the path is ours (device and inode) and ends where our last
+	// record did, or someone else wrote it.
+	var st unix.Stat_t
+	err := unix.Lstat(j.path, &st)
+	if err == nil && uint64(st.Dev) == j.dev && uint64(st.Ino) == j.ino && st.Size == j.size {
+		return nil
 	}
-	if at, err := os.Lstat(j.path); err != nil || !os.SameFile(st, at) {
-		f, _, err := openAppend(j.path)
+	if err != nil || uint64(st.Dev) != j.dev || uint64(st.Ino) != j.ino {
+		f, fst, err := openAppend(j.path)
 		if err != nil {
 			return fmt.Errorf("the journal was replaced by another process: %w", err)
 		}
 		j.f.Close()
-		j.f = f
-		if st, err = f.Stat(); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		j.size = -1
-	}
-	if st.Size() == j.size {
-		return nil
+		j.f, st = f, fst
+		j.dev, j.ino = uint64(st.Dev), uint64(st.Ino)
 	}
 	if j.warn != nil {
 		j.warn(fmt.Sprintf("the journal %s was written by another process while this driver ran (an agent without the sandbox?); its records go on after what that process wrote", j.path))
 	}
-	j.size = st.Size()
-	if st.Size() == 0 {
+	j.size = st.Size
+	if st.Size == 0 {
 		return nil
 	}
 	var last [1]byte
-	if _, err := j.f.ReadAt(last[:], st.Size()-1); err != nil {
+	if _, err := j.f.ReadAt(last[:], st.Size-1); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	if last[0] != '\n' {

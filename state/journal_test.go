@@ -461,3 +461,19 @@ func TestParkedQuestionIsTheDetail(t *testing.T) {
 		t.Errorf("history %+v, want blocked, needs-input, the question as detail", h)
 	}
 }
+
+// BenchmarkJournalWrite: one record written (no fsync), as the loop
+// writes most of them; own's checks (one fstat, one lstat) included.
+func BenchmarkJournalWrite(b *testing.B) {
+	jn, err := OpenJournal(filepath.Join(b.TempDir(), "journal.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jn.Close()
+	r := Record{Phase: "a", Event: "launch", Role: Worker, Attempt: 1, Time: time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)}
+	for b.Loop() {
+		if err := jn.Write(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
