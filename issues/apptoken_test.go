@@ -50,7 +50,7 @@ func TestOvernightOnAppTokens(t *testing.T) {
 		done <- err
 	}()
 	hours := 3
-	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
+	if soak() {
 		hours = 12
 	}
 	var nums []int

@@ -80,6 +80,10 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// soak is CLAUDOPILOT_SOAK=1 (.ci/run sets it): long tests run in full,
+// otherwise a short version that proves the same property.
+func soak() bool { return os.Getenv("CLAUDOPILOT_SOAK") == "1" }
+
 // testTimeout is every test's request timeout: a bound against a hung
 // fake, never a wait. 5 s failed at load 17-52 (the fake merges, and an
 // OnMerge hook pushes, with real git inside one answer). A test of an

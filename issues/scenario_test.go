@@ -15,11 +15,19 @@ import (
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
+// TestTwoInstancesWorkEachIssueOnce: two instances on one repository
+// work every issue once. Three issues by default (each instance runs two
+// agents at most, so both work), five under CLAUDOPILOT_SOAK=1; the claim
+// race itself is TestConcurrentClaims.
 func TestTwoInstancesWorkEachIssueOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var nums []int
-	for i := 1; i <= 5; i++ {
+	issues := 3
+	if soak() {
+		issues = 5
+	}
+	for i := 1; i <= issues; i++ {
 		nums = append(nums, e.fake.NewIssue("alice", "task", "do it", []string{"agent-ready"}, ""))
 	}
 	record := filepath.Join(e.dir, "record")
