@@ -389,6 +389,47 @@ func TestAdoptAfterDriverKill(t *testing.T) {
 	}
 }
 
+// TestSweepAtStart: a killed driver left Jobs of three phases; only p1
+// has an attempt in flight (the resumed attempt adopts it). At the next
+// start, the Jobs of p2 (running) and p3 (finished) are orphans: deleted
+// with foreground propagation, their refs on the remote with them.
+func TestSweepAtStart(t *testing.T) {
+	c := newCluster(t)
+	first := c.newDriver(c.cfg)
+	names := map[string]string{}
+	for _, ph := range []string{"p1", "p2", "p3"} {
+		a := c.attempt(1, doneAgent)
+		a.Phase = ph
+		names[ph] = JobName(c.repo, ph, "worker", 1)
+		if err := first.launch(context.Background(), a, names[ph]); err != nil {
+			t.Fatal(err)
+		}
+		<-c.jobs
+	}
+	c.endJob(names["p3"], batchv1.JobComplete, "Completed")
+	d := c.driver(c.cfg)
+	deleted, err := d.Sweep(context.Background(), func(phase string) bool { return phase == "p1" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{names["p2"], names["p3"]}
+	if names["p3"] < names["p2"] {
+		want[0], want[1] = want[1], want[0]
+	}
+	if strings.Join(deleted, " ") != strings.Join(want, " ") {
+		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
+	checkDeletedForeground(t, c, names["p2"])
+	checkDeletedForeground(t, c, names["p3"])
+	if c.job(names["p1"]) == nil {
+		t.Fatal("the Job of the attempt in flight was deleted")
+	}
+	refs := run(t, c.remote, "git", "for-each-ref", "--format=%(refname)")
+	if strings.Contains(refs, names["p2"]) || strings.Contains(refs, names["p3"]) || !strings.Contains(refs, names["p1"]) {
+		t.Fatalf("refs on the remote:\n%s", refs)
+	}
+}
+
 // TestCollectFinishedAfterDriverKill: the Job ended while no driver ran;
 // the resumed attempt collects it at once.
 func TestCollectFinishedAfterDriverKill(t *testing.T) {

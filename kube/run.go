@@ -111,6 +111,34 @@ func (d *Driver) settle(ctx context.Context, a Attempt, name string, w *follower
 	return adopt, nil
 }
 
+// Sweep deletes, once the watch has synced at start, this driver's Jobs
+// of the phases no attempt is in flight for (inFlight says which: the
+// attempts a killed driver left, which the resumed ones adopt or
+// collect). What is left of the others is an orphan: a Job whose result
+// was taken but whose deletion failed, or one of a phase that will not
+// run again. Their refs on the remote go with them. It returns the Jobs
+// deleted.
+func (d *Driver) Sweep(ctx context.Context, inFlight func(phase string) bool) ([]string, error) {
+	js, err := d.jobs.Jobs(d.cfg.Namespace).List(d.selector())
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	var errs []error
+	for _, j := range js {
+		if j.DeletionTimestamp != nil || inFlight(j.Annotations[AnnotationPhase]) {
+			continue
+		}
+		if err := d.Done(ctx, j.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, j.Name)
+	}
+	sort.Strings(deleted)
+	return deleted, errors.Join(errs...)
+}
+
 func attemptOf(j *batchv1.Job) int {
 	n, _ := strconv.Atoi(j.Labels[LabelAttempt])
 	return n

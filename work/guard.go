@@ -347,6 +347,14 @@ func (r *Runner) endAttempt(id string) {
 	os.Remove(r.notePath(id, "attempt"))
 }
 
+// AttemptInFlight: an attempt of phase id started and did not end (its
+// note is there: the driver was killed during it). A remote runner keeps
+// what such an attempt left running, for the resumed one to adopt.
+func AttemptInFlight(l state.Layout, id string) bool {
+	_, err := os.Stat(noteIn(l, id, "attempt"))
+	return err == nil
+}
+
 // stagedChanges maps each staged path to its status letter (A, M, D, T).
 func (r *Runner) stagedChanges(ctx context.Context, wt string) (map[string]byte, error) {
 	m, err := r.Git.StagedStatus(ctx, wt)

@@ -34,6 +34,12 @@ func Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.
 		if err != nil {
 			return nil, nil, err
 		}
+		// Orphans of earlier runs go; what a killed driver's attempts
+		// left is kept for the resumed attempts to adopt or collect.
+		if _, err := d.Sweep(ctx, func(phase string) bool { return work.AttemptInFlight(l, phase) }); err != nil {
+			stop()
+			return nil, nil, err
+		}
 		return kube.Runner{Driver: d}, stop, nil
 	}
 }
