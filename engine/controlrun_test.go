@@ -39,8 +39,8 @@ git commit -q -m "$CLAUDOPILOT_PHASE: done"
 // control files on its own one-second ticker (the real one, in a real
 // run of the engine with a shell agent): p1.retry, dropped while p2's
 // worker runs, sets the [blocked] p1 back to [pending] and it runs and
-// lands; p2.poke stops p2's held worker and relaunches it at no attempt,
-// and it lands. The test waits on the run's events, never on a clock.
+// lands; p2.poke, in Claudopilot 1.0's folder (.claudopilot/.run/control),
+// stops p2's held worker and relaunches it at no attempt, and it lands. The test waits on the run's events, never on a clock.
 func TestControlFilesWhileRunning(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -108,6 +108,7 @@ func TestControlFilesWhileRunning(t *testing.T) {
 	}
 	defer eng.Close()
 	ctl := filepath.Join(top, ".claudopilot", engine.ControlDir)
+	ctlV1 := filepath.Join(top, ".claudopilot", filepath.FromSlash(engine.ControlDirV1))
 	done := make(chan error, 1)
 	go func() { _, err := eng.Run(ctx); done <- err }()
 
@@ -131,7 +132,7 @@ func TestControlFilesWhileRunning(t *testing.T) {
 	write(filepath.Join(ctl, "p1.retry"), "\n")
 	next("p1's launch after its retry file", is(scheduler.EvLaunch, "p1"))
 	next("p1's landing", is(scheduler.EvMerged, "p1"))
-	write(filepath.Join(ctl, "p2.poke"), "\n")
+	write(filepath.Join(ctlV1, "p2.poke"), "\n")
 	if ev := next("p2's poke", is(scheduler.EvRetry, "p2")); !strings.Contains(ev.Detail, "poked by hand") {
 		t.Errorf("p2's relaunch says %q, want a poke by hand", ev.Detail)
 	}
@@ -144,8 +145,10 @@ func TestControlFilesWhileRunning(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v\nlog:\n%s", err, log.String())
 	}
-	if left, _ := os.ReadDir(ctl); len(left) != 0 {
-		t.Errorf("%d control files left", len(left))
+	for _, d := range []string{ctl, ctlV1} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Errorf("%d control files left in %s", len(left), d)
+		}
 	}
 	for _, want := range []string{"control: p1: retry: p1 set back to [pending]", "control: p2: poke"} {
 		if !strings.Contains(log.String(), want) {
