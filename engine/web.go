@@ -237,9 +237,9 @@ func (w webActions) Pause() error  { return SetPaused(w.state, true) }
 func (w webActions) Resume() error { return SetPaused(w.state, false) }
 func (w webActions) Drain() error  { return SetDrain(w.state) }
 
-// Answer answers node id's open question (engine.Answer).
-func (w webActions) Answer(id, text string) error {
-	_, _, err := Answer(w.state, id, text)
+// Answer answers node id's question asked at asked (AnswerAsked).
+func (w webActions) Answer(id string, asked time.Time, text string) error {
+	_, _, err := AnswerAsked(w.state, id, asked, text)
 	return err
 }
 

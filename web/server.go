@@ -40,8 +40,9 @@ type Actions interface {
 	// Lane switches lane id on or off, as `claudopilot lane on|off ID`.
 	Lane(id string, on bool) error
 	// Answer answers the open question of node id, as `claudopilot
-	// answer ID TEXT`.
-	Answer(id, text string) error
+	// answer ID TEXT`: the one asked at asked (the page sends the time of
+	// the question it showed), any when zero.
+	Answer(id string, asked time.Time, text string) error
 	// ScannerRun runs scanner name now, through the run's slot pool, as
 	// the refill would; ScannerSwitch switches it off or on, as
 	// `claudopilot scanners off|on NAME` (docs/queue.md).
@@ -327,6 +328,8 @@ type actionReq struct {
 	Action string `json:"action"`
 	ID     string `json:"id"`
 	Text   string `json:"text,omitempty"` // answer's
+	// Asked names the question an answer is for (the state's asked).
+	Asked time.Time `json:"asked,omitzero"`
 }
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
@@ -354,7 +357,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusBadRequest, "answer needs an id and a text")
 			return
 		}
-		err = s.Actions.Answer(req.ID, req.Text)
+		err = s.Actions.Answer(req.ID, req.Asked, req.Text)
 	case "lane_on", "lane_off":
 		if req.ID == "" {
 			httpError(w, http.StatusBadRequest, req.Action+" needs an id (a lane of LANES)")

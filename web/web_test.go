@@ -56,9 +56,12 @@ func (f *fakeActions) Lane(id string, on bool) error {
 	}
 	return f.add("lane off " + id)
 }
-func (f *fakeActions) Answer(id, text string) error {
+func (f *fakeActions) Answer(id string, asked time.Time, text string) error {
 	if id != "p1" {
 		return errors.New("no open question: " + id + " never asked anything")
+	}
+	if !asked.IsZero() {
+		return f.add("answer " + id + " asked " + asked.Format(time.RFC3339) + ": " + text)
 	}
 	return f.add("answer " + id + ": " + text)
 }
@@ -686,7 +689,10 @@ func TestQuestionAndAnswer(t *testing.T) {
 			t.Errorf("%s: %d, want %d", body, got, want)
 		}
 	}
-	if !slices.Equal(f.acts.done, []string{"answer p1: 8080"}) {
+	if got := f.do(t, "POST", "/api/v1/actions", "tok", "", `{"action":"answer","id":"p1","text":"9090","asked":"2026-12-05T02:15:00Z"}`).StatusCode; got != 200 {
+		t.Errorf("an answer naming its question: %d", got)
+	}
+	if !slices.Equal(f.acts.done, []string{"answer p1: 8080", "answer p1 asked 2026-12-05T02:15:00Z: 9090"}) {
 		t.Errorf("actions %v", f.acts.done)
 	}
 	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvAnswer, Phase: "b", Detail: "8080", Time: now})
