@@ -40,11 +40,20 @@ func TestMain(m *testing.M) {
 		// worktrees.
 		os.Setenv("SANDBOX", "off")
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(closing{m}, map[string]func(){
 		// main reads os.Args and the real streams and calls os.Exit with
 		// the command's exit code, as the installed binary does.
 		"claudopilot": main,
 	})
+}
+
+// closing runs the tests, then closes what they shared (the browser).
+type closing struct{ m *testing.M }
+
+func (c closing) Run() int {
+	code := c.m.Run()
+	chromium.close()
+	return code
 }
 
 // soak reports whether the long versions of the end-to-end tests run:

@@ -63,7 +63,9 @@ git add -A && git commit -qm "issue work"
 	cmd := exec.CommandContext(ctx, bin, "queue", "--base", "main", "--agent", agent, "--max-supervisor-attempts", "0",
 		"--poll-seconds", "1", "--listen", "127.0.0.1:0")
 	cmd.Dir = work
-	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "RELEASE="+release)
+	// REFILL_THRESHOLD=0: a polling queue with one issue would run a
+	// scanner (this agent, held until the release) beside the issue's.
+	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "RELEASE="+release, "REFILL_THRESHOLD=0")
 	// out is stderr, read by this test; stdout has the summary.
 	var out, sum bytes.Buffer
 	cmd.Stdout = &sum
@@ -150,11 +152,7 @@ git add -A && git commit -qm "issue work"
 	if browser := findChromium(); browser != "" {
 		// The page shows the issue in the graph and the table, and its
 		// Drain button reaches the queue.
-		actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(420, 900))...)
-		defer acancel()
-		bctx, bcancel := chromedp.NewContext(actx)
-		defer bcancel()
+		bctx := chromium.tab(t, browser)
 		for i, step := range []struct {
 			what string
 			act  chromedp.Action[chromedp.Void]
@@ -165,7 +163,7 @@ git add -A && git commit -qm "issue work"
 			{"click Drain (and say yes)", clickYes("#btn-drain")},
 		} {
 			sctx, scancel := bctx, context.CancelFunc(func() {})
-			if i > 0 { // the first Run starts the browser: no timeout of its own
+			if i > 0 { // the first Run opens the tab: no timeout of its own
 				sctx, scancel = context.WithTimeout(bctx, 90*time.Second) // an upper bound
 			}
 			_, err := chromedp.Run(sctx, step.act)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,13 +187,51 @@ func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun 
 	}
 	r.token = strings.TrimSpace(string(tok))
 
-	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(420, 900))...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	r.bctx = bctx
+	r.bctx = chromium.tab(t, browser)
 	return r
+}
+
+// chromium is the package's one headless Chromium, shared by its browser
+// tests, each in a browser context of its own (cookies apart: every run's
+// page is on 127.0.0.1, whose cookies all ports share) and its own tab.
+// The first test that needs it starts it; TestMain closes it. A start of
+// its own per test cost each about 1.4 s of CPU and 4.5-7.5 s of wall at
+// load 23 (chromium --headless --dump-dom about:blank; #23).
+var chromium sharedChromium
+
+type sharedChromium struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab
+	cancel func()
+	err    error
+}
+
+// tab opens a tab of the shared browser (exe) in a new browser context,
+// closed when the test ends.
+func (c *sharedChromium) tab(t *testing.T, exe string) context.Context {
+	t.Helper()
+	c.once.Do(func() {
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(420, 900))...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		c.ctx, c.cancel = bctx, func() { bcancel(); acancel() }
+		// The first Run starts the browser; its context is the
+		// browser's lifetime, so it has no timeout of its own.
+		_, c.err = chromedp.Run(bctx, do(func() error { return nil }))
+	})
+	if c.err != nil {
+		t.Fatalf("start %s: %v", exe, c.err)
+	}
+	ctx, cancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// close ends the browser, if one was started.
+func (c *sharedChromium) close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 func do(f func() error) chromedp.Action[chromedp.Void] {
@@ -236,7 +275,7 @@ func (r *webRun) run(steps []webStep) {
 	r.t.Helper()
 	for i, s := range steps {
 		sctx, scancel := r.bctx, context.CancelFunc(func() {})
-		if i > 0 { // the first Run starts the browser: no timeout on it
+		if i > 0 { // the first Run opens the tab: no timeout on it
 			sctx, scancel = context.WithTimeout(r.bctx, 90*time.Second) // an upper bound
 		}
 		_, err := chromedp.Run(sctx, s.act)
