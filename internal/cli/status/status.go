@@ -151,6 +151,10 @@ func writeTable(w io.Writer, color bool, st snapstatus.Report) {
 		}
 		if p.Question != "" {
 			fmt.Fprintf(w, "  %-*s asks: %s\n", width[0], "", p.Question)
+			if by, err := time.Parse(time.RFC3339, p.AnswerBy); err == nil {
+				// With the date: the default deadline is a day on.
+				fmt.Fprintf(w, "  %-*s parks unanswered at %s\n", width[0], "", by.Local().Format("Jan 2 15:04"))
+			}
 		}
 	}
 }
