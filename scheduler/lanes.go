@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,15 +74,6 @@ func newLanes(cfg Config) []*laneSlot {
 	return out
 }
 
-func (s *Scheduler) laneByID(id string) *laneSlot {
-	for _, l := range s.lanes {
-		if l.ID == id {
-			return l
-		}
-	}
-	return nil
-}
-
 // cmdOf is the command a role runs on a lane.
 func (l *laneSlot) cmdOf(r state.Role) string {
 	if r == state.Supervisor {
@@ -115,35 +107,89 @@ func (s *Scheduler) usable(l *laneSlot, r state.Role, now time.Time) bool {
 }
 
 // laneFor picks the lane for p's next attempt by role r, or nil when none
-// may take it now. A phase keeps the lane it ran on, or the one its
-// (lane: …) names; while that lane cools down its FALLBACK takes over. A
-// phase bound to no lane takes the first lane with a free slot, in LANES
-// order.
+// may take it now, by the lane rule (PickLane): a phase keeps the lane it
+// ran on, or the one its (lane: …) names.
 func (s *Scheduler) laneFor(p *phase, r state.Role, now time.Time) *laneSlot {
 	if s.paused || s.budgetHit || s.draining {
 		return nil
 	}
-	home := p.lane
-	if home == nil && p.n.Lane != "" {
-		home = s.laneByID(p.n.Lane)
+	home := p.n.Lane
+	if p.lane != nil {
+		home = p.lane.ID
 	}
-	if home == nil {
-		for _, l := range s.lanes {
-			if s.usable(l, r, now) {
-				return l
-			}
-		}
-		return nil
+	loads := make([]LaneLoad, len(s.lanes))
+	for i, l := range s.lanes {
+		loads[i] = LaneLoad{Lane: l.Lane, Running: l.running, Cooling: s.cooling(l, r, now)}
 	}
-	if s.usable(home, r, now) {
-		return home
-	}
-	if s.cooling(home, r, now) && home.Fallback != "" {
-		if fb := s.laneByID(home.Fallback); s.usable(fb, r, now) {
-			return fb
-		}
+	if i, _ := PickLane(loads, home); i >= 0 {
+		return s.lanes[i]
 	}
 	return nil
+}
+
+// LaneLoad is a lane as the lane rule reads it: its slots (Lane.Slots),
+// the agents running on it, and whether its quota cools down for the role
+// at hand.
+type LaneLoad struct {
+	Lane
+	Running int
+	Cooling bool
+}
+
+func (l LaneLoad) usable() bool { return l.Running < l.Slots && !l.Cooling }
+
+// PickLane is the lane rule, the loop's (laneFor) and explain's: the
+// index of the lane a phase's next attempt runs on, or -1 and the lanes
+// that hold it (full, or cooling down). home is the lane the phase is
+// bound to ("" or a lane not in lanes: none). A bound phase runs on its
+// lane; while that lane cools down its FALLBACK takes over. A phase bound
+// to no lane takes the first lane with a free slot, in LANES order.
+func PickLane(lanes []LaneLoad, home string) (int, []LaneLoad) {
+	h := -1
+	if home != "" {
+		h = slices.IndexFunc(lanes, func(l LaneLoad) bool { return l.ID == home })
+	}
+	if h < 0 {
+		for i, l := range lanes {
+			if l.usable() {
+				return i, nil
+			}
+		}
+		return -1, lanes
+	}
+	if lanes[h].usable() {
+		return h, nil
+	}
+	held := []LaneLoad{lanes[h]}
+	if fb := lanes[h].Fallback; lanes[h].Cooling && fb != "" {
+		if i := slices.IndexFunc(lanes, func(l LaneLoad) bool { return l.ID == fb }); i >= 0 {
+			if lanes[i].usable() {
+				return i, nil
+			}
+			held = append(held, lanes[i])
+		}
+	}
+	return -1, held
+}
+
+// FileLaneLoads are the lanes of a run's journaled rules as the lane rule
+// reads them outside the loop (explain): the agents the journal has
+// running on each (hist, of a live run), and the cooldowns of their
+// quotas for workers at now.
+func FileLaneLoads(rules state.Rules, hist map[string]*state.PhaseHistory, cool state.Cooldowns, now time.Time) []LaneLoad {
+	running := map[string]int{}
+	for _, h := range hist {
+		if lane, ok := h.RunningOn(); ok {
+			running[lane]++
+		}
+	}
+	lanes := RuleLanes(rules)
+	out := make([]LaneLoad, len(lanes))
+	for i, l := range lanes {
+		slot := laneSlot{Lane: l}
+		out[i] = LaneLoad{Lane: l, Running: running[l.ID], Cooling: cool.For(slot.quotaOf(state.Worker), state.Worker).After(now)}
+	}
+	return out
 }
 
 // freeSlots counts free slots on lanes not cooling down for workers.

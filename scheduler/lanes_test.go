@@ -276,3 +276,64 @@ func TestLaneJobCarriesItsResumeCmd(t *testing.T) {
 		t.Errorf("resume commands %q", got)
 	}
 }
+
+// explain asks the loop's own lane rule (PickLane) over what the journal
+// says (FileLaneLoads): while the loop holds a phase back for its lane's
+// cap, explain names that lane; once the loop has free room there, so does
+// explain. claude has 1 slot, codex 2: with a on claude and c on codex,
+// b (lane: claude) waits although 2 of 3 slots in all are taken (what
+// explain counted before: "eligible and will start").
+func TestExplainLaneRuleAgreesWithLoop(t *testing.T) {
+	t.Parallel()
+	lanes := twoLanes(1, 2)
+	lanes[0].Fallback = ""
+	h := newHarness(t, manifestOf(
+		"[pending] **a** — a (lane: claude)",
+		"[pending] **b** — b (lane: claude)",
+		"[pending] **c** — c (lane: codex)",
+	), Config{Lanes: lanes, MaxSupervisorAttempts: 1})
+	h.jn = openJournal(t)
+	h.runner.maxParallel = 2
+	holdA, holdC := make(chan struct{}), make(chan struct{})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: holdA})
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: holdC})
+	ch := h.start(context.Background())
+	h.ev.wait(t, "launch a", isLaunch("a", state.Worker, 1))
+	h.ev.wait(t, "launch c", isLaunch("c", state.Worker, 1))
+
+	fileLoads := func() []LaneLoad {
+		t.Helper()
+		recs, err := state.ReadJournal(h.jn.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rules state.Rules
+		for _, r := range recs {
+			if r.Event == "run" && r.Rules != nil {
+				rules = *r.Rules
+			}
+		}
+		hist, cool := state.History(recs)
+		return FileLaneLoads(rules, hist, cool, time.Now())
+	}
+	i, held := PickLane(fileLoads(), "claude")
+	if i >= 0 || len(held) != 1 || held[0].ID != "claude" || held[0].Running != 1 || held[0].Slots != 1 {
+		t.Errorf("explain's lane rule for b: %d, held %+v; want none, held by claude (1 of 1)", i, held)
+	}
+	if js := h.runner.jobsOf("b", state.Worker); len(js) != 0 {
+		t.Errorf("the loop launched b while claude was full: %+v", js)
+	}
+	if i, _ := PickLane(fileLoads(), "codex"); i < 0 || lanes[i].ID != "codex" {
+		t.Errorf("explain's lane rule for a codex phase: %d, want codex (1 of 2 taken)", i)
+	}
+
+	close(holdA)
+	h.ev.wait(t, "launch b", isLaunch("b", state.Worker, 1))
+	close(holdC)
+	if _, _, err := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if js := h.runner.jobsOf("b", state.Worker); len(js) != 1 || js[0].Lane != "claude" {
+		t.Errorf("b ran %+v, want once on claude", js)
+	}
+}

@@ -341,6 +341,11 @@ type PhaseHistory struct {
 	Campaign   string
 	launchedAt time.Time
 	inFlight   Role // the role of a launch with no outcome yet
+	// onLane: an agent launched with no outcome yet, on lane (LANES; ""
+	// the one lane without them). Unlike inFlight, the end of the journal
+	// leaves it: a live run's agent is running.
+	lane   string
+	onLane bool
 	// started counts agent processes started ("pgid") since the last
 	// outcome: an attempt whose driver was killed books no usage, and
 	// its sessions count from these.
@@ -472,11 +477,13 @@ func (h *PhaseHistory) fold(r Record, cool Cooldowns) {
 		// Finished: its counts stay for `status`; a later launch
 		// (the roadmap run again) starts a new history.
 		h.Last, h.Reason, h.Detail, h.WaitsOn, h.PGIDs = r.Event, "", "", "", nil
+		h.lane, h.onLane = "", false
 	case "away":
 		// An outside node left the driver's hands (a pull request
 		// handed to a human, an issue closed or claimed elsewhere):
 		// Detail says why.
 		h.Last, h.Detail, h.PGIDs = r.Event, r.Detail, nil
+		h.lane, h.onLane = "", false
 	case "retry":
 		// Counters start over for a retried phase; what it spent
 		// stays spent.
@@ -544,7 +551,13 @@ func (h *PhaseHistory) launch(r Record) {
 	h.Last = r.Event
 	h.launchedAt = r.Time
 	h.inFlight = r.Role
+	h.lane, h.onLane = r.Lane, true
 }
+
+// RunningOn says the lane of the agent the journal has running for the
+// phase (launched, no outcome yet); ok is false when none runs. Only a
+// live run's journal means it is running now.
+func (h *PhaseHistory) RunningOn() (lane string, ok bool) { return h.lane, h.onLane }
 
 // outcome folds how an attempt ended.
 func (h *PhaseHistory) outcome(r Record, cool Cooldowns) {
@@ -552,6 +565,7 @@ func (h *PhaseHistory) outcome(r Record, cool Cooldowns) {
 	h.started = 0
 	h.PGIDs = nil
 	h.inFlight = ""
+	h.lane, h.onLane = "", false
 	if r.Event == "interrupted" && r.Role == Supervisor {
 		// The driver was stopped, not the repair: it spent nothing (the
 		// log number stays used).

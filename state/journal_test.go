@@ -135,7 +135,7 @@ func TestHistory(t *testing.T) {
 			},
 			// Each process started is a session (PHASE_MAX_SESSIONS),
 			// though no outcome booked it yet.
-			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", PGIDs: []int{7, 8}, launchedAt: at(0),
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", PGIDs: []int{7, 8}, launchedAt: at(0), onLane: true,
 				Usage: ledger.Usage{Sessions: 2}, ByRole: map[Role]ledger.Usage{Worker: {Sessions: 2}}}},
 			cool: map[Role]time.Time{},
 		},
@@ -187,7 +187,7 @@ func TestHistory(t *testing.T) {
 			},
 			want: map[string]*PhaseHistory{"a": {
 				WorkerRuns: 1, SuperRuns: 1, SuperSpent: 0, Reason: ReasonGate, Last: "launch", LastFailBy: Worker,
-				Spent: 2 * time.Second, launchedAt: at(4),
+				Spent: 2 * time.Second, launchedAt: at(4), onLane: true,
 			}},
 			cool: map[Role]time.Time{},
 		},
@@ -199,7 +199,7 @@ func TestHistory(t *testing.T) {
 				rec(2, "a", "launch", Worker, 1),
 			},
 			want: map[string]*PhaseHistory{"a": {
-				WorkerRuns: 1, Last: "launch", Spent: time.Second, launchedAt: at(2),
+				WorkerRuns: 1, Last: "launch", Spent: time.Second, launchedAt: at(2), onLane: true,
 			}},
 			cool: map[Role]time.Time{},
 		},
@@ -275,7 +275,7 @@ func TestHistory(t *testing.T) {
 				rec(1, "a", "retry", "", 0),
 				rec(2, "a", "launch", Worker, 1),
 			},
-			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", launchedAt: at(2)}},
+			want: map[string]*PhaseHistory{"a": {WorkerRuns: 1, Last: "launch", launchedAt: at(2), onLane: true}},
 			cool: map[Role]time.Time{},
 		},
 	}

@@ -35,7 +35,8 @@ func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error)
 Say why a phase is not running: which of its deps are not merged and their
 states, a declared scope that overlaps a running phase's, a rate-limit
 cooldown with the time left, a LOOP-CHECKPOINT above it, a paused run
-(claudopilot pause), or no free slot (MAX_PARALLEL agents already running).
+(claudopilot pause), or no free slot (MAX_PARALLEL agents already running;
+with LANES, which lane is full: its own, its fallback, or every lane).
 For a failed or blocked phase, the reason and the log to read. An issue of
 the queue ('#12', quoted) is explained from the run journal. It changes
 nothing.`,
@@ -188,14 +189,15 @@ func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 			why = append(why, fmt.Sprintf("it is below the LOOP-CHECKPOINT at line %d (remove the marker, or run with KEEP_GOING or IGNORE_LOOP_CHECKPOINTS)", h.Line))
 		}
 	}
-	running := s.Roadmap.Counts()[manifest.Running]
 	if len(why) == 0 && s.Paused {
 		// The loop's own switch: no launch while it is on.
 		why = append(why, "the run is paused: nothing new starts until `claudopilot resume` (running agents finish)")
 	}
 	if len(why) == 0 && s.Live {
-		if max := max(rules.Slots, 1); running >= max {
-			why = append(why, fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", running, max))
+		// The loop's lane rule over the lanes the run journaled and the
+		// agents the journal has running on each.
+		if i, held := scheduler.PickLane(scheduler.FileLaneLoads(rules, s.Hist, s.Cool, s.Now), n.Lane); i < 0 {
+			why = append(why, noSlot(held))
 		} else {
 			why = append(why, "it is eligible and will start at the next scheduling step")
 		}
@@ -270,4 +272,22 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// noSlot says which lane's cap (or cooldown) holds a phase: without LANES
+// the one lane of MAX_PARALLEL slots; with them its own lane (and that
+// lane's fallback), or every lane for a phase bound to none.
+func noSlot(held []scheduler.LaneLoad) string {
+	if len(held) == 1 && held[0].ID == "" {
+		return fmt.Sprintf("no free slot: %d of MAX_PARALLEL=%d agents are running", held[0].Running, held[0].Slots)
+	}
+	var each []string
+	for _, l := range held {
+		if l.Cooling {
+			each = append(each, fmt.Sprintf("lane %s cools down after a usage limit", l.ID))
+		} else {
+			each = append(each, fmt.Sprintf("lane %s is full (%d of its %d slots taken)", l.ID, l.Running, l.Slots))
+		}
+	}
+	return "no free slot on the lanes it may run on: " + strings.Join(each, "; ")
 }
