@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -248,13 +249,9 @@ const syncTimeout = 60 * time.Second
 // ~/.kube/config, else the pod's own in-cluster account) and its context
 // ("" the current one), and starts the driver's watch. stop ends it.
 func Open(ctx context.Context, cfg Config, kubeconfig, kcontext string, git *worktree.Client) (d *Driver, stop func(), err error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kcontext}).ClientConfig()
+	rc, err := restConfig(kubeconfig, kcontext)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes: the driver's credentials (K8S_KUBECONFIG): %w", err)
+		return nil, nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	api, err := NewAPI(rc)
 	if err != nil {
@@ -278,4 +275,41 @@ func Open(ctx context.Context, cfg Config, kubeconfig, kcontext string, git *wor
 		return nil, nil, fmt.Errorf("%w (namespace %s)", err, cfg.Namespace)
 	}
 	return d, func() { cancel(); d.Stop() }, nil
+}
+
+// Probe checks what a run under AGENT_RUNNER=kubernetes needs of the
+// cluster before one starts (doctor): the driver's credentials load,
+// K8S_CPU and K8S_MEMORY parse, and the API server lets it list Jobs in
+// the namespace. It changes nothing.
+func Probe(ctx context.Context, cfg Config, kubeconfig, kcontext string) error {
+	if _, err := (&Driver{cfg: cfg}).resources(); err != nil {
+		return err
+	}
+	rc, err := restConfig(kubeconfig, kcontext)
+	if err != nil {
+		return err
+	}
+	api, err := NewAPI(rc)
+	if err != nil {
+		return err
+	}
+	if _, err := api.ListJobs(ctx, cfg.Namespace, metav1.ListOptions{Limit: 1, LabelSelector: LabelApp + "=" + appName}); err != nil {
+		return fmt.Errorf("list Jobs in namespace %s at %s: %w", cfg.Namespace, rc.Host, err)
+	}
+	return nil
+}
+
+// restConfig loads the driver's credentials: kubeconfig ("" :
+// $KUBECONFIG, else ~/.kube/config, else the pod's own in-cluster
+// account) and its context ("" the current one).
+func restConfig(kubeconfig, kcontext string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kcontext}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("the driver's credentials (K8S_KUBECONFIG): %w", err)
+	}
+	return rc, nil
 }

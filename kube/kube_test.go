@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -490,5 +492,37 @@ func TestJobNames(t *testing.T) {
 			t.Errorf("bad or repeated name %q", n)
 		}
 		seen[n] = true
+	}
+}
+
+// TestProbe: doctor's check of the cluster. It lists Jobs through the
+// kubeconfig's server; a bad K8S_MEMORY, a missing kubeconfig and a
+// server that does not answer are each a clear error.
+func TestProbe(t *testing.T) {
+	c := newCluster(t)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	conf := func(server string) {
+		os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "+server+
+			"\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: t\n"), 0o600)
+	}
+	conf(c.api.srv.URL)
+	ctx := context.Background()
+	if err := Probe(ctx, c.cfg, kc, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := c.api.Calls(); len(calls) != 1 || calls[0].Verb != "list" || calls[0].Resource != "jobs" {
+		t.Fatalf("calls %+v", calls)
+	}
+	bad := c.cfg
+	bad.Memory = "2GB"
+	if err := Probe(ctx, bad, kc, ""); err == nil || !strings.Contains(err.Error(), "K8S_MEMORY") {
+		t.Errorf("K8S_MEMORY=2GB: %v", err)
+	}
+	if err := Probe(ctx, c.cfg, filepath.Join(t.TempDir(), "none"), ""); err == nil || !strings.Contains(err.Error(), "K8S_KUBECONFIG") {
+		t.Errorf("no kubeconfig: %v", err)
+	}
+	conf("http://127.0.0.1:1")
+	if err := Probe(ctx, c.cfg, kc, ""); err == nil || !strings.Contains(err.Error(), "list Jobs in namespace "+ns) {
+		t.Errorf("no server: %v", err)
 	}
 }

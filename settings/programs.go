@@ -21,6 +21,9 @@ type Program struct {
 	Cmd  string
 	Src  string // the setting it came from
 	Fix  string // how to fix it when missing
+	// InPod: it runs in the agents' pods (AGENT_RUNNER=kubernetes:
+	// K8S_IMAGE holds it), so it is not looked up here.
+	InPod bool
 }
 
 // The fixes of a missing agent or supervisor, said by doctor and by run.
@@ -37,8 +40,9 @@ const (
 // command are not among them: a worktree's prepare may make them.)
 func (s *Settings) Programs() []Program {
 	var out []Program
+	pod := s.AgentRunner == "kubernetes" // the reviewer runs here all the same
 	agent := func(what, cmd, src, fix string) {
-		out = append(out, Program{What: what, Cmd: cmd, Src: src, Fix: fix})
+		out = append(out, Program{What: what, Cmd: cmd, Src: src, Fix: fix, InPod: pod})
 	}
 	if len(s.Lanes) == 0 {
 		agent("agent", s.Agent, s.Source("AGENT_CMD").String(), AgentFix)
@@ -91,7 +95,7 @@ func Find(cmd, pathEnv, top string) Located {
 func (s *Settings) Missing(pathEnv, top string) error {
 	var probs []Problem
 	for _, p := range s.Programs() {
-		if p.Cmd == ScriptAgent {
+		if p.Cmd == ScriptAgent || p.InPod {
 			continue
 		}
 		if l := Find(p.Cmd, pathEnv, top); !l.Unknown && !l.Builtin && !l.Found {

@@ -415,6 +415,18 @@ func TestKubernetesRunner(t *testing.T) {
 	if s, _ := Resolve(Input{Scope: Run, Top: t.TempDir()}); s.AgentRunner != "local" || s.K8s.Pending != 600*time.Second {
 		t.Fatalf("defaults: %q %v", s.AgentRunner, s.K8s.Pending)
 	}
+	// The agents run in the pods (K8S_IMAGE): a CLI missing here stops
+	// no run; the reviewer runs here and is still looked up.
+	env := map[string]string{"AGENT_RUNNER": "kubernetes", "K8S_NAMESPACE": "a", "K8S_IMAGE": "i", "K8S_REMOTE": "r",
+		"AGENT_CMD": "no-such-agent-cli", "SUPERVISOR_CMD": "no-such-supervisor-cli", "REVIEW_CMD": "no-such-reviewer-cli"}
+	s, err = Resolve(Input{Scope: Run, Top: t.TempDir(), Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Missing("/nonexistent", t.TempDir())
+	if err == nil || strings.Contains(err.Error(), "no-such-agent-cli") || strings.Contains(err.Error(), "no-such-supervisor-cli") || !strings.Contains(err.Error(), "no-such-reviewer-cli") {
+		t.Fatalf("missing under kubernetes: %v", err)
+	}
 }
 
 // MERGE_BATCH_GATE is retired (issue 25: GATE_SLOTS replaces it, and every

@@ -148,6 +148,7 @@ func Run(ctx context.Context, o *Options) error {
 	d.checkIdentity(ctx)
 	d.checkAgent()
 	d.checkSandbox(ctx)
+	d.checkCluster(ctx)
 	d.checkManifest(ctx)
 	d.checkLeftovers(ctx)
 	d.checkBaseCheckout(ctx)
@@ -443,6 +444,10 @@ func (d *doctorState) checkAgent() {
 		top = d.git.Dir
 	}
 	for _, p := range d.set.Programs() {
+		if p.InPod {
+			d.add(doctorOK, fmt.Sprintf("%s: %s (from %s) runs in the agents' pods (K8S_IMAGE=%s): not looked up here", p.What, settings.ClipCmd(p.Cmd), p.Src, d.set.K8s.Image), "")
+			continue
+		}
 		d.commandCheck(p.What, p.Cmd, p.Src, top, doctorFail, p.Fix)
 	}
 	gate, src := strings.TrimSpace(d.set.Gate), d.set.Source("GATE_CMD").String()
@@ -457,6 +462,28 @@ func (d *doctorState) checkAgent() {
 		d.add(doctorOK, "prepare: none (worktrees start as plain checkouts)", "")
 	} else {
 		d.commandCheck("prepare", prep, d.set.Source("WORKTREE_PREPARE_CMD").String(), top, doctorWarn, "install it, or change WORKTREE_PREPARE_CMD")
+	}
+}
+
+// checkCluster checks what AGENT_RUNNER=kubernetes needs beyond its
+// settings: the cluster answers the driver's credentials and K8S_REMOTE
+// can be read (docs/cluster.md).
+func (d *doctorState) checkCluster(ctx context.Context) {
+	if d.set == nil || d.set.AgentRunner != "kubernetes" || d.set.K8s.Namespace == "" || d.set.K8s.Remote == "" {
+		return // not used, or a settings problem said already
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cluster, remote := wire.ProbeCluster(ctx, d.set, d.git)
+	if cluster != nil {
+		d.add(doctorFail, "kubernetes: "+cluster.Error(), "check K8S_KUBECONFIG and K8S_CONTEXT, and that the driver's account may list, create and delete Jobs in K8S_NAMESPACE (docs/cluster.md)")
+	} else {
+		d.add(doctorOK, fmt.Sprintf("kubernetes: the cluster answers; Jobs in namespace %s can be listed", d.set.K8s.Namespace), "")
+	}
+	if remote != nil {
+		d.add(doctorFail, "kubernetes: "+remote.Error(), "make K8S_REMOTE a git remote this machine can push to and the cluster can reach (docs/cluster.md)")
+	} else if d.git != nil {
+		d.add(doctorOK, "kubernetes: K8S_REMOTE "+d.set.K8s.Remote+" can be read", "")
 	}
 }
 

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/kube"
@@ -18,12 +19,7 @@ func Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.
 	if s.AgentRunner != "kubernetes" {
 		return nil
 	}
-	k := s.K8s
-	cfg := kube.Config{
-		Namespace: k.Namespace, Image: k.Image, Remote: k.Remote, Secret: k.Secret, GitSecret: k.GitSecret,
-		ServiceAccount: k.ServiceAccount, RuntimeClass: k.RuntimeClass, CPU: k.CPU, Memory: k.Memory,
-		Pending: k.Pending, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout,
-	}
+	k, cfg := s.K8s, kubeConfig(s)
 	return func(ctx context.Context, git *worktree.Client, l state.Layout) (work.Remote, func(), error) {
 		inst, err := issues.StableInstance(l.InstancePath())
 		if err != nil {
@@ -42,4 +38,27 @@ func Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.
 		}
 		return kube.Runner{Driver: d}, stop, nil
 	}
+}
+
+// kubeConfig is the driver's configuration from the K8S_* settings.
+func kubeConfig(s *settings.Settings) kube.Config {
+	k := s.K8s
+	return kube.Config{
+		Namespace: k.Namespace, Image: k.Image, Remote: k.Remote, Secret: k.Secret, GitSecret: k.GitSecret,
+		ServiceAccount: k.ServiceAccount, RuntimeClass: k.RuntimeClass, CPU: k.CPU, Memory: k.Memory,
+		Pending: k.Pending, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout,
+	}
+}
+
+// ProbeCluster is doctor's check of AGENT_RUNNER=kubernetes: the API
+// server lets the driver list Jobs in K8S_NAMESPACE (kube.Probe), and
+// the driver can read K8S_REMOTE. Nothing is changed on either.
+func ProbeCluster(ctx context.Context, s *settings.Settings, git *worktree.Client) (cluster, remote error) {
+	cluster = kube.Probe(ctx, kubeConfig(s), s.K8s.Kubeconfig, s.K8s.Context)
+	if git != nil {
+		if _, err := git.Git(ctx, "ls-remote", "--heads", s.K8s.Remote, "refs/heads/"+kube.AttemptPrefix+"*"); err != nil {
+			remote = fmt.Errorf("K8S_REMOTE %s cannot be read: %w", s.K8s.Remote, err)
+		}
+	}
+	return cluster, remote
 }
