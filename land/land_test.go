@@ -942,6 +942,7 @@ func TestMergeScopeRoadmapAtTop(t *testing.T) {
 // CleanupLanded removes what a landed phase left (a background removal
 // that failed), and never a branch the base does not contain.
 func TestCleanupLandedSweepsWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, manifestSrc)
 	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "p1\n"})
 	// Landed by hand: the base contains the tip, the worktree and branch

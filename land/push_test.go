@@ -99,6 +99,7 @@ func (u *upstream) allGated() {
 // merged through the gate and pushed again; nothing is forced; the
 // remote's auto/<id> goes once the phase landed.
 func TestPushBase(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	o0 := u.push("o0.txt") // main is behind origin's
 	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
@@ -136,6 +137,7 @@ func TestPushBase(t *testing.T) {
 // the car at the front levels the base first, and the train's landing is
 // pushed.
 func TestPushBaseTrain(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	u.commitOn(u.top, "someone here: h.txt", map[string]string{"h.txt": "h\n"})
 	u.push("o1.txt")
@@ -163,6 +165,7 @@ func TestPushBaseTrain(t *testing.T) {
 // breaks the gate while a phase lands; the merge of it is red, so nothing
 // is pushed: origin keeps their commit, the run halts with why.
 func TestPushBaseRedRemergeNeverPushed(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	u.pushDuringGate("red.txt")
 	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
@@ -190,6 +193,7 @@ func TestPushBaseRedRemergeNeverPushed(t *testing.T) {
 // stopped while origin's hook held the push) leaves the landing local;
 // the next run's start pushes it, nothing lost.
 func TestPushBaseResumesAfterAKill(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	hook := filepath.Join(u.origin, "hooks", "pre-receive")
 	u.write(u.dir, "hook", "#!/bin/sh\ncat >/dev/null\nif [ -e "+u.dir+"/release ]; then exit 0; fi\ntouch "+u.dir+"/started\nwhile [ ! -e "+u.dir+"/release ]; do sleep 0.05; done\nexit 1\n")
@@ -230,6 +234,7 @@ func TestPushBaseResumesAfterAKill(t *testing.T) {
 // TestPushBaseScansThePush: a secret the landing let through (SECRET_SCAN
 // off) is not pushed: the push is scanned as the queue's are.
 func TestPushBaseScansThePush(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	u.owner.NoSecretScan = true
 	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "token = ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"})

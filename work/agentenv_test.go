@@ -10,6 +10,7 @@ import (
 // out, the agent CLIs' own keys kept, AGENT_ENV_ALLOW keeps any, and a
 // variable holding the queue's token goes whatever its name.
 func TestAgentEnv(t *testing.T) {
+	t.Parallel()
 	env := []string{"PATH=/bin", "HOME=/h", "GITHUB_TOKEN=ghp_x", "GH_TOKEN=y", "NPM_TOKEN=n", "AWS_SECRET_ACCESS_KEY=a",
 		"DB_PASSWORD=p", "ANTHROPIC_API_KEY=k", "CLAUDE_CODE_OAUTH_TOKEN=o", "KEEP_TOKEN=kept", "CLAUDOPILOT_ROLE=x",
 		"REMOTE=https://u:tok-123456@h/r", "TOKENIZER=x"}
@@ -31,6 +32,7 @@ func TestAgentEnv(t *testing.T) {
 // LANE_<id>_CREDENTIALS names a lane's account folder: a path, never
 // withheld (docs/lanes.md); other *_CREDENTIALS are.
 func TestAgentEnvKeepsLaneCredentials(t *testing.T) {
+	t.Parallel()
 	env := []string{"LANE_main_CREDENTIALS=/home/u/.claude-work", "GOOGLE_APPLICATION_CREDENTIALS=/k.json"}
 	if got := AgentEnv(env, nil); !slices.Equal(got, env[:1]) {
 		t.Errorf("AgentEnv = %q", got)

@@ -52,6 +52,7 @@ func (f *fixture) sandboxed() {
 // main the reflog line went to the target, the index was written there,
 // and the nested repository's filter ran outside the sandbox.
 func TestRunRefusesWhatAnAgentPlantsInTheAdminFolder(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		plant, want string
 		offOnly     bool
@@ -225,6 +226,7 @@ func TestRunSandboxedAgentCLIStateIsItsOwn(t *testing.T) {
 // filter, and all of it stayed for the user's next git command. In the
 // sandbox the agent cannot write any of it.
 func TestRunDriverGitRunsNothingAnAgentPlanted(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -278,6 +280,7 @@ func TestRunDriverGitRunsNothingAnAgentPlanted(t *testing.T) {
 // a hostile agent's hook never reaches the original, while a refreshed
 // login goes back to it; unconfined the agent is the user.
 func TestRunLaneAccount(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes(t) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

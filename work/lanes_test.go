@@ -8,6 +8,7 @@ import (
 
 // Only lines of LaneLine's form count: the description is config anyone may write.
 func TestLanesTrailer(t *testing.T) {
+	t.Parallel()
 	for desc, want := range map[string]string{
 		"":                      "",
 		"my notes":              "",

@@ -18,6 +18,7 @@ import (
 // planted as the question file is removed unread: the question never
 // carries what it points at. Without and with the sandbox.
 func TestRunNeedsInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ ask, want string }{
 		{"marker", `Postgres or SQLite for "the store"?`},
 		{"plain", "which port?"},

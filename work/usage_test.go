@@ -8,6 +8,7 @@ import (
 // An agent that reports a negative cost spends nothing on the books: the
 // figure is skipped, noted in its log and warned about (#22 §5).
 func TestNegativeCostIsSkippedAndWarned(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.runner.Agent = f.agent(`echo '{"type":"result","total_cost_usd":-1000,"session_id":"s1"}'` + doneBody)
 	o := f.run(job())

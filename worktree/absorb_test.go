@@ -18,6 +18,7 @@ import (
 // content under its own name and leaves the base's object as it was; its
 // alternates, symbolic links and index files are dropped unread.
 func TestAbsorb(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	readme := mustGit(t, c, "", "rev-parse", "HEAD:README.md")
@@ -83,6 +84,7 @@ func TestAbsorb(t *testing.T) {
 
 // An empty private store costs no git process and is left alone.
 func TestAbsorbNothing(t *testing.T) {
+	t.Parallel()
 	c := &Client{Dir: t.TempDir()}
 	priv := filepath.Join(t.TempDir(), "objects")
 	os.MkdirAll(filepath.Join(priv, "pack"), 0o755)
@@ -137,6 +139,7 @@ func BenchmarkAbsorb(b *testing.B) {
 // whose content is not the size its header says, stops the absorb, and
 // the commit does not come in.
 func TestAbsorbLooseOneProcess(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	shared := filepath.Join(c.Dir, ".git", "objects")

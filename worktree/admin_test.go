@@ -12,6 +12,7 @@ import (
 // CheckAdmin takes an admin folder of plain files and folders, and refuses
 // a symbolic link, a hard link or a named pipe anywhere in it, naming it.
 func TestCheckAdmin(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	wt := filepath.Join(t.TempDir(), "wt")
 	mustGit(t, c, "", "worktree", "add", "-q", "-b", "auto/p", wt)
@@ -50,6 +51,7 @@ func TestCheckAdmin(t *testing.T) {
 // next CleanCheckout does not check out through a link planted there, it
 // makes the checkout afresh.
 func TestCleanCheckoutRemakesAPlantedAdminFolder(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	head := mustGit(t, c, "", "rev-parse", "HEAD")
@@ -80,6 +82,7 @@ func TestCleanCheckoutRemakesAPlantedAdminFolder(t *testing.T) {
 // Populated names a gitlink whose checkout holds a repository, and only
 // that: a gitlink with an empty folder is not populated.
 func TestPopulated(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	sub := filepath.Join(c.Dir, "sub")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAppendBranchDescription(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	mustGit(t, c, "", "branch", "claudopilot/a")
@@ -37,6 +38,7 @@ func TestAppendBranchDescription(t *testing.T) {
 // deleted: git locks the config file without waiting, so an unserialized
 // writer would fail with "could not lock config file".
 func TestAppendBranchDescriptionConcurrent(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	const n = 8
@@ -76,6 +78,7 @@ func TestAppendBranchDescriptionConcurrent(t *testing.T) {
 // process per landing, issue 25 §1). One set, or one in an included
 // file, is read as before.
 func TestBranchDescriptionReadsConfigFirst(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	mustGit(t, c, "", "branch", "b")

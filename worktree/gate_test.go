@@ -14,6 +14,7 @@ import (
 // refuses to add one over it ("is a missing but locked worktree"), so every
 // later merge gate failed (TestCrashResumeStacked, two suites at once).
 func TestCleanCheckoutAfterAKilledAdd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		left func(t *testing.T, path string)

@@ -14,6 +14,7 @@ import (
 // driver's own (git config through the Client, a branch's section dropped
 // with it, Exclude) is kept.
 func TestProtect(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	common := filepath.Join(c.Dir, ".git")
@@ -65,6 +66,7 @@ func TestProtect(t *testing.T) {
 // wrote its temp file (config.claudopilot-restore) is left alone, and the
 // file outside it keeps its bytes.
 func TestProtectRestoreFollowsNoLink(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	common := filepath.Join(c.Dir, ".git")

@@ -11,6 +11,7 @@ import (
 // The ref locks a killed git leaves (packed-refs.lock, HEAD.lock, a
 // branch's lock under refs/) are removed; one a process holds open is not.
 func TestClearStaleRefLocks(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
 	common, err := c.CommonDir(ctx)
@@ -56,6 +57,7 @@ func TestClearStaleRefLocks(t *testing.T) {
 
 // No lock: nothing to wait for.
 func TestClearStaleRefLocksNone(t *testing.T) {
+	t.Parallel()
 	c := newRepo(t)
 	removed, err := c.ClearStaleRefLocks(context.Background())
 	if err != nil || len(removed) != 0 {
