@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,5 +173,22 @@ func TestQueueFeedsProduction(t *testing.T) {
 	if strings.Count(string(ev), `"event":"announce"`) != 2 || strings.Count(string(ev), `"event":"promote-red"`) != 1 ||
 		!strings.Contains(string(ev), "the parser (#"+strconv.Itoa(n)+")") {
 		t.Errorf("NOTIFY_CMD got:\n%s\nlog:\n%s", ev, out)
+	}
+}
+
+// queue --help promised "3 rounds" of repair while the queue hard-coded
+// its own counts (issue 23): it names the one retry policy's knob, and no
+// count of its own.
+func TestQueueHelpNamesTheOneRetryPolicy(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Cwd: t.TempDir(), Env: map[string]string{}}
+	NewCmd(nil).Run(context.Background(), a, []string{"--help"})
+	help := out.String()
+	if !strings.Contains(help, "MAX_SUPERVISOR_ATTEMPTS_PER_PHASE") || !strings.Contains(help, "one retry policy whatever the command") {
+		t.Errorf("queue --help does not name the retry policy's knob:\n%s", help)
+	}
+	if m := regexp.MustCompile(`\b\d+ (rounds|repair|retries)\b`).FindString(help); m != "" {
+		t.Errorf("queue --help promises a count of its own (%q):\n%s", m, help)
 	}
 }

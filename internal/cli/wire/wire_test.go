@@ -3,11 +3,14 @@ package wire
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // The queue's configuration comes from the one model: its labels'
@@ -53,6 +56,60 @@ func TestRepoFromRemote(t *testing.T) {
 	} {
 		if got := RepoFromRemote(u); got != want {
 			t.Errorf("RepoFromRemote(%q) = %q, want %q", u, got, want)
+		}
+	}
+}
+
+// One retry policy whatever the command (issue 23: queue hard-coded 3
+// repair runs and 3 transient retries, run --issues took 2 and 10): the
+// engine a run and a queue alone (no roadmap) derive from the one settings
+// model carries the same MAX_SUPERVISOR_ATTEMPTS_PER_PHASE and
+// TRANSIENT_API_MAX_RETRIES, by default and when set.
+func TestOneRetryPolicy(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git, err := worktree.Open(context.Background(), dir, []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env              map[string]string
+		super, transient int
+	}{
+		{env: map[string]string{}, super: 2, transient: 10},
+		{env: map[string]string{"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE": "4", "TRANSIENT_API_MAX_RETRIES": "6"}, super: 4, transient: 6},
+	} {
+		env := Env{"PATH": os.Getenv("PATH"), "AGENT_CMD": "true", "SANDBOX": "off", "BASE_BRANCH": "main", "GH_REPO": "acme/widgets"}
+		for k, v := range c.env {
+			env[k] = v
+		}
+		for _, scope := range []settings.Scope{settings.Run, settings.Queue} {
+			s, err := settings.Resolve(settings.Input{Scope: scope, Env: env, Top: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, alone := range []bool{false, true} {
+				e, err := Engine(context.Background(), s, Run{Git: git, Env: env, Alone: alone})
+				if err != nil {
+					t.Fatalf("scope %v, alone %v: %v", scope, alone, err)
+				}
+				if e.MaxSuper != c.super || e.Transient != c.transient {
+					t.Errorf("%v: scope %v, alone %v: %d repair runs and %d transient retries, want %d and %d",
+						c.env, scope, alone, e.MaxSuper, e.Transient, c.super, c.transient)
+				}
+			}
 		}
 	}
 }
