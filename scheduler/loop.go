@@ -64,7 +64,8 @@ type Config struct {
 	// run at once, each on top of those ahead of it (spec.go).
 	GateSlots int
 	// TrainWait is TRAIN_WAIT_SECONDS: how long a train that would land
-	// short waits for phases whose agents have ended.
+	// short waits for phases whose agents have ended (and, taking the
+	// last gate slot, for those whose agents run).
 	TrainWait time.Duration
 	// BranchGate keeps the gate in a phase's worktree even when the merge
 	// owner gates speculatively (which proves the same on the tree that

@@ -33,7 +33,9 @@ import (
 //     it to land; one whose build conflicts with a car ahead (not the
 //     base) goes back to the queue, to be built on the base.
 //   - A car that would leave with fewer phases than it may hold waits up
-//     to TrainWait for phases whose agents have ended (their checks run).
+//     to TrainWait for phases whose agents have ended (their checks run),
+//     and, when it takes the window's last place, for phases whose agents
+//     still run.
 //
 // The loop owns all of it; builds, gates and publishes run in goroutines
 // and report on spec.results.
@@ -200,13 +202,19 @@ func (s *Scheduler) formCar(now time.Time) []*phase {
 		return ps
 	}
 	// A train that would leave short waits a moment for phases whose
-	// agents have ended, when they could join it.
+	// agents have ended, when they could join it. One that would take the
+	// window's last place also waits for phases whose agents still run:
+	// one done a moment after it left would find no place and wait a
+	// whole gate (issue 25, bench/slowgate.sh: a level's first phase took
+	// the last slot alone, the rest waited 10 s for it).
 	until := ps[0].queuedAt.Add(s.cfg.TrainWait)
 	if !now.Before(until) {
 		return ps
 	}
+	last := s.active()+1 >= s.spec.window
 	for _, q := range s.phases {
-		if q.finishing && q.busy && !s.inSpec(q) && s.gateOf(q) == s.gateOf(ps[0]) {
+		arriving := q.finishing || last && q.attempting
+		if arriving && q.busy && !s.inSpec(q) && s.gateOf(q) == s.gateOf(ps[0]) {
 			s.spec.trainAt = until
 			return nil
 		}

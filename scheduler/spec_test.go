@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -485,4 +486,45 @@ func TestSpecInterruptStopsTheGates(t *testing.T) {
 		t.Errorf("published %v after an interrupt", sm.published)
 	}
 	h.store.wantStates(t, map[string]manifest.State{"a": manifest.Running, "b": manifest.Running})
+}
+
+// A car that would take the last gate slot waits (TRAIN_WAIT_SECONDS) for
+// a phase whose agent still runs: a and b land as one car, where before a
+// took the only slot alone and b waited a whole gate behind it (issue 25,
+// bench/slowgate.sh). With a slot to spare, a leaves at once: b will find
+// a slot of its own. In a synctest bubble: synctest.Wait returns once the
+// loop has decided (a built, or waiting on its timer) while b's agent is
+// held.
+func TestSpecLastSlotWaitsForARunningAgent(t *testing.T) {
+	t.Parallel()
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, sm := specHarness(t, lettersManifest("a", "b"), Config{MaxParallel: 2, MaxSupervisorAttempts: 1, MergeBatch: 4, GateSlots: slots, TrainWait: time.Minute})
+				bRuns, bGo := make(chan struct{}), make(chan struct{})
+				h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: bRuns})
+				h.runner.on("b", state.Worker, step{OK: true, Wait: true, Hold: bGo})
+				h.runner.onRun = func(j Job) {
+					if j.ID == "b" {
+						close(bRuns) // b's agent runs; a ends now
+					}
+				}
+				ch := h.start(context.Background())
+				synctest.Wait() // a is done and queued; b's agent runs
+				close(bGo)
+				if _, _, err := h.await(ch); err != nil {
+					t.Fatal(err)
+				}
+				sm.check(t)
+				h.store.wantStates(t, allMerged("a", "b"))
+				together := slices.ContainsFunc(sm.builds, func(b []string) bool { return slices.Equal(b, []string{"a", "b"}) })
+				if slots == 1 && !together {
+					t.Errorf("one slot: builds %v, want a and b in one car", sm.builds)
+				}
+				if slots == 2 && together {
+					t.Errorf("two slots: builds %v, want a alone first", sm.builds)
+				}
+			})
+		})
+	}
 }
