@@ -33,6 +33,7 @@ type cluster struct {
 	git    *worktree.Client
 	jobs   chan *batchv1.Job // each Job created, as created
 	cfg    Config
+	claims string // the PersistentVolumeClaims' folders
 }
 
 const ns = "agents"
@@ -48,7 +49,8 @@ func newCluster(t testing.TB) *cluster {
 	dir := t.TempDir()
 	c := &cluster{t: t, logs: &feed{pipes: map[string]chan io.ReadCloser{}},
 		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)),
-		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256)}
+		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256),
+		claims: filepath.Join(dir, "claims")}
 	run(t, dir, "git", "init", "-q", "-b", "main", c.repo)
 	run(t, dir, "git", "init", "-q", "--bare", c.remote)
 	os.MkdirAll(filepath.Join(c.repo, "phases"), 0o755)
@@ -220,7 +222,22 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 		key := strings.TrimSuffix(strings.TrimPrefix(it.FieldRef.FieldPath, "metadata.annotations['"), "']")
 		os.WriteFile(filepath.Join(input, it.Path), []byte(p.Annotations[key]), 0o644)
 	}
+	// A PersistentVolumeClaim is a folder of the cluster's, shared by
+	// the pods that mount it.
+	home := ""
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			for _, m := range p.Spec.Containers[0].VolumeMounts {
+				if m.Name == v.Name && m.MountPath == homeDir {
+					home = filepath.Join(c.claims, v.PersistentVolumeClaim.ClaimName, m.SubPath)
+				}
+			}
+		}
+	}
 	mapPath := func(v string) string {
+		if home != "" && strings.HasPrefix(v, homeDir) {
+			return home + strings.TrimPrefix(v, homeDir)
+		}
 		v = strings.Replace(v, inputDir, input, 1)
 		v = strings.Replace(v, resultFile, filepath.Join(root, "result"), 1)
 		if strings.HasPrefix(v, workDir) {

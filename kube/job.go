@@ -39,6 +39,7 @@ const (
 	agentName   = "agent"
 	workDir     = "/work"
 	repoDir     = "/work/repo"
+	homeDir     = "/work/home" // on K8S_SESSION_CLAIM when set
 	inputDir    = "/etc/claudopilot"
 	gitTokenDir = "/var/run/claudopilot/git"
 	resultFile  = "/dev/termination-log"
@@ -175,6 +176,12 @@ func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
 	if d.cfg.RuntimeClass != "" {
 		pod.RuntimeClassName = ptr(d.cfg.RuntimeClass)
 	}
+	if d.cfg.SessionClaim != "" {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.cfg.SessionClaim}}})
+		m := corev1.VolumeMount{Name: "home", MountPath: homeDir, SubPath: d.sessionDir(a.Phase)}
+		pod.InitContainers[0].VolumeMounts = append(pod.InitContainers[0].VolumeMounts, m)
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, m)
+	}
 	if d.cfg.GitSecret != "" {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "git", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: d.cfg.GitSecret, DefaultMode: ptr(int32(0o400))}}})
 		for i := range pod.InitContainers {
@@ -249,7 +256,7 @@ func (d *Driver) podEnv(a Attempt, name string) []corev1.EnvVar {
 		corev1.EnvVar{Name: "CLAUDOPILOT_AGENT", Value: a.Command},
 		corev1.EnvVar{Name: "CLAUDOPILOT_WORKTREE", Value: repoDir},
 		corev1.EnvVar{Name: "CLAUDOPILOT_RESULT", Value: resultFile},
-		corev1.EnvVar{Name: "HOME", Value: workDir + "/home"},
+		corev1.EnvVar{Name: "HOME", Value: homeDir},
 	)
 	if !hasEnv(env, "CLAUDOPILOT_BASE") {
 		env = append(env, corev1.EnvVar{Name: "CLAUDOPILOT_BASE", Value: a.Base})
@@ -301,6 +308,15 @@ func (d *Driver) resources() (corev1.ResourceRequirements, error) {
 		r.Limits[q.name], r.Requests[q.name] = v, v
 	}
 	return r, nil
+}
+
+// sessionDir is the phase's folder on K8S_SESSION_CLAIM: every attempt
+// of the phase (a worker's, a supervisor's) mounts the same one, where
+// the agent CLI keeps its sessions; two repositories or phases never
+// share one.
+func (d *Driver) sessionDir(phase string) string {
+	sum := sha256.Sum256([]byte(phase))
+	return RepositoryLabel(d.cfg.Repository) + "/" + clean(phase, 40) + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -36,9 +36,14 @@ type Config struct {
 	ServiceAccount string // K8S_SERVICE_ACCOUNT: the pod's (its token is not mounted)
 	RuntimeClass   string // K8S_RUNTIME_CLASS: gVisor or Kata
 	CPU, Memory    string // K8S_CPU, K8S_MEMORY: requests and limits
-	Pending        time.Duration
-	StuckTimeout   time.Duration // STUCK_TIMEOUT: the driver's own watch
-	AgentTimeout   time.Duration // AGENT_TIMEOUT: activeDeadlineSeconds
+	// SessionClaim is K8S_SESSION_CLAIM: a PersistentVolumeClaim the
+	// agent's home lives on, a folder per repository and phase, so the
+	// CLI's session store outlives the pod and a resumed attempt finds
+	// its session. "" : the home is the pod's own, gone with it.
+	SessionClaim string
+	Pending      time.Duration
+	StuckTimeout time.Duration // STUCK_TIMEOUT: the driver's own watch
+	AgentTimeout time.Duration // AGENT_TIMEOUT: activeDeadlineSeconds
 	// Repository is the repository's path and Instance the driver's
 	// stable instance name: the labels this driver's Jobs carry.
 	Repository, Instance string

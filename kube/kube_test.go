@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -524,5 +525,59 @@ func TestProbe(t *testing.T) {
 	conf("http://127.0.0.1:1")
 	if err := Probe(ctx, c.cfg, kc, ""); err == nil || !strings.Contains(err.Error(), "list Jobs in namespace "+ns) {
 		t.Errorf("no server: %v", err)
+	}
+}
+
+// TestSessionVolume: with K8S_SESSION_CLAIM the agent's home is a folder
+// of the claim per repository and phase, mounted by every attempt of the
+// phase: what the CLI keeps there (its sessions) is there for the next
+// attempt, and another phase's is not.
+func TestSessionVolume(t *testing.T) {
+	c := newCluster(t)
+	cfg := c.cfg
+	cfg.SessionClaim = "agent-sessions"
+	d := c.driver(cfg)
+	const agent = `cat "$HOME/sessions" 2>/dev/null; echo "session of attempt $CLAUDOPILOT_ATTEMPT" >> "$HOME/sessions"`
+	var subs []string
+	for n, phase := range []string{"p1", "p1", "p2"} {
+		a := c.attempt(n+1, agent)
+		a.Phase = phase
+		a.Env = append(a.Env, "CLAUDOPILOT_ATTEMPT="+strconv.Itoa(n+1))
+		b := start(context.Background(), d, a)
+		j := <-c.jobs
+		vols := j.Spec.Template.Spec.Volumes
+		if v := vols[len(vols)-1]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "agent-sessions" {
+			t.Fatalf("volumes %+v", vols)
+		}
+		for _, ctr := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+			m := ctr.VolumeMounts[len(ctr.VolumeMounts)-1]
+			if m.MountPath != homeDir || m.SubPath == "" {
+				t.Fatalf("%s mounts %+v", ctr.Name, ctr.VolumeMounts)
+			}
+			if ctr.Name == agentName {
+				subs = append(subs, m.SubPath)
+			}
+		}
+		c.runPod(j, j.Name+"-a")
+		c.endJob(j.Name, batchv1.JobComplete, "Completed")
+		res := <-b.res
+		out := b.out.String()
+		switch n {
+		case 1:
+			if !strings.Contains(out, "session of attempt 1") {
+				t.Fatalf("the second attempt of p1 did not find the first one's session:\n%s", out)
+			}
+		case 2:
+			if strings.Contains(out, "session of attempt") {
+				t.Fatalf("p2 found p1's sessions:\n%s", out)
+			}
+		}
+		if res.Reason != "" {
+			t.Fatalf("result %+v", res)
+		}
+		d.Done(context.Background(), res.Job)
+	}
+	if subs[0] != subs[1] || subs[0] == subs[2] {
+		t.Fatalf("session folders %v: one per phase", subs)
 	}
 }

@@ -92,6 +92,7 @@ func clusterKnobs() []Knob {
 		str("K8S_RUNTIME_CLASS", "the agents' pods' RuntimeClass (gvisor, kata)", func(s *Settings) *string { return &s.K8s.RuntimeClass }),
 		str("K8S_CPU", "the agent container's CPU request and limit (2, 500m)", func(s *Settings) *string { return &s.K8s.CPU }),
 		str("K8S_MEMORY", "the agent container's memory request and limit (2Gi)", func(s *Settings) *string { return &s.K8s.Memory }),
+		str("K8S_SESSION_CLAIM", "a PersistentVolumeClaim the agents' home (their CLI's session store) lives on, a folder per phase, so a resumed attempt finds its session; empty: each attempt starts fresh", func(s *Settings) *string { return &s.K8s.SessionClaim }),
 		{Env: "K8S_PENDING_SECONDS", Def: "600", Help: "seconds an agent's pod may wait to run before its phase stops with reason unschedulable", Kind: Seconds, to: field(func(s *Settings) *time.Duration { return &s.K8s.Pending })},
 	}
 }

@@ -151,6 +151,7 @@ type K8s struct {
 	Namespace, Image, Remote, Kubeconfig, Context   string
 	Secret, GitSecret, ServiceAccount, RuntimeClass string
 	CPU, Memory                                     string
+	SessionClaim                                    string
 	Pending                                         time.Duration
 }
 

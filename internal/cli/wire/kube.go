@@ -45,7 +45,7 @@ func kubeConfig(s *settings.Settings) kube.Config {
 	k := s.K8s
 	return kube.Config{
 		Namespace: k.Namespace, Image: k.Image, Remote: k.Remote, Secret: k.Secret, GitSecret: k.GitSecret,
-		ServiceAccount: k.ServiceAccount, RuntimeClass: k.RuntimeClass, CPU: k.CPU, Memory: k.Memory,
+		ServiceAccount: k.ServiceAccount, RuntimeClass: k.RuntimeClass, CPU: k.CPU, Memory: k.Memory, SessionClaim: k.SessionClaim,
 		Pending: k.Pending, StuckTimeout: s.StuckTimeout, AgentTimeout: s.AgentTimeout,
 	}
 }
