@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,9 +195,15 @@ func parseWorktrees(out []byte) []Worktree {
 }
 
 // WorktreeOf returns the path of the worktree that has refs/heads/<branch>
-// checked out, if any. Prunable entries (directory gone) do not count.
+// checked out, if any. Prunable entries (directory gone) do not count. It
+// reads the HEAD files git's list reads (worktreeOfFiles): a `git worktree
+// list` per landing before (issue 25 §1); where they are not plain, git is
+// asked.
 func (c *Client) WorktreeOf(ctx context.Context, branch string) (string, bool, error) {
 	branch = strings.TrimPrefix(branch, "refs/heads/")
+	if dir, ok, err := c.worktreeOfFiles(ctx, branch); err == nil {
+		return dir, ok, nil
+	}
 	wts, err := c.Worktrees(ctx)
 	if err != nil {
 		return "", false, err
@@ -204,6 +212,68 @@ func (c *Client) WorktreeOf(ctx context.Context, branch string) (string, bool, e
 		if wt.Branch == branch && !wt.Prunable && !wt.Bare {
 			return wt.Path, true, nil
 		}
+	}
+	return "", false, nil
+}
+
+// errNotPlain: the repository's worktree files are not as worktreeOfFiles
+// reads them; git is asked.
+var errNotPlain = errors.New("worktree files not plain")
+
+// worktreeOfFiles is WorktreeOf from the files `git worktree list` reads:
+// the main worktree's HEAD (when c.Dir is the main worktree, its .git the
+// common dir: not bare) and each admin folder's HEAD and gitdir (the link
+// back to its worktree's .git; a link to nothing is prunable). errNotPlain
+// when the client's folder is not the main worktree or a file cannot be
+// read.
+func (c *Client) worktreeOfFiles(ctx context.Context, branch string) (string, bool, error) {
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	top, err := filepath.Abs(c.abs(""))
+	if err != nil {
+		return "", false, errNotPlain
+	}
+	if fi, err := os.Lstat(filepath.Join(top, ".git")); err != nil || !fi.IsDir() || !samePath(filepath.Join(top, ".git"), common) {
+		return "", false, errNotPlain
+	}
+	want := "ref: refs/heads/" + branch
+	head, err := os.ReadFile(filepath.Join(common, "HEAD"))
+	if err != nil {
+		return "", false, errNotPlain
+	}
+	if strings.TrimSpace(string(head)) == want {
+		return top, true, nil
+	}
+	admins, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, errNotPlain
+	}
+	for _, a := range admins {
+		admin := filepath.Join(common, "worktrees", a.Name())
+		head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+		if err != nil {
+			return "", false, errNotPlain
+		}
+		if strings.TrimSpace(string(head)) != want {
+			continue
+		}
+		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			return "", false, errNotPlain
+		}
+		link := strings.TrimSpace(string(back))
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(admin, link)
+		}
+		if _, err := os.Stat(link); err != nil {
+			continue // prunable: its folder is gone
+		}
+		return filepath.Dir(filepath.Clean(link)), true, nil
 	}
 	return "", false, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -206,5 +207,45 @@ func TestWorktreesDetachedAndOpen(t *testing.T) {
 	writeFile(t, p, "out.txt", "x")
 	if d, err := c.Dirty(ctx, p); err != nil || len(d) != 1 || d[0] != "out.txt" {
 		t.Errorf("Dirty(linked) = %q, %v", d, err)
+	}
+}
+
+// WorktreeOf reads the HEAD files `git worktree list` reads, with no git
+// process (a list per landing before, issue 25 §1), and answers as the
+// list does: the main checkout's branch, a linked worktree's, none for a
+// branch checked out nowhere or in a worktree whose folder is gone.
+func TestWorktreeOfReadsFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	commitFiles(t, c, "", "base", map[string]string{"a.txt": "a\n"})
+	wt := filepath.Join(t.TempDir(), "task")
+	if err := c.AddWorktree(ctx, wt, "task", "main"); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := c.AddWorktree(ctx, gone, "gone", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, c, "", "branch", "idle")
+	if _, err := c.CommonDir(ctx); err != nil { // read once, as a run does
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	for _, tc := range []struct {
+		branch, dir string
+		ok          bool
+	}{{"main", c.Dir, true}, {"task", wt, true}, {"gone", "", false}, {"idle", "", false}} {
+		dir, ok, err := traced.WorktreeOf(ctx, tc.branch)
+		if err != nil || ok != tc.ok || (ok && !samePath(dir, tc.dir)) {
+			t.Errorf("WorktreeOf(%s) = %q, %v, %v; want %q, %v", tc.branch, dir, ok, err, tc.dir, tc.ok)
+		}
+	}
+	if b, _ := os.ReadFile(trace); strings.Contains(string(b), "built-in: git") {
+		t.Errorf("git asked:\n%s", b)
 	}
 }
