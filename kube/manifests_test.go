@@ -2,6 +2,7 @@ package kube
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,5 +79,25 @@ func TestClusterManifests(t *testing.T) {
 				t.Errorf("the driver's Role may create %s", res)
 			}
 		}
+	}
+}
+
+// TestK8sModulesAtOneRelease: k8s.io/api, apimachinery and client-go are
+// released together and must be required at one release
+// (docs/DEPENDENCIES.md); a go get of one alone would split them.
+func TestK8sModulesAtOneRelease(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[0] == "k8s.io/api" || f[0] == "k8s.io/apimachinery" || f[0] == "k8s.io/client-go") {
+			got[f[0]] = f[1]
+		}
+	}
+	if len(got) != 3 || got["k8s.io/api"] != got["k8s.io/apimachinery"] || got["k8s.io/api"] != got["k8s.io/client-go"] {
+		t.Fatalf("go.mod requires %v: keep the three at one release", got)
 	}
 }
