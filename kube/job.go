@@ -29,6 +29,7 @@ const (
 	AnnotationPhase  = "claudopilot.dev/phase"
 	AnnotationPrompt = "claudopilot.dev/prompt"
 	annotationFile   = "claudopilot.dev/file-"
+	annotationDoc    = "claudopilot.dev/doc-"
 
 	appName = "claudopilot"
 )
@@ -65,9 +66,13 @@ type Attempt struct {
 	// resolving conflicts): the pod merges it after the checkout, its
 	// conflicts left for the agent. "" none.
 	Merge   string
-	Command string   // the agent command line (sh -c)
-	Prompt  []byte   // given on stdin and as CLAUDOPILOT_PROMPT_FILE
-	Env     []string // the contract environment (CLAUDOPILOT_*)
+	Command string // the agent command line (sh -c)
+	// Docs are files of the worktree the driver writes and never commits
+	// (an issue's doc), by path relative to it: the pod writes them and
+	// excludes them from its commits.
+	Docs   map[string][]byte
+	Prompt []byte   // given on stdin and as CLAUDOPILOT_PROMPT_FILE
+	Env    []string // the contract environment (CLAUDOPILOT_*)
 	// Files are small files the contract names by path (the failure log
 	// a supervisor reads, review findings): variable name -> content.
 	// The pod gets each under inputDir and the variable set to it.
@@ -153,6 +158,19 @@ func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
 		items = append(items, corev1.DownwardAPIVolumeFile{Path: file, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + key + "']"}})
 		env = append(env, corev1.EnvVar{Name: k, Value: inputDir + "/" + file})
 	}
+	docs := make([]string, 0, len(a.Docs))
+	for k := range a.Docs {
+		docs = append(docs, k)
+	}
+	sort.Strings(docs)
+	for i, rel := range docs {
+		key, file := annotationDoc+strconv.Itoa(i), "doc-"+strconv.Itoa(i)
+		ann[key] = string(a.Docs[rel])
+		items = append(items, corev1.DownwardAPIVolumeFile{Path: file, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + key + "']"}})
+		env = append(env, corev1.EnvVar{Name: "CLAUDOPILOT_DOC_" + strconv.Itoa(i), Value: rel},
+			corev1.EnvVar{Name: "CLAUDOPILOT_DOC_FILE_" + strconv.Itoa(i), Value: inputDir + "/" + file})
+	}
+	env = append(env, corev1.EnvVar{Name: "CLAUDOPILOT_DOCS", Value: strconv.Itoa(len(docs))})
 	res, err := d.resources()
 	if err != nil {
 		return nil, err
@@ -343,6 +361,16 @@ if [ -n "$CLAUDOPILOT_MERGE_SHA" ]; then
   test "$(git rev-parse refs/claudopilot/merge)" = "$CLAUDOPILOT_MERGE_SHA"
   git merge -q --no-ff --no-commit "$CLAUDOPILOT_MERGE_SHA" || git rev-parse -q --verify MERGE_HEAD >/dev/null
 fi
+# The files the driver writes into a worktree and never commits (an
+# issue's doc): written, and kept out of the result's commits.
+i=0
+while [ "$i" -lt "$CLAUDOPILOT_DOCS" ]; do
+  eval "rel=\"\$CLAUDOPILOT_DOC_$i\" file=\"\$CLAUDOPILOT_DOC_FILE_$i\""
+  mkdir -p "$(dirname "$rel")"
+  cp "$file" "$rel"
+  printf '/%s\n' "$rel" >> .git/info/exclude
+  i=$((i+1))
+done
 mkdir -p "$HOME"
 `
 

@@ -581,3 +581,29 @@ func TestSessionVolume(t *testing.T) {
 		t.Fatalf("session folders %v: one per phase", subs)
 	}
 }
+
+// TestIssueDocInThePod: in queue mode the driver writes the issue's doc
+// into the worktree and never commits it (OutsideWork.DocRel). The pod
+// gets it at the same path for its agent, and its result holds none of
+// it.
+func TestIssueDocInThePod(t *testing.T) {
+	c := newCluster(t)
+	d := c.driver(c.cfg)
+	a := c.attempt(1, `cat .claudopilot/issue-7.md && echo fixed > fix.txt && git add -A && git commit -qm "fix #7"`)
+	a.Phase = "issue-7"
+	a.Docs = map[string][]byte{".claudopilot/issue-7.md": []byte("# Issue 7: the parser drops the last line\n")}
+	b := start(context.Background(), d, a)
+	j := <-c.jobs
+	var log bytes.Buffer
+	p := c.createPod(j, j.Name+"-a", nil)
+	code, msg := c.kubelet(p, &log)
+	c.updatePod(p, agentEnded(code, "", msg))
+	c.endJob(j.Name, batchv1.JobComplete, "Completed")
+	res := <-b.res
+	if code != 0 || !strings.Contains(log.String(), "the parser drops the last line") || res.Reason != "" || res.Tip == "" {
+		t.Fatalf("exit %d, result %+v:\n%s", code, res, log.String())
+	}
+	if files := run(t, c.repo, "git", "ls-tree", "-r", "--name-only", res.Tip); strings.Contains(files, "issue-7") || !strings.Contains(files, "fix.txt") {
+		t.Fatalf("the result's files:\n%s", files)
+	}
+}

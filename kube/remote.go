@@ -61,7 +61,7 @@ func (r Runner) RunAgent(ctx context.Context, a work.RemoteAttempt) work.RemoteR
 	}
 	res := r.Driver.Run(ctx, Attempt{
 		Phase: a.ID, Role: a.Role, Attempt: a.Attempt, Resume: a.Resume,
-		Base: a.Base, BaseSHA: a.BaseSHA, Branch: a.Branch, Start: start, Merge: a.Merge,
+		Base: a.Base, BaseSHA: a.BaseSHA, Branch: a.Branch, Start: start, Merge: a.Merge, Docs: a.Docs,
 		Command: s.Command, Prompt: s.Prompt, Env: s.Env, Files: files,
 	}, sink)
 	cerr := sink.Close()

@@ -30,6 +30,10 @@ type RemoteAttempt struct {
 	// base): the remote makes the same merge, conflicts left, before its
 	// agent runs. "" none.
 	Merge string
+	// Docs are files the driver writes into the worktree and never
+	// commits (an issue's doc: OutsideWork.DocRel), by path relative to
+	// the worktree: the remote writes them too, and commits none.
+	Docs map[string][]byte
 	// Spec is what proc.Run would have run: the command, the contract
 	// environment, the prompt, the log and its funnel, the timeouts.
 	Spec proc.Spec
@@ -58,6 +62,9 @@ func (r *Runner) runAgent(ctx context.Context, j scheduler.Job, t target, wt str
 		return proc.Run(ctx, s)
 	}
 	a := RemoteAttempt{ID: j.ID, Role: string(j.Role), Attempt: j.Attempt, Resume: j.Resume, Base: t.base, Branch: t.branch, Spec: s}
+	if j.Outside != nil {
+		a.Docs = map[string][]byte{j.Outside.DocRel: j.Outside.Doc}
+	}
 	var err error
 	if a.BaseSHA, err = r.Git.RevParse(ctx, t.from); err != nil {
 		return proc.Result{ExitCode: -1, Reason: proc.ReasonStart, Err: err}
