@@ -4,12 +4,13 @@
 # the attempt (env -i drops the driver's process mark, setsid its group)
 # and reads every process's /proc/<pid>/environ and cmdline in a loop,
 # appending each one that holds the token to $REPORT, until $STOP exists;
-# then it writes $DONE. The token's shape is split so that the scanner's
+# then it writes $DONE. It marks $SCANNER.up once it runs there. The token's shape is split so that the scanner's
 # own files and arguments do not hold it (grep reads it from a file). Then the agent commits a change, which the
 # driver commits, pushes and merges while the scanner looks.
 set -u
 printf '%s%s\n' tok-sc an- >"$SCANNER.pat"
 cat >"$SCANNER" <<'SCAN'
+: >"$SCANNER.up"
 n=0
 while [ ! -e "$STOP" ]; do
 	for f in $(grep -l -a -F -f "$SCANNER.pat" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null); do
@@ -21,5 +22,12 @@ done
 echo "$n" >"$DONE"
 SCAN
 env -i PATH="$PATH" STOP="$STOP" DONE="$DONE" REPORT="$REPORT" SCANNER="$SCANNER" setsid sh "$SCANNER" </dev/null >/dev/null 2>&1 &
+# Wait until the scanner runs in its own session (at most 60 s): the
+# driver stops the agent's process group when the agent ends, which on a
+# busy machine can come before setsid: the scanner dies and never writes
+# $DONE (the likely cause of TestQueueTokenNotInAnyGitsEnviron's one
+# failure, at load 13-28).
+i=0
+while [ ! -e "$SCANNER.up" ] && [ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.05; done
 echo "scanned" >scanned.txt
 git add -A && git commit -qm "scanner left behind"
