@@ -75,6 +75,12 @@ func moreParallel() {
 }
 
 func TestScript(t *testing.T) {
+	// Parallel like the package's Go tests, so scripts and Go tests share
+	// the -parallel slots from the start: run alone, TestScript held the
+	// Go tests back until its last script ended, and the longest Go test
+	// (TestKillLoop) then ran at the end on its own (#23: at load 22-40,
+	// 56 s of the package's 442 s with one test running).
+	t.Parallel()
 	agents, err := filepath.Abs(filepath.Join("testdata", "agents"))
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 // on Pause stops new launches, Resume starts them again, and the log pane
 // shows an agent's output. It saves a screenshot in the test's folder.
 func TestWebPageDrivesARun(t *testing.T) {
+	t.Parallel()
 	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
 	r := startWebRun(t, map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Web\n\n**Status:** in-progress\n\n1. [pending] **a** — held until the test lets go\n2. [pending] **b** — talks (deps: a)\n3. [pending] **c** — keeps the run going (deps: b)\n",
@@ -65,6 +66,7 @@ func TestWebPageLanes(t *testing.T) {
 	if !soak() {
 		t.Skip("proven in package tests (web TestStateLanes and the lane_off/lane_on actions; the pacer's switch in control and scheduler); TestWebPageDrivesARun drives the page end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
+	t.Parallel()
 	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
 	doc := filepath.Join(agents, "i4-doc.sh")
 	r := startWebRun(t, map[string]string{
