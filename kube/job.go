@@ -140,8 +140,10 @@ func (d *Driver) labels(a Attempt, name string) map[string]string {
 }
 
 // job builds the attempt's Job.
-func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
-	labels := d.labels(a, name)
+// podInputs are what the pod reads besides the base: the prompt, the
+// contract's files and the phase docs, each carried in an annotation and
+// mounted through the downward API, with the environment naming them.
+func (d *Driver) podInputs(a Attempt, name string) (map[string]string, []corev1.EnvVar, []corev1.DownwardAPIVolumeFile) {
 	ann := map[string]string{AnnotationPhase: a.Phase, AnnotationPrompt: string(a.Prompt)}
 	env := d.podEnv(a, name)
 	items := []corev1.DownwardAPIVolumeFile{{Path: "prompt", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationPrompt + "']"}}}
@@ -171,6 +173,12 @@ func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
 			corev1.EnvVar{Name: "CLAUDOPILOT_DOC_FILE_" + strconv.Itoa(i), Value: inputDir + "/" + file})
 	}
 	env = append(env, corev1.EnvVar{Name: "CLAUDOPILOT_DOCS", Value: strconv.Itoa(len(docs))})
+	return ann, env, items
+}
+
+func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
+	labels := d.labels(a, name)
+	ann, env, items := d.podInputs(a, name)
 	res, err := d.resources()
 	if err != nil {
 		return nil, err
@@ -191,27 +199,7 @@ func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
 			{Name: "input", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}},
 		},
 	}
-	if d.cfg.RuntimeClass != "" {
-		pod.RuntimeClassName = ptr(d.cfg.RuntimeClass)
-	}
-	if d.cfg.SessionClaim != "" {
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.cfg.SessionClaim}}})
-		m := corev1.VolumeMount{Name: "home", MountPath: homeDir, SubPath: d.sessionDir(a.Phase)}
-		pod.InitContainers[0].VolumeMounts = append(pod.InitContainers[0].VolumeMounts, m)
-		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, m)
-	}
-	if d.cfg.GitSecret != "" {
-		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "git", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: d.cfg.GitSecret, DefaultMode: ptr(int32(0o400))}}})
-		for i := range pod.InitContainers {
-			pod.InitContainers[i].VolumeMounts = append(pod.InitContainers[i].VolumeMounts, corev1.VolumeMount{Name: "git", MountPath: gitTokenDir, ReadOnly: true})
-		}
-		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "git", MountPath: gitTokenDir, ReadOnly: true})
-	}
-	if d.cfg.Secret != "" {
-		// The agent's own credentials (an API key, a CLI login): the
-		// agent container only, never the fetch.
-		pod.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: d.cfg.Secret}}}}
-	}
+	d.mountOptional(&pod, a)
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: d.cfg.Namespace, Labels: labels, Annotations: map[string]string{AnnotationPhase: a.Phase}},
 		Spec: batchv1.JobSpec{
@@ -234,6 +222,32 @@ func (d *Driver) job(a Attempt, name string) (*batchv1.Job, error) {
 		j.Spec.ActiveDeadlineSeconds = &s
 	}
 	return j, nil
+}
+
+// mountOptional adds what the settings ask for beyond the defaults: a
+// RuntimeClass, the session store, the git token and the agent's Secret.
+func (d *Driver) mountOptional(pod *corev1.PodSpec, a Attempt) {
+	if d.cfg.RuntimeClass != "" {
+		pod.RuntimeClassName = ptr(d.cfg.RuntimeClass)
+	}
+	if d.cfg.SessionClaim != "" {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: d.cfg.SessionClaim}}})
+		m := corev1.VolumeMount{Name: "home", MountPath: homeDir, SubPath: d.sessionDir(a.Phase)}
+		pod.InitContainers[0].VolumeMounts = append(pod.InitContainers[0].VolumeMounts, m)
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, m)
+	}
+	if d.cfg.GitSecret != "" {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "git", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: d.cfg.GitSecret, DefaultMode: ptr(int32(0o400))}}})
+		for i := range pod.InitContainers {
+			pod.InitContainers[i].VolumeMounts = append(pod.InitContainers[i].VolumeMounts, corev1.VolumeMount{Name: "git", MountPath: gitTokenDir, ReadOnly: true})
+		}
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "git", MountPath: gitTokenDir, ReadOnly: true})
+	}
+	if d.cfg.Secret != "" {
+		// The agent's own credentials (an API key, a CLI login): the
+		// agent container only, never the fetch.
+		pod.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: d.cfg.Secret}}}}
+	}
 }
 
 func (d *Driver) container(name, script string, env []corev1.EnvVar, res corev1.ResourceRequirements) corev1.Container {
