@@ -3,6 +3,7 @@ package promote
 import (
 	"bytes"
 	"context"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,25 +22,9 @@ import (
 func TestPromoteCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	origin, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "work")
-	git("init", "-q", "--bare", "-b", "main", origin)
-	git("clone", "-q", origin, work)
-	os.WriteFile(filepath.Join(work, "README.md"), []byte("# w\n"), 0o644)
-	git("-C", work, "add", "-A")
-	git("-C", work, "commit", "-qm", "init")
-	git("-C", work, "push", "-q", "origin", "main", "main:staging", "main:production")
+	env := gittest.Env(dir)
+	git := gittest.Runner(t, env)
+	origin, work := gittest.Origin(t, dir, env, "staging", "production")
 	os.WriteFile(filepath.Join(work, "a.txt"), []byte("a\n"), 0o644)
 	git("-C", work, "add", "-A")
 	git("-C", work, "commit", "-qm", "the API (#4)")

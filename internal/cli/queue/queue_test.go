@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"context"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,23 +24,8 @@ import (
 func TestPromoteRefusedAtStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	origin, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "work")
-	git("init", "-q", "--bare", "-b", "main", origin)
-	git("clone", "-q", origin, work)
-	os.WriteFile(filepath.Join(work, "README.md"), []byte("# w\n"), 0o644)
-	git("-C", work, "add", "-A")
-	git("-C", work, "commit", "-qm", "init")
-	git("-C", work, "push", "-q", "origin", "main", "main:staging")
+	env := gittest.Env(dir)
+	origin, work := gittest.Origin(t, dir, env, "staging")
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
 	fake.AddUser("alice", "admin")
@@ -102,25 +88,9 @@ func (w *watch) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf
 func TestQueueFeedsProduction(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	origin, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "work")
-	git("init", "-q", "--bare", "-b", "main", origin)
-	git("clone", "-q", origin, work)
-	os.WriteFile(filepath.Join(work, "README.md"), []byte("# w\n"), 0o644)
-	git("-C", work, "add", "-A")
-	git("-C", work, "commit", "-qm", "init")
-	git("-C", work, "push", "-q", "origin", "main", "main:staging", "main:production", "main:dr")
+	env := gittest.Env(dir)
+	git := gittest.Runner(t, env)
+	origin, work := gittest.Origin(t, dir, env, "staging", "production", "dr")
 	dr := git("-C", origin, "rev-parse", "dr")
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)

@@ -3,6 +3,7 @@ package scanners
 import (
 	"bytes"
 	"context"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,23 +73,8 @@ func TestRunDryThenFile(t *testing.T) {
 
 func runDryThenFile(t *testing.T, sandbox string) {
 	dir := t.TempDir()
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	origin, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "work")
-	git("init", "-q", "--bare", "-b", "main", origin)
-	git("clone", "-q", origin, work)
-	os.WriteFile(filepath.Join(work, "README.md"), []byte("# w\n"), 0o644)
-	git("-C", work, "add", "-A")
-	git("-C", work, "commit", "-qm", "init")
-	git("-C", work, "push", "-q", "origin", "main")
+	env := gittest.Env(dir)
+	origin, work := gittest.Origin(t, dir, env)
 	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
 	t.Cleanup(fake.Close)
 	fake.AddUser("bot", "write")
