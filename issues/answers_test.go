@@ -3,6 +3,7 @@ package issues
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,8 +28,14 @@ const appToken = "app-installation-token-7d1e9c"
 // permission (404). Two instances sharing such a token must still see each
 // other's claims. Without GraphQL's viewer, each learns its login from its
 // own claim comment.
+// Two full queue runs of two instances each (6 s of CPU): under
+// CLAUDOPILOT_SOAK=1 only; TestAppTokenInstancesSeeEachOthersClaims
+// proves the property at the claim, without a run.
 func TestAppTokensNeverWorkAnIssueTwice(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("two queue runs of two instances: CLAUDOPILOT_SOAK=1 only; TestAppTokenInstancesSeeEachOthersClaims proves that instances sharing an app token never both hold an issue, with and without GraphQL's viewer")
+	}
 	for _, tc := range []struct {
 		name     string
 		noViewer bool
@@ -111,6 +118,123 @@ done
 	}
 }
 
+// TestAppTokenInstancesSeeEachOthersClaims is TestAppTokensNeverWorkAnIssueTwice
+// at the claim, without a run: two instances sharing an app token (GET
+// /user 403, "name[bot]" without a collaborator permission) race for each
+// of two issues. The loser read the issue ready, and the winner claimed
+// it before the loser's own claim comment: the loser must see the
+// winner's comment as a claim of its own login and back off. Without
+// GraphQL's viewer neither instance knows its login before it posts; it
+// learns it (Self) from its own claim comment, and only then trusts the
+// other's.
+func TestAppTokenInstancesSeeEachOthersClaims(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		noViewer bool
+	}{{"viewer", false}, {"learned from the claim comment", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			bot := e.fake.AddAppToken(appToken, "claudopilot")
+			if tc.noViewer {
+				e.fake.RefuseViewer()
+			}
+			nums := []int{
+				e.fake.NewIssue("alice", "one's", "do it", []string{"agent-ready"}, ""),
+				e.fake.NewIssue("alice", "two's", "do it", []string{"agent-ready"}, ""),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
+			defer cancel()
+			qs := make([]*Queue, 2)
+			races := make([]*raceAfter, 2)
+			for i := range qs {
+				races[i] = &raceAfter{next: http.DefaultTransport}
+				qs[i] = e.queue([]string{"one", "two"}[i], &syncBuf{}, func(c *Config) {
+					c.GitHub = e.github(func(g *GitHubConfig) {
+						g.Token = appToken
+						g.HTTPClient = &http.Client{Transport: races[i], Timeout: testTimeout}
+					})
+					c.Token = appToken
+				})
+				if err := qs[i].Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tc.noViewer && (qs[0].gh.Self() != bot || qs[1].gh.Self() != bot) {
+				t.Errorf("after Start the instances are %q and %q, want %q (GraphQL's viewer)", qs[0].gh.Self(), qs[1].gh.Self(), bot)
+			}
+			// Issue nums[w] is won by instance w: the other (the loser)
+			// claims it, and right after the loser read it ready, w claims.
+			for w, n := range nums {
+				winner, loser := qs[w], qs[1-w]
+				var won bool
+				var why string
+				var err error
+				races[1-w].arm("GET", fmt.Sprintf("/repos/%s/%s/issues/%d", owner, repo, n), func() {
+					won, _, why, err = winner.claim(ctx, n)
+				})
+				lost, _, lwhy, lerr := loser.claim(ctx, n)
+				if err != nil || !won || !races[1-w].fired() {
+					t.Fatalf("the winner's claim of #%d: won %v (%s), %v; raced %v\n%s", n, won, why, err, races[1-w].fired(), dump(e, n))
+				}
+				if lerr != nil || lost || !strings.Contains(lwhy, "claimed first by "+winner.Instance()) {
+					t.Fatalf("the loser's claim of #%d: won %v (%q), %v; want it to back off from the earlier claim of %s\n%s", n, lost, lwhy, lerr, winner.Instance(), dump(e, n))
+				}
+				for i, q := range qs {
+					if st, _, err := q.claimState(ctx, n); err != nil || st.Holder != winner.Instance() {
+						t.Errorf("#%d as instance %d reads it: held by %q (%v), want %q", n, i, st.Holder, err, winner.Instance())
+					}
+				}
+			}
+			for i, q := range qs {
+				if q.gh.Self() != bot {
+					t.Errorf("instance %d thinks it is %q, want %q", i, q.gh.Self(), bot)
+				}
+			}
+		})
+	}
+}
+
+// raceAfter is a transport that, once armed, runs its hook after the
+// answer to the first request of its method and path, before the client
+// reads it: another instance acting between two of this one's requests.
+type raceAfter struct {
+	next         http.RoundTripper
+	mu           sync.Mutex
+	method, path string
+	hook         func()
+	ran          bool
+}
+
+func (r *raceAfter) arm(method, path string, hook func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.method, r.path, r.hook, r.ran = method, path, hook, false
+}
+
+func (r *raceAfter) fired() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ran
+}
+
+func (r *raceAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	r.mu.Lock()
+	hook := r.hook
+	if hook != nil && req.Method == r.method && req.URL.Path == r.path {
+		r.hook, r.ran = nil, true
+	} else {
+		hook = nil
+	}
+	r.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return resp, err
+}
+
 // TestAppTokenTrustsItsOwnRequeue: an issue put back in the queue by the
 // driver itself (READY_LABEL applied by "name[bot]", whose permission
 // GitHub cannot tell) is still trusted.
@@ -134,6 +258,9 @@ func TestAppTokenTrustsItsOwnRequeue(t *testing.T) {
 // and the merge tried again.
 func TestMergeRaceIsRetried(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestMergeAnswersAtTheClient/race proves that a 405 base-modified merge is read again and retried, and merged")
+	}
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
 	e.fake.AddFault(ghfake.Fault{Method: "PUT", Path: "/merge", Times: 2, Status: 405, Message: ghfake.MsgBaseModified})
@@ -161,6 +288,9 @@ func TestLostMergeAnswerIsMerged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if !soak() {
+				t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestMergeAnswersAtTheClient/" + tc.name + " proves that a merge whose answer was lost is read before a retry, sent once, and done")
+			}
 			e := newEnv(t)
 			n := e.fake.NewIssue("alice", "lost", "x", []string{"agent-ready"}, "")
 			e.fake.AddFault(tc.fault)
@@ -179,6 +309,58 @@ func TestLostMergeAnswerIsMerged(t *testing.T) {
 			}
 			if merges != 1 {
 				t.Errorf("%d merge requests, want 1 (the retry must read the pull request first)", merges)
+			}
+		})
+	}
+}
+
+// TestMergeAnswersAtTheClient is TestMergeRaceIsRetried and
+// TestLostMergeAnswerIsMerged without a queue run (the queue lands through
+// GitHub.Merge; an error from it blocks the issue): a 405 "Base branch was
+// modified" (the loser of two racing merges) is read again and retried;
+// a merge whose answer was lost (a 502 from a proxy, or a dropped
+// connection) is read before any retry, so it is sent once, and merged is
+// done. One origin, a pull request per case.
+func TestMergeAnswersAtTheClient(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.github(nil)
+	ctx := context.Background()
+	clone := e.clone("c")
+	for _, tc := range []struct {
+		name   string
+		fault  ghfake.Fault
+		merges int // PUT .../merge requests, the faulty ones too
+	}{
+		{"race", ghfake.Fault{Method: "PUT", Path: "/merge", Times: 2, Status: 405, Message: ghfake.MsgBaseModified}, 3},
+		{"502", ghfake.Fault{Method: "PUT", Path: "/merge", Lost: true, Status: 502}, 1},
+		{"no answer", ghfake.Fault{Method: "PUT", Path: "/merge", Drop: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			branch := "b-" + strings.ReplaceAll(tc.name, " ", "-")
+			e.git(clone, "checkout", "-qb", branch, "origin/main")
+			writeFile(t, filepath.Join(clone, branch+".txt"), branch+"\n")
+			e.git(clone, "add", "-A")
+			e.git(clone, "commit", "-qm", branch)
+			e.git(clone, "push", "-q", "origin", branch)
+			p, err := g.CreatePR(ctx, branch, "main", branch, "body", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, served := len(e.fake.Requests()), e.fake.FaultsServed()
+			e.fake.AddFault(tc.fault)
+			if err := g.Merge(ctx, p.Number, p.HeadSHA, "merge", "t"); err != nil {
+				t.Fatalf("Merge: %v", err)
+			}
+			merges := 0
+			for _, r := range e.fake.Requests()[before:] {
+				if r.Method == "PUT" && strings.HasSuffix(r.Path, "/merge") {
+					merges++
+				}
+			}
+			if merges != tc.merges || e.fake.FaultsServed()-served != max(tc.fault.Times, 1) || !e.onMain(branch+".txt") {
+				t.Errorf("%d merge requests (want %d: a lost merge is read before a retry), %d faults served, on main %v",
+					merges, tc.merges, e.fake.FaultsServed()-served, e.onMain(branch+".txt"))
 			}
 		})
 	}
