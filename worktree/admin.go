@@ -80,23 +80,42 @@ func kind(m fs.FileMode) string {
 // and git diff run in dir start `git status` in each of them, with that
 // repository's own config: its filters, which no option of the driver's
 // can turn off, would run outside the sandbox. So the driver scans no
-// worktree where this list is not empty. It reads the index only.
+// worktree where this list is not empty. It reads the index only: the
+// file itself where it is in a form gitlinksInIndex reads, else through
+// `git ls-files --stage`.
 func (c *Client) Populated(ctx context.Context, dir string) ([]string, error) {
-	out, err := c.run(ctx, dir, nil, nil, "ls-files", "--stage", "-z")
+	links, err := c.gitlinks(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("list the gitlinks of %s: %w", c.abs(dir), err)
 	}
 	var found []string
-	for _, e := range splitNUL(out) {
-		meta, p, ok := strings.Cut(e, "\t")
-		if !ok || !strings.HasPrefix(meta, "160000 ") {
-			continue
-		}
+	for _, p := range links {
 		if _, err := os.Lstat(filepath.Join(c.abs(dir), filepath.FromSlash(p), ".git")); err == nil {
 			found = append(found, p)
 		}
 	}
 	return found, nil
+}
+
+// gitlinks lists the paths of the gitlink entries of dir's index.
+func (c *Client) gitlinks(ctx context.Context, dir string) ([]string, error) {
+	if gd, err := c.GitDir(ctx, dir); err == nil {
+		links, err := gitlinksInIndex(indexPath(gd))
+		if err == nil || os.IsNotExist(err) {
+			return links, nil // no index yet: no entries, as git reads it
+		}
+	}
+	out, err := c.run(ctx, dir, nil, nil, "ls-files", "--stage", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var links []string
+	for _, e := range splitNUL(out) {
+		if meta, p, ok := strings.Cut(e, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
+			links = append(links, p)
+		}
+	}
+	return links, nil
 }
 
 // inode is fi's inode number (0 where the system does not say).
