@@ -27,6 +27,10 @@
 #   SEED=2 bench/slowgate.sh                       # another DAG
 #   CLAUDOPILOT_BIN=/path/claudopilot bench/slowgate.sh  # no build
 #   DRIVER=ts TS_DIR=/path/to/v1.0.0 bench/slowgate.sh  # Claudopilot TS v1.0
+#   RUN_ARGS=--json KEEP=1 bench/slowgate.sh       # more flags to `run`; keep the repo
+#
+# After a claudopilot run it prints where the time went, per level of the
+# DAG, from the run's journal (see the end of this file).
 #
 # DRIVER=ts runs Claudopilot TS v1.0 (jopnick/claudopilot at v1.0.0, its
 # tree in TS_DIR: `git -C <clone> archive v1.0.0 | tar -x -C TS_DIR`) on
@@ -172,7 +176,7 @@ if [ "$DRIVER" = ts ]; then
 		exit 1
 	}
 else
-	(cd "$repo" && "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate "sleep $GATE_SLEEP" roadmap/ >"$T/run.log" 2>&1) || {
+	(cd "$repo" && "$T/claudopilot" run --base main --agent "$T/agent.sh" --max-parallel "$PARALLEL" --gate "sleep $GATE_SLEEP" ${RUN_ARGS:-} roadmap/ >"$T/run.log" 2>&1) || {
 		tail -40 "$T/run.log" >&2
 		exit 1
 	}
@@ -227,3 +231,55 @@ echo "roadmap: $PHASES phases, width $WIDTH, seed $SEED, depth $maxdepth; agent 
 echo "first-parent commits on $base after the run: $(git -C "$repo" rev-list --first-parent --count "$base") (1 is the roadmap's)"
 echo "bound terms: chain $chain s (STACK=$stack), gates $gates s (MERGE_BATCH $batch, GATE_SLOTS $slots), agents $agents s; depth x (agent + gate) = $((maxdepth * (AGENT_SLEEP + GATE_SLEEP))) s"
 printf 'wall %.1f s; bound %d s; wall / bound %.2fx\n' "$wall" "$bound" "$(bc -l <<<"$wall / $bound")"
+
+# Where the time went (claudopilot): per level of the DAG, the moments the
+# level's last phase reached each stage, from the run's journal, each as
+# the time since the stage before: its deps landed (ready), the driver
+# launched its attempt (launch), the agent's process started (worktree,
+# sandbox: start), the attempt was done (agent, its exit, the checks:
+# done), its car's gate started (train wait, build, a free slot: gate),
+# the car landed (gate, publish: land). A level's time is the sum; the
+# bound's share of it is A + G.
+journal=$repo/.claudopilot/state/journal.jsonl
+[ "$DRIVER" != ts ] && [ -f "$journal" ] || exit 0
+for p in $(seq 1 "$PHASES"); do
+	printf 'phase-%02d %d %d %d\n' "$p" "${depth[p]}" "${da[p]}" "${db[p]}"
+done | awk -v A="$AGENT_SLEEP" -v G="$GATE_SLEEP" '
+function sec(t,  hms) { split(substr(t, 12, 18), hms, ":"); return hms[1] * 3600 + hms[2] * 60 + hms[3] }
+NR == FNR { lvl[$1] = $2; da[$1] = $3; db[$1] = $4; n++; next }
+{
+	if (!match($0, /"t":"[^"]*"/)) next
+	t = sec(substr($0, RSTART + 5, RLENGTH - 6))
+	if (t0 == "") t0 = t
+	t -= t0
+	if (!match($0, /"phase":"[^"]*"/)) next
+	id = substr($0, RSTART + 9, RLENGTH - 10)
+	if (!match($0, /"ev":"[^"]*"/)) next
+	ev = substr($0, RSTART + 6, RLENGTH - 7)
+	if (ev == "launch" || ev == "pgid" || ev == "done" || ev == "gate") at[id, ev] = t
+	if (ev == "merged" && !((id, ev) in at)) at[id, ev] = t
+}
+END {
+	split("launch pgid done gate merged", st, " ")
+	for (i = 1; i <= n; i++) {
+		id = sprintf("phase-%02d", i); L = lvl[id]
+		r = 0; x = 0; y = 0
+		if (da[id] > 0) { x = at[sprintf("phase-%02d", da[id]), "merged"]; y = at[sprintf("phase-%02d", db[id]), "merged"]; r = x > y ? x : y }
+		if (!(L in ready) || r > ready[L]) ready[L] = r
+		for (k = 1; k <= 5; k++) if (!((L, k) in last) || at[id, st[k]] > last[L, k]) last[L, k] = at[id, st[k]]
+		if (L > depth) depth = L
+	}
+	print ""
+	print "where the time went, per level (s; each stage of the level'"'"'s last phase since the stage before):"
+	printf "%-6s %7s %7s %7s %7s %7s %7s %7s\n", "level", "ready", "launch", "start", "done", "gate", "land", "level"
+	for (L = 1; L <= depth; L++) {
+		prev = ready[L]; line = sprintf("%-6d %7.2f", L, ready[L])
+		for (k = 1; k <= 5; k++) { d = last[L, k] - prev; sum[k] += d; line = line sprintf(" %7.2f", d); prev = last[L, k] }
+		tot += prev - ready[L]
+		print line sprintf(" %7.2f", prev - ready[L])
+	}
+	line = sprintf("%-6s %7s", "sum", "")
+	for (k = 1; k <= 5; k++) line = line sprintf(" %7.2f", sum[k])
+	print line sprintf(" %7.2f", tot)
+	printf "bound share per level: agent %d + gate %d = %d s\n", A, G, A + G
+}' - "$journal"
