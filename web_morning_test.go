@@ -31,7 +31,7 @@ var readmeShot = flag.Bool("readme-screenshot", false, "TestWebPageMorning write
 //	go test -run TestWebPageMorning -readme-screenshot .
 func TestWebPageMorning(t *testing.T) {
 	if !soak() && !*readmeShot {
-		t.Skip("proven by TestPageMorningView (web): the same page checks against a recorded night in Chromium; the driver's usage limit, question and answer by scripts fail_rate_limit and needs_input; TestWebPageDrivesARun drives the page against a live run; CLAUDOPILOT_SOAK=1 runs it")
+		t.Skip("proven by TestPageMorningView (web): the same page checks against a recorded night in Chromium; the driver's usage limit, question and answer by scripts fail_rate_limit and needs_input_hostile; TestWebPageDrivesARun drives the page against a live run; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	t.Parallel()
 	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
