@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -107,16 +108,16 @@ func (s *Scheduler) usable(l *laneSlot, r state.Role, now time.Time) bool {
 }
 
 // laneFor picks the lane for p's next attempt by role r, or nil when none
-// may take it now, by the lane rule (PickLane): a phase keeps the lane it
-// ran on, or the one its (lane: …) names.
+// may take it now, by the lane rule (PickLane) from its home (HomeLane).
 func (s *Scheduler) laneFor(p *phase, r state.Role, now time.Time) *laneSlot {
 	if s.paused || s.budgetHit || s.draining {
 		return nil
 	}
-	home := p.n.Lane
+	ranOn := ""
 	if p.lane != nil {
-		home = p.lane.ID
+		ranOn = p.lane.ID
 	}
+	home := HomeLane(p.n.Lane, ranOn, p.lane != nil)
 	loads := make([]LaneLoad, len(s.lanes))
 	for i, l := range s.lanes {
 		loads[i] = LaneLoad{Lane: l.Lane, Running: l.running, Cooling: s.cooling(l, r, now)}
@@ -137,6 +138,19 @@ type LaneLoad struct {
 }
 
 func (l LaneLoad) usable() bool { return l.Running < l.Slots && !l.Cooling }
+
+// HomeLane is the lane a phase's next attempt is bound to, for the lane
+// rule (PickLane), the loop's (laneFor) and explain's: the lane its last
+// attempt in this run ran on (ran), so a relaunch or a retry keeps its lane
+// and the CLI that can resume its session; else the lane its (lane: …)
+// names ("" none). The loop remembers the lane in memory, explain reads it
+// from the journal (state.PhaseHistory.LastLane).
+func HomeLane(named, ranOn string, ran bool) string {
+	if ran {
+		return ranOn
+	}
+	return named
+}
 
 // PickLane is the lane rule, the loop's (laneFor) and explain's: the
 // index of the lane a phase's next attempt runs on, or -1 and the lanes
@@ -173,11 +187,15 @@ func PickLane(lanes []LaneLoad, home string) (int, []LaneLoad) {
 }
 
 // FileLaneLoads are the lanes of a run's journaled rules as the lane rule
-// reads them outside the loop (explain): the agents the journal has
-// running on each (hist, of a live run), and the cooldowns of their
-// quotas for workers at now.
-func FileLaneLoads(rules state.Rules, hist map[string]*state.PhaseHistory, cool state.Cooldowns, now time.Time) []LaneLoad {
-	running := map[string]int{}
+// reads them outside the loop (explain): their slots as the run has them
+// now (state.LastRules), the agents the journal has running on each (hist,
+// of a live run) and the slots lent to side runs (side, state.SideRuns),
+// and the cooldowns of their quotas for workers at now.
+func FileLaneLoads(rules state.Rules, hist map[string]*state.PhaseHistory, side map[string]int, cool state.Cooldowns, now time.Time) []LaneLoad {
+	running := maps.Clone(side)
+	if running == nil {
+		running = map[string]int{}
+	}
 	for _, h := range hist {
 		if lane, ok := h.RunningOn(); ok {
 			running[lane]++
@@ -275,7 +293,12 @@ func (s *Scheduler) onControl(c Control) {
 	if len(changed) > 0 {
 		sort.Strings(changed)
 		detail := "concurrency " + strings.Join(changed, ", ")
-		s.record(state.Record{Event: EvLanes, Detail: detail})
+		slots := make(map[string]int, len(s.lanes))
+		for _, l := range s.lanes {
+			slots[l.ID] = l.Slots
+		}
+		// The slots themselves, for explain: the detail is for people.
+		s.record(state.Record{Event: EvLanes, Detail: detail, Slots: slots})
 		s.emit(Event{Kind: EvLanes, Detail: detail})
 	}
 }

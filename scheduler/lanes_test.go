@@ -314,7 +314,7 @@ func TestExplainLaneRuleAgreesWithLoop(t *testing.T) {
 			}
 		}
 		hist, cool := state.History(recs)
-		return FileLaneLoads(rules, hist, cool, time.Now())
+		return FileLaneLoads(rules, hist, nil, cool, time.Now())
 	}
 	i, held := PickLane(fileLoads(), "claude")
 	if i >= 0 || len(held) != 1 || held[0].ID != "claude" || held[0].Running != 1 || held[0].Slots != 1 {
@@ -335,5 +335,109 @@ func TestExplainLaneRuleAgreesWithLoop(t *testing.T) {
 	}
 	if js := h.runner.jobsOf("b", state.Worker); len(js) != 1 || js[0].Lane != "claude" {
 		t.Errorf("b ran %+v, want once on claude", js)
+	}
+}
+
+// fileLoads are the lanes as explain reads them from jn: the newest run's
+// rules with the slots as it has them now, what runs on each, the
+// cooldowns; and each phase's history.
+func fileLoads(t *testing.T, jn *state.Journal) ([]LaneLoad, map[string]*state.PhaseHistory) {
+	t.Helper()
+	recs, err := state.ReadJournal(jn.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := state.LastRules(recs)
+	if rules == nil {
+		t.Fatal("no run record in the journal")
+	}
+	hist, cool := state.History(recs)
+	return FileLaneLoads(*rules, hist, state.SideRuns(recs), cool, time.Now()), hist
+}
+
+// A phase retried in a live run keeps the lane it ran on (HomeLane), in
+// the loop and in explain, and explain sees the slots the pacer set since
+// the run started. b, bound to no lane, runs on codex (claude is full with
+// a), fails, and is retried by hand while c holds codex; then the pacer
+// gives claude a second slot. The loop holds b for codex; explain, over
+// the journal, names codex (it used to say b would start: the journal's
+// retry forgot the lane, and claude's slots were the run's start's).
+func TestExplainRetriedLaneAgreesWithLoop(t *testing.T) {
+	t.Parallel()
+	lanes := twoLanes(1, 1)
+	lanes[0].Fallback = ""
+	controls := make(chan Control)
+	h, edits := newEditHarness(t, manifestOf(
+		"[pending] **a** — a (lane: claude)",
+		"[pending] **b** — b",
+		"[pending] **c** — c (lane: codex)",
+	), Config{Lanes: lanes, KeepGoing: true, Controls: controls}, "a", "b", "c")
+	h.jn = openJournal(t)
+	h.s.jn = h.jn
+	h.runner.maxParallel = 3
+	holdA, holdC := make(chan struct{}), make(chan struct{})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: holdA})
+	h.runner.on("b", state.Worker, fail(state.ReasonGate))
+	h.runner.on("c", state.Worker, step{OK: true, Wait: true, Hold: holdC})
+	ch := h.start(context.Background())
+	h.ev.wait(t, "b parked", isEv(EvBlocked, "b"))
+	h.ev.wait(t, "launch c", isLaunch("c", state.Worker, 1))
+	h.humanEdit(edits, "[blocked] **b**", "[pending] **b**")
+	controls <- Control{Slots: map[string]int{"claude": 2, "codex": 1}}
+	controls <- Control{} // taken once the loop has scheduled after the new slots
+
+	if js := h.runner.jobsOf("b", state.Worker); len(js) != 1 || js[0].Lane != "codex" {
+		t.Errorf("the loop ran b %+v, want once on codex (its retry waits for codex)", js)
+	}
+	loads, hist := fileLoads(t, h.jn)
+	last, ran := hist["b"].LastLane()
+	if home := HomeLane("", last, ran); home != "codex" {
+		t.Errorf("explain's home lane for b: %q (last %q, %v), want codex", home, last, ran)
+	}
+	i, held := PickLane(loads, HomeLane("", last, ran))
+	if i >= 0 || len(held) != 1 || held[0].ID != "codex" || held[0].Running != 1 {
+		t.Errorf("explain's lane rule for b: %d, held %+v; want none, held by codex (1 of 1)", i, held)
+	}
+	if i, _ := PickLane(loads, "claude"); i != 0 || loads[0].Slots != 2 || loads[0].Running != 1 {
+		t.Errorf("explain's lanes %+v: want claude 1 of the pacer's 2 slots taken", loads)
+	}
+
+	close(holdC)
+	h.ev.wait(t, "retry of b", isLaunch("b", state.Worker, 1))
+	close(holdA)
+	if _, _, err := h.await(ch); err != nil {
+		t.Fatal(err)
+	}
+	if js := h.runner.jobsOf("b", state.Worker); len(js) != 2 || js[1].Lane != "codex" {
+		t.Errorf("b ran %+v, want its retry on codex", js)
+	}
+}
+
+// A slot lent to a side run (a scanner) is journaled, so explain counts
+// it as the loop does: with a on one of MAX_PARALLEL=2 slots and the
+// other lent, a phase has none; once it is given back, one is free.
+func TestExplainCountsSideRuns(t *testing.T) {
+	t.Parallel()
+	side := NewSide()
+	h := newHarness(t, manifestOf("[pending] **a** — a"), Config{MaxParallel: 2, AgentCmd: "agent", Side: side})
+	h.jn = openJournal(t)
+	holdA := make(chan struct{})
+	h.runner.on("a", state.Worker, step{OK: true, Wait: true, Hold: holdA})
+	ch := h.start(context.Background())
+	h.ev.wait(t, "a launched", isLaunch("a", state.Worker, 1))
+	g := waitGrant(t, ask(t, side, "scanner bugs"))
+	loads, _ := fileLoads(t, h.jn)
+	if i, held := PickLane(loads, ""); i >= 0 || len(held) != 1 || held[0].Running != 2 {
+		t.Errorf("explain's lanes while the scanner holds a slot: %d, %+v; want the one lane full (2 of 2)", i, held)
+	}
+	g.Release(0, "", "")
+	h.ev.wait(t, "the scanner's end", func(e Event) bool { return e.Kind == EvSideEnd && e.Title == "scanner bugs" })
+	loads, _ = fileLoads(t, h.jn)
+	if i, _ := PickLane(loads, ""); i != 0 || loads[0].Running != 1 {
+		t.Errorf("explain's lanes after the scanner: %+v, want 1 of 2 taken", loads)
+	}
+	close(holdA)
+	if _, _, err := h.await(ch); err != nil {
+		t.Fatal(err)
 	}
 }

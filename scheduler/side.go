@@ -147,6 +147,7 @@ func (s *Scheduler) onSide(m sideMsg) {
 	}
 	delete(s.side.granted, m.ask)
 	l.running--
+	s.record(state.Record{Event: EvSideEnd, Title: m.ask.who, Lane: l.ID})
 	s.emit(Event{Kind: EvSideEnd, Title: m.ask.who, Lane: l.ID})
 	if m.cooldown > 0 {
 		key := l.quotaOf(state.Worker)
@@ -179,6 +180,9 @@ func (s *Scheduler) dispatchSide(now time.Time) {
 		}
 		s.side.granted[a] = l
 		l.running++
+		// Journaled before it is granted, so explain counts the slot as
+		// taken while the side run has it (state.SideRuns).
+		s.record(state.Record{Event: EvSideStart, Title: a.who, Lane: l.ID})
 		a.reply <- SideSlot{Lane: l.ID, Cmd: l.cmdOf(state.Worker), Account: l.Account, side: s.cfg.Side, ask: a}
 		s.emit(Event{Kind: EvSideStart, Title: a.who, Lane: l.ID, Detail: fmt.Sprintf("%s took a slot on lane %s", a.who, laneName(l.ID))})
 	}

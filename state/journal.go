@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,8 +41,12 @@ type Record struct {
 	Cmd string `json:"cmd,omitempty"`
 	// Rules are a run's eligibility settings ("run" records, one at each
 	// start).
-	Rules *Rules   `json:"rules,omitempty"`
-	Files []string `json:"files,omitempty"`
+	Rules *Rules `json:"rules,omitempty"`
+	// Slots are every lane's slots after the pacer (or `claudopilot
+	// lanes`) changed them ("lanes" records), by lane id ("" the one lane
+	// without LANES).
+	Slots map[string]int `json:"slots,omitempty"`
+	Files []string       `json:"files,omitempty"`
 	// Found marks an outcome no agent ran for (Outcome.Found): not an
 	// attempt.
 	Found bool `json:"found,omitempty"`
@@ -346,6 +351,10 @@ type PhaseHistory struct {
 	// leaves it: a live run's agent is running.
 	lane   string
 	onLane bool
+	// lastLane is the lane of the newest attempt in the journal's newest
+	// run (ranInRun); unlike lane it outlives the attempt and a retry.
+	lastLane string
+	ranInRun bool
 	// started counts agent processes started ("pgid") since the last
 	// outcome: an attempt whose driver was killed books no usage, and
 	// its sessions count from these.
@@ -371,14 +380,55 @@ type RuleLane struct {
 	Account       string `json:"account,omitempty"` // LANE_<id>_CREDENTIALS' folder
 }
 
-// LastRules are the rules of the newest run in the journal, or nil.
+// LastRules are the rules of the newest run in the journal as that run
+// has them now: its lanes' slots as the pacer (or `claudopilot lanes`)
+// changed them since it started ("lanes" records); nil before any run.
 func LastRules(recs []Record) *Rules {
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Event == "run" && recs[i].Rules != nil {
-			return recs[i].Rules
+	start := lastRun(recs)
+	if start < 0 || recs[start].Rules == nil {
+		return nil
+	}
+	rules := *recs[start].Rules
+	rules.Lanes = slices.Clone(rules.Lanes)
+	for _, r := range recs[start+1:] {
+		if r.Event != "lanes" || r.Slots == nil {
+			continue
+		}
+		rules.Slots = 0
+		for i, l := range rules.Lanes {
+			if n, ok := r.Slots[l.ID]; ok {
+				rules.Lanes[i].Slots = n
+			}
+			rules.Slots += rules.Lanes[i].Slots
 		}
 	}
-	return nil
+	return &rules
+}
+
+// lastRun is the index of the newest run's "run" record, or -1.
+func lastRun(recs []Record) int {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Event == "run" && recs[i].Rules != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// SideRuns are the lane slots the newest run has lent to side runs
+// (scanners) and not had back ("side-start" and "side-end" records), by
+// lane id: they are taken as a phase's agent's are.
+func SideRuns(recs []Record) map[string]int {
+	out := map[string]int{}
+	for _, r := range recs[lastRun(recs)+1:] {
+		switch r.Event {
+		case "side-start":
+			out[r.Lane]++
+		case "side-end":
+			out[r.Lane] = max(out[r.Lane]-1, 0)
+		}
+	}
+	return out
 }
 
 // CoolKey keys a journaled cooldown: the command it holds, and the role
@@ -423,6 +473,12 @@ func History(recs []Record) (map[string]*PhaseHistory, Cooldowns) {
 	cool := make(Cooldowns)
 	for _, r := range recs {
 		if r.Phase == "" {
+			if r.Event == "run" {
+				// A new run: no phase has run in it yet.
+				for _, h := range hs {
+					h.lastLane, h.ranInRun = "", false
+				}
+			}
 			cool.book(r) // a side run's (a scanner's): its lane's breaker
 			continue
 		}
@@ -488,7 +544,8 @@ func (h *PhaseHistory) fold(r Record, cool Cooldowns) {
 		// Counters start over for a retried phase; what it spent
 		// stays spent.
 		h.orphanSessions()
-		*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh, Title: h.Title, Deps: h.Deps}
+		*h = PhaseHistory{Last: r.Event, Usage: h.Usage, ByRole: h.ByRole, Session: h.Session, Fresh: h.Fresh, Title: h.Title, Deps: h.Deps,
+			lastLane: h.lastLane, ranInRun: h.ranInRun}
 	case "usage":
 		if r.Usage != nil {
 			h.addUsage(r.Role, *r.Usage)
@@ -552,12 +609,24 @@ func (h *PhaseHistory) launch(r Record) {
 	h.launchedAt = r.Time
 	h.inFlight = r.Role
 	h.lane, h.onLane = r.Lane, true
+	h.lastLane, h.ranInRun = r.Lane, true
 }
 
 // RunningOn says the lane of the agent the journal has running for the
 // phase (launched, no outcome yet); ok is false when none runs. Only a
 // live run's journal means it is running now.
 func (h *PhaseHistory) RunningOn() (lane string, ok bool) { return h.lane, h.onLane }
+
+// LastLane is the lane the phase's newest attempt in the journal's newest
+// run ran on; ok is false when it has not run in that run. It outlives the
+// attempt and a retry, as the loop's own memory of the lane does
+// (scheduler.HomeLane).
+func (h *PhaseHistory) LastLane() (lane string, ok bool) {
+	if h == nil {
+		return "", false
+	}
+	return h.lastLane, h.ranInRun
+}
 
 // outcome folds how an attempt ended.
 func (h *PhaseHistory) outcome(r Record, cool Cooldowns) {

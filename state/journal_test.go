@@ -283,6 +283,9 @@ func TestHistory(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			got, cool := History(c.recs)
+			for _, h := range got {
+				h.lastLane, h.ranInRun = "", false // TestLastLaneOutlivesARetry's
+			}
 			if !reflect.DeepEqual(got, c.want) {
 				for id, h := range got {
 					t.Errorf("got %s: %+v", id, *h)
@@ -475,5 +478,69 @@ func BenchmarkJournalWrite(b *testing.B) {
 		if err := jn.Write(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The lane of a phase's newest attempt in the newest run outlives the
+// attempt and a retry, as the loop's memory of it does (explain's home
+// lane for a retried phase); a new run forgets it, as a new loop does.
+func TestLastLaneOutlivesARetry(t *testing.T) {
+	t.Parallel()
+	run := Record{Event: "run", Rules: &Rules{}}
+	recs := []Record{
+		run,
+		{Phase: "b", Event: "launch", Role: Worker, Attempt: 1, Lane: "codex"},
+		{Phase: "b", Event: "fail", Role: Worker, Attempt: 1, Reason: ReasonGate},
+		{Phase: "b", Event: "blocked", Reason: ReasonGate},
+		{Phase: "b", Event: "retry"},
+	}
+	hist, _ := History(recs)
+	if lane, ok := hist["b"].LastLane(); lane != "codex" || !ok {
+		t.Errorf("after a retry: LastLane %q, %v; want codex", lane, ok)
+	}
+	if _, ok := hist["b"].RunningOn(); ok {
+		t.Error("after a retry: RunningOn says an agent runs")
+	}
+	hist, _ = History(append(recs, run))
+	if lane, ok := hist["b"].LastLane(); ok {
+		t.Errorf("in a new run: LastLane %q; want none", lane)
+	}
+	if lane, ok := (*PhaseHistory)(nil).LastLane(); ok {
+		t.Errorf("no history: LastLane %q", lane)
+	}
+}
+
+// A run's rules as it has them now: the pacer's slot changes ("lanes"
+// records) since it started apply; a newer run starts from its own. Side
+// runs hold slots from their start to their end, in the newest run only.
+func TestLastRulesAndSideRuns(t *testing.T) {
+	t.Parallel()
+	lanes := []RuleLane{{ID: "claude", Slots: 1}, {ID: "codex", Slots: 2}}
+	recs := []Record{
+		{Event: "run", Rules: &Rules{Lanes: lanes, Slots: 3}},
+		{Event: "side-start", Lane: "claude"},
+		{Event: "lanes", Slots: map[string]int{"claude": 3, "codex": 0}},
+		{Event: "side-start", Lane: "codex"},
+		{Event: "side-end", Lane: "claude"},
+	}
+	r := LastRules(recs)
+	if r == nil || r.Lanes[0].Slots != 3 || r.Lanes[1].Slots != 0 || r.Slots != 3 {
+		t.Errorf("LastRules %+v, want claude 3, codex 0, 3 in all", r)
+	}
+	if lanes[0].Slots != 1 {
+		t.Error("LastRules changed the journaled record")
+	}
+	if side := SideRuns(recs); side["claude"] != 0 || side["codex"] != 1 {
+		t.Errorf("SideRuns %v, want codex 1", side)
+	}
+	recs = append(recs, Record{Event: "run", Rules: &Rules{Lanes: lanes, Slots: 3}})
+	if r := LastRules(recs); r.Lanes[0].Slots != 1 || r.Lanes[1].Slots != 2 {
+		t.Errorf("a new run's rules %+v, want its own slots", r)
+	}
+	if side := SideRuns(recs); side["codex"] != 0 {
+		t.Errorf("a new run's side runs %v, want none", side)
+	}
+	if LastRules(nil) != nil || len(SideRuns(nil)) != 0 {
+		t.Error("no journal: want no rules, no side runs")
 	}
 }

@@ -25,8 +25,12 @@ type Snapshot struct {
 	Layout  state.Layout
 	Hist    map[string]*state.PhaseHistory
 	Cool    state.Cooldowns
-	// Rules are the newest run's, from the journal; nil before any run.
-	Rules   *state.Rules
+	// Rules are the newest run's, from the journal, with its lanes' slots
+	// as it has them now; nil before any run.
+	Rules *state.Rules
+	// Side are the lane slots the newest run lent to side runs
+	// (scanners), by lane.
+	Side    map[string]int
 	Live    bool // a driver holds the lock
 	Lock    state.LockInfo
 	LockSet bool // a lock file is there, held or stale
@@ -45,7 +49,7 @@ func Read(rm *roadmap.Roadmap, l state.Layout, lockPath string, now time.Time) (
 		return nil, fmt.Errorf("read the journal: %w", err)
 	}
 	s.Hist, s.Cool = state.History(recs)
-	s.Rules = state.LastRules(recs)
+	s.Rules, s.Side = state.LastRules(recs), state.SideRuns(recs)
 	if sw, err := control.Load(l.StateDir()); err == nil {
 		s.Paused = sw.Paused
 	}

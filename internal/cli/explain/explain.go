@@ -194,9 +194,12 @@ func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 		why = append(why, "the run is paused: nothing new starts until `claudopilot resume` (running agents finish)")
 	}
 	if len(why) == 0 && s.Live {
-		// The loop's lane rule over the lanes the run journaled and the
-		// agents the journal has running on each.
-		if i, held := scheduler.PickLane(scheduler.FileLaneLoads(rules, s.Hist, s.Cool, s.Now), n.Lane); i < 0 {
+		// The loop's lane rule over the lanes as the run journaled them
+		// and what the journal has running on each, from the phase's
+		// home as the loop has it: the lane it last ran on in this run.
+		last, ran := s.Hist[id].LastLane()
+		home := scheduler.HomeLane(n.Lane, last, ran)
+		if i, held := scheduler.PickLane(scheduler.FileLaneLoads(rules, s.Hist, s.Side, s.Cool, s.Now), home); i < 0 {
 			why = append(why, noSlot(held))
 		} else {
 			why = append(why, "it is eligible and will start at the next scheduling step")
@@ -283,9 +286,12 @@ func noSlot(held []scheduler.LaneLoad) string {
 	}
 	var each []string
 	for _, l := range held {
-		if l.Cooling {
+		switch {
+		case l.Cooling:
 			each = append(each, fmt.Sprintf("lane %s cools down after a usage limit", l.ID))
-		} else {
+		case l.Slots == 0:
+			each = append(each, fmt.Sprintf("lane %s has no slot now (switched off, or paced to 0: `claudopilot lanes`)", l.ID))
+		default:
 			each = append(each, fmt.Sprintf("lane %s is full (%d of its %d slots taken)", l.ID, l.Running, l.Slots))
 		}
 	}
