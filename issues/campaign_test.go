@@ -15,8 +15,9 @@ const campaignAgent = okAgent + `if grep -q "Make the parser fast" "$CLAUDOPILOT
 `
 
 // A campaign's issues go first: with one slot, the issue labelled
-// campaign:speed is worked before the older ready issues, and its agent
-// reads the campaign's committed goal file; the others' do not.
+// campaign:speed is worked before the older ready issue, and its agent
+// reads the campaign's committed goal file; the other's does not. (One
+// older issue: the default order, oldest first, would take it first.)
 func TestCampaignIssuesGoFirst(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -26,7 +27,6 @@ func TestCampaignIssuesGoFirst(t *testing.T) {
 	e.git(seed, "commit", "-qm", "the speed campaign")
 	e.git(seed, "push", "-q", "origin", "main")
 	e.fake.NewIssue("alice", "One", "first", []string{"agent-ready"}, "alice")
-	e.fake.NewIssue("alice", "Two", "second", []string{"agent-ready"}, "alice")
 	e.fake.NewIssue("alice", "Fast", "the campaign's", []string{"agent-ready", "campaign:speed"}, "alice")
 	record := filepath.Join(e.dir, "record")
 	log := &syncBuf{}
@@ -41,18 +41,18 @@ func TestCampaignIssuesGoFirst(t *testing.T) {
 	}
 	defer jn.Close()
 	sum := runWith(t, q, log, harness{maxParallel: 1, journal: jn})
-	if sum.Count(Merged) != 3 {
-		t.Fatalf("merged %d, want 3:\n%s", sum.Count(Merged), log)
+	if sum.Count(Merged) != 2 {
+		t.Fatalf("merged %d, want 2:\n%s", sum.Count(Merged), log)
 	}
 	got, _ := os.ReadFile(record)
-	if lines := strings.Fields(strings.ReplaceAll(string(got), "\n", " ")); len(lines) < 2 || lines[0] != "#3" || lines[1] != "#3" || strings.Count(string(got), "goal") != 1 {
+	if lines := strings.Fields(strings.ReplaceAll(string(got), "\n", " ")); len(lines) < 2 || lines[0] != "#2" || lines[1] != "#2" || strings.Count(string(got), "goal") != 1 {
 		t.Errorf("worked in order:\n%s", got)
 	}
 	// The journal keeps each issue's campaign: the page counts its
 	// progress from it (runview.Fold.Campaigns).
 	hist, _ := state.History(mustRead(t, jpath))
-	if h := hist["#3"]; h == nil || h.Campaign != "speed" || h.Last != "merged" {
-		t.Errorf("#3's history %+v, want merged in campaign speed", h)
+	if h := hist["#2"]; h == nil || h.Campaign != "speed" || h.Last != "merged" {
+		t.Errorf("#2's history %+v, want merged in campaign speed", h)
 	}
 	if h := hist["#1"]; h == nil || h.Campaign != "" {
 		t.Errorf("#1's history %+v, want no campaign", h)

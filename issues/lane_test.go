@@ -14,7 +14,10 @@ import (
 // An issue labelled lane:<id> is pinned to that lane of the scheduler (its
 // command, CLAUDOPILOT_LANE); an issue without one takes the first lane
 // with a free slot; a label naming no lane in LANES is said in the log and
-// any lane runs the issue.
+// any lane runs the issue (its node has no lane, as one without a label).
+// Two issues worked, pinned and plain: which free lane an unpinned node
+// takes is the scheduler's rule (scheduler TestLanesSplitByAnnotationAndFreeSlot);
+// the unknown label is read into its node without a run.
 func TestLaneLabelPinsTheIssue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -25,7 +28,7 @@ func TestLaneLabelPinsTheIssue(t *testing.T) {
 	}
 	pinned := e.fake.NewIssue("alice", "pinned", "x", []string{"agent-ready", "lane:Codex"}, "")
 	plain := e.fake.NewIssue("alice", "plain", "x", []string{"agent-ready"}, "")
-	unknown := e.fake.NewIssue("alice", "typo", "x", []string{"agent-ready", "lane:nosuch"}, "")
+	unknown := e.fake.NewIssue("alice", "typo", "x", []string{"lane:nosuch"}, "") // not queued: read, not worked
 	log := &syncBuf{}
 	claude, codex := tagged("claude"), tagged("codex")
 	q := e.queue("one", log, func(c *Config) {
@@ -35,9 +38,22 @@ func TestLaneLabelPinsTheIssue(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
 	defer cancel()
+	for n, lane := range map[int]string{pinned: "codex", plain: "", unknown: ""} {
+		is, err := q.gh.Issue(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nd := q.node(is, nil); nd.Lane != lane {
+			t.Errorf("#%d's node is on lane %q, want %q", n, nd.Lane, lane)
+		}
+	}
+	if !strings.Contains(log.String(), "label lane:nosuch names no lane in LANES") {
+		t.Errorf("log:\n%s", log)
+	}
 	lanes := []scheduler.Lane{{ID: "claude", Cmd: claude, SupervisorCmd: claude, Slots: 1}, {ID: "codex", Cmd: codex, SupervisorCmd: codex, Slots: 1}}
-	if _, err := runQueue(ctx, q, harness{lanes: lanes}); err != nil {
-		t.Fatalf("Run: %v\nlog:\n%s", err, log)
+	sum, err := runQueue(ctx, q, harness{lanes: lanes})
+	if err != nil || sum.Count(Merged) != 2 {
+		t.Fatalf("Run: %v, summary %+v\nlog:\n%s", err, sum, log)
 	}
 	b, err := os.ReadFile(record)
 	if err != nil {
@@ -45,7 +61,7 @@ func TestLaneLabelPinsTheIssue(t *testing.T) {
 	}
 	got := string(b)
 	// The pinned issue comes first and takes codex; plain, the first
-	// free lane, claude; the typo whichever frees first.
+	// free lane, claude.
 	for _, want := range []string{
 		"#" + itoa(pinned) + " codex codex",
 		"#" + itoa(plain) + " claude claude",
@@ -54,13 +70,7 @@ func TestLaneLabelPinsTheIssue(t *testing.T) {
 			t.Errorf("record lacks %q:\n%s", want, got)
 		}
 	}
-	if !strings.Contains(got, "#"+itoa(unknown)+" codex codex\n") && !strings.Contains(got, "#"+itoa(unknown)+" claude claude\n") {
-		t.Errorf("record lacks #%d on a lane:\n%s", unknown, got)
-	}
 	if strings.Contains(got, " default ") {
 		t.Errorf("AGENT_CMD ran beside LANES:\n%s", got)
-	}
-	if !strings.Contains(log.String(), "label lane:nosuch names no lane in LANES") {
-		t.Errorf("log:\n%s", log)
 	}
 }
