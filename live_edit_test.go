@@ -47,6 +47,9 @@ git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$C
 `
 
 func TestLiveEdits(t *testing.T) {
+	if !soak() {
+		t.Skip("proven in package tests (roadmap TestSetStateWaitsForInPlaceSave, TestReplaceKeepsARenameSaveBeforeTheSwap, TestLateWriteIntoOldInodeMergedBack, TestMergeLateNeverOverANewerEdit: an edit, in place or by rename, survives the driver's writes; scheduler TestEditAddsPhase, TestEditRetriesParkedPhase, TestEditDoesNotUndoDeferredWrites, TestEditReadsTheStore: a new phase picked up, a parked one flipped to [pending] retried); script run_merged_stays_merged runs the watcher against the driver's writes end to end; CLAUDOPILOT_SOAK=1 runs it")
+	}
 	if testing.Short() {
 		t.Skip("runs the driver for several seconds")
 	}
