@@ -114,7 +114,7 @@ func where(ctx context.Context, o *Options) (*roadmap.Roadmap, state.Layout, boo
 	}
 	live := false
 	if common, err := git.CommonDir(ctx); err == nil {
-		_, live = state.LockHeld(filepath.Join(common, "claudopilot.lock"))
+		_, live = state.LockHeld(state.LockPath(common))
 	}
 	return nil, state.Layout{Top: filepath.Dir(filepath.Dir(stateDir))}, live, nil
 }
