@@ -1,12 +1,23 @@
 package land
 
+import (
+	"context"
+
+	"github.com/claudopilot/claudopilot/scheduler"
+)
+
 // Unexported checks, for tests that feed them what a repository in trouble
 // gives.
 var (
 	OutOfScope = (*Owner).outOfScope
-	Changes    = (*Owner).changes
 	Markers    = (*Owner).markers
 )
+
+// Changes is the paths check reads for j's branch: its one diff's.
+func Changes(o *Owner, ctx context.Context, j scheduler.MergeJob, mb, tip string) ([]string, error) {
+	ch, err := o.Git.BranchChanges(ctx, mb, tip)
+	return ch.Paths, err
+}
 
 // OwnMove moves the base ref to sha as the merge owner does, with ok the
 // success the owner saw (false: the update-ref reported an error).

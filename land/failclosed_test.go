@@ -9,7 +9,8 @@ import (
 )
 
 // A check that cannot run stops the landing: here the branch names a blob
-// the object store lacks, so `git diff --check` fails. The conflict-marker
+// the object store lacks, so the diff the checks read (`git diff-tree
+// -p`) fails. The conflict-marker
 // check used to read that as "no markers" and the merge went on to land a
 // commit whose file cannot be read.
 func TestMergeStopsWhenTheMarkerCheckCannotRun(t *testing.T) {
@@ -55,7 +56,7 @@ func TestChecksFailClosed(t *testing.T) {
 	if changed, err := land.Changes(f.owner, f.ctx, j, base, missing); err == nil {
 		t.Errorf("the changes of an unreadable tip = %v, nil; want an error", changed)
 	}
-	if bad, err := land.Markers(f.owner, f.ctx, base, missing); err == nil {
+	if bad, err := land.Markers(f.owner, f.ctx, []string{"web/x.js"}, missing); err == nil {
 		t.Errorf("Markers with an unreadable tip = %v, nil; want an error", bad)
 	}
 }

@@ -312,11 +312,14 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 // check that cannot run stops the landing.
 func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
 	out.ID = j.ID
-	changed, err := o.changes(ctx, j, mb, tip)
+	// One diff for the three checks: the paths the branch changed and
+	// the files it added marker lines to.
+	ch, err := o.Git.BranchChanges(ctx, mb, tip)
 	if err != nil {
-		out.Err = fmt.Errorf("the protected-file and scope checks of %s could not run: %w", j.ID, err)
+		out.Err = fmt.Errorf("the protected-file check, the conflict-marker check and the scope check of %s could not run: %w", j.ID, err)
 		return out, true
 	}
+	changed := ch.Paths
 	if hits, err := o.protected(j, changed, manifestSrc); err != nil {
 		out.Err = fmt.Errorf("the protected-file check of %s could not run: %w", j.ID, err)
 		return out, true
@@ -324,7 +327,7 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string,
 		out.Reason, out.Detail = state.ReasonProtected, protect.Describe(hits)
 		return out, true
 	}
-	if paths, err := o.markers(ctx, mb, tip); err != nil {
+	if paths, err := o.markers(ctx, ch.Markers, tip); err != nil {
 		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
 		return out, true
 	} else if len(paths) > 0 {
@@ -875,14 +878,11 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	return nil
 }
 
-// markers lists files in which the branch added conflict markers since
-// mb, its merge base with the base: a concluded merge that was never
+// markers lists the files among cands, those in which the branch added
+// lines git sees as conflict markers since its merge base with the base,
+// that hold conflict markers at tip: a concluded merge that was never
 // resolved must not land.
-func (o *Owner) markers(ctx context.Context, mb, tip string) ([]string, error) {
-	cands, err := o.Git.MarkerCandidates(ctx, "", mb, tip)
-	if err != nil {
-		return nil, err
-	}
+func (o *Owner) markers(ctx context.Context, cands []string, tip string) ([]string, error) {
 	var paths []string
 	for _, p := range cands {
 		// A line of seven '=' alone is also a markdown heading's

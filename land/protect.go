@@ -1,7 +1,6 @@
 package land
 
 import (
-	"context"
 	"errors"
 	"path"
 
@@ -47,19 +46,4 @@ func (o *Owner) protected(j scheduler.MergeJob, changed []string, manifestSrc []
 		return id == j.ID
 	}
 	return o.Protect.Check(changed, own), nil
-}
-
-// needsChanges reports whether the checks of j read the paths its branch
-// changed: the protected-file check (unless off) and the scope check.
-func (o *Owner) needsChanges(j scheduler.MergeJob) bool {
-	return o.Protect == nil || !o.Protect.Off || len(j.Owns) > 0
-}
-
-// changes lists the paths j's branch changed since mb, when a check needs
-// them (nil otherwise).
-func (o *Owner) changes(ctx context.Context, j scheduler.MergeJob, mb, tip string) ([]string, error) {
-	if !o.needsChanges(j) {
-		return nil, nil
-	}
-	return o.Git.DiffNames(ctx, mb, tip)
 }

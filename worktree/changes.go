@@ -1,0 +1,120 @@
+package worktree
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Changes is what one diff of two commits says: the paths that differ
+// (DiffNames' list) and, among them, the files whose added lines git
+// would call leftover conflict markers (MarkerCandidates' list).
+type Changes struct {
+	Paths, Markers []string
+}
+
+// BranchChanges reads from..to's paths and conflict-marker candidates
+// from one `git diff-tree -p` (issue 25 §1: the diff-tree --name-only and
+// the diff --check it replaces were a git process each per landed
+// phase). Paths come from the patch headers, which name each path twice
+// without renames (a type change is two patches of one path, listed
+// once); a header it cannot read is an error, never a path skipped. A
+// line of seven '=' alone is also a markdown underline, so callers
+// confirm the markers on the content, as for MarkerCandidates.
+func (c *Client) BranchChanges(ctx context.Context, from, to string) (Changes, error) {
+	var ch Changes
+	read := func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		seen := map[string]bool{}
+		cur, marked := "", false
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
+				p, err := headerPath(rest)
+				if err != nil {
+					return err
+				}
+				cur, marked = p, false
+				if !seen[p] {
+					seen[p] = true
+					ch.Paths = append(ch.Paths, p)
+				}
+				continue
+			}
+			if !marked && cur != "" && strings.HasPrefix(line, "+") && isConflictMarker(line[1:]) {
+				marked = true
+				if !seenMarker(ch.Markers, cur) {
+					ch.Markers = append(ch.Markers, cur)
+				}
+			}
+		}
+		return sc.Err()
+	}
+	err := c.GitStream(ctx, "", read, "-c", "core.quotePath=false", "diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color",
+		"--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", from, to)
+	if err != nil {
+		return Changes{}, fmt.Errorf("the changes of %s..%s: %w", from, to, err)
+	}
+	return ch, nil
+}
+
+func seenMarker(ms []string, p string) bool {
+	return len(ms) > 0 && ms[len(ms)-1] == p
+}
+
+// isConflictMarker is git's test for a leftover conflict marker (diff.c,
+// the default marker size 7): seven of '<', '=', '>' or '|', then
+// whitespace or the line's end.
+func isConflictMarker(l string) bool {
+	if len(l) < 7 || !strings.ContainsRune("<=>|", rune(l[0])) {
+		return false
+	}
+	for i := 1; i < 7; i++ {
+		if l[i] != l[0] {
+			return false
+		}
+	}
+	return len(l) == 7 || strings.ContainsRune(" \t\r\n\v\f", rune(l[7]))
+}
+
+var errHeader = errors.New("a patch header names no path read here")
+
+// headerPath is the path a `diff --git` header names (rest is what
+// follows "diff --git "): "a/P b/P", or both quoted as git quotes a path
+// with a control character, '"' or '\'.
+func headerPath(rest string) (string, error) {
+	if strings.HasPrefix(rest, `"`) {
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q", errHeader, rest)
+		}
+		a, err := strconv.Unquote(q)
+		if err != nil || !strings.HasPrefix(a, "a/") {
+			return "", fmt.Errorf("%w: %q", errHeader, rest)
+		}
+		if !strings.HasPrefix(rest[len(q):], " ") || !sameQuoted(rest[len(q)+1:], "b/"+a[2:]) {
+			return "", fmt.Errorf("%w: %q", errHeader, rest)
+		}
+		return a[2:], nil
+	}
+	n := len(rest) - len("a/ b/")
+	if n <= 0 || n%2 != 0 {
+		return "", fmt.Errorf("%w: %q", errHeader, rest)
+	}
+	p := rest[2 : 2+n/2]
+	if rest != "a/"+p+" b/"+p {
+		return "", fmt.Errorf("%w: %q", errHeader, rest)
+	}
+	return p, nil
+}
+
+// sameQuoted reports whether q is one quoted string that says p.
+func sameQuoted(q, p string) bool {
+	u, err := strconv.Unquote(q)
+	return err == nil && u == p
+}

@@ -1,0 +1,58 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+)
+
+// BranchChanges reads from one diff what DiffNames and MarkerCandidates
+// read from two: the same paths, named with spaces, tabs, quotes,
+// backslashes and non-ASCII letters, a type change listed once, a mode
+// change and an empty file too; and the files with added marker lines
+// (a binary file's are not, as for git diff --check).
+func TestBranchChanges(t *testing.T) {
+	t.Parallel()
+	c := newRepo(t)
+	ctx := context.Background()
+	from := commitFiles(t, c, "", "one", map[string]string{"keep.txt": "k\n", "sp ace.txt": "a\n", "link": "x\n", "mode.sh": "m\n", "gone.txt": "g\n"})
+	writeFile(t, c.Dir, "sp ace.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")
+	writeFile(t, c.Dir, "ta\tb \"q\" \\ é.md", "Title\n=======\n")
+	writeFile(t, c.Dir, "empty", "")
+	writeFile(t, c.Dir, "bin.dat", "\x00\x01<<<<<<< x\n>>>>>>> y\n")
+	writeFile(t, c.Dir, "deep/er/m.go", "x\n|||||||\n")
+	mustGit(t, c, "", "rm", "-q", "link", "gone.txt")
+	if err := os.Symlink("target", c.abs("link")); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, c, "", "add", "-A")
+	mustGit(t, c, "", "update-index", "--chmod=+x", "mode.sh")
+	mustGit(t, c, "", "commit", "-q", "-m", "two")
+	to := mustGit(t, c, "", "rev-parse", "HEAD")
+	got, err := c.BranchChanges(ctx, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := c.DiffNames(ctx, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks, err := c.MarkerCandidates(ctx, "", from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	slices.Sort(got.Paths)
+	if !slices.Equal(got.Paths, names) || len(names) != 8 {
+		t.Errorf("paths %q, diff-tree --name-only says %q", got.Paths, names)
+	}
+	slices.Sort(marks)
+	slices.Sort(got.Markers)
+	if !slices.Equal(got.Markers, marks) || len(marks) != 3 {
+		t.Errorf("marker candidates %q, diff --check says %q", got.Markers, marks)
+	}
+	if _, err := c.BranchChanges(ctx, from, "nosuchcommit"); err == nil {
+		t.Error("a diff that cannot run is no error")
+	}
+}
