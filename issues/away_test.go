@@ -32,6 +32,9 @@ func TestAwayMidRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.name != "closed" && !soak() {
+				t.Skip("a queue run per way of going away: CLAUDOPILOT_SOAK=1 only; TestAwayMidRun/closed stops an agent by default, and TestAwayIsReadOfEachKind/" + tc.name + " proves this way is read as away, with why, and dropped")
+			}
 			e := newEnv(t)
 			n := e.fake.NewIssue("alice", "goes away", "work", []string{"agent-ready"}, "")
 			started := filepath.Join(e.dir, "started")
@@ -65,6 +68,75 @@ while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
 			}
 			if !strings.Contains(log.String(), "went away while worked on") {
 				t.Errorf("log:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestAwayIsReadOfEachKind is TestAwayMidRun without a run, for each way
+// an issue goes away: a claimed issue, read as the run's poll reads the
+// issues it holds (Source.checkHeld: goneWhy of the read's error, else
+// goneState), is away with why; going away drops it (Queue.goneAway): one
+// Dropped result with that reason, the log line, and where the issue can
+// still be written, the claim label off and a comment saying why. That a
+// run then stops the agent and pushes nothing is TestAwayMidRun/closed.
+func TestAwayIsReadOfEachKind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	log := &syncBuf{}
+	q := e.queue("w", log, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
+	defer cancel()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bctx, stop := context.WithCancel(ctx)
+	booked := q.Bookkeep(bctx)
+	kinds := []struct {
+		name, why string
+		writable  bool // the issue is still here to be written
+		act       func(n int)
+	}{
+		{"closed", "it was closed (not planned)", true, func(n int) { e.fake.CloseIssue(n, "not_planned", "alice") }},
+		{"transferred unreadable", "GitHub answers 404", false, func(n int) { e.fake.TransferIssue(n, "acme/private", false) }},
+		{"transferred", "GitHub answers 301", false, func(n int) { e.fake.TransferIssue(n, "acme/other", true) }},
+		{"unreadied", "taken out of the queue", true, func(n int) { e.fake.UnlabelIssue(n, "agent-running", "alice") }},
+	}
+	nums := make([]int, len(kinds))
+	for i, k := range kinds {
+		nums[i] = e.fake.NewIssue("alice", "goes away: "+k.name, "work", []string{"agent-ready"}, "")
+		if won, _, why, err := q.claim(ctx, nums[i]); err != nil || !won {
+			t.Fatalf("claim #%d: %v %s", nums[i], err, why)
+		}
+		k.act(nums[i])
+		why := ""
+		if is, err := q.gh.Issue(ctx, nums[i]); err != nil {
+			why = goneWhy(err)
+		} else {
+			why = q.goneState(is)
+		}
+		if !strings.Contains(why, k.why) {
+			t.Errorf("%s: read as away because %q, want %q", k.name, why, k.why)
+			continue
+		}
+		q.goneAway(nums[i], why)
+	}
+	stop()
+	<-booked
+	sum := q.Summary()
+	if sum.Count(Dropped) != len(kinds) || len(sum.Results) != len(kinds) {
+		t.Fatalf("summary %+v\n%s", sum, log)
+	}
+	for i, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			if r := sum.Results[i]; r.Number != nums[i] || !strings.Contains(r.Reason, k.why) {
+				t.Errorf("result %+v, want #%d dropped because %q", r, nums[i], k.why)
+			}
+			if !strings.Contains(log.String(), IssueID(nums[i])+": went away while worked on: ") {
+				t.Errorf("log:\n%s", log)
+			}
+			if is := e.issue(nums[i]); k.writable && (hasLabel(is, "agent-running") || commentsWith(is, "claudopilot stopped working on this issue: ") != 1) {
+				t.Errorf("after going away:\n%s", dump(e, nums[i]))
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package issues
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -81,14 +82,18 @@ func TestIssueOrchestratorClaims(t *testing.T) {
 // TestLabelColoursFollowIssueOrchestrator: the labels the queue creates
 // take issue-orchestrator's colour for the same role (its agent label,
 // in-progress, blocked, needs-human, needs-code-review); one that exists is
-// left as it is.
+// left as it is. The queue's Start makes them (no run needed).
 func TestLabelColoursFollowIssueOrchestrator(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.AddLabel(ghfakeLabel("agent-blocked", "123456", "mine"))
 	log := &syncBuf{}
 	q := e.queue("w", log, nil)
-	run(t, q, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
+	defer cancel()
+	if err := q.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, log)
+	}
 	got := map[string]string{}
 	for _, l := range e.fake.Labels() {
 		got[l.Name] = strings.ToLower(l.Color)
