@@ -36,6 +36,7 @@ type File struct {
 	// exchange: where a human's rename-save can land.
 	beforeSwap func()
 	onLate     func(error) // after a late write was merged back (or failed to)
+	onSyncDir  func()      // each fsync of the folder after a swap
 
 	// lateSlots bounds the late-write watches (watchLate); made under mu.
 	lateSlots chan struct{}
@@ -65,7 +66,9 @@ func (f *File) SetState(id string, s manifest.State) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var next *manifest.Manifest
-	err := f.UpdateLocked(func(src []byte) ([]byte, error) {
+	// [running] is the journal's to keep (a restart reads the runs from
+	// it): the name's move is not fsynced for it (see update).
+	err := f.update(func(src []byte) ([]byte, error) {
 		m := f.last
 		if m == nil || !bytes.Equal(m.Src, src) {
 			var err error
@@ -79,7 +82,7 @@ func (f *File) SetState(id string, s manifest.State) error {
 		}
 		next = n
 		return n.Src, nil
-	})
+	}, s != manifest.Running)
 	if err == nil {
 		f.last = next
 	}
@@ -117,6 +120,18 @@ func (f *File) Unlock() { f.mu.Unlock() }
 
 // UpdateLocked is Update for a caller that holds the lock.
 func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
+	return f.update(edit, true)
+}
+
+// update is UpdateLocked; durable fsyncs the folder after the swap, so
+// that the new bytes are the file's after a power cut. Without it (issue
+// 25 §1: no fsync for the manifest beyond what it needs; a state the
+// journal keeps) a power cut may give back the file before the change,
+// whole. The new bytes are always fsynced before the swap: an unsynced
+// new file could leave the name on an empty file, and the user's own
+// lines in it lost (ext4's auto_da_alloc covers a rename over a file,
+// not an exchange).
+func (f *File) update(edit func(src []byte) ([]byte, error), durable bool) error {
 	var lastErr error
 	var busySince time.Time
 	for try, races := 0, 0; try < 8; try++ {
@@ -141,7 +156,7 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 		}
 		// If a human saved meanwhile, their bytes win and the token
 		// change is applied to them on the next pass.
-		err = f.replace(out, src)
+		err = f.replace(out, src, durable)
 		switch {
 		case isBusy(err):
 			// An editor is writing into the file: wait for it to
@@ -218,7 +233,7 @@ func (f *File) target() string {
 //     writer's open goes on once we let go, and its bytes win.
 //   - A writer that opens the path after the swap gets our new file, the
 //     live one; a lease on it too tells us not to undo the swap then.
-func (f *File) replace(data, expect []byte) error {
+func (f *File) replace(data, expect []byte, durable bool) error {
 	path := f.target()
 	tmp, err := writeTemp(path, data)
 	if err != nil {
@@ -254,7 +269,7 @@ func (f *File) replace(data, expect []byte) error {
 		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
-		atomicfile.SyncDir(filepath.Dir(path))
+		f.syncDir(path, durable)
 		return nil
 	case xerr != nil:
 		return xerr
@@ -270,7 +285,7 @@ func (f *File) replace(data, expect []byte) error {
 	// That save must go back, or it is deleted with tmp.
 	swappedOld := sameInode(old.f, tmp)
 	if swappedOld && !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
-		atomicfile.SyncDir(filepath.Dir(path))
+		f.syncDir(path, durable)
 		// A writer between its path lookup and its open's lease break
 		// as we checked would still write into the old inode: watch it
 		// for a while and merge such a write back.
@@ -293,6 +308,17 @@ func (f *File) replace(data, expect []byte) error {
 		return fmt.Errorf("restore a concurrent edit of %s (kept as %s): %w", path, tmp, xerr)
 	}
 	return errChanged
+}
+
+// syncDir fsyncs path's folder when durable.
+func (f *File) syncDir(path string, durable bool) {
+	if !durable {
+		return
+	}
+	if f.onSyncDir != nil {
+		f.onSyncDir()
+	}
+	atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // RemoveTemps deletes temp files a killed writer left beside the manifest.
