@@ -280,6 +280,9 @@ func (e *Engine) openRemote(ctx context.Context, runner *work.Runner) error {
 // issues.
 func (e *Engine) runner(o Options) *work.Runner {
 	cfg, layout := e.Settings, e.Layout
+	if cfg.Stray != nil {
+		cfg.Stray.LogTo(e.log) // says once if it falls back to git status
+	}
 	dirs := []string{filepath.Join(layout.Dir(), "prompts")}
 	if !o.NoRoadmap {
 		dirs = append([]string{filepath.Join(o.Dir, "prompts")}, dirs...)

@@ -20,8 +20,9 @@
 // private folder. Sync then moves the real branch to the agent's tip with a
 // compare-and-swap and reports every other ref the agent wrote.
 //
-// Snapshot and Changes are the fallback without a sandbox: they name files
-// of the base checkout and of other worktrees that changed while an
-// attempt ran. Nothing can attribute such a change without a sandbox, so it
+// Watch is the fallback without a sandbox: it names files of the base
+// checkout and of other worktrees that changed while an attempt ran (one
+// inotify watch while attempts run, git status only where it saw a
+// change). Nothing can attribute such a change without a sandbox, so it
 // is only reported.
 package sandbox
