@@ -27,6 +27,9 @@ import (
 // a token again, then the first way after the second); twelve under
 // CLAUDOPILOT_SOAK=1. The hours run one after another, so twelve were the
 // package's longest test (63 s alone, 195 s in the package at load 33-40).
+// By default two hours (a token made again before it expires, under a
+// running queue); each way of making one again, in both orders, is
+// TestAppTokenMadeAgainAtTheClient, without a run.
 func TestOvernightOnAppTokens(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -49,7 +52,7 @@ func TestOvernightOnAppTokens(t *testing.T) {
 		_, err := runQueue(ctx, q, harness{})
 		done <- err
 	}()
-	hours := 3
+	hours := 2
 	if soak() {
 		hours = 12
 	}
@@ -88,6 +91,55 @@ func TestOvernightOnAppTokens(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "ghs_fake") {
 		t.Errorf("a token shows in the log:\n%s", log)
+	}
+}
+
+// TestAppTokenMadeAgainAtTheClient is TestOvernightOnAppTokens's token
+// lifetimes without a run: a client on an app's installation tokens makes
+// one again 5 minutes before it expires (no 401 seen), and on a 401 (a
+// token GitHub expired early) makes one and sends the request once more;
+// then the first way again, after the second. Every read succeeds.
+func TestAppTokenMadeAgainAtTheClient(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.AddApp(ghfake.App{ID: "4242", Installation: "77", Key: &key.PublicKey, Name: "claudopilot"})
+	src := AppToken{AppID: "4242", Installation: "77", Key: key, APIURL: e.fake.URL(), Clock: e.clock}
+	g := e.github(func(c *GitHubConfig) { c.Token, c.Tokens = "", src })
+	n := e.fake.NewIssue("alice", "read all night", "x", []string{"agent-ready"}, "")
+	ctx := context.Background()
+	for i, step := range []struct {
+		what   string
+		before func()
+		minted int // in all, after the read
+		unauth int // 401 answers to this step's read, each sent once more
+	}{
+		{"the first read", func() {}, 1, 0},
+		{"56 minutes on", func() { e.clock.Advance(56 * time.Minute) }, 2, 0},
+		{"expired early", e.fake.ExpireTokens, 3, 1},
+		{"56 minutes after the 401", func() { e.clock.Advance(56 * time.Minute) }, 4, 0},
+	} {
+		step.before()
+		before := len(e.fake.Requests())
+		if _, err := g.Issue(ctx, n); err != nil {
+			t.Fatalf("step %d, %s: %v", i, step.what, err)
+		}
+		unauth, reads := 0, 0
+		for _, r := range e.fake.Requests()[before:] {
+			if r.Method == "GET" && strings.HasSuffix(r.Path, fmt.Sprintf("/issues/%d", n)) {
+				reads++
+				if r.Status == 401 {
+					unauth++
+				}
+			}
+		}
+		if e.fake.Minted() != step.minted || unauth != step.unauth || reads != 1+step.unauth {
+			t.Errorf("step %d, %s: %d tokens minted in all, %d reads answered 401 of %d; want %d minted, %d of %d",
+				i, step.what, e.fake.Minted(), unauth, reads, step.minted, step.unauth, 1+step.unauth)
+		}
 	}
 }
 

@@ -62,6 +62,9 @@ func (e *env) gitOut(dir string, args ...string) (string, error) {
 // work merges with that answer.
 func TestIssueQuestionAnsweredOnTheIssue(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestIssueQuestionAcrossAKill proves the same (one question in a code block, the outsider's and the driver's own /answer ignored and logged, a maintainer's resuming the work) in the run started again after a kill")
+	}
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "licence", "pick a licence", []string{"agent-ready"}, "alice")
 	lw := newLineWatch()
@@ -101,8 +104,12 @@ func TestIssueQuestionAnsweredOnTheIssue(t *testing.T) {
 
 // A driver killed while an issue's question is open: started again in the
 // same clone, it takes the issue back with its question from the journal,
-// launches no agent for it and does not ask again on the issue; a
-// maintainer's /answer then resumes it and the work merges.
+// launches no agent for it and does not ask again on the issue (the one
+// question in a code block, so nothing in it pings or links); an
+// outsider's /answer and one from the driver's own account are ignored and
+// the log says so; a maintainer's /answer then resumes it and the work
+// merges with that answer only. (TestIssueQuestionAnsweredOnTheIssue, the
+// same without the kill, runs under CLAUDOPILOT_SOAK=1.)
 func TestIssueQuestionAcrossAKill(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -134,20 +141,35 @@ func TestIssueQuestionAcrossAKill(t *testing.T) {
 
 	lw2 := newLineWatch()
 	answered := lw2.on("answered on the issue")
+	ignored := lw2.on("ignored the /answer of mallory")
 	q2 := e.askQueue(dir, lw2)
 	jn2 := journal()
 	defer jn2.Close()
 	res := make(chan Summary, 1)
 	go func() { res <- runWith(t, q2, lw2.w.(*syncBuf), harness{journal: jn2}) }()
-	e.fake.CommentOn(n, "alice", "/answer MIT")
+	e.fake.CommentOn(n, "mallory", "/answer GPL-3.0")
+	waitFor(t, ignored, "mallory's /answer ignored", multiLog{lw.w.(*syncBuf), lw2.w.(*syncBuf), e, n})
+	e.fake.CommentOn(n, "bot", "/answer the driver's own")
+	e.fake.CommentOn(n, "alice", "/answer MIT, please")
 	waitFor(t, answered, "the answer taken", multiLog{lw.w.(*syncBuf), lw2.w.(*syncBuf), e, n})
 	sum := <-res
 	log := lw.w.(*syncBuf).String() + "--- started again ---\n" + lw2.w.(*syncBuf).String()
-	if sum.Count(Merged) != 1 || !strings.Contains(e.answeredOnMain(n), "MIT") {
-		t.Fatalf("summary %+v, merged answer %q\n%s\n%s", sum, e.answeredOnMain(n), log, dump(e, n))
+	if got := e.answeredOnMain(n); sum.Count(Merged) != 1 || !strings.Contains(got, "MIT, please") || strings.Contains(got, "GPL") || strings.Contains(got, "driver's own") {
+		t.Fatalf("summary %+v, merged answer %q, want alice's only\n%s\n%s", sum, got, log, dump(e, n))
 	}
-	if c := commentsWith(e.issue(n), "The agent working on this issue asks"); c != 1 {
+	is := e.issue(n)
+	if c := commentsWith(is, "The agent working on this issue asks"); c != 1 {
 		t.Errorf("%d question comments, want 1 across the kill\n%s", c, dump(e, n))
+	}
+	for _, c := range is.Comments {
+		if strings.Contains(c.Body, "asks:") && !strings.Contains(c.Body, "```\nMIT or Apache-2.0? @everyone\n```") {
+			t.Errorf("the question is not in a code block:\n%s", c.Body)
+		}
+	}
+	for _, want := range []string{"ignored the /answer of mallory", "has no write access", "ignored the /answer of bot", "the driver's own account", "answered on the issue"} {
+		if !strings.Contains(lw2.w.(*syncBuf).String(), want) {
+			t.Errorf("the log started again lacks %q:\n%s", want, log)
+		}
 	}
 	b, _ := os.ReadFile(filepath.Join(e.dir, "asked"))
 	asked := string(b)
@@ -155,7 +177,7 @@ func TestIssueQuestionAcrossAKill(t *testing.T) {
 		t.Errorf("the agent asked %d times, want once (no agent for an open question):\n%s", strings.Count(asked, "asked"), log)
 	}
 	hist, _ := state.History(mustRead(t, jpath))
-	if h := hist[IssueID(n)]; h == nil || h.Answer != "MIT" {
+	if h := hist[IssueID(n)]; h == nil || h.Answer != "MIT, please" {
 		t.Errorf("journal history %+v, want the answer", h)
 	}
 }
