@@ -171,20 +171,19 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 		out.Err = err
 		return out, false
 	}
-	// The merge base, which the checks in build need too: tip is an
-	// ancestor of base exactly when it is their merge base. An error
-	// leaves mb empty, and build asks again (and fails closed).
-	mb, _ := o.Git.MergeBase(ctx, base, tip)
-	if mb == tip && work.Landed(ctx, o.Git, o.Layout, j.ID) {
-		// A merge that landed before a crash: only the bookkeeping is
-		// left.
-		if err := o.markLive(j); err != nil {
-			out.Err = err
+	// A merge that landed before a crash: the base's committed manifest
+	// marks it [merged] (read through the resolver, no git process) and
+	// the base holds the tip. Only the bookkeeping is left.
+	if work.Landed(ctx, o.Git, o.Layout, j.ID) {
+		if in, err := o.Git.IsAncestor(ctx, tip, base); err == nil && in {
+			if err := o.markLive(j); err != nil {
+				out.Err = err
+				return out, false
+			}
+			o.cleanup(ctx, j.ID, tip, base, true)
+			out.OK, out.Commit = true, base
 			return out, false
 		}
-		o.cleanup(ctx, j.ID, tip, base, true)
-		out.OK, out.Commit = true, base
-		return out, false
 	}
 	if j.ReviewBase != "" && (base != j.ReviewBase || tip != j.ReviewHead) {
 		// The review holds for exactly the head and base it read: a
@@ -193,7 +192,7 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 		out.Detail = fmt.Sprintf("reviewed head %.12s and base %.12s, now %.12s and %.12s", j.ReviewHead, j.ReviewBase, tip, base)
 		return out, false
 	}
-	commit, tree, out, stop, again := o.build(ctx, j, base, tip, mb)
+	commit, tree, out, stop, again := o.build(ctx, j, base, tip)
 	if stop {
 		return out, again
 	}
@@ -224,27 +223,18 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 }
 
 // build makes j's merge commit on base (the base tip, or the commit below
-// it in a merge train) with tip, the branch tip read once. mb is their
-// merge base when the caller has it, "" to compute it here. stop: out is
+// it in a merge train) with tip, the branch tip read once. stop: out is
 // final (a refusal, an error), or again says the branch moved (a lockfile
 // regeneration) and the build is to be made again.
-func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
+func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
 	out.ID = j.ID
-	var err error
-	if mb == "" {
-		if mb, err = o.Git.MergeBase(ctx, base, tip); err != nil {
-			// No merge base, no checks: the landing stops.
-			out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
-			return "", "", out, true, false
-		}
-	}
 	mrel := o.Layout.ManifestRel()
 	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
 	if err != nil || !has {
 		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
 		return "", "", out, true, false
 	}
-	if out, stop := o.check(ctx, j, mb, tip, committed); stop {
+	if out, stop := o.check(ctx, j, base, tip, committed); stop {
 		return "", "", out, true, false
 	}
 	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
@@ -305,16 +295,17 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip, mb s
 	return commit, tree, out, false, false
 }
 
-// check refuses j's branch (tip, whose merge base with the base is mb)
-// when it changes a protected file, holds conflict markers, or changes
+// check refuses j's branch (tip, to land on base) for what it changed
+// since its merge base with base: when it changes a protected file, holds conflict markers, or changes
 // files outside its declared scope; manifestSrc is the base's manifest.
 // stop: out is the refusal or the error. Every check fails closed: a
 // check that cannot run stops the landing.
-func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, mb, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
+func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, base, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
 	out.ID = j.ID
-	// One diff for the three checks: the paths the branch changed and
-	// the files it added marker lines to.
-	ch, err := o.Git.BranchChanges(ctx, mb, tip)
+	// One diff for the three checks, from the merge base (no merge base,
+	// no checks: the landing stops): the paths the branch changed and the
+	// files it added marker lines to.
+	ch, err := o.Git.BranchChanges(ctx, base, tip)
 	if err != nil {
 		out.Err = fmt.Errorf("the protected-file check, the conflict-marker check and the scope check of %s could not run: %w", j.ID, err)
 		return out, true

@@ -105,7 +105,7 @@ func (o *Owner) Build(ctx context.Context, c scheduler.CarJob) scheduler.CarBuil
 				continue
 			}
 		}
-		commit, tree, out, stop, moved := o.build(ctx, j, top, tip, "")
+		commit, tree, out, stop, moved := o.build(ctx, j, top, tip)
 		if stop {
 			b.Outs[k] = o.refused(j, out, moved, c.On != "" || len(chain) > 0)
 			if b.Outs[k].Err != nil {

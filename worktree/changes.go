@@ -17,15 +17,18 @@ type Changes struct {
 	Paths, Markers []string
 }
 
-// BranchChanges reads from..to's paths and conflict-marker candidates
-// from one `git diff-tree -p` (issue 25 §1: the diff-tree --name-only and
-// the diff --check it replaces were a git process each per landed
-// phase). Paths come from the patch headers, which name each path twice
+// BranchChanges reads the paths and conflict-marker candidates of what
+// tip changed since its merge base with base, from one `git diff -p
+// base...tip` (issue 25 §1: the merge-base, diff-tree --name-only and
+// diff --check it replaces were a git process each per landed phase; no
+// merge base is an error). Every option that steers the porcelain's
+// output is given on the command line, so the user's diff config does
+// not change what is read. Paths come from the patch headers, which name each path twice
 // without renames (a type change is two patches of one path, listed
 // once); a header it cannot read is an error, never a path skipped. A
 // line of seven '=' alone is also a markdown underline, so callers
 // confirm the markers on the content, as for MarkerCandidates.
-func (c *Client) BranchChanges(ctx context.Context, from, to string) (Changes, error) {
+func (c *Client) BranchChanges(ctx context.Context, base, tip string) (Changes, error) {
 	var ch Changes
 	read := func(r io.Reader) error {
 		sc := bufio.NewScanner(r)
@@ -55,10 +58,11 @@ func (c *Client) BranchChanges(ctx context.Context, from, to string) (Changes, e
 		}
 		return sc.Err()
 	}
-	err := c.GitStream(ctx, "", read, "-c", "core.quotePath=false", "diff-tree", "-r", "-p", "-U0", "--no-renames", "--no-color",
-		"--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", from, to)
+	err := c.GitStream(ctx, "", read, "-c", "core.quotePath=false", "diff", "-p", "-U0", "--no-renames", "--no-color",
+		"--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
+		"--end-of-options", base+"..."+tip)
 	if err != nil {
-		return Changes{}, fmt.Errorf("the changes of %s..%s: %w", from, to, err)
+		return Changes{}, fmt.Errorf("the changes of %s since its merge base with %s: %w", tip, base, err)
 	}
 	return ch, nil
 }

@@ -55,4 +55,20 @@ func TestBranchChanges(t *testing.T) {
 	if _, err := c.BranchChanges(ctx, from, "nosuchcommit"); err == nil {
 		t.Error("a diff that cannot run is no error")
 	}
+	// From the merge base: what the base did since is not the branch's,
+	// and the user's diff config changes nothing that is read.
+	for k, v := range map[string]string{"diff.noprefix": "true", "diff.mnemonicPrefix": "true", "diff.ignoreSubmodules": "all",
+		"color.ui": "always", "diff.external": "false", "diff.relative": "true", "diff.renames": "copies"} {
+		mustGit(t, c, "", "config", k, v)
+	}
+	mustGit(t, c, "", "checkout", "-q", "-f", "-b", "side", from)
+	side := commitFiles(t, c, "", "side", map[string]string{"side.txt": "<<<<<<< s\n"})
+	if got, err := c.BranchChanges(ctx, to, side); err != nil || !slices.Equal(got.Paths, []string{"side.txt"}) || !slices.Equal(got.Markers, []string{"side.txt"}) {
+		t.Errorf("BranchChanges(%.7s, side) = %+v, %v; want side.txt alone, marked", to, got, err)
+	}
+	mustGit(t, c, "", "checkout", "-q", "-f", "--orphan", "alone")
+	alone := commitFiles(t, c, "", "alone", map[string]string{"a.txt": "a\n"})
+	if got, err := c.BranchChanges(ctx, to, alone); err == nil {
+		t.Errorf("no merge base: %+v, no error", got)
+	}
 }
