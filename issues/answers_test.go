@@ -240,6 +240,9 @@ func (r *raceAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 // GitHub cannot tell) is still trusted.
 func TestAppTokenTrustsItsOwnRequeue(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestAppTokenRequeueIsTrusted proves the queue trusts READY_LABEL applied by its own app login (and still refuses it on an issue it filed)")
+	}
 	e := newEnv(t)
 	bot := e.fake.AddAppToken(appToken, "claudopilot")
 	n := e.fake.NewIssue("alice", "requeued", "x", []string{"agent-ready"}, bot)
@@ -250,6 +253,42 @@ func TestAppTokenTrustsItsOwnRequeue(t *testing.T) {
 	})
 	if sum := run(t, q, log); sum.Count(Merged) != 1 {
 		t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
+	}
+}
+
+// TestAppTokenRequeueIsTrusted is TestAppTokenTrustsItsOwnRequeue at the
+// queue's trust check, without a run: READY_LABEL applied by the app's own
+// login "name[bot]" (which has no collaborator permission GitHub can tell)
+// on a maintainer's issue is trusted; on an issue the driver filed itself
+// (a scanner's proposal) it is not: a maintainer must add it.
+func TestAppTokenRequeueIsTrusted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bot := e.fake.AddAppToken(appToken, "claudopilot")
+	requeued := e.fake.NewIssue("alice", "requeued", "x", []string{"agent-ready"}, bot)
+	own := e.fake.NewIssue(bot, "a proposal", "x", []string{"agent-ready"}, bot)
+	log := &syncBuf{}
+	q := e.queue("w", log, func(c *Config) {
+		c.GitHub = e.github(func(g *GitHubConfig) { g.Token = appToken })
+		c.Token = appToken
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound, not a wait
+	defer cancel()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]bool{requeued: true, own: false} {
+		is, err := q.gh.Issue(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why, err := q.trusted(ctx, is)
+		if err != nil || ok != want {
+			t.Errorf("#%d by %s, labelled by %s: trusted %v (%s), %v; want %v", n, is.Author, bot, ok, why, err, want)
+		}
+		if !want && !strings.Contains(why, "the driver's own account") {
+			t.Errorf("#%d: refused because %q", n, why)
+		}
 	}
 }
 
