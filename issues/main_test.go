@@ -21,5 +21,7 @@ func TestMain(m *testing.M) {
 	if !given {
 		flag.Set("test.parallel", strconv.Itoa(max(8, 4*runtime.GOMAXPROCS(0))))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeFixture()
+	os.Exit(code)
 }
