@@ -47,6 +47,7 @@ func readyBeforeChecks(t *testing.T, e *env) {
 // The pull request is marked ready first, so the real (red) checks are
 // counted, repaired, and only then merged.
 func TestDraftCIIsNotGreen(t *testing.T) {
+	soakOnly(t, "TestLandDraftCIIsNotGreen (the pull request is ready before its checks are read, so the red checks are seen) and TestLandRedChecksThenRepaired (the repair lands)")
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.SetCI(e.ci())
@@ -66,6 +67,7 @@ func TestDraftCIIsNotGreen(t *testing.T) {
 // repository without CI merges only 120 s after the pull request was
 // ready.
 func TestChecksGrace(t *testing.T) {
+	soakOnly(t, "TestLandChecksGrace (late red checks seen; without CI the merge only CHECKS_GRACE after ready) and TestLandRedChecksThenRepaired (the repair lands)")
 	t.Parallel()
 	t.Run("late checks", func(t *testing.T) {
 		t.Parallel()
@@ -114,6 +116,7 @@ func TestChecksGrace(t *testing.T) {
 // TestPendingChecksTimeOut: checks still pending CHECKS_TIMEOUT after the
 // push block the issue, with that reason.
 func TestPendingChecksTimeOut(t *testing.T) {
+	soakOnly(t, "TestLandChecksTimeoutThenBlocked (the outcome, the block comment, the pull request kept open) and scheduler.TestOutsideLandingRoutes/checks_pending (blocked, no repair)")
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
@@ -183,6 +186,7 @@ func (b *baseMover) wasAsked(sha string) bool {
 // expected), its new head's checks are waited for, and that head is what
 // is merged.
 func TestBaseMovedIsUpdatedBeforeMerge(t *testing.T) {
+	soakOnly(t, "TestLandBaseMovedIsUpdatedBeforeMerge (update-branch with the head expected; the updated head, whose checks were read, is merged)")
 	t.Parallel()
 	e := newEnv(t)
 	mover := &baseMover{e: e, path: "other.txt"}
@@ -227,6 +231,7 @@ func TestBaseMovedIsUpdatedBeforeMerge(t *testing.T) {
 // it is, and the scheduler's supervisor gets the conflict (one supervisor
 // policy for phases and issues), with the base merged into its worktree.
 func TestBaseMovedWithAConflictGoesToTheSupervisor(t *testing.T) {
+	soakOnly(t, "TestLandBaseMovedWithAConflict (reason conflict with the branch head, nothing merged) and scheduler.TestOutsideLandingRoutes/conflict (the supervisor repairs beyond that head)")
 	t.Parallel()
 	e := newEnv(t)
 	mover := &baseMover{e: e, path: "work/issue-1.txt"}

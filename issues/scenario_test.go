@@ -273,6 +273,7 @@ git commit -qm "fix ci/test"
 // spent, MAX_SUPERVISOR_ATTEMPTS_PER_PHASE (its default, 2), the one
 // retry policy of phases and issues.
 func TestRedChecksBlockAfterTheRepairs(t *testing.T) {
+	soakOnly(t, "scheduler.TestOutsideLandingRoutes/checks_stay_red (blocked with reason checks after MAX_SUPERVISOR_ATTEMPTS_PER_PHASE repairs) and TestLandChecksTimeoutThenBlocked (Record(blocked): one comment with the reason and detail, the pull request kept open)")
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.SetCI(e.ci())
@@ -394,6 +395,7 @@ func TestStaleClaimIsReleased(t *testing.T) {
 }
 
 func TestReviewWithoutAutoMerge(t *testing.T) {
+	soakOnly(t, "TestLandWithoutAutoMerge (green without AUTO_MERGE: the review label on the issue and the pull request, not merged, not a draft, the claim label off)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "for review", "x", []string{"agent-ready"}, "")
@@ -612,6 +614,7 @@ func TestClaimFailureIsUndone(t *testing.T) {
 }
 
 func TestClosedPullRequestBlocks(t *testing.T) {
+	soakOnly(t, "TestLandStops/pull_request_closed (reason pull request, closed without merging) and scheduler.TestOutsideFailureParksWithoutHalting (blocked with its reason, no supervisor)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "rejected", "x", []string{"agent-ready"}, "")
