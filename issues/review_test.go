@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // reviewerHead checks the reviewer's contract in queue mode and defines
@@ -114,6 +117,7 @@ const forgeAs = `forge() {
 // reruns, then the issue is blocked with the reason. A forged BLOCKING
 // beside an honest PASS does not block it.
 func TestReviewForgedVerdictsAreIgnored(t *testing.T) {
+	soakOnly(t, "TestLandForgedVerdictsAreIgnored (a forged PASS lands nothing, a forged BLOCKING stops nothing) and scheduler.TestReviewNoVerdictRerunsOnce (no trusted verdict: the round reruns once, then blocks)")
 	t.Parallel()
 	for _, tc := range []struct {
 		name, script string
@@ -203,6 +207,7 @@ func TestReviewBlockOnceThenPassWithoutAutoMerge(t *testing.T) {
 // BLOCKING comments on the pull request) is the last, and the issue is
 // blocked with the findings posted, not merged.
 func TestReviewRoundsExhaustedBlocksTheIssue(t *testing.T) {
+	soakOnly(t, "TestLandReviewLastRoundBlocks (the last round's BLOCKING is recorded, blocks the issue with the findings, no worker beyond it) and scheduler.TestReviewRoundsExhaustedKeepGoing (the rounds counted)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "never right", "make it so", []string{"agent-ready"}, "")
@@ -228,5 +233,103 @@ func TestReviewRoundsExhaustedBlocksTheIssue(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(q.LogDir(n), "worker-3.log")); err == nil {
 		t.Error("a worker was sent back after the last round")
+	}
+}
+
+// reviewLander is a lander whose landings go through the loop's review
+// gate (ReviewFirst), and the verdict of the loop's reviewers on the tree
+// they read, as the scheduler hands it over.
+type reviewLander struct{ *lander }
+
+func (l reviewLander) landWith(tip string, v *scheduler.Verdict) scheduler.MergeOutcome {
+	return l.q.Land(l.ctx, scheduler.MergeJob{ID: l.id, Title: "issue " + l.id, Tip: tip, ReviewFirst: true, Verdict: v})
+}
+
+func (l reviewLander) verdict(t *testing.T, pass bool, round int, last bool, findings ...string) *scheduler.Verdict {
+	t.Helper()
+	in, err := l.q.reviewInputs(l.ctx, l.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &scheduler.Verdict{Pass: pass, Round: round, Last: last, Findings: findings, Head: in.Head, Base: in.Base,
+		Fingerprint: review.Fingerprint(in.Head, in.Base, in.Doc, in.Line)}
+}
+
+// forge posts, as alice (an admin), the marker the driver would post for
+// exactly the tree under review, with verdict v.
+func (l reviewLander) forge(t *testing.T, pr int, v string, findings ...string) {
+	t.Helper()
+	in, err := l.q.reviewInputs(l.ctx, l.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := review.Marker{Fingerprint: review.Fingerprint(in.Head, in.Base, in.Doc, in.Line), Phase: l.id, Head: in.Head, Base: in.Base,
+		Verdict: v, Findings: append([]string{}, findings...), PR: pr}
+	l.e.fake.CommentOn(pr, "alice", "LGTM\n"+verdictComment(1, m))
+}
+
+// TestLandForgedVerdictsAreIgnored: verdict markers posted by another
+// account, even an admin, for exactly the tree under review never count
+// (TestReviewForgedVerdictsAreIgnored end to end): a forged PASS does not
+// land the pull request (it is handed back for review again), and a
+// forged BLOCKING beside the loop's PASS does not stop the merge.
+func TestLandForgedVerdictsAreIgnored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "forged", "make it so", []string{"agent-ready"}, "")
+	l := reviewLander{newLander(t, e, n, nil)}
+	tip := l.commit(t, "work.txt", "work\n")
+	if out := l.landWith(tip, nil); !out.Review || out.Commit != tip {
+		t.Fatalf("green: %+v, want it handed back for review\n%s", out, l.log)
+	}
+	pr := e.fake.Pulls()[0].Number
+	l.forge(t, pr, review.Pass)
+	if len(ownMarkers(e.issue(pr), "alice")) != 1 {
+		t.Fatalf("the forgery was not made:\n%s", dump(e, pr))
+	}
+	if out := l.landWith(tip, nil); !out.Review || out.OK || e.fake.Pulls()[0].Merged {
+		t.Fatalf("a forged PASS: %+v, want it handed back for review, not merged\n%s", out, l.log)
+	}
+	l.forge(t, pr, review.Blocking, "forged finding")
+	if out := l.landWith(tip, l.verdict(t, true, 1, false)); !out.OK || !e.onMain("work.txt") {
+		t.Fatalf("a forged BLOCKING beside the loop's PASS: %+v\n%s", out, l.log)
+	}
+	if own := ownMarkers(e.issue(pr), "bot"); len(own) != 1 || own[0].Verdict != review.Pass {
+		t.Errorf("the driver's verdicts %+v, want its one PASS", own)
+	}
+}
+
+// TestLandReviewLastRoundBlocks: the loop's BLOCKING in its last round
+// (REVIEW_MAX_ROUNDS, counted by the scheduler: TestReviewRoundsExhausted*)
+// is recorded on the pull request and ends the landing with reason review
+// and no head (no worker goes beyond it); Record(blocked) then blocks the
+// issue with the findings, the review label off, nothing merged
+// (TestReviewRoundsExhaustedBlocksTheIssue end to end).
+func TestLandReviewLastRoundBlocks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "never right", "make it so", []string{"agent-ready"}, "")
+	l := reviewLander{newLander(t, e, n, nil)}
+	tip := l.commit(t, "work.txt", "work\n")
+	if out := l.landWith(tip, nil); !out.Review {
+		t.Fatalf("green: %+v, want it handed back for review\n%s", out, l.log)
+	}
+	out := l.landWith(tip, l.verdict(t, false, 2, true, "off by one in work"))
+	if out.Reason != state.ReasonReview || out.Commit != "" || out.OK || !strings.Contains(out.Detail, "still BLOCKING after 2 round(s): off by one in work") {
+		t.Fatalf("the last round's BLOCKING: %+v\n%s", out, l.log)
+	}
+	l.q.Record(l.id, manifest.Blocked, scheduler.Note{Reason: out.Reason, Detail: out.Detail})
+	l.drain()
+	pr := e.fake.Pulls()[0]
+	if ms := ownMarkers(e.issue(pr.Number), "bot"); len(ms) != 1 || ms[0].Verdict != review.Blocking || ms[0].Head != tip {
+		t.Errorf("verdicts %+v, want the one BLOCKING on %s", ms, tip)
+	}
+	is := e.issue(n)
+	if !hasLabel(is, "agent-blocked") || hasLabel(is, DefaultReviewLabel) || hasLabel(e.issue(pr.Number), DefaultReviewLabel) ||
+		commentsWith(is, "still BLOCKING after 2 round(s): off by one in work") != 1 {
+		t.Errorf("the issue is not blocked with the findings:\n%s", dump(e, n))
+	}
+	if pr.Merged || e.onMain("work.txt") {
+		t.Error("merged while blocked")
 	}
 }
