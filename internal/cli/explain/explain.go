@@ -37,7 +37,8 @@ states, a declared scope that overlaps a running phase's, a rate-limit
 cooldown with the time left, a LOOP-CHECKPOINT above it, a paused run
 (claudopilot pause), or no free slot (MAX_PARALLEL agents already running;
 with LANES, which lane is full: its own, its fallback, or every lane).
-For a failed or blocked phase, the reason and the log to read. An issue of
+For a running phase between two attempts, where its next one starts (the
+lane it ran on) or which lane holds it. For a failed or blocked phase, the reason and the log to read. An issue of
 the queue ('#12', quoted) is explained from the run journal. It changes
 nothing.`,
 		"  claudopilot explain phase-04")
@@ -104,6 +105,8 @@ func explainRunning(a *cmdutil.App, s *cmdutil.Snapshot, id string) {
 	log := s.Rel(s.Layout.LatestLog(id))
 	if s.Live && h.Waiting != "" {
 		fmt.Fprintf(w, "%s is done and its merge is %s.\n", id, h.Waiting)
+	} else if s.Live && explainBetween(a, s, id) {
+		// Between attempts: said by the lane rule.
 	} else if s.Live {
 		fmt.Fprintf(w, "%s is running (attempt %d); its newest log is %s.\n", id, h.Attempts, orDash(log))
 		if m, ok := work.WorktreeLane(s.Layout.Worktree(id)); ok {
@@ -115,6 +118,49 @@ func explainRunning(a *cmdutil.App, s *cmdutil.Snapshot, id string) {
 	if h.Conflict != "" {
 		fmt.Fprintf(w, "Merge-tree dry runs found a %s: of the two, the phase earlier in the manifest lands first.\n", h.Conflict)
 	}
+}
+
+// between are the journal's last events of a [running] phase whose
+// attempt ended and whose next one the loop relaunches (a repair, a passing
+// error's retry, a poke, a usage limit's wait), with what to call them.
+var between = map[string]string{
+	"fail":      "it failed; a repair or another attempt follows",
+	"transient": "a passing error; it is retried after a backoff",
+	"poke":      "poked; it is resumed",
+	"cooldown":  "a usage limit; it goes on once its lane may run it",
+}
+
+// explainBetween says, for a live run's [running] phase between two
+// attempts, where its next one starts, by the loop's lane rule from its
+// home lane (the one its last attempt ran on); false when an agent runs,
+// its merge is under way, or the journal shows nothing to relaunch.
+func explainBetween(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
+	ph := s.Hist[id]
+	if ph == nil || ph.Waiting != "" {
+		return false
+	}
+	what, ok := between[ph.Last]
+	if _, on := ph.RunningOn(); on || !ok {
+		return false
+	}
+	n, w := s.Roadmap.Node(id), a.S.Out
+	fmt.Fprintf(w, "%s is [running] between attempts: its last attempt ended (%s).\n", id, what)
+	if s.Paused {
+		fmt.Fprintln(w, "The run is paused: its next attempt starts after `claudopilot resume`.")
+		return true
+	}
+	last, ran := ph.LastLane()
+	loads := scheduler.FileLaneLoads(cmdutil.RunRules(a, s), s.Hist, s.Side, s.Cool, s.Now)
+	i, held := scheduler.PickLane(loads, scheduler.HomeLane(n.Lane, last, ran))
+	switch {
+	case i < 0:
+		fmt.Fprintf(w, "Its next attempt waits: %s.\n", noSlot(held))
+	case loads[i].ID == "":
+		fmt.Fprintln(w, "Its next attempt starts at the next scheduling step.")
+	default:
+		fmt.Fprintf(w, "Its next attempt starts on lane %s at the next scheduling step.\n", loads[i].ID)
+	}
+	return true
 }
 
 // explainParked names the reason of a [failed] or [blocked] phase, the

@@ -66,6 +66,12 @@ func explainLive(t *testing.T, lanes, lane string) string {
 // record without its time: now is added).
 func explainJournal(t *testing.T, manifest string, recs ...string) string {
 	t.Helper()
+	return explainID(t, "b", manifest, recs...)
+}
+
+// explainID is explainJournal for phase id.
+func explainID(t *testing.T, id, manifest string, recs ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
@@ -102,8 +108,8 @@ func explainJournal(t *testing.T, manifest string, recs ...string) string {
 	write(".git/"+state.LockFile, string(lock))
 	var out bytes.Buffer
 	a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Cwd: dir, Env: cmdutil.EnvMap(env)}
-	if err := NewCmd(nil).Run(context.Background(), a, []string{"b"}); err != nil {
-		t.Fatalf("explain b: %v\n%s", err, out.String())
+	if err := NewCmd(nil).Run(context.Background(), a, []string{id}); err != nil {
+		t.Fatalf("explain %s: %v\n%s", id, err, out.String())
 	}
 	return out.String()
 }
@@ -166,6 +172,40 @@ func TestExplainReadsLiveLaneSlots(t *testing.T) {
 			out := explainJournal(t, "1. [running] **a** — a (lane: claude)\n2. [pending] **b** — b (lane: "+c.lane+")\n", c.recs...)
 			if !strings.Contains(out, "  - "+c.want) {
 				t.Errorf("explain b said\n%s\nwant %q", out, c.want)
+			}
+		})
+	}
+}
+
+// A [running] phase between attempts (a passing error's retry, a repair,
+// a poke, a usage limit) is relaunched by the loop's lane rule from the
+// lane it ran on: explain says where its next attempt starts, or which
+// lane holds it. It used to say "a is running" with no agent running.
+func TestExplainBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	run := `{"ev":"run","rules":{"lanes":[{"id":"claude","cmd":"claude -p","slots":1},{"id":"codex","cmd":"codex exec","slots":1}]}}`
+	aOnCodex := `{"phase":"a","ev":"launch","role":"worker","attempt":1,"lane":"codex"}`
+	for _, c := range []struct {
+		name string
+		recs []string
+		want string
+	}{
+		{"codex full", []string{run, aOnCodex, `{"phase":"a","ev":"transient","role":"worker","attempt":1}`,
+			`{"phase":"c","ev":"launch","role":"worker","attempt":1,"lane":"codex"}`},
+			"Its next attempt waits: no free slot on the lanes it may run on: lane codex is full (1 of its 1 slots taken)."},
+		{"codex free", []string{run, aOnCodex, `{"phase":"a","ev":"fail","role":"worker","attempt":1,"reason":"gate"}`},
+			"Its next attempt starts on lane codex at the next scheduling step."},
+		{"an agent runs", []string{run, aOnCodex},
+			"a is running (attempt 1)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out := explainID(t, "a", "1. [running] **a** — a\n2. [running] **c** — c (lane: codex)\n", c.recs...)
+			if !strings.Contains(out, c.want) {
+				t.Errorf("explain a said\n%s\nwant %q", out, c.want)
 			}
 		})
 	}
