@@ -117,7 +117,7 @@ cat >"$T/shim/git" <<EOF
 s=\$EPOCHREALTIME
 "$REAL_GIT" "\$@"
 rc=\$?
-printf '%s\t%s\t%s\t%s\n' "\$s" "\$EPOCHREALTIME" "\$rc" "\$*" >>"\$GITLOG"
+printf '%s\t%s\t%s\t%s\t%s\n' "\$s" "\$EPOCHREALTIME" "\$rc" "\$*" "\$PWD" >>"\$GITLOG"
 exit \$rc
 EOF
 chmod +x "$T/shim/git"
