@@ -401,10 +401,11 @@ func (c *Client) ReadFiles(ctx context.Context, rev string, paths ...string) ([]
 // ReplaceFile returns tree (any tree-ish) with the file at p, which must
 // already be there, holding content instead; its mode stays. It is
 // ReplaceFiles for the one case a landing needs (the manifest flip written
-// into the merge tree) without a temporary index: one cat-file reads the
-// trees on p's path, one hash-object writes the blob, one mktree --batch
-// writes the changed trees, children first. Anything else (a new file, a
-// path that is not a plain file) goes through ReplaceFiles.
+// into the merge tree) without a temporary index: the long-lived cat-file
+// reads the trees on p's path, the blob and the changed trees are computed
+// here and written by one `git unpack-objects` from a pack made here
+// (issue 25 §1: a hash-object and a mktree --batch before). Anything else
+// (a new file, a path that is not a plain file) goes through ReplaceFiles.
 func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte) (string, error) {
 	if err := checkRelPath(p); err != nil {
 		return "", err
@@ -426,50 +427,51 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 		}
 		raw[i] = o.data
 	}
-	blob, err := c.run(ctx, "", content, nil, "hash-object", "-w", "--no-filters", "--stdin")
-	if err != nil {
-		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+	hashLen := len(objs[0].id) / 2
+	if hashLen != sha1.Size && hashLen != sha256.Size {
+		return slow()
 	}
-	oid := trimNL(blob)
+	oid := objectID("blob", content, hashLen)
+	pack := []packObject{{kind: packBlob, data: content}}
 	// Bottom up: each tree's entry for the next level (or the file) takes
 	// the new id; names and modes stay, so the order stays canonical and
 	// the new tree's id is computed here for its parent.
 	names := append(strings.Split(p, "/"), "")
-	var batch strings.Builder
-	want := make([]string, len(dirs))
 	for i := len(dirs) - 1; i >= 0; i-- {
-		next, ok, err := setEntry(raw[i], names[i], oid, i < len(dirs)-1, &batch)
+		next, body, ok, err := setEntry(raw[i], names[i], oid, i < len(dirs)-1)
 		if err != nil {
 			return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
 		}
 		if !ok {
 			return slow()
 		}
-		oid, want[i] = next, next
+		oid = next
+		pack = append(pack, packObject{kind: packTree, data: body})
 	}
-	got, err := c.run(ctx, "", []byte(batch.String()), nil, "mktree", "--batch")
+	b, err := writePack(pack, hashLen)
 	if err != nil {
 		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
 	}
-	ids := strings.Fields(string(got))
-	// Fail closed: a tree git wrote that is not the one computed here
-	// would leave a parent pointing at a tree that does not exist.
-	for k, i := 0, len(dirs)-1; i >= 0; k, i = k+1, i-1 {
-		if k >= len(ids) || ids[k] != want[i] {
-			return "", fmt.Errorf("replace %s in %s: mktree wrote %v, expected %v", p, tree, ids, want)
-		}
+	if _, err := c.run(ctx, "", b, nil, "unpack-objects", "-q"); err != nil {
+		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
 	}
-	return want[0], nil
+	// Fail closed: git computed each id from the bytes it was given; the
+	// new root must now be in the store under the id computed here, or a
+	// commit would point at a tree that does not exist.
+	if got, err := c.readBatch(ctx, oid); err != nil || len(got) != 1 || got[0].missing || got[0].kind != "tree" {
+		return "", fmt.Errorf("replace %s in %s: the new tree %s is not in the object store after unpack-objects (%v)", p, tree, oid, err)
+	}
+	return oid, nil
 }
 
-// setEntry gives the entry name of the raw tree the id oid, adds the
-// changed tree to batch (mktree --batch's input) and returns its id. Not
-// ok when there is no such entry, or it is a file where a folder is meant
-// (dir) or the other way round, or a submodule.
-func setEntry(raw []byte, name, oid string, dir bool, batch *strings.Builder) (string, bool, error) {
+// setEntry gives the entry name of the raw tree the id oid and returns
+// the changed tree's id and bytes. Not ok when there is no such entry, or
+// it is a file where a folder is meant (dir) or the other way round, or a
+// submodule.
+func setEntry(raw []byte, name, oid string, dir bool) (string, []byte, bool, error) {
 	ents, err := parseTree(raw, len(oid)/2)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	found := false
 	for k := range ents {
@@ -478,29 +480,23 @@ func setEntry(raw []byte, name, oid string, dir bool, batch *strings.Builder) (s
 		}
 		isTree := ents[k].mode == "40000"
 		if isTree != dir || ents[k].mode == "160000" {
-			return "", false, nil
+			return "", nil, false, nil
 		}
 		ents[k].oid, found = oid, true
 	}
 	if !found {
-		return "", false, nil
+		return "", nil, false, nil
 	}
 	var body bytes.Buffer
 	for _, e := range ents {
-		typ := "blob"
-		switch e.mode {
-		case "40000":
-			typ = "tree"
-		case "160000":
-			typ = "commit"
+		h, err := hexDecode(e.oid)
+		if err != nil {
+			return "", nil, false, err
 		}
-		fmt.Fprintf(batch, "%s %s %s\t%s\n", e.mode, typ, e.oid, e.name)
-		h, _ := hexDecode(e.oid)
 		body.WriteString(e.mode + " " + e.name + "\x00")
 		body.Write(h)
 	}
-	batch.WriteString("\n")
-	return objectID("tree", body.Bytes(), len(oid)/2), true, nil
+	return objectID("tree", body.Bytes(), len(oid)/2), body.Bytes(), true, nil
 }
 
 type treeEntry struct{ mode, name, oid string }

@@ -3,7 +3,9 @@ package worktree
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,22 +14,47 @@ import (
 // executable, and falls back for a path that is not there yet.
 func TestReplaceFileMatchesReplaceFiles(t *testing.T) {
 	t.Parallel()
+	for _, format := range []string{"sha1", "sha256"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			replaceFileMatches(t, format)
+		})
+	}
+}
+
+// replaceFileMatches writes with ReplaceFile first (its objects are new to
+// the store: the pack it hands unpack-objects wrote them), then checks
+// them against ReplaceFiles' for small and large contents.
+func replaceFileMatches(t *testing.T, format string) {
 	ctx := context.Background()
-	c := newRepo(t)
+	dir := t.TempDir()
+	cmd := exec.Command("git", "init", "-q", "--object-format="+format, "-b", "main", dir)
+	cmd.Env = testEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("git init --object-format=%s: %v %s", format, err, out)
+	}
+	c, err := Open(ctx, dir, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, c.Dir, "bin/run.sh", "#!/bin/sh\n")
 	if err := os.Chmod(filepath.Join(c.Dir, "bin/run.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	head := commitFiles(t, c, "", "files", map[string]string{"roadmap/EXECUTION-MANIFEST.md": "a\n", "roadmap/p.md": "p\n", "a/b/c/d.txt": "d\n", "top.txt": "t\n"})
-	for _, p := range []string{"roadmap/EXECUTION-MANIFEST.md", "a/b/c/d.txt", "top.txt", "bin/run.sh", "new/file.txt", "a/b"} {
-		want, werr := c.ReplaceFiles(ctx, head, map[string][]byte{p: []byte("new\n")}, nil)
-		got, gerr := c.ReplaceFile(ctx, head, p, []byte("new\n"))
-		if got != want || (werr == nil) != (gerr == nil) {
-			t.Errorf("ReplaceFile(%s) = %s, %v; ReplaceFiles = %s, %v", p, got, gerr, want, werr)
-		}
-		if gerr == nil {
-			if fsck := mustGit(t, c, "", "ls-tree", "-r", got); fsck == "" {
-				t.Errorf("tree %s is empty", got)
+	for n, content := range []string{"new\n", strings.Repeat("a long manifest line\n", 20000)} {
+		for _, p := range []string{"roadmap/EXECUTION-MANIFEST.md", "a/b/c/d.txt", "top.txt", "bin/run.sh", "new/file.txt", "a/b"} {
+			content := content + p // new objects each round
+			got, gerr := c.ReplaceFile(ctx, head, p, []byte(content))
+			if gerr == nil {
+				if blob := mustGit(t, c, "", "cat-file", "blob", got+":"+p); blob != strings.TrimSuffix(content, "\n") {
+					t.Errorf("ReplaceFile(%s) #%d: the file in %s holds %d bytes, want %d", p, n, got, len(blob), len(content))
+				}
+				mustGit(t, c, "", "fsck", "--no-dangling", "--connectivity-only")
+			}
+			want, werr := c.ReplaceFiles(ctx, head, map[string][]byte{p: []byte(content)}, nil)
+			if got != want || (werr == nil) != (gerr == nil) {
+				t.Errorf("ReplaceFile(%s) #%d = %s, %v; ReplaceFiles = %s, %v", p, n, got, gerr, want, werr)
 			}
 		}
 	}
