@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -28,8 +29,8 @@ func cleanRepo(t *testing.T) (CleanOptions, func(args ...string) string) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	env := append(gittest.NoAutoMaintenance(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
 	git := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", args...)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -42,6 +43,10 @@ func newCluster(t testing.TB) *cluster {
 	t.Helper()
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, kv := range gittest.NoAutoMaintenance() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	for _, k := range []string{"GIT_AUTHOR", "GIT_COMMITTER"} {
 		t.Setenv(k+"_NAME", "Test")
 		t.Setenv(k+"_EMAIL", "test@example.com")
@@ -246,7 +251,7 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 		return v
 	}
 	exec1 := func(ctr corev1.Container, stdout io.Writer) int32 {
-		env := []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+		env := append(gittest.NoAutoMaintenance(), "PATH="+os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 		for _, e := range ctr.Env {
 			env = append(env, e.Name+"="+mapPath(e.Value))
 		}

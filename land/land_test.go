@@ -2,6 +2,7 @@ package land_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -46,6 +48,7 @@ func testEnv() []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, gittest.NoAutoMaintenance()...)
 	return append(env,
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_CONFIG_NOSYSTEM=1",
@@ -85,11 +88,7 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "repo")
 	env := testEnv()
-	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
+	templates.Copy(t, rel+"\x00"+src, dir, func(dir string) error { return makeRepo(ctx, dir, env, src, rel) })
 	g, err := worktree.Open(ctx, dir, env)
 	if err != nil {
 		t.Fatal(err)
@@ -101,19 +100,57 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 	// Before the temp folder goes: cleanups of landed phases run in the
 	// background.
 	t.Cleanup(func() { f.owner.Wait() })
-	f.write(f.top, "README.md", "readme\n")
-	f.write(f.top, "a.txt", "a\n")
-	f.write(f.top, "b.txt", "b\n")
-	f.write(f.top, f.layout.ManifestRel(), src)
-	f.write(f.top, f.layout.DocRel("p1-first.md"), "# p1\n")
-	f.write(f.top, f.layout.DocRel("p2-second.md"), "# p2\n")
-	f.gitIn(f.top, "add", "-A")
-	f.gitIn(f.top, "commit", "-q", "-m", "initial")
-	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
-		t.Fatal(err)
-	}
 	f.owner.Protect = f.protectedSet()
 	return f
+}
+
+// templates holds newFixtureAt's repositories, made once per test
+// binary (TestMain) and copied for each test.
+var templates *gittest.Templates
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "land-templates-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	templates = gittest.NewTemplates(dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// makeRepo makes newFixtureAt's repository in dir: main checked out,
+// README.md, a.txt, b.txt and the roadmap in folder rel (manifest src,
+// docs p1-first.md and p2-second.md) committed, .claudopilot/ excluded.
+func makeRepo(ctx context.Context, dir string, env []string, src, rel string) error {
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git init: %w\n%s", err, out)
+	}
+	g, err := worktree.Open(ctx, dir, env)
+	if err != nil {
+		return err
+	}
+	l := state.Layout{Top: g.Dir, RoadmapRel: rel, Base: "main"}
+	for p, c := range map[string]string{"README.md": "readme\n", "a.txt": "a\n", "b.txt": "b\n", l.ManifestRel(): src,
+		l.DocRel("p1-first.md"): "# p1\n", l.DocRel("p2-second.md"): "# p2\n"} {
+		p = filepath.Join(g.Dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := g.Git(ctx, "add", "-A"); err != nil {
+		return err
+	}
+	if _, err := g.Git(ctx, "commit", "-q", "-m", "initial"); err != nil {
+		return err
+	}
+	return g.Exclude(ctx, "/.claudopilot/")
 }
 
 func (f *fixture) gitIn(dir string, args ...string) string {

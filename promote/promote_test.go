@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -66,8 +67,8 @@ func (w *world) commit(file, msg string) {
 func newWorld(t *testing.T, red func(subject string, hasRed bool) bool) *world {
 	dir := t.TempDir()
 	w := &world{t: t, origin: filepath.Join(dir, "origin.git"), seed: filepath.Join(dir, "seed"), clock: &clock{now: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)}}
-	w.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	w.env = append(gittest.NoAutoMaintenance(), "PATH="+os.Getenv("PATH"), "HOME="+dir, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
 	w.git(dir, "init", "-q", "--bare", "-b", "main", w.origin)
 	w.git(dir, "clone", "-q", w.origin, w.seed)
 	w.commit("README.md", "init")

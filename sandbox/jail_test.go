@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -40,6 +41,7 @@ func testEnv() []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, gittest.NoAutoMaintenance()...)
 	return append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -102,7 +103,7 @@ func newRepo(t *testing.T) (*worktree.Client, func(msg string, files map[string]
 		t.Skip("git not installed")
 	}
 	dir := t.TempDir()
-	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	env := append(append(os.Environ(), gittest.NoAutoMaintenance()...), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@example.com")
 	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
 	cmd.Env = env

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
@@ -42,6 +43,7 @@ func testEnv() []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, gittest.NoAutoMaintenance()...)
 	return append(env,
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_CONFIG_NOSYSTEM=1",
@@ -72,11 +74,7 @@ func newFixture(t *testing.T) *fixture {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "repo")
 	env := testEnv()
-	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
+	templates.Copy(t, "repo", dir, func(dir string) error { return makeRepo(ctx, dir, env) })
 	g, err := worktree.Open(ctx, dir, env)
 	if err != nil {
 		t.Fatal(err)
@@ -89,16 +87,53 @@ func newFixture(t *testing.T) *fixture {
 		Env:       append(env, "CLAUDOPILOT_ROLE=leaked", "CLAUDOPILOT_OUTER=leaked"),
 		KillGrace: 2 * time.Second, DefaultCooldown: time.Hour,
 	}
-	f.write(f.top, "README.md", "readme\n")
-	f.write(f.top, manifestRel, manifestSrc)
-	f.write(f.top, docRel, "# p1\n\nDo the first thing.\n")
-	f.write(f.top, "roadmap/p2-second.md", "# p2\n")
-	f.gitIn(f.top, "add", "-A")
-	f.gitIn(f.top, "commit", "-q", "-m", "initial")
-	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
-		t.Fatal(err)
-	}
 	return f
+}
+
+// templates holds newFixture's repository, made once per test binary
+// (TestMain) and copied for each test.
+var templates *gittest.Templates
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "work-templates-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	templates = gittest.NewTemplates(dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// makeRepo makes newFixture's repository in dir: main checked out, the
+// roadmap committed, .claudopilot/ excluded.
+func makeRepo(ctx context.Context, dir string, env []string) error {
+	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git init: %w\n%s", err, out)
+	}
+	g, err := worktree.Open(ctx, dir, env)
+	if err != nil {
+		return err
+	}
+	for p, c := range map[string]string{"README.md": "readme\n", manifestRel: manifestSrc, docRel: "# p1\n\nDo the first thing.\n", "roadmap/p2-second.md": "# p2\n"} {
+		p = filepath.Join(g.Dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := g.Git(ctx, "add", "-A"); err != nil {
+		return err
+	}
+	if _, err := g.Git(ctx, "commit", "-q", "-m", "initial"); err != nil {
+		return err
+	}
+	return g.Exclude(ctx, "/.claudopilot/")
 }
 
 func (f *fixture) gitIn(dir string, args ...string) string {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // testEnv is the process environment without any GIT_* variable, plus an
@@ -19,6 +21,7 @@ func testEnv() []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, gittest.NoAutoMaintenance()...)
 	return append(env,
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_CONFIG_NOSYSTEM=1",
