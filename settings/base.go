@@ -63,9 +63,10 @@ const (
 	OnGitHub
 )
 
-// Trunks are the branches the trunk guard keeps a run from merging into
-// unless they are named.
-var Trunks = []string{"main", "master"}
+// isTrunk is true for the branches the trunk guard keeps a run from
+// merging into unless they are named. A function, not a package list: no
+// caller can change the guard.
+func isTrunk(branch string) bool { return branch == "main" || branch == "master" }
 
 // Base applies the one base rule. BASE_BRANCH (or --base) names the base.
 // Unset, a command that works in this clone takes the current branch
@@ -87,10 +88,8 @@ func (s *Settings) Base(ctx context.Context, git Git, use BaseUse) (Base, error)
 			return b, &BaseError{Kind: BaseDetached}
 		}
 		b.Branch, b.Src = cur, "the current branch"
-		for _, t := range Trunks {
-			if cur == t && use == MergeHere {
-				return b, &BaseError{Kind: BaseTrunk, Branch: cur, Src: b.Src}
-			}
+		if isTrunk(cur) && use == MergeHere {
+			return b, &BaseError{Kind: BaseTrunk, Branch: cur, Src: b.Src}
 		}
 	}
 	ok, err := git.BranchExists(ctx, b.Branch)

@@ -330,6 +330,8 @@ func TestBaseRule(t *testing.T) {
 		fails bool
 	}{
 		{nil, git, MergeHere, "main", BaseTrunk, true},
+		{nil, fakeGit{cur: "master", branches: map[string]bool{"master": true}}, MergeHere, "master", BaseTrunk, true},
+		{nil, fakeGit{cur: "mainline", branches: map[string]bool{"mainline": true}}, MergeHere, "mainline", 0, false},
 		{nil, git, ReadHere, "main", 0, false},
 		{map[string]string{"BASE_BRANCH": "main"}, git, MergeHere, "main", 0, false},
 		{nil, fakeGit{cur: "feature", branches: git.branches}, MergeHere, "feature", 0, false},

@@ -2,6 +2,8 @@ package funclen
 
 import (
 	"bytes"
+	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The module's other shape rules of issue 23, checked as cheaply as the
@@ -117,4 +120,100 @@ func TestOneHomePerRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNoShortHTTPTimeoutInTests: no test gives an HTTP client (an
+// http.Client, issues' GitHubConfig) a request timeout under a minute (#23:
+// 5 s failed at load 17-52, the fake running git inside an answer). A
+// timeout is a bound against a hung fake, never a wait; a test of a hung
+// answer cuts the connection (ghfake's Drop). The one exception times out
+// on purpose against a server that never answers.
+func TestNoShortHTTPTimeoutInTests(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TestClientTimeoutIsTransient's 1 ms, against a server that never answers.
+	onPurpose := map[string]time.Duration{"issues/unit_test.go": time.Millisecond}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok || !httpClientType(lit.Type) {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if k, _ := kv.Key.(*ast.Ident); ok && k != nil && k.Name == "Timeout" {
+					if d, known := duration(kv.Value); known && d < time.Minute && d != onPurpose[filepath.ToSlash(rel)] {
+						t.Errorf("%s: an HTTP client's Timeout of %s in a test: give it a bound a loaded machine never reaches (2 minutes, as issues' testTimeout)", fset.Position(kv.Pos()), d)
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// httpClientType is true for http.Client and issues' GitHubConfig.
+func httpClientType(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name == "GitHubConfig" || x.Sel.Name == "Client" && fmt.Sprint(x.X) == "http"
+	case *ast.Ident:
+		return x.Name == "GitHubConfig"
+	}
+	return false
+}
+
+// duration evaluates time.Unit and N * time.Unit; known is false for
+// anything else (a named constant, a variable).
+func duration(e ast.Expr) (d time.Duration, known bool) {
+	units := map[string]time.Duration{"Nanosecond": time.Nanosecond, "Microsecond": time.Microsecond, "Millisecond": time.Millisecond, "Second": time.Second, "Minute": time.Minute, "Hour": time.Hour}
+	unit := func(e ast.Expr) (time.Duration, bool) {
+		s, ok := e.(*ast.SelectorExpr)
+		if !ok || fmt.Sprint(s.X) != "time" {
+			return 0, false
+		}
+		u, ok := units[s.Sel.Name]
+		return u, ok
+	}
+	if u, ok := unit(e); ok {
+		return u, true
+	}
+	b, ok := e.(*ast.BinaryExpr)
+	if !ok || b.Op != token.MUL {
+		return 0, false
+	}
+	n, ok := b.X.(*ast.BasicLit)
+	u, uok := unit(b.Y)
+	if !ok || !uok || n.Kind != token.INT {
+		return 0, false
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(v) * u, true
 }
