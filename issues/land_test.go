@@ -255,6 +255,7 @@ func TestBaseMovedWithAConflictGoesToTheSupervisor(t *testing.T) {
 // is done; open or not planned waits; unknown (or unreadable) blocks. A
 // ref to the queue's own repository is a plain "#N".
 func TestCrossRepoDependencies(t *testing.T) {
+	soakOnly(t, "TestPollCrossRepoDependencies (done, waiting, not planned, unknown and own-repository refs; offered once the other repository's issue is done)")
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.SetForeign("other/lib", 5, "open", "")
