@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
@@ -36,5 +37,24 @@ func TestDoctorMarkers(t *testing.T) {
 	}
 	if got := (&DoctorError{Problems: 3}).Error(); got != "doctor: 3 problems found" {
 		t.Errorf("DoctorError = %q", got)
+	}
+}
+
+// doctor lists every setting that is not at its default with where it
+// came from, under its settings line (#23: the one settings model records
+// each value's source, and doctor prints them); defaults are not listed.
+func TestDoctorListsEachSettingsSource(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	d := &doctorState{a: &cmdutil.App{S: &cmdutil.Streams{Out: &out}, Env: map[string]string{"MAX_PARALLEL": "5", "KEEP_GOING": "1"}}, dir: t.TempDir()}
+	d.checkSettings(nil)
+	d.print()
+	for _, want := range []string{"ok   settings: valid (no claudopilot.config)\n", "     MAX_PARALLEL=5 (from the environment)\n", "     KEEP_GOING=1 (from the environment)\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor said\n%s\nwant %q", out.String(), want)
+		}
+	}
+	if strings.Contains(out.String(), "GATE_CMD") || strings.Contains(out.String(), "from the default") {
+		t.Errorf("doctor listed a default:\n%s", out.String())
 	}
 }
