@@ -296,3 +296,91 @@ func TestCrossRepoDependencies(t *testing.T) {
 		t.Errorf("#%d not worked after its dep closed\n%s\n%s", waits, dump(e, waits), log)
 	}
 }
+
+// TestLandHeadMovedIsCheckedAgain: someone pushes to the branch just
+// before the merge: the merge answers 409, the landing follows the new
+// head, reads its checks and merges it (TestHeadMovedIsCheckedAgain end
+// to end).
+func TestLandHeadMovedIsCheckedAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
+	var other string
+	pushed := false
+	e.fake.OnMerge(func(pr int) {
+		if pushed {
+			return
+		}
+		pushed = true
+		e.git(other, "fetch", "-q", "origin", Branch(n))
+		e.git(other, "checkout", "-q", "-b", "side", "FETCH_HEAD")
+		writeFile(t, filepath.Join(other, "human.txt"), "a human was here\n")
+		e.git(other, "add", "-A")
+		e.git(other, "commit", "-qm", "human")
+		e.git(other, "push", "-q", "origin", "side:"+Branch(n))
+	})
+	other = e.clone("other")
+	l := newLander(t, e, n, nil)
+	tip := l.commit(t, "work.txt", "work\n")
+	if out := l.land(tip); !out.OK || out.Commit == tip || !e.onMain("human.txt") || !e.onMain("work.txt") {
+		t.Fatalf("%+v\n%s", out, l.log)
+	}
+	if !strings.Contains(l.log.String(), "the head moved to") {
+		t.Errorf("no 409 in the log:\n%s", l.log)
+	}
+}
+
+// TestLandUnreadableChecksAreNeverGreen: checks that cannot be read (500s)
+// are waited for, never taken for "no checks": the merge comes only after
+// the failed reads and two empty ones (TestUnreadableChecksAreNeverGreen
+// end to end).
+func TestLandUnreadableChecksAreNeverGreen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "checks down", "x", []string{"agent-ready"}, "")
+	e.fake.AddFault(ghfake.Fault{Method: "GET", Path: "/check-runs", Times: 6, Status: 500})
+	l := newLander(t, e, n, func(c *Config) { c.GitHub = e.github(func(g *GitHubConfig) { g.MaxRetries = 1 }) })
+	if out := l.land(l.commit(t, "work.txt", "work\n")); !out.OK || e.fake.FaultsServed() != 6 {
+		t.Fatalf("%+v, faults %d\n%s", out, e.fake.FaultsServed(), l.log)
+	}
+	if !strings.Contains(l.log.String(), "cannot be read") {
+		t.Errorf("no wait line:\n%s", l.log)
+	}
+	var merges, reads int
+	for _, r := range e.fake.Requests() {
+		switch {
+		case strings.HasSuffix(r.Path, "/check-runs"):
+			reads++
+		case strings.HasSuffix(r.Path, "/merge") && merges == 0:
+			merges++
+			if reads < 8 {
+				t.Errorf("merged after %d check reads (6 failed, then 2 empty needed)", reads)
+			}
+		}
+	}
+}
+
+// TestLandVanishedIssueIsDropped: the issue is deleted while its checks
+// run: the landing ends Away, the issue is dropped, never blocked
+// (TestVanishedIssueIsDropped end to end).
+func TestLandVanishedIssueIsDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "will vanish", "x", []string{"agent-ready"}, "")
+	var once sync.Once
+	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+		once.Do(func() { e.fake.DeleteIssue(n) })
+		return []ghfake.CheckRun{{Name: "slow", Status: "in_progress"}}, nil
+	})
+	l := newLander(t, e, n, nil)
+	if out := l.land(l.commit(t, "work.txt", "work\n")); !out.Away || out.OK || out.Reason != "" {
+		t.Fatalf("%+v\n%s", out, l.log)
+	}
+	l.drain()
+	if s := l.q.Summary(); s.Count(Dropped) != 1 || s.Count(Blocked) != 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if is := e.issue(n); commentsWith(is, "could not finish") != 0 || hasLabel(is, "agent-blocked") {
+		t.Errorf("a vanished issue was blocked:\n%s", dump(e, n))
+	}
+}

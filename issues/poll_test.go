@@ -213,3 +213,43 @@ func TestClaimFailureIsUndoneAtOnce(t *testing.T) {
 		t.Errorf("%s", dump(e, n))
 	}
 }
+
+// TestPollPhaseDependencies: an issue that depends on a phase of the
+// roadmap is not offered while the phase is not merged, and is offered
+// once it is (TestPhaseDependencies end to end).
+func TestPollPhaseDependencies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "after the roadmap", "Depends on phase-02", []string{"agent-ready"}, "")
+	phases := []Phase{{ID: "phase-01", Merged: true}, {ID: "phase-02", Deps: []string{"phase-01"}}}
+	p := newPoller(t, e, func(c *Config) { c.Phases = func() ([]Phase, error) { return phases, nil } })
+	if ids, _ := p.poll(t); len(ids) != 0 || !strings.Contains(p.log.String(), IssueID(n)+": waits on phase-02 (not merged)") {
+		t.Fatalf("offered %v before phase-02 merged\n%s", ids, p.log)
+	}
+	phases[1].Merged = true
+	if ids, _ := p.poll(t); !slices.Equal(ids, []string{IssueID(n)}) {
+		t.Fatalf("offered %v after phase-02 merged\n%s", ids, p.log)
+	}
+	if is := e.issue(n); len(is.Comments) != 0 || !hasLabel(is, "agent-ready") {
+		t.Errorf("a waiting issue was touched:\n%s", dump(e, n))
+	}
+}
+
+// TestHeartbeatKeepsAClaimFresh: while an issue is claimed (and no pull
+// request keeps it alive), its claim comment is posted again every
+// CLAIM_STALE_HOURS/2 (TestHeartbeatKeepsALongClaimFresh end to end).
+func TestHeartbeatKeepsAClaimFresh(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "long", "x", []string{"agent-ready"}, "")
+	// The heartbeat ticks every second (its floor).
+	l := newLander(t, e, n, func(c *Config) { c.ClaimStale = 2 * time.Second })
+	// A bound for a heartbeat that never comes, not a wait: the fake's
+	// comments are read until the second claim comment is there.
+	for deadline := time.Now().Add(2 * time.Minute); commentsWith(e.issue(n), "claimed by "+l.q.Instance()) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat in 2 minutes:\n%s", dump(e, n))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -356,6 +356,7 @@ case $n in 2) test -f work/issue-1.txt;; 3) test -f work/issue-2.txt;; esac
 }
 
 func TestPhaseDependencies(t *testing.T) {
+	soakOnly(t, "TestPollPhaseDependencies (not offered until the phase is merged) and scheduler.TestOutsideNodesAreScheduledWithPhases")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "after the roadmap", "Depends on phase-02", []string{"agent-ready"}, "")
@@ -424,6 +425,7 @@ func TestReviewWithoutAutoMerge(t *testing.T) {
 }
 
 func TestHeadMovedIsCheckedAgain(t *testing.T) {
+	soakOnly(t, "TestLandHeadMovedIsCheckedAgain (a 409 at the merge: the new head followed, its checks read, merged)")
 	t.Parallel()
 	e := newEnv(t)
 	e.fake.SetCI(e.ci())
@@ -492,6 +494,7 @@ func TestFaultyGitHubDuringRun(t *testing.T) {
 }
 
 func TestUnreadableChecksAreNeverGreen(t *testing.T) {
+	soakOnly(t, "TestLandUnreadableChecksAreNeverGreen (unreadable checks waited for, merged only after two empty reads)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "checks down", "x", []string{"agent-ready"}, "")
@@ -523,6 +526,7 @@ func TestUnreadableChecksAreNeverGreen(t *testing.T) {
 }
 
 func TestVanishedIssueIsDropped(t *testing.T) {
+	soakOnly(t, "TestLandVanishedIssueIsDropped (deleted while its checks run: Away, dropped, never blocked)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "will vanish", "x", []string{"agent-ready"}, "")
@@ -667,6 +671,7 @@ func TestNewestFirstAndLocalRepair(t *testing.T) {
 }
 
 func TestHeartbeatKeepsALongClaimFresh(t *testing.T) {
+	soakOnly(t, "TestHeartbeatKeepsAClaimFresh (the claim comment posted again every CLAIM_STALE_HOURS/2 while claimed)")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "long", "x", []string{"agent-ready"}, "")
