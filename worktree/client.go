@@ -126,27 +126,29 @@ func Open(ctx context.Context, dir string, env []string) (*Client, error) {
 		return nil, fmt.Errorf("open %s: not a directory", dir)
 	}
 	c := &Client{Dir: abs, Env: env}
-	inside, err := c.run(ctx, abs, nil, nil, "rev-parse", "--is-inside-work-tree")
+	// One git for the three answers (each command of the CLI opens a
+	// client, and a git process costs 5-10 ms of CPU on a busy machine):
+	// outside a work tree (a bare repository, a .git folder) the second
+	// fails with 128, as the first alone does outside any repository.
+	out, err := c.run(ctx, abs, nil, nil, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		if exitCode(err) == 128 {
 			return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepo)
 		}
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	if trimNL(inside) != "true" {
+	lines := strings.Split(trimNL(out), "\n")
+	if len(lines) != 3 || lines[0] != "true" {
 		return nil, fmt.Errorf("open %s: %w (not inside a work tree)", dir, ErrNotRepo)
 	}
-	top, err := c.run(ctx, abs, nil, nil, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	c.Dir = trimNL(top)
+	c.Dir = lines[1]
 	if c.Dir == "" {
 		return nil, fmt.Errorf("open %s: %w (no top level)", dir, ErrNotRepo)
 	}
-	if _, err := c.CommonDir(ctx); err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+	if common := lines[2]; common == "" || !filepath.IsAbs(common) {
+		return nil, fmt.Errorf("open %s: common dir: unexpected output %q", dir, common)
 	}
+	c.commonDir = filepath.Clean(lines[2])
 	return c, nil
 }
 

@@ -12,6 +12,26 @@ import (
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
+// TestOpenIsOneGit: opening a client (every command of the CLI does)
+// starts one git process, and the common dir is known without another.
+func TestOpenIsOneGit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	trace := filepath.Join(t.TempDir(), "trace")
+	o, err := Open(ctx, c.Dir, append(testEnv(), "GIT_TRACE="+trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.CommonDir(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(trace)
+	if n := strings.Count(string(b), "trace: built-in: git "); n != 1 {
+		t.Errorf("%d git processes, want 1:\n%s", n, b)
+	}
+}
+
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
