@@ -1,8 +1,10 @@
 package issues
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/state"
@@ -35,6 +37,9 @@ func TestIssuePathsDoNotCollideWithPhase(t *testing.T) {
 // the issue's branch is moved to the layout's place and worked on there.
 func TestIssueOldWorktreeMoved(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestIssueOldWorktreeIsMovedWhenBroughtIn proves the move where the run makes it (bringIn, before the runner takes the layout's worktree)")
+	}
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "Add a widget", "Please add a widget.", []string{"agent-ready"}, "")
 	log := &syncBuf{}
@@ -50,6 +55,34 @@ func TestIssueOldWorktreeMoved(t *testing.T) {
 	}
 }
 
+// TestIssueOldWorktreeIsMovedWhenBroughtIn is TestIssueOldWorktreeMoved
+// without a run: bringing an issue in (what the run does before its
+// runner takes the issue's worktree at the layout's place) moves the
+// worktree an older version left at .claudopilot/worktrees/issue-N on the
+// issue's branch there, with what it held, still on that branch.
+func TestIssueOldWorktreeIsMovedWhenBroughtIn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "Add a widget", "Please add a widget.", []string{"agent-ready"}, "")
+	q := e.queue("w", &syncBuf{}, nil)
+	old := q.oldWorktreePath(n)
+	e.git(q.git.Dir, "worktree", "add", "-q", "-b", Branch(n), old, "main")
+	writeFile(t, filepath.Join(old, "begun.txt"), "work begun by an older version\n")
+	if err := q.bringIn(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old worktree %s is still there: %v", old, err)
+	}
+	wt := q.WorktreePath(n)
+	if b, err := os.ReadFile(filepath.Join(wt, "begun.txt")); err != nil || !strings.Contains(string(b), "begun") {
+		t.Errorf("the worktree at %s lacks what the old one held: %v", wt, err)
+	}
+	if got := e.git(wt, "symbolic-ref", "--short", "HEAD"); got != Branch(n) {
+		t.Errorf("the moved worktree is on %q, want %s", got, Branch(n))
+	}
+}
+
 // An agent that exits 0 without a commit fails the scheduler's done check:
 // the reason is the scheduler's word, no-done, as for a phase.
 func TestIssueNoCommitIsNoDone(t *testing.T) {
@@ -59,7 +92,7 @@ func TestIssueNoCommitIsNoDone(t *testing.T) {
 	lazy := e.script("lazy.sh", "exit 0\n")
 	log := &syncBuf{}
 	q := e.queue("w", log, func(c *Config) { c.Agent = lazy })
-	sum := run(t, q, log)
+	sum := runWith(t, q, log, harness{maxSuper: 1}) // one repair is enough to end it: each is an agent run
 	if sum.Count(Blocked) != 1 {
 		t.Fatalf("summary %+v\n%s", sum, log)
 	}
