@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/claudopilot/claudopilot/internal/gittest"
@@ -28,7 +29,7 @@ type cluster struct {
 	t      testing.TB
 	api    *apiServer
 	logs   *feed
-	clock  *clocktesting.FakeClock
+	clock  *tickClock
 	repo   string
 	remote string
 	git    *worktree.Client
@@ -53,7 +54,7 @@ func newCluster(t testing.TB) *cluster {
 	}
 	dir := t.TempDir()
 	c := &cluster{t: t, logs: &feed{pipes: map[string]chan io.ReadCloser{}},
-		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)),
+		clock: &tickClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)), tickers: make(chan *tick, 64)},
 		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256),
 		claims: filepath.Join(dir, "claims")}
 	run(t, dir, "git", "init", "-q", "-b", "main", c.repo)
@@ -70,6 +71,33 @@ func newCluster(t testing.TB) *cluster {
 	c.api = newAPIServer(t, c.logs, func(j *batchv1.Job) { c.jobs <- j })
 	c.cfg = Config{Namespace: ns, Image: "agent:1", Remote: c.remote, Repository: c.repo, Instance: "host-1", Pending: time.Minute, Secret: "agent-credentials"}
 	return c
+}
+
+// tickClock is the fake clock whose tickers the test drives: each ticker
+// the driver makes is handed to the test (tickers), which sends a tick
+// when it wants one. A send returns once the driver has taken the tick,
+// so a test waits on the driver's own loop, never spins on the clock
+// (stepping a fake ticker over and over until the driver reacted cost a
+// core for as long as the driver took, the longer the busier the
+// machine).
+type tickClock struct {
+	*clocktesting.FakeClock
+	tickers chan *tick
+}
+
+// tick is one ticker of the driver's: c is what it reads.
+type tick struct{ c chan time.Time }
+
+func (t *tick) C() <-chan time.Time { return t.c }
+func (t *tick) Stop()               {}
+
+func (c *tickClock) NewTicker(time.Duration) clock.Ticker {
+	t := &tick{c: make(chan time.Time)}
+	select {
+	case c.tickers <- t:
+	default: // a test that drives no ticker made many
+	}
+	return t
 }
 
 // driver starts a driver on the cluster; it stops with the test.
