@@ -30,6 +30,10 @@ type Client struct {
 	cred      Credential // the remote's credential (WithCredential); nil: git's own helpers
 	cdMu      sync.Mutex // guards commonDir
 	commonDir string
+	// registered, when set (tests), is called by a worktree add once the
+	// worktree is registered and the worktree lock let go, before its
+	// checkout.
+	registered func()
 }
 
 // repoLocks serialize what must not run concurrently in one repository,

@@ -47,6 +47,27 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string, kn
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("invalid branch name %q", branch)
 	}
+	made, err := c.registerWorktree(ctx, path, branch, start, known)
+	if err != nil || !made {
+		return err
+	}
+	if c.registered != nil {
+		c.registered()
+	}
+	// The checkout runs outside the worktree lock: it writes only this
+	// worktree's index and files, so the next phase's add need not wait
+	// for it (issue 25 §2: a level's four adds ran one after the other,
+	// each with its checkout, 0.6-1.0 s apiece at load 30). Cut off by a
+	// kill, the worktree has no index, which a later attempt takes for a
+	// checkout never populated: set aside and made again.
+	_, err = c.run(ctx, path, nil, nil, "reset", "--hard", "--no-recurse-submodules", "--quiet")
+	return err
+}
+
+// registerWorktree is the part of addWorktree that must hold the worktree
+// lock: git worktree add --no-checkout (and the branch). made is false when
+// the worktree was there already.
+func (c *Client) registerWorktree(ctx context.Context, path, branch, start string, known *bool) (made bool, err error) {
 	c.locks().wt.Lock()
 	defer c.locks().wt.Unlock()
 	var exists bool
@@ -55,26 +76,26 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string, kn
 	} else {
 		var err error
 		if exists, err = c.BranchExists(ctx, branch); err != nil {
-			return err
+			return false, err
 		}
 	}
 	missing, err := pathMissing(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if exists && !missing {
 		wts, err := c.worktrees(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, wt := range wts {
 			if wt.Branch == branch && !wt.Prunable && samePath(wt.Path, path) {
-				return nil
+				return false, nil
 			}
 		}
-		return fmt.Errorf("branch %s exists and %s already exists", branch, path)
+		return false, fmt.Errorf("branch %s exists and %s already exists", branch, path)
 	}
-	args := []string{"worktree", "add", "--quiet"}
+	args := []string{"worktree", "add", "--quiet", "--no-checkout"}
 	if exists {
 		args = append(args, path, branch)
 	} else {
@@ -89,20 +110,20 @@ func (c *Client) addWorktree(ctx context.Context, path, branch, start string, kn
 		// folder that is gone) refuses the add: prune, then once more.
 		// Pruning only then keeps it off every add.
 		if _, perr := c.run(ctx, "", nil, nil, "worktree", "prune"); perr != nil {
-			return perr
+			return false, perr
 		}
 		if !exists {
 			// worktree add -b may have made the branch before it
 			// refused the folder.
 			if now, berr := c.BranchExists(ctx, branch); berr != nil {
-				return berr
+				return false, berr
 			} else if now {
-				args = []string{"worktree", "add", "--quiet", path, branch}
+				args = []string{"worktree", "add", "--quiet", "--no-checkout", path, branch}
 			}
 		}
 		_, err = c.run(ctx, "", nil, nil, args...)
 	}
-	return err
+	return err == nil, err
 }
 
 // RemoveWorktree removes the worktree at path with its local changes

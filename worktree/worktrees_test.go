@@ -249,3 +249,43 @@ func TestWorktreeOfReadsFiles(t *testing.T) {
 		t.Errorf("git asked:\n%s", b)
 	}
 }
+
+// TestAddWorktreeChecksOutOutsideTheLock: a worktree add holds the
+// worktree lock only to register the worktree (git worktree add
+// --no-checkout); its checkout runs with the lock free, so the next
+// phase's add does not wait for it (issue 25 §2). The checkout is whole
+// when the add returns: the files, a clean status, the index.
+func TestAddWorktreeChecksOutOutsideTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	p := filepath.Join(t.TempDir(), "feat")
+	calls := 0
+	c.registered = func() {
+		calls++
+		if !c.locks().wt.TryLock() {
+			t.Error("the worktree lock is held during the checkout")
+			return
+		}
+		c.locks().wt.Unlock()
+		if _, err := os.Stat(filepath.Join(p, "README.md")); err == nil {
+			t.Error("checked out before the lock was let go")
+		}
+	}
+	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("registered called %d times, want 1", calls)
+	}
+	if got := readFile(t, p, "README.md"); got != "hello\n" {
+		t.Errorf("README.md in the new worktree = %q", got)
+	}
+	if st := mustGit(t, c, p, "status", "--porcelain"); st != "" {
+		t.Errorf("status of the new worktree:\n%s", st)
+	}
+	// Already there: nothing is checked out again.
+	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil || calls != 1 {
+		t.Errorf("second add: %v, registered called %d times", err, calls)
+	}
+}
