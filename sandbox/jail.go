@@ -161,14 +161,22 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 	if err := worktree.CheckAdmin(j.admin); err != nil {
 		lerr = errors.Join(lerr, fmt.Errorf("sandbox: %w", err))
 	}
+	// A tip the repository does not hold before the absorb is in no
+	// history of it, the base's included: the done check then needs no
+	// rev-list to know the branch is beyond the base (issue 25 §1).
+	fresh := j.refs.newTip(ctx, git)
 	// The new objects first: the branch's new tip is among them.
 	if err := j.objects.absorb(ctx, git); err != nil {
 		lerr = errors.Join(lerr, err)
+		fresh = ""
 	}
 	if j.refs == nil {
 		return notes, lerr
 	}
 	strays, serr := j.refs.Sync(ctx, git)
+	if serr == nil && fresh != "" {
+		git.NoteFresh(fresh)
+	}
 	for _, s := range strays {
 		notes = append(notes, "discarded a ref the sandboxed process wrote: "+s)
 	}

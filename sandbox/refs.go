@@ -98,6 +98,19 @@ func (r *Refs) Sync(ctx context.Context, git *worktree.Client) (strays []string,
 	return append(strays, others...), werr
 }
 
+// newTip is the tip the attempt left on its branch when it is not Start
+// and the repository's store does not hold it (yet): "" otherwise.
+func (r *Refs) newTip(ctx context.Context, git *worktree.Client) string {
+	if r == nil {
+		return ""
+	}
+	tip, ok := readRef(filepath.Join(r.refsDir(), filepath.FromSlash(r.rest())))
+	if !ok || tip == r.Start || !git.Missing(ctx, tip) {
+		return ""
+	}
+	return tip
+}
+
 // written lists the refs under the private folder other than own.
 func (r *Refs) written(own string) ([]string, error) {
 	var out []string

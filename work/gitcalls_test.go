@@ -2,6 +2,7 @@ package work_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,32 @@ func TestRunGitCalls(t *testing.T) {
 	const budget = 8
 	if len(calls) > budget {
 		t.Errorf("%d git processes for one attempt, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
+	}
+}
+
+// A sandboxed attempt's new tip comes in with the absorb, which notes it
+// was not in the store before: the done check then knows the branch is
+// beyond the base without a rev-list (issue 25 §1). The count still runs
+// for a tip the store held (TestTakeFresh; the unsandboxed attempt above).
+func TestRunSandboxedDoneCheckCountsNothing(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap (bwrap) is not installed")
+	}
+	t.Parallel()
+	f := newFixture(t)
+	f.sandboxed()
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	f.runner.Agent = hostileAgent(t, "ok.sh")
+	o := f.run(job())
+	if !o.OK {
+		t.Fatalf("outcome %+v", o)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "built-in: git rev-list") {
+		t.Errorf("the done check counted commits with git:\n%s", b)
 	}
 }

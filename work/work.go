@@ -816,6 +816,11 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip 
 	if fs[1].OK {
 		return tip, false, fmt.Sprintf("the branch still has %s beside its DONE_ copy", docRel)
 	}
+	// A tip the sandbox's absorb brought in new is beyond the base
+	// (worktree.NoteFresh); any other is counted.
+	if r.Git.TakeFresh(tip) {
+		return tip, true, ""
+	}
 	n, err := r.Git.CountCommits(ctx, "refs/heads/"+r.Layout.Base, tip)
 	if err != nil || n == 0 {
 		return tip, false, "the branch has no commits beyond " + r.Layout.Base

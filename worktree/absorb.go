@@ -171,3 +171,37 @@ func exitOf(err error) int {
 	}
 	return -1
 }
+
+// Missing reports whether the object store holds no object id, as the
+// long-lived cat-file answers now. Any other answer (an error, a resolver
+// that cannot run) is false: a caller that skips work on true never skips
+// it on a doubt.
+func (c *Client) Missing(ctx context.Context, id string) bool {
+	_, err := c.lookup(ctx, id)
+	return errors.Is(err, ErrNoRev)
+}
+
+// NoteFresh records that commit id came in with an absorb (a sandboxed
+// attempt's objects) and was Missing just before: so it was in no
+// branch's history then, the base's included.
+func (c *Client) NoteFresh(id string) {
+	l := c.locks()
+	l.freshMu.Lock()
+	defer l.freshMu.Unlock()
+	if l.fresh == nil {
+		l.fresh = map[string]bool{}
+	}
+	l.fresh[id] = true
+}
+
+// TakeFresh reports whether id was noted fresh, and forgets it: the
+// answer holds for the check right after the attempt (the done check's
+// "commits beyond the base"), not after the commit has landed.
+func (c *Client) TakeFresh(id string) bool {
+	l := c.locks()
+	l.freshMu.Lock()
+	defer l.freshMu.Unlock()
+	ok := l.fresh[id]
+	delete(l.fresh, id)
+	return ok
+}

@@ -198,3 +198,23 @@ func TestAbsorbLooseOneProcess(t *testing.T) {
 		}
 	}
 }
+
+// Missing is true only for an id the store lacks; a fresh note is taken
+// once.
+func TestTakeFresh(t *testing.T) {
+	t.Parallel()
+	c := newRepo(t)
+	ctx := context.Background()
+	head := commitFiles(t, c, "", "one", map[string]string{"a": "a\n"})
+	absent := strings.Repeat("1", len(head))
+	if c.Missing(ctx, head) || !c.Missing(ctx, absent) {
+		t.Fatalf("Missing(head) = %v, Missing(absent) = %v", c.Missing(ctx, head), c.Missing(ctx, absent))
+	}
+	if c.TakeFresh(head) {
+		t.Error("a commit never noted is fresh")
+	}
+	c.NoteFresh(absent)
+	if !c.WithEnv(testEnv()).TakeFresh(absent) || c.TakeFresh(absent) {
+		t.Error("a fresh note is not taken exactly once, by any client of the repository")
+	}
+}

@@ -52,6 +52,10 @@ type repoLocks struct {
 	// environment (batch.go).
 	resMu     sync.Mutex
 	resolvers map[string]*resolver
+	// fresh: commits an absorb brought in that the store did not hold
+	// before (NoteFresh), each taken once by TakeFresh.
+	freshMu sync.Mutex
+	fresh   map[string]bool
 }
 
 func (c *Client) locks() *repoLocks {
