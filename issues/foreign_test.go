@@ -16,6 +16,9 @@ import (
 // those tools' formats, not copied.
 func TestForeignClaimsAreLeftAlone(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestPollLeavesForeignClaimsAlone proves that a poll offers only the free issue and touches no foreign claim")
+	}
 	e := newEnv(t)
 	pilot := e.fake.NewIssue("alice", "issue-pilot works it", "x", []string{"agent-ready", "in-pilot"}, "")
 	e.fake.CommentOn(pilot, "alice", "claimed by Claude main")
@@ -55,6 +58,9 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 // never released as stale.
 func TestIssueOrchestratorClaims(t *testing.T) {
 	t.Parallel()
+	if !soak() {
+		t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestPollLeavesForeignClaimsAlone proves that a poll leaves io:claimed and an upper-case IO-CLAIM comment alone")
+	}
 	e := newEnv(t)
 	labelled := e.fake.NewIssue("alice", "issue-orchestrator holds it", "x", []string{"agent-ready", "io:claimed"}, "")
 	old := e.fake.NewIssue("alice", "an older issue-orchestrator holds it", "x", []string{"agent-running"}, "")
@@ -76,6 +82,45 @@ func TestIssueOrchestratorClaims(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "skipped, claimed by another tool (io:claimed)") {
 		t.Errorf("no note of the foreign claim:\n%s", log)
+	}
+}
+
+// TestPollLeavesForeignClaimsAlone is TestForeignClaimsAreLeftAlone and
+// TestIssueOrchestratorClaims at one poll, without a run: of issue-pilot's
+// claim (in-pilot, READY_LABEL left on), issue-orchestrator's (the shared
+// claim label with an io-claim comment, or IO-CLAIM from older versions,
+// seven hours old: past CLAIM_STALE_HOURS) and its advisory io:claimed,
+// none is offered, released or written to; the free issue is offered, and
+// the log names the foreign label skipped.
+func TestPollLeavesForeignClaimsAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pilot := e.fake.NewIssue("alice", "issue-pilot works it", "x", []string{"agent-ready", "in-pilot"}, "")
+	e.fake.CommentOn(pilot, "alice", "claimed by Claude main")
+	orch := e.fake.NewIssue("alice", "issue-orchestrator works it", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(orch, "alice", "```io-claim\nlease_id: l-1\nclaimant: orchestrator-a\nstarted_at: 2026-12-04T12:00:00\nexpires_at: 2026-12-04T12:15:00\npriority: 1\n```")
+	labelled := e.fake.NewIssue("alice", "issue-orchestrator holds it", "x", []string{"agent-ready", "io:claimed"}, "")
+	old := e.fake.NewIssue("alice", "an older issue-orchestrator holds it", "x", []string{"agent-running"}, "")
+	e.fake.CommentOn(old, "alice", "```IO-CLAIM\nlease_id: l-2\nclaimant: orchestrator-b\nstarted_at: 2026-12-04T12:00:00\nexpires_at: 2026-12-04T12:15:00\npriority: 2\n```")
+	free := e.fake.NewIssue("alice", "nobody's", "x", []string{"agent-ready"}, "")
+	e.clock.Advance(7 * time.Hour) // past CLAIM_STALE_HOURS by the label's age
+	p := newPoller(t, e, func(c *Config) { c.ForeignClaims = []string{"in-pilot", "agent-running", "io:claimed"} })
+	if ids, _ := p.poll(t); len(ids) != 1 || ids[0] != IssueID(free) {
+		t.Errorf("offered %v, want only %s\n%s", ids, IssueID(free), p.log)
+	}
+	for n, label := range map[int]string{pilot: "in-pilot", orch: "agent-running", labelled: "io:claimed", old: "agent-running"} {
+		is := e.issue(n)
+		if is.State != "open" || len(is.Comments) != map[bool]int{true: 0, false: 1}[n == labelled] || !hasLabel(is, label) {
+			t.Errorf("a foreign claim was touched:\n%s\n%s", dump(e, n), p.log)
+		}
+	}
+	for _, l := range []string{"in-pilot", "io:claimed"} {
+		if !strings.Contains(p.log.String(), "skipped, claimed by another tool ("+l+")") {
+			t.Errorf("no note of the foreign claim %s:\n%s", l, p.log)
+		}
+	}
+	if s := p.q.Summary(); len(s.Released) != 0 || len(s.Results) != 0 {
+		t.Errorf("summary %+v", s)
 	}
 }
 
