@@ -67,6 +67,7 @@ func labelled(e *env, n int, label string) bool {
 func itoa(n int) string { return strings.TrimPrefix(IssueID(n), "#") }
 
 func TestReviewPassMerges(t *testing.T) {
+	soakOnly(t, "TestLandReviewBlockedThenPassed (labelled under review, the loop's PASS recorded as the driver's own comment, merged, the label off), scheduler.TestReviewPassLands and TestReviewSkepticsShareLenses (one round of REVIEW_SKEPTICS reviewers); the reviewer's contract end to end is TestReviewBlockOnceThenPassWithoutAutoMerge's")
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "reviewed", "make it so", []string{"agent-ready"}, "")
