@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -122,11 +123,15 @@ type env struct {
 	genv   []string // environment for git and agents
 }
 
+// baseEnv is git's and the agents' environment in a test: no global or
+// system configuration, and no `git maintenance run --auto` after each
+// commit, merge and fetch (gittest.NoAutoMaintenance: one git process
+// fewer each time; no test here is about housekeeping).
 func baseEnv(t *testing.T, dir string) []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LC_ALL=C", "TERM=dumb",
 		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-	}
+	}, gittest.NoAutoMaintenance()...)
 }
 
 func newEnv(t *testing.T) *env {
