@@ -11,6 +11,7 @@ import (
 var (
 	OutOfScope = (*Owner).outOfScope
 	Markers    = (*Owner).markers
+	Check      = (*Owner).check
 )
 
 // Changes is the paths check reads for j's branch: its one diff's.
