@@ -51,16 +51,24 @@ func (f *fixture) sandboxed() {
 // with reason worktree naming the file, and the target is untouched. On
 // main the reflog line went to the target, the index was written there,
 // and the nested repository's filter ran outside the sandbox.
+//
+// Every plant runs without the sandbox; in it, the default run keeps the
+// two that differ in what the sandbox lets the agent write (the admin
+// folder: reflog-link; its checkout: nested). The other plants in the
+// sandbox are the same admin-folder write caught by the same check
+// (worktree.CheckAdmin, run by the driver outside the sandbox), so they
+// run under CLAUDOPILOT_SOAK=1 only.
 func TestRunRefusesWhatAnAgentPlantsInTheAdminFolder(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		plant, want string
 		offOnly     bool
+		soakInBwrap bool
 	}{
 		{plant: "reflog-link", want: "logs/HEAD in the worktree's admin folder is a symbolic link"},
-		{plant: "config-link", want: "logs/HEAD in the worktree's admin folder is a symbolic link"},
-		{plant: "index-link", want: "index in the worktree's admin folder is a symbolic link"},
-		{plant: "fifo", want: "ORIG_HEAD in the worktree's admin folder is a named pipe"},
+		{plant: "config-link", want: "logs/HEAD in the worktree's admin folder is a symbolic link", soakInBwrap: true},
+		{plant: "index-link", want: "index in the worktree's admin folder is a symbolic link", soakInBwrap: true},
+		{plant: "fifo", want: "ORIG_HEAD in the worktree's admin folder is a named pipe", soakInBwrap: true},
 		{plant: "hardlink", want: "logs/HEAD in the worktree's admin folder is a hard link", offOnly: true},
 		{plant: "nested", want: "holds a repository at sub"},
 	}
@@ -70,6 +78,9 @@ func TestRunRefusesWhatAnAgentPlantsInTheAdminFolder(t *testing.T) {
 				continue
 			}
 			t.Run(mode+"/"+c.plant, func(t *testing.T) {
+				if mode == sandbox.Bwrap && c.soakInBwrap && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+					t.Skip("CLAUDOPILOT_SOAK=1 only; proved by off/" + c.plant + " (the driver's check of this plant) and bwrap/reflog-link (an agent in the sandbox plants in the admin folder and is refused) of this test, and worktree's TestCheckAdmin")
+				}
 				t.Parallel()
 				f := newFixture(t)
 				if mode == sandbox.Bwrap {

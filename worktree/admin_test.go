@@ -24,8 +24,10 @@ func TestCheckAdmin(t *testing.T) {
 	writeFile(t, filepath.Dir(outside), "bashrc", "x\n")
 	for name, plant := range map[string]func(p string) error{
 		"symbolic link": func(p string) error { return os.Symlink(outside, p) },
-		"hard link":     func(p string) error { return os.Link(outside, p) },
-		"named pipe":    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		// An index planted as a link to a file git would make.
+		"dangling symbolic link": func(p string) error { return os.Symlink(outside+".missing", p) },
+		"hard link":              func(p string) error { return os.Link(outside, p) },
+		"named pipe":             func(p string) error { return syscall.Mkfifo(p, 0o644) },
 	} {
 		p := filepath.Join(admin, "logs", "refs", "x")
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -33,7 +35,7 @@ func TestCheckAdmin(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := CheckAdmin(admin)
-		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), name) {
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), strings.TrimPrefix(name, "dangling ")) {
 			t.Errorf("%s: CheckAdmin = %v, want it named", name, err)
 		}
 		os.Remove(p)
