@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/gittest"
+	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
@@ -371,6 +372,7 @@ func TestRunOutcomes(t *testing.T) {
 		gate   string
 		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
 		reason state.Reason
+		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished proves it
 	}{
 		{
 			name:  "done and green",
@@ -488,6 +490,7 @@ func TestRunOutcomes(t *testing.T) {
 			// an exec --json error event: a reset time, so the detail
 			// names it.
 			name:   "a usage limit with its reset",
+			soak:   true,
 			agent:  `echo '{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":5400}}"}'` + "\nexit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -498,6 +501,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "rate limit without a hint",
+			soak:   true,
 			agent:  "echo '429 Too Many Requests'\nexit 2",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -518,6 +522,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "overloaded",
+			soak:   true,
 			agent:  "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}'\nexit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -563,6 +568,9 @@ func TestRunOutcomes(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output, and the \"rate limit\" case of this test that a whole attempt's output reaches it")
+			}
 			t.Parallel()
 			f := newFixture(t)
 			f.runner.Agent = f.agent(tc.agent)
@@ -581,6 +589,42 @@ func TestRunOutcomes(t *testing.T) {
 				tc.check(t, f, o)
 			}
 		})
+	}
+}
+
+// A failed attempt's outcome from its exit code and output tail: a rate
+// limit with or without a reset time (a cooldown), an overload (transient),
+// a plain failure (neither), a clean exit without the rename (no-done).
+// TestRunOutcomes runs some of these as whole attempts.
+func TestUnfinished(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	r := &work.Runner{DefaultCooldown: time.Hour, Now: func() time.Time { return now }}
+	for _, tc := range []struct {
+		name      string
+		tail      string
+		exit      int
+		reason    state.Reason
+		detail    string // a prefix
+		cooldown  time.Duration
+		transient bool
+	}{
+		{"exit 1", "giving up", 1, state.ReasonExit, "worker exited 1", 0, false},
+		{"rate limit", "Error: rate limit exceeded, retry in 42 seconds", 1, state.ReasonExit, "usage limit, resets ", 42 * time.Second, false},
+		{"a usage limit with its reset", `{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":5400}}"}`, 1, state.ReasonExit, "usage limit, resets ", 90 * time.Minute, false},
+		{"rate limit without a hint", "429 Too Many Requests", 2, state.ReasonExit, "rate limited, no reset time given", time.Hour, false},
+		{"overloaded", `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 1, state.ReasonExit, "worker exited 1", 0, true},
+		{"exit 0 having done nothing", "", 0, state.ReasonNoDone, "the doc", 0, false},
+	} {
+		var o scheduler.Outcome
+		res := proc.Result{ExitCode: tc.exit, Tail: strings.Split(tc.tail, "\n")}
+		reason, detail := work.Unfinished(r, job(), res, "the doc was not renamed", &o)
+		if reason != tc.reason || !strings.HasPrefix(detail, tc.detail) || o.Cooldown != tc.cooldown || o.Transient != tc.transient {
+			t.Errorf("%s: reason %s detail %q cooldown %v transient %v; want %s %q… %v %v", tc.name, reason, detail, o.Cooldown, o.Transient, tc.reason, tc.detail, tc.cooldown, tc.transient)
+		}
+		if tc.cooldown == 0 && o.ExitCode != tc.exit {
+			t.Errorf("%s: ExitCode = %d, want %d", tc.name, o.ExitCode, tc.exit)
+		}
 	}
 }
 

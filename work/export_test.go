@@ -1,0 +1,14 @@
+package work
+
+import (
+	"github.com/claudopilot/claudopilot/proc"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// Unfinished is (*Runner).unfinished, the stop of a failed attempt read
+// from its exit and output tail, with the stop as reason and detail.
+func Unfinished(r *Runner, j scheduler.Job, res proc.Result, why string, o *scheduler.Outcome) (state.Reason, string) {
+	s := r.unfinished(j, res, why, o)
+	return s.reason, s.detail
+}
