@@ -85,7 +85,7 @@ if [ "$p" = k4 ]; then
   # (after the agent's own last commit, so the two never race for the
   # index). The driver must stop it before any gate runs: the gate fails
   # while it lives. What it committed before that is the agent's work.
-  setsid sh -c 'echo $$ > "$(dirname "$TRACE")/daemon.pid"; while :; do echo x >> daemon.txt; git add daemon.txt; git commit -qm daemon >/dev/null 2>&1 || true; sleep 0.2; done' </dev/null >/dev/null 2>&1 &
+  setsid sh -c 'echo "$$ $(sed "s/.*) //" /proc/$$/stat | cut -d" " -f20)" > "$(dirname "$TRACE")/daemon.pid"; while :; do echo x >> daemon.txt; git add daemon.txt; git commit -qm daemon >/dev/null 2>&1 || true; sleep 0.2; done' </dev/null >/dev/null 2>&1 &
 fi
 `
 
@@ -104,9 +104,14 @@ done
 if [ -f shared.txt ] && grep -qE '^(<<<<<<<|=======|>>>>>>>)' shared.txt; then echo "markers in shared.txt"; exit 1; fi
 pf="$(dirname "$TRACE")/daemon.pid"
 if [ -s "$pf" ]; then
-  # A zombie (stopped, waiting for an init that does not reap) is dead.
-  s=$(cut -d' ' -f3 "/proc/$(cat "$pf")/stat" 2>/dev/null || true)
-  [ -z "$s" ] || [ "$s" = Z ] || { echo "the agent's daemon still runs"; exit 1; }
+  # Dead: gone, a zombie (waiting for an init that does not reap), or its
+  # pid reused by a later process (the pid is written with its start time:
+  # under load the pids wrap, pid_max 32768).
+  read -r p start < "$pf"
+  st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null || true)
+  if [ -n "$st" ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ] && [ "$(echo "$st" | cut -d' ' -f1)" != Z ]; then
+    echo "the agent's daemon still runs"; exit 1
+  fi
 fi
 exit 0
 `
