@@ -222,7 +222,9 @@ type Server struct {
 	ciRules CIRules
 	seen    map[string]time.Time // when a sha was first seen as a pull request's head
 	onMerge func(pr int)
-	onGit   func() // OnGitRequest
+	// onRefused runs when a merge is refused for want of approvals.
+	onRefused func(pr int)
+	onGit     func() // OnGitRequest
 	// noViewer: GraphQL viewer answers an error (as some tokens' might).
 	noViewer bool
 	// rate: each token's window of counted requests ("login resource");
@@ -475,6 +477,16 @@ func (s *Server) OnMerge(f func(pr int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onMerge = f
+}
+
+// OnApprovalRefusal sets a callback run when a merge is refused for want of
+// an approving review, before the refusal is answered: a test that approves
+// there approves after the refusal and before the queue can look again, with
+// no race against the refusal's own check (as approving at OnMerge had).
+func (s *Server) OnApprovalRefusal(f func(pr int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onRefused = f
 }
 
 // AddFault injects a fault.
@@ -1589,6 +1601,11 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusMethodNotAllowed, MsgMergeQueue)
 		return
 	case s.approvals > 0 && p.Base == s.opt.DefaultBranch && s.approved(p) < s.approvals:
+		if f := s.onRefused; f != nil {
+			s.mu.Unlock()
+			f(p.Number)
+			s.mu.Lock()
+		}
 		c.fail(http.StatusMethodNotAllowed, fmt.Sprintf(MsgApprovalRequired, s.approvals))
 		return
 	}
