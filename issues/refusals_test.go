@@ -281,18 +281,10 @@ func TestLandApprovalRequired(t *testing.T) {
 			e.fake.RequireApprovals(1)
 			n := e.fake.NewIssue("alice", "protected", "work", []string{"agent-ready"}, "")
 			if approve {
-				// The maintainer approves once the pull request asks for it
-				// (the merge was refused). The bound only ends a broken run.
-				go func() {
-					for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						if ps := e.fake.Pulls(); len(ps) == 1 {
-							if p, _ := e.fake.Issue(ps[0].Number); hasLabel(p, "agent-awaiting-approval") {
-								e.fake.Review(ps[0].Number, "alice", "APPROVED")
-								return
-							}
-						}
-					}
-				}()
+				// The maintainer approves once the merge is refused, before
+				// the refusal is answered: no polling, and no race with the
+				// virtual clock the landing's waits move on.
+				e.fake.OnApprovalRefusal(func(pr int) { e.fake.Review(pr, "alice", "APPROVED") })
 			}
 			l := newLander(t, e, n, func(c *Config) {
 				c.ClaimStale = 2 * time.Second // on the virtual clock, which each wait moves on
