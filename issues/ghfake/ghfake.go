@@ -1574,12 +1574,19 @@ func (s *Server) editPull(c *call) {
 
 var closes = regexp.MustCompile(`(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)`)
 
-func (s *Server) mergePull(c *call) {
-	if f := s.onMerge; f != nil {
-		s.mu.Unlock()
-		f(c.num)
-		s.mu.Lock()
+// callUnlocked runs a test's hook without the fake's lock, so that the
+// hook may call the fake itself.
+func (s *Server) callUnlocked(f func(pr int), pr int) {
+	if f == nil {
+		return
 	}
+	s.mu.Unlock()
+	f(pr)
+	s.mu.Lock()
+}
+
+func (s *Server) mergePull(c *call) {
+	s.callUnlocked(s.onMerge, c.num)
 	p := s.pull(c)
 	if p == nil {
 		return
@@ -1601,11 +1608,7 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusMethodNotAllowed, MsgMergeQueue)
 		return
 	case s.approvals > 0 && p.Base == s.opt.DefaultBranch && s.approved(p) < s.approvals:
-		if f := s.onRefused; f != nil {
-			s.mu.Unlock()
-			f(p.Number)
-			s.mu.Lock()
-		}
+		s.callUnlocked(s.onRefused, p.Number)
 		c.fail(http.StatusMethodNotAllowed, fmt.Sprintf(MsgApprovalRequired, s.approvals))
 		return
 	}
