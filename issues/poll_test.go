@@ -242,14 +242,24 @@ func TestHeartbeatKeepsAClaimFresh(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "long", "x", []string{"agent-ready"}, "")
+	commented := make(chan struct{}, 1)
+	e.fake.OnComment(func(int) {
+		select {
+		case commented <- struct{}{}:
+		default:
+		}
+	})
 	// The heartbeat ticks every second (its floor).
 	l := newLander(t, e, n, func(c *Config) { c.ClaimStale = 2 * time.Second })
-	// A bound for a heartbeat that never comes, not a wait: the fake's
-	// comments are read until the second claim comment is there.
-	for deadline := time.Now().Add(2 * time.Minute); commentsWith(e.issue(n), "claimed by "+l.q.Instance()) < 2; {
-		if time.Now().After(deadline) {
+	// Each comment wakes the check; the timer only bounds a heartbeat that
+	// never comes.
+	bound := time.NewTimer(2 * time.Minute)
+	defer bound.Stop()
+	for commentsWith(e.issue(n), "claimed by "+l.q.Instance()) < 2 {
+		select {
+		case <-commented:
+		case <-bound.C:
 			t.Fatalf("no heartbeat in 2 minutes:\n%s", dump(e, n))
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -224,6 +224,8 @@ type Server struct {
 	onMerge func(pr int)
 	// onRefused runs when a merge is refused for want of approvals.
 	onRefused func(pr int)
+	// onComment runs after a comment is stored, with the number.
+	onComment func(n int)
 	onGit     func() // OnGitRequest
 	// noViewer: GraphQL viewer answers an error (as some tokens' might).
 	noViewer bool
@@ -487,6 +489,15 @@ func (s *Server) OnApprovalRefusal(f func(pr int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onRefused = f
+}
+
+// OnComment sets a callback run after each comment posted through the API
+// is stored (the fake's lock released), so a test can wait for a comment as
+// an event instead of polling the fake.
+func (s *Server) OnComment(f func(n int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onComment = f
 }
 
 // AddFault injects a fault.
@@ -1405,6 +1416,7 @@ func (s *Server) createComment(c *call) {
 	cm := Comment{ID: s.id(), Author: c.login, Body: in.GetBody(), CreatedAt: s.now()}
 	is.Comments = append(is.Comments, cm)
 	is.UpdatedAt = s.now()
+	s.callUnlocked(s.onComment, is.Number)
 	c.json(http.StatusCreated, s.commentJSON(cm))
 }
 
