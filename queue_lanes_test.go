@@ -55,6 +55,9 @@ func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
 // one pacer pass, each lane's own slots and cooldown), not the lane's
 // commands on MAX_PARALLEL shared slots.
 func TestQueueLaneLabelIsTheLanes(t *testing.T) {
+	if !soak() {
+		t.Skip("proven in package tests (internal/cli/wire TestQueueAloneTakesTheLanes: queue alone takes LANES as run --issues does; scheduler TestOneSlotCountInEveryMode with LANES, TestLanePinnedWaitsForItsLane, TestLaneFallbackOnRateLimit; issues TestLaneLabelPinsTheIssue: lane:<id> pins the issue's node); CLAUDOPILOT_SOAK=1 runs it")
+	}
 	laneLabelScenario(t, false, "queue", "--once", "--base", "main",
 		"--max-supervisor-attempts", "0", "--poll-seconds", "1")
 }

@@ -1,11 +1,14 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/settings"
 )
 
 // run's flags, parsed through runF (gh's shape): what each says lands in
@@ -40,6 +43,33 @@ func TestParseFlags(t *testing.T) {
 		}
 		if c.exit != 0 && got != nil {
 			t.Errorf("%q: ran despite misuse", c.args)
+		}
+	}
+}
+
+// queue alone announces its changed retry defaults (issue 23: it used to
+// repair 3 times and retry passing API errors 3 times) until the user
+// sets either knob; the note names the counts the one policy gives. The
+// root package's TestQueueRetriesAsRunDoes (CLAUDOPILOT_SOAK=1) sees the
+// same note from a driver run.
+func TestQueuePolicyNoteUntilSet(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "note: the queue retries as run does: 2 repair runs per issue (MAX_SUPERVISOR_ATTEMPTS_PER_PHASE, was 3) and 10 retries of passing API errors (TRANSIENT_API_MAX_RETRIES, was 3)"},
+		{map[string]string{"MAX_SUPERVISOR_ATTEMPTS_PER_PHASE": "3"}, ""},
+		{map[string]string{"TRANSIENT_API_MAX_RETRIES": "3"}, ""},
+	} {
+		s, err := settings.Resolve(settings.Input{Scope: settings.Queue, Env: c.env, Issues: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		noteQueuePolicy(&cmdutil.App{S: &cmdutil.Streams{Err: &out}, Env: c.env}, s)
+		if c.want == "" && out.Len() != 0 || c.want != "" && !strings.Contains(out.String(), c.want) {
+			t.Errorf("%v: note %q, want %q", c.env, out.String(), c.want)
 		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -70,20 +72,7 @@ func TestOneRetryPolicy(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git, err := worktree.Open(context.Background(), dir, []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, git := repo(t)
 	for _, c := range []struct {
 		env              map[string]string
 		super, transient int
@@ -111,5 +100,66 @@ func TestOneRetryPolicy(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// repo is a new repository with one commit on main, and its client.
+func repo(t *testing.T) (string, *worktree.Client) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git, err := worktree.Open(context.Background(), dir, []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, git
+}
+
+// A queue alone takes LANES as run does (one engine): each lane with its
+// command, concurrency and fallback, and the pacer's settings, the same
+// for run --issues and for queue without a roadmap, not the lanes'
+// commands on MAX_PARALLEL's slots. The scheduler's lane rules are its own
+// tests' (TestOneSlotCountInEveryMode with LANES, TestLanePinnedWaitsForItsLane,
+// TestLaneFallbackOnRateLimit); the root package's TestQueueLaneLabelIsTheLanes
+// (CLAUDOPILOT_SOAK=1) runs them end to end.
+func TestQueueAloneTakesTheLanes(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir, git := repo(t)
+	env := Env{"PATH": os.Getenv("PATH"), "AGENT_CMD": "true", "SANDBOX": "off", "BASE_BRANCH": "main", "GH_REPO": "acme/widgets",
+		"MAX_PARALLEL": "1", "LANES": "claude codex", "LANE_CLAUDE_CMD": "true claude", "LANE_CLAUDE_CONCURRENCY": "1",
+		"LANE_CODEX_CMD": "true codex", "LANE_CODEX_CONCURRENCY": "2", "LANE_CODEX_FALLBACK": "claude", "RESOURCE_PROBE_CMD": "echo 64 0 640000"}
+	var got []engine.Lanes
+	for _, c := range []struct {
+		scope settings.Scope
+		alone bool
+	}{{settings.Run, false}, {settings.Queue, true}} {
+		s, err := settings.Resolve(settings.Input{Scope: c.scope, Env: env, Top: dir, Issues: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Engine(context.Background(), s, Run{Git: git, Env: env, Alone: c.alone})
+		if err != nil {
+			t.Fatalf("scope %v, alone %v: %v", c.scope, c.alone, err)
+		}
+		got = append(got, e.Lanes)
+	}
+	q := got[1]
+	if len(q.Lanes) != 2 || q.Lanes[0].ID != "claude" || q.Lanes[0].Cmd != "true claude" || q.Lanes[1].ID != "codex" ||
+		q.Lanes[1].Cmd != "true codex" || q.Lanes[1].Concurrency != 2 || q.Lanes[1].Fallback != "claude" || q.Settings.ProbeCmd != "echo 64 0 640000" {
+		t.Errorf("queue alone's lanes: %+v", q)
+	}
+	if !reflect.DeepEqual(got[0], got[1]) {
+		t.Errorf("run --issues's lanes and the queue alone's differ:\n%+v\n%+v", got[0], got[1])
 	}
 }
