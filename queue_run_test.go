@@ -17,6 +17,12 @@ import (
 // run --issues: a manifest phase that depends on issue #1 waits until #1's
 // pull request is merged (by the queue, through the fake GitHub), then runs
 // and merges. The fake performs real merges into a local bare origin.
+//
+// One base for phases and issues in the same run: with BASE_BRANCH unset,
+// run --issues on a branch other than main (develop) merges its phases into
+// that branch and opens the issue's pull request into it too (it used to
+// go into GitHub's default branch while the phases merged into the current
+// one). This was TestRunIssuesOneBase, a driver run of its own.
 func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
@@ -36,6 +42,7 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 		"roadmap/p1.md":                 "# p1\n",
 		"roadmap/p0.md":                 "# p0\n",
 	})
+	git(t, seed, env, "push", "-q", origin, "main:develop")
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
@@ -47,7 +54,7 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	git(t, dir, env, "clone", "-q", "-b", "develop", origin, work)
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 set -e
@@ -68,7 +75,8 @@ esac
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--issues", "--once", "--base", "main", "--agent", agent,
+	// No --base: the run's base is the current branch, develop.
+	cmd := exec.Command(bin, "run", "--issues", "--once", "--agent", agent,
 		"--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
@@ -83,6 +91,15 @@ esac
 	}
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed by its merged pull request", is)
+	}
+	if log := git(t, work, env, "log", "--merges", "--format=%s", "develop"); !strings.Contains(log, "Merge p0: independent") || !strings.Contains(log, "Merge p1: needs the issue's work") {
+		t.Errorf("p0 and p1 did not merge into develop:\n%s\n%s", log, out)
+	}
+	if pulls := fake.Pulls(); len(pulls) != 1 || pulls[0].Base != "develop" {
+		t.Errorf("pull requests %+v, want one into develop, the run's base:\n%s", pulls, out)
+	}
+	if main := git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main"); strings.TrimSpace(main) != "roadmap" {
+		t.Errorf("main moved (the run's base is develop): %q", main)
 	}
 }
 
@@ -321,59 +338,4 @@ func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[
 	git(t, seed, env, "add", "-A")
 	git(t, seed, env, "commit", "-qm", msg)
 	git(t, seed, env, "push", "-q", origin, "main")
-}
-
-// One base for phases and issues: with BASE_BRANCH unset, run --issues on
-// a branch other than main merges its phases into that branch and opens
-// the issues' pull requests into it too (they used to go into GitHub's
-// default branch while the phases merged into the current one).
-func TestRunIssuesOneBase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the driver against a fake GitHub")
-	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	t.Parallel()
-	bin := selfAs(t, "claudopilot")
-	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
-	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
-	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
-		"roadmap/EXECUTION-MANIFEST.md": "# One base\n\n1. [pending] **p0** — a phase (deps: none)\n",
-		"roadmap/p0.md":                 "# p0\n",
-	})
-	git(t, seed, env, "push", "-q", origin, "main:develop")
-	fake := fakeGitHub(t, origin, env, "tok-123")
-	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
-		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil
-	})
-	fake.NewIssue("alice", "Add a file", "Write issue.txt.", []string{"agent-ready"}, "alice")
-	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", "-b", "develop", origin, work)
-	agent := filepath.Join(dir, "agent.sh")
-	if err := os.WriteFile(agent, []byte(`#!/bin/sh
-set -e
-echo "$CLAUDOPILOT_PHASE" > out.txt
-git add -A && git commit -qm "work"
-case "$CLAUDOPILOT_PHASE" in
-"#"*) ;;
-*) d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
-   git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm done ;;
-esac
-`), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "--issues", "--once", "--agent", agent, "--max-supervisor-attempts", "0", "--poll-seconds", "1", "roadmap")
-	cmd.Dir = work
-	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1")
-	out := runWithin(t, cmd, "run --issues", 3*time.Minute)
-	if log := git(t, work, env, "log", "--merges", "--format=%s", "develop"); !strings.Contains(log, "Merge p0: a phase") {
-		t.Errorf("p0 did not merge into develop:\n%s\n%s", log, out)
-	}
-	pulls := fake.Pulls()
-	if len(pulls) != 1 || pulls[0].Base != "develop" {
-		t.Fatalf("pull requests %+v, want one into develop, the run's base:\n%s", pulls, out)
-	}
 }
