@@ -21,11 +21,14 @@ import (
 )
 
 // queue --listen without a roadmap serves the page and the API: the issue
-// is a node of /api/v1/state while its agent runs (and, with chromium, a
-// running node of the page's graph and a row of its table), and a drain
-// (the page's button; the API's without chromium) reaches the queue's
-// scheduler through the same control.json switches as a run's: the
-// issue's work still merges, then the queue ends, exit 0.
+// is a node of /api/v1/state while its agent runs (and, with chromium under
+// CLAUDOPILOT_SOAK=1, a running node of the page's graph and a row of its
+// table), and a drain (the page's button under soak; the API's by default)
+// reaches the queue's scheduler through the same control.json switches as
+// a run's: the issue's work still merges, then the queue ends, exit 0.
+// By default no browser starts here: web TestPageTerminalAndQuestion
+// shows an issue's node in the graph and the table and clicks Drain in
+// Chromium, and TestWebPageDrivesARun drives the page against a live run.
 func TestQueueListenServesIssues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
@@ -149,7 +152,7 @@ git add -A && git commit -qm "issue work"
 	if p := issue(st); !p.Outside || p.State != "running" || p.Attempts != 1 || len(st.Running) != 1 || st.Running[0] != "#1" {
 		t.Errorf("#1 in the state: %+v, running %v", p, st.Running)
 	}
-	if browser := findChromium(); browser != "" {
+	if browser := findChromium(); browser != "" && soak() {
 		// The page shows the issue in the graph and the table, and its
 		// Drain button reaches the queue.
 		bctx := chromium.tab(t, browser)

@@ -30,6 +30,11 @@ import (
 //   - The Terminal view shows the agent's live screen, and is read-only:
 //     keys typed on the page never reach the agent; what a writer (an
 //     `attach --write`) types does, and the page shows it.
+//   - An issue of the queue (an outside node, "#7") is a running node of
+//     the graph and a row of the table, and the Drain button (said yes
+//     to) reaches the driver's actions. The root package's
+//     TestQueueListenServesIssues drives the same page against a live
+//     queue under CLAUDOPILOT_SOAK=1 (by default through the API).
 func TestPageTerminalAndQuestion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a browser")
@@ -63,6 +68,11 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	asked := time.Date(2026, 12, 5, 2, 15, 0, 0, time.UTC)
 	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "b", State: "running", Role: state.Worker, Attempt: 1, Time: asked})
 	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvAsk, Phase: "b", Detail: "which port?", Time: asked, Until: asked.Add(24 * time.Hour)})
+	f.srv.Model.Apply(scheduler.Event{Kind: scheduler.EvLaunch, Phase: "#7", State: "running", Role: state.Worker, Attempt: 1, Time: asked})
+	acted := make(chan string, 8)
+	f.acts.mu.Lock()
+	f.acts.seen = acted
+	f.acts.mu.Unlock()
 	code, _ := f.srv.LoginCode()
 
 	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
@@ -85,6 +95,23 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 		return s
 	}
 	step("open the login URL", chromedp.Navigate(f.ts.URL+"/login?code="+code))
+	step("#7 is a running node of the graph", chromedp.WaitVisible(chromedp.CSS(`g.node[data-id="#7"][data-state="running"]`)))
+	step("#7 is a row of the table", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="#7"] td.state.running`)))
+	step("click Drain (and say yes)", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.WaitVisible(chromedp.CSS("#btn-drain"))(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := chromedp.Evaluate[bool](`(() => { window.confirm = () => true; document.querySelector("#btn-drain").click(); return true; })()`)(ctx, tg)
+		return chromedp.Void{}, err
+	})
+	select {
+	case a := <-acted:
+		if a != "drain" {
+			t.Errorf("the Drain button did %q", a)
+		}
+	case <-ctx.Done():
+		t.Fatal("the Drain button reached no action")
+	}
 	step("pick b", chromedp.Click(chromedp.CSS(`tr[data-id="b"]`)))
 	step("the question shows", chromedp.WaitVisible(chromedp.Search(`//*[@id="question"][contains(., "which port?")]`)))
 	q := text("#question")
