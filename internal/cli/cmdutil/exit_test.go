@@ -36,6 +36,7 @@ func TestExitCodes(t *testing.T) {
 		{"worker checkpoint", &scheduler.HaltError{ID: "p", Reason: state.ReasonCheckpoint}, nil, 2},
 		{"worker dependency error", &scheduler.HaltError{ID: "p", Reason: state.ReasonDeps}, nil, 4},
 		{"parked", scheduler.ErrParked, nil, 8},
+		{"run budget reached", wrap(scheduler.ErrBudget), nil, 9},
 		{"not a repo", wrap(worktree.ErrNotRepo), nil, 1},
 		{"locked", &state.LockedError{Path: "l"}, nil, 1},
 		{"other", errors.New("disk on fire"), nil, 1},
