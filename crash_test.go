@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,12 +65,19 @@ for f in work/*.txt; do
 done
 `
 
-// TestCrashResume kills the driver after 1, 2, … 8 new journal events in
-// turn. By default it stops after 4 kills (offsets 1-4: a smoke test;
-// the whole suite must stay near 2 minutes, #23) and lets the run end, so its cost does not grow with the machine's load
-// (a busy machine once took it past go test's 10-minute timeout).
-// CLAUDOPILOT_SOAK=1 runs the scenario 8 times, each with the offsets
-// shifted by one, killing until the run ends.
+// TestCrashResume kills the driver with SIGKILL and restarts it until the
+// run ends. By default once (#23: the suite's time), on 4 phases (p1-p4:
+// two deps on one, one independent), right after the first merge gate's
+// event, while p1's and p4's merges are in flight (2 gates at once): the
+// restart must land each exactly once, gated, with every agent commit.
+//
+// What CLAUDOPILOT_SOAK=1 proves beyond that: a kill right after every
+// kind of journal event (launch, exit, merging, gate, merged, ...), at
+// every point of the 6-phase run (a join and a tail too), again and again
+// until the run ends, each restart killed in its turn (its relaunches and
+// recovery included). It kills after 1, 2, ... 8 new journal events in
+// turn, in crashShifts runs whose offsets are shifted, so a given event
+// of the run meets a different offset in each.
 func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the driver dozens of times")
@@ -78,17 +87,20 @@ func TestCrashResume(t *testing.T) {
 	}
 	t.Parallel()
 	bin := selfAs(t, "claudopilot")
-	reps, maxKills := 1, 4
-	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
-		reps, maxKills = 8, 400
+	if !soak() {
+		crashResume(t, bin, crashPlan{phases: 4, maxKills: 1, killAfter: "gate"})
+		return
 	}
-	for rep := range reps {
-		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
+	for shift := range crashShifts {
+		t.Run(fmt.Sprintf("shift%d", shift), func(t *testing.T) {
 			t.Parallel()
-			crashResume(t, bin, rep, maxKills)
+			crashResume(t, bin, crashPlan{phases: 6, shift: shift, maxKills: 400})
 		})
 	}
 }
+
+// crashShifts is how many shifted runs TestCrashResume makes under soak.
+const crashShifts = 8
 
 // TestCrashResumeStacked is TestCrashResume with speculative stacking
 // (--stack, #17): p2 and p3 may start on p1's tip, p5 on the last of
@@ -111,14 +123,22 @@ func TestCrashResumeStacked(t *testing.T) {
 	for rep := range reps {
 		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
 			t.Parallel()
-			crashResume(t, bin, rep, maxKills, "--stack")
+			crashResume(t, bin, crashPlan{phases: 6, shift: rep, maxKills: maxKills}, "--stack")
 		})
 	}
 }
 
-// crashResume runs the crash scenario once: kill offsets shifted by
-// shift, at most maxKills kills before the driver may finish.
-func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string) {
+// crashPlan is one crash scenario: the manifest's first phases phases;
+// kills right after the first new killAfter event of a round, or (killAfter
+// "") after 1 to 8 new journal events in turn, shifted by shift; at most
+// maxKills kills before the driver may finish.
+type crashPlan struct {
+	phases, shift, maxKills int
+	killAfter               string
+}
+
+// crashResume runs the crash scenario once and checks every promise.
+func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
@@ -133,8 +153,8 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 			t.Fatal(err)
 		}
 	}
-	write("roadmap/EXECUTION-MANIFEST.md", crashManifest, 0o644)
-	for i := 1; i <= 6; i++ {
+	write("roadmap/EXECUTION-MANIFEST.md", crashManifestOf(plan.phases), 0o644)
+	for i := 1; i <= plan.phases; i++ {
 		write(fmt.Sprintf("roadmap/p%d.md", i), fmt.Sprintf("# p%d\n", i), 0o644)
 	}
 	write("gate.sh", crashGate, 0o755)
@@ -146,24 +166,37 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 	git(t, repo, env, "add", "-A")
 	git(t, repo, env, "commit", "-qm", "roadmap")
 
-	journal := filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")
 	args := append([]string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "2"}, extra...)
 	args = append(args, "roadmap")
-	kills := 0
-	lastOut := ""
+	kills, lastOut := crashLoop(t, bin, repo, env, args, plan)
+	if len(extra) > 0 {
+		jn, _ := os.ReadFile(filepath.Join(repo, ".claudopilot", "state", "journal.jsonl"))
+		t.Logf("%d phases started stacked", strings.Count(string(jn), `"ev":"stacked"`))
+	}
+	// Under load the killer sees events late, each round gets further and
+	// fewer kills are needed (7 at a quarter of a core): 4 still proves
+	// the restarts were exercised.
+	if kills < min(4, plan.maxKills) {
+		t.Fatalf("only %d kills: the test did not exercise restarts", kills)
+	}
+	checkCrashResume(t, dir, repo, env, trace, plan.phases, lastOut)
+}
+
+// crashLoop starts the driver again and again, killing it as plan says,
+// until a run ends; it returns the kills and the last run's output.
+func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPlan) (kills int, lastOut string) {
+	t.Helper()
+	jn := &journalTail{path: filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")}
+	var after []string // the event each kill came right after
 	// failures keeps the output of every killed round that saw a phase
 	// fail, so a final failure can be traced back to where it began.
 	var failures strings.Builder
 	for round := 0; ; round++ {
 		if round > 400 {
 			live, _ := os.ReadFile(filepath.Join(repo, "roadmap", "EXECUTION-MANIFEST.md"))
-			jn, _ := os.ReadFile(journal)
-			if len(jn) > 3000 {
-				jn = jn[len(jn)-3000:]
-			}
-			t.Fatalf("no end after %d restarts:\n%s\n%s\n%s", round, live, jn, lastOut)
+			t.Fatalf("no end after %d restarts:\n%s\n%s\n%s", round, live, jn.last, lastOut)
 		}
-		start := lines(journal)
+		start := jn.count()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
 		var out bytes.Buffer
@@ -176,58 +209,79 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 		// Kill after 1 to 8 new journal events: over the rounds every
 		// kind of event gets a kill right after it, and the longer runs
 		// make progress past the relaunches a restart begins with.
-		target := start + 1 + (round+shift)%8
-		if kills >= maxKills {
-			target = -1 // enough kills: let this run end
-		}
-		var err error
-		done := false
-		deadline := time.After(5 * time.Minute)
-	wait:
-		for {
-			select {
-			case err = <-exited:
-				done = true
-				break wait
-			case <-deadline:
-				cmd.Process.Kill()
-				t.Fatalf("round %d: driver hung:\n%s", round, out.String())
-			case <-time.After(5 * time.Millisecond):
-				if target >= 0 && lines(journal) >= target {
-					cmd.Process.Signal(syscall.SIGKILL)
-					<-exited
-					lastOut = out.String()
-					if strings.Contains(lastOut, "reason=") {
-						fmt.Fprintf(&failures, "--- round %d (killed) ---\n%s", round, lastOut)
-					}
-					kills++
-					break wait
-				}
+		target := start + 1 + (round+plan.shift)%8
+		kill := func() bool {
+			if plan.killAfter != "" {
+				return jn.since(start, `"ev":"`+plan.killAfter+`"`)
 			}
+			return jn.count() >= target
 		}
-		if done {
+		if kills >= plan.maxKills {
+			kill = func() bool { return false } // enough kills: let this run end
+		}
+		killed, err := killWhen(t, cmd, exited, kill, syscall.SIGKILL, &out)
+		lastOut = out.String()
+		if !killed {
 			if err != nil {
-				t.Fatalf("round %d: driver failed: %v\n%s\nearlier rounds with failures:\n%s", round, err, out.String(), failures.String())
+				t.Fatalf("round %d: driver failed: %v\n%s\nearlier rounds with failures:\n%s", round, err, lastOut, failures.String())
 			}
-			lastOut = out.String()
 			break
 		}
+		if strings.Contains(lastOut, "reason=") {
+			fmt.Fprintf(&failures, "--- round %d (killed) ---\n%s", round, lastOut)
+		}
+		kills++
+		after = append(after, jn.lastEvent())
 	}
-	t.Logf("%d kills", kills)
-	if len(extra) > 0 {
-		jn, _ := os.ReadFile(journal)
-		t.Logf("%d phases started stacked", strings.Count(string(jn), `"ev":"stacked"`))
-	}
-	// Under load the killer sees events late, each round gets further and
-	// fewer kills are needed (7 at a quarter of a core): 4 still proves
-	// the restarts were exercised.
-	if kills < min(4, maxKills) {
-		t.Fatalf("only %d kills: the test did not exercise restarts", kills)
-	}
+	t.Logf("%d kills, each right after: %s", kills, strings.Join(after, ", "))
+	return kills, lastOut
+}
 
+// killWhen waits until the driver exits or kill() is true; then it sends
+// sig and waits for the exit (a graceful stop waits for a merge in flight:
+// after 2 minutes it is killed, and the test fails). It says whether it
+// stopped the driver, and the driver's exit otherwise.
+func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
+	t.Helper()
+	deadline := time.After(5 * time.Minute) // an upper bound, never a wait
+	for {
+		select {
+		case err := <-exited:
+			return false, err
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("driver hung:\n%s", out.String())
+		case <-time.After(5 * time.Millisecond): // the journal is polled: a stat when nothing was appended
+			if !kill() {
+				continue
+			}
+			cmd.Process.Signal(sig)
+			select {
+			case <-exited:
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				<-exited
+				t.Errorf("%v did not stop the driver within 2 minutes", sig)
+			}
+			return true, nil
+		}
+	}
+}
+
+// crashManifestOf is crashManifest's first n phases.
+func crashManifestOf(n int) string {
+	head, list, _ := strings.Cut(crashManifest, "1. [pending]")
+	lines := strings.SplitAfter("1. [pending]"+list, "\n")
+	return head + strings.Join(lines[:n], "")
+}
+
+// checkCrashResume checks every promise after the last run ended.
+func checkCrashResume(t *testing.T, dir, repo string, env []string, trace string, phases int, lastOut string) {
+	t.Helper()
 	// Everything merged exactly once, with one merge commit each.
 	log := git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
-	for i := 1; i <= 6; i++ {
+	for i := 1; i <= phases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge p%d:", i)); n != 1 {
 			t.Errorf("p%d merged %d times:\n%s", i, n, log)
 		}
@@ -235,37 +289,24 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 	// No phase landed before a dep (newest first in the log).
 	at := func(id string) int { return strings.Index(log, "Merge "+id+":") }
 	for _, e := range [][2]string{{"p2", "p1"}, {"p3", "p1"}, {"p5", "p2"}, {"p5", "p3"}, {"p6", "p5"}, {"p6", "p4"}} {
-		if at(e[0]) > at(e[1]) {
+		if at(e[0]) >= 0 && at(e[0]) > at(e[1]) {
 			t.Errorf("%s landed before its dep %s:\n%s", e[0], e[1], log)
 		}
 	}
 	m := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
-	if strings.Count(m, "[merged]") != 6 || !strings.Contains(m, "**Status:** complete") {
+	if strings.Count(m, "[merged]") != phases || !strings.Contains(m, "**Status:** complete") {
 		t.Errorf("committed manifest:\n%s", m)
 	}
 	live, _ := os.ReadFile(filepath.Join(repo, "roadmap", "EXECUTION-MANIFEST.md"))
-	if strings.Count(string(live), "[merged]") != 6 {
+	if strings.Count(string(live), "[merged]") != phases {
 		t.Errorf("live manifest:\n%s", live)
 	}
 	// No agent commit is lost: each is reachable from the base or a kept
 	// branch.
-	shas, _ := os.ReadFile(trace)
-	for _, sha := range strings.Fields(string(shas)) {
-		if out := git(t, repo, env, "branch", "-a", "--contains", sha); strings.TrimSpace(out) == "" {
-			t.Errorf("agent commit %s is on no branch", sha)
-		}
+	for _, sha := range unreachable(t, repo, env, trace, "--branches") {
+		t.Errorf("agent commit %s is on no branch", sha)
 	}
-	// Only gated merges on the first-parent history.
-	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", "main")) {
-		wt := filepath.Join(dir, "check-"+c[:8])
-		git(t, repo, env, "worktree", "add", "-q", "--detach", wt, c)
-		gate := exec.Command("sh", "gate.sh")
-		gate.Dir, gate.Env = wt, env
-		if out, err := gate.CombinedOutput(); err != nil {
-			t.Errorf("gate red on first-parent commit %s: %s", c, out)
-		}
-		git(t, repo, env, "worktree", "remove", "--force", wt)
-	}
+	gateEveryFirstParent(t, dir, repo, env)
 	// Nothing left behind.
 	if out := git(t, repo, env, "branch", "--list", "auto/*"); strings.TrimSpace(out) != "" {
 		// Seen once with two suites at load 38: auto/p2…p6 left. Say
@@ -284,6 +325,112 @@ func crashResume(t *testing.T, bin string, shift, maxKills int, extra ...string)
 	if st := git(t, repo, env, "status", "--porcelain"); strings.TrimSpace(st) != "" {
 		t.Errorf("main checkout dirty:\n%s", st)
 	}
+}
+
+// unreachable is the commits listed in the file trace that no ref of
+// revs (as `git rev-list` takes them: "main", "--branches") reaches: one
+// git process, not one a commit.
+func unreachable(t *testing.T, repo string, env []string, trace string, revs ...string) []string {
+	t.Helper()
+	shas, _ := os.ReadFile(trace)
+	reached := map[string]bool{}
+	for _, c := range strings.Fields(git(t, repo, env, append([]string{"rev-list"}, revs...)...)) {
+		reached[c] = true
+	}
+	var lost []string
+	for _, sha := range strings.Fields(string(shas)) {
+		if !reached[sha] {
+			lost = append(lost, sha)
+		}
+	}
+	return lost
+}
+
+// gateEveryFirstParent runs gate.sh on a clean checkout of every
+// first-parent commit of main: only gated merges may be there. One
+// worktree, checked out at each commit in turn (a tracked tree holds no
+// file the gate did not see committed), not one worktree a commit.
+func gateEveryFirstParent(t *testing.T, dir, repo string, env []string) {
+	t.Helper()
+	wt := filepath.Join(dir, "check-first-parents")
+	git(t, repo, env, "worktree", "add", "-q", "--detach", wt, "main")
+	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", "main")) {
+		git(t, wt, env, "checkout", "-q", "--detach", c)
+		gate := exec.Command("sh", "gate.sh")
+		gate.Dir, gate.Env = wt, env
+		if out, err := gate.CombinedOutput(); err != nil {
+			t.Errorf("gate red on a clean checkout of first-parent commit %s: %s", c, out)
+		}
+	}
+	git(t, repo, env, "worktree", "remove", "--force", wt)
+}
+
+// journalTail counts the lines of a journal as it grows, reading only
+// what was appended since the last count (a stat when nothing was): the
+// kill loops poll it every 5 ms, and reading it whole each time cost a
+// share of a core per loop once it held hundreds of events.
+type journalTail struct {
+	path  string
+	off   int64
+	n     int
+	rest  []byte   // a line not ended yet
+	lines []string // every ended line
+	last  string   // the last ended line
+}
+
+func (j *journalTail) count() int {
+	fi, err := os.Stat(j.path)
+	if err != nil || fi.Size() == j.off {
+		return j.n
+	}
+	if fi.Size() < j.off { // not a journal that only grows: count afresh
+		*j = journalTail{path: j.path}
+	}
+	f, err := os.Open(j.path)
+	if err != nil {
+		return j.n
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, j.off, fi.Size()-j.off))
+	if err != nil {
+		return j.n
+	}
+	j.off += int64(len(b))
+	data := append(j.rest, b...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		j.last = string(data[:i])
+		j.lines = append(j.lines, j.last)
+		j.n++
+		data = data[i+1:]
+	}
+	j.rest = append([]byte(nil), data...)
+	return j.n
+}
+
+// since says whether a line after the first from holds s.
+func (j *journalTail) since(from int, s string) bool {
+	j.count()
+	for _, l := range j.lines[min(from, len(j.lines)):] {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastEvent is the last ended line's event and phase, as "merging p1".
+func (j *journalTail) lastEvent() string {
+	j.count()
+	var e struct {
+		Ev    string `json:"ev"`
+		Phase string `json:"phase"`
+	}
+	json.Unmarshal([]byte(j.last), &e)
+	return strings.TrimSpace(e.Ev + " " + e.Phase)
 }
 
 // selfAs makes this test binary callable as name: testscript.Main runs
