@@ -200,6 +200,10 @@ func TestExplainBetweenAttempts(t *testing.T) {
 			"Its next attempt starts on lane codex at the next scheduling step."},
 		{"an agent runs", []string{run, aOnCodex},
 			"a is running (attempt 1)"},
+		// The merge-tree dry runs' prediction (run_predict_conflict runs
+		// it through the driver under CLAUDOPILOT_SOAK=1).
+		{"a conflict predicted", []string{run, aOnCodex, `{"phase":"a","ev":"conflict","detail":"predicted conflict with c on shared.txt"}`},
+			"Merge-tree dry runs found a predicted conflict with c on shared.txt: of the two, the phase earlier in the manifest lands first."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

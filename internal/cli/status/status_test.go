@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/promote"
+	snapstatus "github.com/claudopilot/claudopilot/status"
 )
 
 // status says a red promote step in words: which step, since when, why,
@@ -23,4 +24,21 @@ func TestPromoteLines(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
+}
+
+// A predicted merge conflict gets its own line under the phase's row
+// (status.TestPredictedConflictInStatus puts it in the row).
+func TestConflictLine(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	writeTable(&b, false, snapstatus.Report{Phases: []snapstatus.Phase{
+		{ID: "a", Title: "a", State: "running", Attempts: 1, Conflict: "predicted conflict with b on shared.txt"},
+	}})
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		if i > 0 && strings.HasPrefix(lines[i-1], "  a ") && strings.HasPrefix(l, "  ") && strings.TrimSpace(l) == "predicted conflict with b on shared.txt" {
+			return
+		}
+	}
+	t.Errorf("no conflict line under a's row:\n%s", b.String())
 }
