@@ -27,6 +27,7 @@ type Jail struct {
 	copies  []homeCopy // the private copies of the CLI state
 	keep    string     // where the sessions of the phase's agents are kept ("": dropped)
 	home    string     // the folder of the copies, removed by Leave
+	net     string     // the network launcher's fifos, removed by Leave
 }
 
 // Enter sets up the sandbox for an agent in the worktree wt on branch, with
@@ -123,6 +124,13 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 		j.drop()
 		return nil, err
 	}
+	if c.usesNet() {
+		if j.net, err = makeNetFifos(scratch); err != nil {
+			j.drop()
+			return nil, err
+		}
+		a.netFifos = j.net
+	}
 	j.args = c.Args(a)
 	return j, nil
 }
@@ -183,8 +191,12 @@ func (j *Jail) Leave(ctx context.Context, git *worktree.Client) (notes []string,
 	return notes, errors.Join(lerr, serr)
 }
 
-// drop removes the jail's own scratch folder, if it has one.
+// drop removes the jail's own scratch folder, if it has one, and the
+// network launcher's fifos.
 func (j *Jail) drop() {
+	if j.net != "" {
+		os.RemoveAll(j.net)
+	}
 	if j.temp != "" {
 		os.RemoveAll(j.temp)
 	}

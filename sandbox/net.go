@@ -1,5 +1,12 @@
 package sandbox
 
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
 // SANDBOX_NET=outside: the sandbox gets a network namespace of its own
 // (bwrap --unshare-net) whose only way out is slirp4netns, a user-mode
 // network stack in front of it, started with --disable-host-loopback.
@@ -16,24 +23,46 @@ package sandbox
 // command runs: no network is never silently the host's.
 
 // netLauncher is run as: sh -c netLauncher sandbox-net <slirp4netns>
-// <bwrap> <bwrap's options…> -- <command…>. The fifos live in a private
-// folder of the host's temporary folder; the command's standard input is
-// handed on explicitly (a background job's would be /dev/null).
+// <fifo folder> <bwrap> <bwrap's options…> -- <command…>. The fifo folder
+// is the jail's own (makeNetFifos: made by the driver, no process); when
+// it is "" (the probe) the launcher makes one in the host's temporary
+// folder and removes it. The command's standard input is handed on
+// explicitly (a background job's would be /dev/null).
+//
+// bwrap's info is read to its end ("}") before the fifo is closed: closed
+// after the child-pid line, bwrap's write of the namespace ids that follow
+// met a closed fifo and bwrap died of SIGPIPE (exit 141), its sandbox
+// still holding the command's output open.
+//
+// Every start of a sandboxed process runs it, so it runs no helper
+// program of its own beyond bwrap and slirp4netns: the child's pid is
+// cut from bwrap's info line and the user namespaces are compared (test
+// -ef on the namespace links) by the shell itself. Each helper (mktemp,
+// mkfifo, tr, readlink twice, rm) cost a process start, ~4 ms of CPU
+// here and a wait for a core on a loaded machine (issue 25 §2).
 const netLauncher = `set -u
-slirp=$1 bw=$2
-shift 2
-d=$(mktemp -d) || exit 125
+slirp=$1 d=$2 bw=$3
+shift 3
 b= s=
-trap 'rm -rf "$d"' EXIT
+if [ -z "$d" ]; then
+	d=$(mktemp -d) || exit 125
+	trap 'rm -rf "$d"' EXIT
+	mkfifo "$d/info" "$d/block" "$d/ready" || exit 125
+fi
 pid=
 trap 'kill -KILL $pid $b $s 2>/dev/null; exit 143' TERM INT HUP
-mkfifo "$d/info" "$d/block" "$d/ready" || exit 125
 exec 8<&0
 "$bw" --info-fd 3 --block-fd 4 "$@" 3>"$d/info" 4<"$d/block" <&8 8<&- &
 b=$!
 exec 8<&- 5<"$d/info" 6>"$d/block"
 while IFS= read -r l <&5; do
-	case $l in *'"child-pid"'*) pid=$(printf '%s' "$l" | tr -cd 0-9); break ;; esac
+	case $l in
+	*'"child-pid"'*)
+		pid=${l##*:}
+		pid=${pid#"${pid%%[0-9]*}"}
+		pid=${pid%%[!0-9]*} ;;
+	'}') break ;;
+	esac
 done
 exec 5<&-
 if [ -z "$pid" ]; then
@@ -42,13 +71,14 @@ if [ -z "$pid" ]; then
 	exit $?
 fi
 u=
-[ "$(readlink /proc/$pid/ns/user)" = "$(readlink /proc/self/ns/user)" ] || u=--userns-path=/proc/$pid/ns/user
+[ /proc/$pid/ns/user -ef /proc/self/ns/user ] || u=--userns-path=/proc/$pid/ns/user
 "$slirp" --configure --mtu=65520 --disable-host-loopback $u --ready-fd 7 "$pid" tap0 7>"$d/ready" >/dev/null 2>"$d/err" </dev/null &
 s=$!
 r=
 read -r r <"$d/ready" || true
 if [ "$r" != 1 ]; then
-	echo "sandbox: slirp4netns did not start (SANDBOX_NET=outside): $(head -n 1 "$d/err")" >&2
+	IFS= read -r e <"$d/err" || true
+	echo "sandbox: slirp4netns did not start (SANDBOX_NET=outside): ${e:-}" >&2
 	# The sandbox's first process waits on the block fifo: killed before
 	# the fifo closes, the command never starts.
 	kill -KILL $pid $b $s 2>/dev/null
@@ -65,12 +95,36 @@ exit $rc
 `
 
 // withNet puts the launcher in front of a bwrap command line when the
-// sandbox's network is SANDBOX_NET=outside.
-func (c *Config) withNet(args []string) []string {
+// sandbox's network is SANDBOX_NET=outside; fifos is the folder of its
+// fifos (makeNetFifos), or "" for one of the launcher's own.
+func (c *Config) withNet(fifos string, args []string) []string {
 	if c.Net || c.Outside == "" {
 		return args
 	}
-	return append([]string{"/bin/sh", "-c", netLauncher, "sandbox-net", c.Outside}, args...)
+	return append([]string{"/bin/sh", "-c", netLauncher, "sandbox-net", c.Outside, fifos}, args...)
+}
+
+// usesNet is true when a sandboxed process starts through the launcher.
+func (c *Config) usesNet() bool { return !c.Net && c.Outside != "" }
+
+// makeNetFifos makes the launcher's fifos (info, block, ready) in a
+// folder "net" of the jail's private scratch folder, anew: one left by a
+// killed driver is replaced. The jail removes it when it is left.
+func makeNetFifos(scratch string) (string, error) {
+	d := filepath.Join(scratch, "net")
+	if err := os.RemoveAll(d); err != nil {
+		return "", fmt.Errorf("sandbox: the network's fifos: %w", err)
+	}
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: the network's fifos: %w", err)
+	}
+	for _, f := range []string{"info", "block", "ready"} {
+		if err := syscall.Mkfifo(filepath.Join(d, f), 0o600); err != nil {
+			os.RemoveAll(d)
+			return "", fmt.Errorf("sandbox: the network's fifos: %w", err)
+		}
+	}
+	return d, nil
 }
 
 // Network modes of SANDBOX_NET.

@@ -94,6 +94,9 @@ type Attempt struct {
 	// copies are the private copies of the CLI state, bound over the
 	// originals (prepareState).
 	copies []homeCopy
+	// netFifos is the folder of the network launcher's fifos
+	// (makeNetFifos); "" lets the launcher make its own.
+	netFifos string
 }
 
 // Args returns the bwrap command line that runs argv under a.
@@ -162,7 +165,7 @@ func (c *Config) Args(a Attempt, argv ...string) []string {
 		args = append(args, "--remount-ro", h)
 	}
 	args = append(args, "--")
-	return c.withNet(append(args, argv...))
+	return c.withNet(a.netFifos, append(args, argv...))
 }
 
 // HomeRW lists extra (SANDBOX_RW, split on ':') as absolute paths; "~/"
