@@ -17,7 +17,10 @@ func TestMergeStopsWhenTheMarkerCheckCannotRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
 	base := f.rev("main")
-	_, tip := f.branch("p1", "p1-first.md", map[string]string{"lost.txt": "a blob that goes missing\n"})
+	// Committed by `git commit`, as an agent does: the blob is a loose
+	// object (f.branch's import writes a pack).
+	wt, _ := f.branch("p1", "p1-first.md", nil)
+	tip := f.commitOn(wt, "lost", map[string]string{"lost.txt": "a blob that goes missing\n"})
 	blob := f.gitIn(f.top, "rev-parse", tip+":lost.txt")
 	common := f.gitIn(f.top, "rev-parse", "--git-common-dir")
 	if !filepath.IsAbs(common) {

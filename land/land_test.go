@@ -208,23 +208,22 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 
 // branch cuts auto/<id> from main in the phase's worktree, commits files
 // there with the doc renamed to DONE_, and returns the tip. The live
-// manifest says [running], as the scheduler leaves it.
+// manifest says [running], as the scheduler leaves it. The commit is
+// imported (one git) and the worktree added on it (three): `worktree
+// add -b`, `mv`, `add`, `commit` and `rev-parse` were eight processes.
 func (f *fixture) branch(id, doc string, files map[string]string) (wt, tip string) {
 	f.t.Helper()
 	wt = f.layout.Worktree(id)
-	f.gitIn(f.top, "worktree", "add", "-q", "-b", f.layout.Branch(id), wt, "main")
-	for p, c := range files {
-		f.write(wt, p, c)
-	}
+	c := gittest.Commit{Ref: f.layout.Branch(id), From: "main^0", Message: "work on " + id, Files: files}
 	if doc != "" {
-		f.gitIn(wt, "mv", f.layout.DocRel(doc), f.layout.DocRel(roadmap.DonePrefix+doc))
+		c.Renames = [][2]string{{f.layout.DocRel(doc), f.layout.DocRel(roadmap.DonePrefix + doc)}}
 	}
-	f.gitIn(wt, "add", "-A")
-	f.gitIn(wt, "commit", "-q", "-m", "work on "+id)
+	tip = gittest.Import(f.t, f.env, f.top, c)[0]
+	f.gitIn(f.top, "worktree", "add", "-q", wt, f.layout.Branch(id))
 	if err := f.live.SetState(id, manifest.Running); err != nil {
 		f.t.Fatal(err)
 	}
-	return wt, f.gitIn(wt, "rev-parse", "HEAD")
+	return wt, tip
 }
 
 func (f *fixture) committed(rev, rel string) string {

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,27 +36,44 @@ func testEnv() []string {
 }
 
 // newRepo creates a repository with branch main and one commit (README.md)
-// in a temp dir and returns a Client for it.
+// in a temp dir and returns a Client for it. The repository is a copy
+// of one made once per test binary (the dates are fixed: the commit is
+// the same): `git init`, `add` and `commit` were three processes a test.
 func newRepo(t *testing.T) *Client {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "repo")
 	env := testEnv()
-	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
+	templates.Copy(t, "repo", dir, func(dir string) error {
+		cmd := exec.Command("sh", "-c", `git init -q -b main "$1" && cd "$1" && echo hello > README.md && git add -A && git commit -q -m initial`, "sh", dir)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	})
 	c, err := Open(context.Background(), dir, env)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	writeFile(t, c.Dir, "README.md", "hello\n")
-	mustGit(t, c, "", "add", "-A")
-	mustGit(t, c, "", "commit", "-q", "-m", "initial")
 	return c
+}
+
+// templates holds newRepo's repository, made once per test binary.
+var templates *gittest.Templates
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "worktree-templates-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	templates = gittest.NewTemplates(dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // mustGit runs git in dir ("" = c.Dir) and fails the test on error.

@@ -1,0 +1,38 @@
+package gittest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Import makes the commits it is given, as `git add` and `git commit`
+// would, in one process.
+func TestImport(t *testing.T) {
+	dir := t.TempDir()
+	env := Env(dir)
+	git := Runner(t, env)
+	repo := filepath.Join(dir, "r")
+	git("init", "-q", "-b", "main", repo)
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("-C", repo, "add", "-A")
+	git("-C", repo, "commit", "-qm", "init")
+	odd := "sp ace/q\"uote\\back\u00e9.txt"
+	h := Import(t, env, repo,
+		Commit{Ref: "auto/p1", From: "main^0", Message: "one", Renames: [][2]string{{"a.txt", "b.txt"}}, Files: map[string]string{odd: "x\n", "run.sh": "#!/bin/sh\n"}, Exec: []string{"run.sh"}},
+		Commit{Ref: "auto/p1", Message: "two", Delete: []string{"b.txt"}})
+	if got := git("-C", repo, "rev-parse", "auto/p1", "auto/p1^", "auto/p1^^"); got != h[1]+"\n"+h[0]+"\n"+git("-C", repo, "rev-parse", "main") {
+		t.Errorf("auto/p1, its parent and grandparent = %q, want %v and main", got, h)
+	}
+	if got := git("-C", repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--format=%(objectmode) %(path)", h[0]); got != "100644 b.txt\n100755 run.sh\n100644 "+`"sp ace/q\"uote\\backé.txt"` {
+		t.Errorf("tree of the first commit:\n%s", got)
+	}
+	if got := git("-C", repo, "ls-tree", "-r", "--name-only", h[1]); got != "run.sh\n"+`"sp ace/q\"uote\\back\303\251.txt"` {
+		t.Errorf("tree of the second commit:\n%s", got)
+	}
+	if got := git("-C", repo, "log", "-1", "--format=%an <%ae> %s", h[1]); got != "t <t@x> two" {
+		t.Errorf("second commit: %q", got)
+	}
+}
