@@ -208,6 +208,12 @@ func makeFixture() (string, error) {
 	if err := git("init", "-q", "--template="+tmpl, "-b", "main", seed); err != nil {
 		return dir, err
 	}
+	// No `git gc --auto` after each push into origin: one process of the
+	// 7 a push costs here. It is origin's own setting because git keeps
+	// the pusher's GIT_CONFIG_* (baseEnv) from a local receive-pack.
+	if err := appendFile(filepath.Join(origin, "config"), "[receive]\n\tautogc = false\n"); err != nil {
+		return dir, err
+	}
 	if err := os.WriteFile(filepath.Join(seed, "README.md"), []byte("# widgets\n"), 0o644); err != nil {
 		return dir, err
 	}
@@ -222,6 +228,19 @@ func makeFixture() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// appendFile appends body to the file p.
+func appendFile(p, body string) error {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // removeFixture removes the fixture's folder (TestMain, after the tests).

@@ -2,6 +2,7 @@ package issues
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -260,6 +261,48 @@ func TestHeartbeatKeepsAClaimFresh(t *testing.T) {
 		case <-commented:
 		case <-bound.C:
 			t.Fatalf("no heartbeat in 2 minutes:\n%s", dump(e, n))
+		}
+	}
+}
+
+// TestPollOrder: one poll offers the ready issues oldest first, newest
+// first with ISSUE_ORDER=newest (NewestFirst), and a campaign's issue
+// (labelled campaign:<name>) before either, at Priority 1, its doc
+// carrying the campaign's goal file as origin's main has it; the others
+// carry no campaign and no goal. The scheduler starts nodes in that order
+// (scheduler.TestOutsideNodesStartInOfferedOrder); TestCampaignIssuesGoFirst
+// and TestNewestFirstAndLocalRepair are the driver runs.
+func TestPollOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seed := e.clone("seed")
+	writeFile(t, filepath.Join(seed, CampaignDir, "speed.md"), "Make the parser fast.\n")
+	e.git(seed, "add", "-A")
+	e.git(seed, "commit", "-qm", "the speed campaign")
+	e.git(seed, "push", "-q", "origin", "main")
+	older := e.fake.NewIssue("alice", "older", "x", []string{"agent-ready"}, "")
+	e.clock.Advance(time.Minute)
+	newer := e.fake.NewIssue("alice", "newer", "x", []string{"agent-ready"}, "")
+	e.clock.Advance(time.Minute)
+	p := newPoller(t, e, nil)
+	if ids, _ := p.poll(t); !slices.Equal(ids, []string{IssueID(older), IssueID(newer)}) {
+		t.Errorf("offered %v by default, want the oldest first", ids)
+	}
+	p.q.cfg.NewestFirst = true // ISSUE_ORDER=newest, on the same clone
+	if ids, _ := p.poll(t); !slices.Equal(ids, []string{IssueID(newer), IssueID(older)}) {
+		t.Errorf("offered %v with NewestFirst, want the newest first", ids)
+	}
+	camp := e.fake.NewIssue("alice", "fast", "x", []string{"agent-ready", "campaign:speed"}, "")
+	ids, nodes := p.poll(t)
+	if !slices.Equal(ids, []string{IssueID(camp), IssueID(newer), IssueID(older)}) {
+		t.Fatalf("offered %v, want the campaign's issue first, then the newest", ids)
+	}
+	if nd := nodes[0]; nd.Priority != 1 || nd.Campaign != "speed" || !strings.Contains(string(nd.Work.Doc), "Make the parser fast.") {
+		t.Errorf("the campaign's node: priority %d, campaign %q, doc:\n%s", nd.Priority, nd.Campaign, nd.Work.Doc)
+	}
+	for _, nd := range nodes[1:] {
+		if nd.Priority != 0 || nd.Campaign != "" || strings.Contains(string(nd.Work.Doc), "Make the parser fast.") {
+			t.Errorf("%s: priority %d, campaign %q, doc:\n%s", nd.ID, nd.Priority, nd.Campaign, nd.Work.Doc)
 		}
 	}
 }

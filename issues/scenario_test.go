@@ -7,12 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/state"
 )
 
 // TestTwoInstancesWorkEachIssueOnce: two instances on one repository
@@ -296,13 +300,24 @@ func TestRedChecksBlockAfterTheRepairs(t *testing.T) {
 	}
 }
 
+// TestDependencies: an issue that depends on another is worked after it,
+// on a base that has its work; bad deps (a cycle, an unknown issue or
+// phase) block an issue at the poll, and one that waits on an issue
+// closed as not planned is left alone. Under CLAUDOPILOT_SOAK=1 a chain
+// of three (#3 depends on #2 and #1); by default of two, #3 not queued:
+// a node's several deps are the scheduler's (TestParseDeps reads them,
+// scheduler.TestOutsideNodesAreScheduledWithPhases waits on them).
 func TestDependencies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	record := filepath.Join(e.dir, "record")
-	first := e.fake.NewIssue("alice", "first", "base work", []string{"agent-ready"}, "")
-	second := e.fake.NewIssue("alice", "second", "## Dependencies\n\n- [ ] #1\n", []string{"agent-ready"}, "")
-	third := e.fake.NewIssue("alice", "third", "Depends on #2, #1", []string{"agent-ready"}, "")
+	chain := []int{e.fake.NewIssue("alice", "first", "base work", []string{"agent-ready"}, ""),
+		e.fake.NewIssue("alice", "second", "## Dependencies\n\n- [ ] #1\n", []string{"agent-ready"}, "")}
+	third := e.fake.NewIssue("alice", "third", "Depends on #2, #1", nil, "")
+	if soak() {
+		e.fake.LabelIssue(third, "agent-ready", "alice")
+		chain = append(chain, third)
+	}
 	cycA := e.fake.NewIssue("alice", "a", "Blocked by #5", []string{"agent-ready"}, "")
 	cycB := e.fake.NewIssue("alice", "b", "Depends on #4", []string{"agent-ready"}, "")
 	unknown := e.fake.NewIssue("alice", "u", "Depends on #99 and phase-07", []string{"agent-ready"}, "")
@@ -318,10 +333,14 @@ case $n in 2) test -f work/issue-1.txt;; 3) test -f work/issue-2.txt;; esac
 	q := e.queue("w", log, func(c *Config) { c.Agent = agent; c.Env = append(c.Env, "RECORD="+record) })
 	sum := run(t, q, log)
 	b, _ := os.ReadFile(record)
-	if got := strings.Fields(string(b)); strings.Join(got, " ") != "#1 #2 #3" {
-		t.Errorf("worked %v, want #1 #2 #3 in order\n%s", got, log)
+	var want []string
+	for _, n := range chain {
+		want = append(want, IssueID(n))
 	}
-	for _, n := range []int{first, second, third} {
+	if got := strings.Fields(string(b)); !slices.Equal(got, want) {
+		t.Errorf("worked %v, want %v in order\n%s", got, want, log)
+	}
+	for _, n := range chain {
 		if e.issue(n).State != "closed" {
 			t.Errorf("#%d not merged\n%s", n, dump(e, n))
 		}
@@ -350,7 +369,7 @@ case $n in 2) test -f work/issue-1.txt;; 3) test -f work/issue-2.txt;; esac
 	if !strings.Contains(log.String(), "#8: waits on #7 (closed)") {
 		t.Errorf("no wait line:\n%s", log)
 	}
-	if sum.Count(Merged) != 3 || sum.Count(Blocked) != 3 {
+	if sum.Count(Merged) != len(chain) || sum.Count(Blocked) != 3 {
 		t.Errorf("summary %+v", sum)
 	}
 }
@@ -646,11 +665,20 @@ func TestClosedPullRequestBlocks(t *testing.T) {
 	}
 }
 
+// TestNewestFirstAndLocalRepair: an issue whose gate is red in its
+// worktree is repaired there by the supervisor and merged. Under
+// CLAUDOPILOT_SOAK=1 two issues, each repaired, are worked newest first
+// (ISSUE_ORDER=newest); by default one, the order being proven by
+// TestPollOrder (the poll offers the newest first) and
+// scheduler.TestOutsideNodesStartInOfferedOrder (started as offered).
 func TestNewestFirstAndLocalRepair(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	// Two issues show the order; each needs a local repair.
-	for i := 0; i < 2; i++ {
+	issues, want := 1, "#1"
+	if soak() {
+		issues, want = 2, "#2 #1"
+	}
+	for i := 0; i < issues; i++ {
 		e.fake.NewIssue("alice", "t", "x", []string{"agent-ready"}, "")
 		e.clock.Advance(time.Minute)
 	}
@@ -665,7 +693,7 @@ func TestNewestFirstAndLocalRepair(t *testing.T) {
 	})
 	sum := runWith(t, q, log, harness{maxParallel: 1, maxSuper: 1})
 	b, _ := os.ReadFile(record)
-	if got := strings.Join(strings.Fields(string(b)), " "); got != "#2 #1" || sum.Count(Merged) != 2 {
+	if got := strings.Join(strings.Fields(string(b)), " "); got != want || sum.Count(Merged) != issues {
 		t.Errorf("order %q, summary %+v\n%s", got, sum, log)
 	}
 	if !strings.Contains(log.String(), "worker 1: gate: the gate is red: test -f GATE_OK") {
@@ -799,17 +827,34 @@ func TestRequeueByHandReleasesAnOldClaim(t *testing.T) {
 
 // TestRequeueAfterBlockIsWorkedAgain: Requeue (retry '#N') queues a
 // blocked issue as a person does, and the queue works it again and merges
-// it, on its kept branch; one comment says who queued it.
+// it, on its kept branch; one comment says who queued it. The block is
+// the runner's failure recorded as the loop records it (the agent's
+// commit, Record(failed): TestRecordFailedBeforeLanding); under
+// CLAUDOPILOT_SOAK=1 it is a queue run whose agent fails after its
+// commit and whose one repair fails too.
 func TestRequeueAfterBlockIsWorkedAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "twice", "x", []string{"agent-ready"}, "")
-	failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
-	log := &syncBuf{}
-	q := e.queue("m1", log, func(c *Config) { c.Agent = failing })
-	// One repair is enough to block it (the property is the second run).
-	if sum := runWith(t, q, log, harness{maxSuper: 1}); sum.Count(Blocked) != 1 {
-		t.Fatalf("summary %+v\n%s", sum, log)
+	var q *Queue
+	if soak() {
+		failing := e.script("fail.sh", "set -e\necho one > first.txt\ngit add first.txt\ngit commit -qm first\nexit 3\n")
+		log := &syncBuf{}
+		q = e.queue("m1", log, func(c *Config) { c.Agent = failing })
+		// One repair is enough to block it (the property is the second run).
+		if sum := runWith(t, q, log, harness{maxSuper: 1}); sum.Count(Blocked) != 1 {
+			t.Fatalf("summary %+v\n%s", sum, log)
+		}
+	} else {
+		l := newLander(t, e, n, nil)
+		l.commit(t, "first.txt", "one\n")
+		l.q.Record(l.id, manifest.Running, scheduler.Note{})
+		l.q.Record(l.id, manifest.Failed, scheduler.Note{Reason: state.ReasonExit, Detail: "exit status 3"})
+		l.drain()
+		q = l.q
+		if is := e.issue(n); !hasLabel(is, "agent-blocked") {
+			t.Fatalf("not blocked:\n%s", dump(e, n))
+		}
 	}
 	if err := Requeue(context.Background(), q.gh, DefaultLabels, n, "`claudopilot retry`"); err != nil {
 		t.Fatal(err)
