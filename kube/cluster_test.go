@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -40,18 +41,28 @@ type cluster struct {
 
 const ns = "agents"
 
+// TestMain sets git's environment for the whole test binary: the
+// driver's git calls and the fake kubelet's containers inherit it. Set
+// per test (t.Setenv), it kept every test from running in parallel, and
+// the package's wall time was the sum of its tests' (39.6 s for 17 s of
+// CPU in the quiet suite at 54960ac).
+func TestMain(m *testing.M) {
+	env := append([]string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}, gittest.NoAutoMaintenance()...)
+	for _, k := range []string{"GIT_AUTHOR", "GIT_COMMITTER"} {
+		env = append(env, k+"_NAME=Test", k+"_EMAIL=test@example.com")
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	for _, kv := range gittest.NoAutoMaintenance() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	for _, k := range []string{"GIT_AUTHOR", "GIT_COMMITTER"} {
-		t.Setenv(k+"_NAME", "Test")
-		t.Setenv(k+"_EMAIL", "test@example.com")
-	}
 	dir := t.TempDir()
 	c := &cluster{t: t, logs: &feed{pipes: map[string]chan io.ReadCloser{}},
 		clock: &tickClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)), tickers: make(chan *tick, 64)},

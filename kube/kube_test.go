@@ -55,6 +55,7 @@ func start(ctx context.Context, d *Driver, a Attempt) bg {
 }
 
 func TestHappyPath(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -130,6 +131,7 @@ func checkJob(t *testing.T, j *batchv1.Job) {
 }
 
 func TestAgentTimeoutIsTheDeadline(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	cfg := c.cfg
 	cfg.AgentTimeout = 90 * time.Minute
@@ -149,6 +151,7 @@ func TestAgentTimeoutIsTheDeadline(t *testing.T) {
 }
 
 func TestEvictionIsNoAttempt(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -179,6 +182,7 @@ func TestEvictionIsNoAttempt(t *testing.T) {
 }
 
 func TestOOMKilled(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -196,6 +200,7 @@ func TestOOMKilled(t *testing.T) {
 }
 
 func TestPendingTooLong(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -215,6 +220,7 @@ func TestPendingTooLong(t *testing.T) {
 // TestPendingClock: a pod that waits is ended by the clock alone, with
 // no event of the cluster's (the driver's ticker).
 func TestPendingClock(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -273,6 +279,7 @@ func checkDeletedForeground(t *testing.T, c *cluster, name string) {
 }
 
 func TestCancellationDeletesTheJob(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -295,6 +302,7 @@ func TestCancellationDeletesTheJob(t *testing.T) {
 // API server or the network cut it); on its next tick the driver opens
 // it again from its last output, and the attempt's log holds both parts.
 func TestDroppedLogReopened(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -343,6 +351,7 @@ func TestDroppedLogReopened(t *testing.T) {
 // adopts that Job, follows it to its end and takes its result; a Job of
 // an older attempt is an orphan and is deleted.
 func TestAdoptAfterDriverKill(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, err := New(c.cfg, c.api.api(), c.git, WithClock(c.clock))
 	if err != nil {
@@ -388,6 +397,7 @@ func TestAdoptAfterDriverKill(t *testing.T) {
 // start, the Jobs of p2 (running) and p3 (finished) are orphans: deleted
 // with foreground propagation, their refs on the remote with them.
 func TestSweepAtStart(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first := c.newDriver(c.cfg)
 	names := map[string]string{}
@@ -427,6 +437,7 @@ func TestSweepAtStart(t *testing.T) {
 // TestCollectFinishedAfterDriverKill: the Job ended while no driver ran;
 // the resumed attempt collects it at once.
 func TestCollectFinishedAfterDriverKill(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	first, err := New(c.cfg, c.api.api(), c.git, WithClock(c.clock))
 	if err != nil {
@@ -454,6 +465,7 @@ func TestCollectFinishedAfterDriverKill(t *testing.T) {
 // TestTheBranchCountsNotTheWord: a pod whose termination message names
 // another commit than the one it pushed; the driver takes the branch.
 func TestTheBranchCountsNotTheWord(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	b := start(context.Background(), d, c.attempt(1, doneAgent))
@@ -474,6 +486,7 @@ func TestTheBranchCountsNotTheWord(t *testing.T) {
 }
 
 func TestJobNames(t *testing.T) {
+	t.Parallel()
 	a := JobName("/r", "p1", "worker", 1)
 	if a != JobName("/r", "p1", "worker", 1) {
 		t.Fatal("the same attempt got two names")
@@ -491,6 +504,7 @@ func TestJobNames(t *testing.T) {
 // kubeconfig's server; a bad K8S_MEMORY, a missing kubeconfig and a
 // server that does not answer are each a clear error.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	conf := func(server string) {
@@ -524,6 +538,7 @@ func TestProbe(t *testing.T) {
 // phase: what the CLI keeps there (its sessions) is there for the next
 // attempt, and another phase's is not.
 func TestSessionVolume(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	cfg := c.cfg
 	cfg.SessionClaim = "agent-sessions"
@@ -578,6 +593,7 @@ func TestSessionVolume(t *testing.T) {
 // gets it at the same path for its agent, and its result holds none of
 // it.
 func TestIssueDocInThePod(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	d := c.driver(c.cfg)
 	a := c.attempt(1, `cat .claudopilot/issue-7.md && echo fixed > fix.txt && git add -A && git commit -qm "fix #7"`)

@@ -19,6 +19,7 @@ import (
 // client-go's types, strictly (an unknown or misspelt field fails), and
 // checks what the walkthrough says of them.
 func TestClusterManifests(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,7 @@ func TestClusterManifests(t *testing.T) {
 // released together and must be required at one release
 // (docs/DEPENDENCIES.md); a go get of one alone would split them.
 func TestK8sModulesAtOneRelease(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "go.mod"))
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ const roadmapSrc = `# Execution Manifest
 // branch changing a file outside the phase's scope, or holding a secret,
 // is refused at landing as a local agent's would be; an honest one lands.
 func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
+	t.Parallel()
 	const done = `git mv roadmap/p1-first.md roadmap/DONE_p1-first.md && mkdir -p src && echo 'package src' > src/a.go && `
 	for _, tc := range []struct {
 		name, agent string
@@ -43,6 +44,7 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 		{"secret", done + `echo "token = ghp_16C7e42F292c6912E7710c838347Ae178B4a" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := newCluster(t)
 			l := state.Layout{Top: c.repo, RoadmapRel: "roadmap", Base: "main"}
 			os.MkdirAll(filepath.Join(c.repo, "roadmap"), 0o755)
@@ -98,6 +100,7 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 // takes the merge commit onto the branch. The pod reads the failure log
 // its prompt names (CLAUDOPILOT_FAILURE_LOG), shipped as a file.
 func TestPodResolvesAConflict(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	l := state.Layout{Top: c.repo, RoadmapRel: "roadmap", Base: "main"}
 	git := func(args ...string) string {
