@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -124,6 +125,7 @@ func TestScript(t *testing.T) {
 			"gitrepo":     cmdGitrepo,
 			"exitcode":    cmdExitcode,
 			"waitfile":    cmdWaitfile,
+			"waitgrep":    cmdWaitgrep,
 			"json":        cmdJSON,
 			"concurrency": cmdConcurrency,
 			"gitsnap":     cmdGitsnap,
@@ -230,6 +232,40 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// waitgrep [-timeout=DURATION] FILE REGEXP
+//
+// Waits until FILE has a line matching REGEXP (Go syntax; default timeout
+// 2m: an upper bound for a busy machine, not a wait). In the test process:
+// a shell loop of grep and sleep started some 40 processes a second while
+// it waited (#23: a process costs ~4 ms of CPU here).
+func cmdWaitgrep(ts *testscript.TestScript, neg bool, args []string) {
+	timeout := 2 * time.Minute
+	if len(args) > 0 && strings.HasPrefix(args[0], "-timeout=") {
+		d, err := time.ParseDuration(strings.TrimPrefix(args[0], "-timeout="))
+		if err != nil {
+			ts.Fatalf("waitgrep: %v", err)
+		}
+		timeout, args = d, args[1:]
+	}
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep [-timeout=DURATION] FILE REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	if err != nil {
+		ts.Fatalf("waitgrep: %v", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitgrep: no line of %s matched %q within %s", args[0], args[1], timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
