@@ -677,7 +677,17 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 	if err != nil {
 		return false, false, err
 	}
-	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, start, &exists)
+	// The branch is made here, by update-ref (which reads no worktree,
+	// unlike the `git branch` that `worktree add -b` runs), outside the
+	// repository's worktree lock: the lock then covers `worktree add` and
+	// its symbolic-ref, two processes of three, and a level's adds queue
+	// less (issue 25 §2). A driver killed between the two leaves what a
+	// killed `worktree add -b` did: the branch at its start, no worktree.
+	if err := r.Git.UpdateRef(ctx, "refs/heads/"+branch, start, strings.Repeat("0", len(start))); err != nil {
+		return false, false, err
+	}
+	exists = true
+	return true, false, r.Git.AddWorktreeKnown(ctx, wt, branch, "", &exists)
 }
 
 // reuseWorktree uses the phase's worktree folder as it is when it is a
