@@ -21,6 +21,10 @@ type App struct {
 	Cwd string
 	// Commands lists the command tree (help and completion read it).
 	Commands func() []Command
+	// Cluster is the Kubernetes runner (AGENT_RUNNER=kubernetes), which
+	// the command tree's root injects; nil: none (a command's tests), and
+	// such a run refuses (wire.ErrNoCluster).
+	Cluster wire.Cluster
 }
 
 // Getenv is the environment's value of k.

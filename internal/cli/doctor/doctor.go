@@ -474,7 +474,7 @@ func (d *doctorState) checkCluster(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cluster, remote := wire.ProbeCluster(ctx, d.set, d.git)
+	cluster, remote := wire.ProbeCluster(ctx, d.a.Cluster, d.set, d.git)
 	if cluster != nil {
 		d.add(doctorFail, "kubernetes: "+cluster.Error(), "check K8S_KUBECONFIG and K8S_CONTEXT, and that the driver's account may list, create and delete Jobs in K8S_NAMESPACE (docs/cluster.md)")
 	} else {

@@ -18,6 +18,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/doctor"
 	"github.com/claudopilot/claudopilot/internal/cli/explain"
 	"github.com/claudopilot/claudopilot/internal/cli/initcmd"
+	"github.com/claudopilot/claudopilot/internal/cli/kubewire"
 	"github.com/claudopilot/claudopilot/internal/cli/lanes"
 	"github.com/claudopilot/claudopilot/internal/cli/logs"
 	"github.com/claudopilot/claudopilot/internal/cli/migrate"
@@ -77,7 +78,9 @@ func Launch(environ []string) ([]string, error) { return launch.Hide(environ) }
 // given; the error it returns becomes the exit code in one place
 // (cmdutil.ExitCode).
 func Run(ctx context.Context, args []string, s *cmdutil.Streams, environ []string) error {
-	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Commands: Commands}
+	// The one Kubernetes runner, injected here: only the binary links
+	// k8s.io, not the commands' own packages (issue 23).
+	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Commands: Commands, Cluster: kubewire.Cluster{}}
 	var err error
 	if a.Cwd, err = os.Getwd(); err != nil {
 		return fmt.Errorf("working directory: %w", err)

@@ -175,7 +175,7 @@ func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Setting
 				fmt.Fprintf(a.S.Err, "claudopilot: note: %s\n", n)
 			}
 		}
-		cfg, err = wire.Engine(ctx, s, wire.Run{Git: git, Env: a.Env, Alone: o.Alone})
+		cfg, err = wire.Engine(ctx, s, wire.Run{Git: git, Env: a.Env, Alone: o.Alone, Cluster: a.Cluster})
 	}
 	if err == nil {
 		for _, n := range append(wire.DefaultNotes(s), wire.SandboxNotes(ctx, s, cfg.Sandbox)...) {

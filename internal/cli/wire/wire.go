@@ -172,12 +172,14 @@ const SandboxNetDefaultNote = "SANDBOX_NET now defaults to outside (it was 1): s
 const SandboxDefaultNote = "SANDBOX now defaults to auto (it was off): agents run in a bubblewrap sandbox where it works here; set SANDBOX (auto, bwrap or off) to choose and silence this line (docs/sandbox.md)"
 
 // Run is what a run needs besides its settings: the repository, the
-// environment, and whether the queue runs alone (no local merge: the base
-// is GitHub's).
+// environment, whether the queue runs alone (no local merge: the base is
+// GitHub's), and the Kubernetes runner the root injected (nil: none;
+// AGENT_RUNNER=kubernetes then refuses).
 type Run struct {
-	Git   *worktree.Client
-	Env   Env
-	Alone bool
+	Git     *worktree.Client
+	Env     Env
+	Alone   bool
+	Cluster Cluster
 }
 
 // Engine derives the run's engine settings: the base by the one base
@@ -197,8 +199,11 @@ func Engine(ctx context.Context, s *settings.Settings, r Run) (engine.Settings, 
 		Protect:       s.Protected(r.Git.Dir),
 		AgentEnvAllow: s.AgentEnvAllow,
 		V0Prompts:     s.V0Prompts, PromptFiles: promptFiles(s.PromptFiles),
-		Remote:   Remote(s),
 		PushBase: s.PushBase, PushCredential: envCredential(r.Env),
+	}
+	var err error
+	if c.Remote, err = remote(s, r.Cluster); err != nil {
+		return c, err
 	}
 	// Every program missing and a base the run cannot use, at once.
 	missing := s.Missing(r.Env["PATH"], r.Git.Dir)

@@ -12,6 +12,8 @@ import (
 	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -161,5 +163,52 @@ func TestQueueAloneTakesTheLanes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got[0], got[1]) {
 		t.Errorf("run --issues's lanes and the queue alone's differ:\n%+v\n%+v", got[0], got[1])
+	}
+}
+
+// fakeCluster is a Kubernetes runner that records being asked.
+type fakeCluster struct{ asked *int }
+
+func (f fakeCluster) Remote(*settings.Settings) func(context.Context, *worktree.Client, state.Layout) (work.Remote, func(), error) {
+	*f.asked++
+	return func(context.Context, *worktree.Client, state.Layout) (work.Remote, func(), error) {
+		return nil, func() {}, nil
+	}
+}
+
+func (f fakeCluster) Probe(context.Context, *settings.Settings, *worktree.Client) (error, error) {
+	*f.asked++
+	return nil, nil
+}
+
+// The Kubernetes runner is the one the root injects (wire.Cluster): used
+// under AGENT_RUNNER=kubernetes only, and a run without one refuses
+// rather than running the agents here.
+func TestRemoteIsTheInjectedCluster(t *testing.T) {
+	t.Parallel()
+	kubeEnv := map[string]string{"AGENT_RUNNER": "kubernetes", "K8S_NAMESPACE": "a", "K8S_IMAGE": "i", "K8S_REMOTE": "r"}
+	kubeSet, err := settings.Resolve(settings.Input{Scope: settings.Run, Top: t.TempDir(), Env: kubeEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := settings.Resolve(settings.Input{Scope: settings.Run, Top: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	if r, err := remote(local, fakeCluster{&asked}); r != nil || err != nil || asked != 0 {
+		t.Errorf("AGENT_RUNNER=local: remote %v, err %v, cluster asked %d times", r != nil, err, asked)
+	}
+	if r, err := remote(kubeSet, fakeCluster{&asked}); r == nil || err != nil || asked != 1 {
+		t.Errorf("AGENT_RUNNER=kubernetes: remote %v, err %v, cluster asked %d times", r != nil, err, asked)
+	}
+	if r, err := remote(kubeSet, nil); r != nil || !errors.Is(err, ErrNoCluster) {
+		t.Errorf("no cluster injected: remote %v, err %v, want ErrNoCluster", r != nil, err)
+	}
+	if c, _ := ProbeCluster(context.Background(), nil, kubeSet, nil); !errors.Is(c, ErrNoCluster) {
+		t.Errorf("doctor without a cluster: %v, want ErrNoCluster", c)
+	}
+	if c, r := ProbeCluster(context.Background(), fakeCluster{&asked}, kubeSet, nil); c != nil || r != nil || asked != 2 {
+		t.Errorf("doctor's probe: %v %v, cluster asked %d times", c, r, asked)
 	}
 }

@@ -1,4 +1,10 @@
-package wire
+// Package kubewire is the Kubernetes runner's wiring (AGENT_RUNNER=
+// kubernetes, docs/cluster.md): the one package of the command tree that
+// imports package kube. The command tree's root injects it into every
+// command (cmdutil.App.Cluster), so only the binary and the packages that
+// start a runner link k8s.io; wire, cmdutil and the verbs stay light to
+// build and to link (issue 23; internal/funclen's TestK8sOnlyWhereARunnerStarts).
+package kubewire
 
 import (
 	"context"
@@ -12,13 +18,13 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// Remote is the engine's runner of agents elsewhere: nil for
-// AGENT_RUNNER=local, else the Kubernetes driver (docs/cluster.md),
-// whose Jobs carry the repository and the clone's stable instance name.
-func Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.Layout) (work.Remote, func(), error) {
-	if s.AgentRunner != "kubernetes" {
-		return nil
-	}
+// Cluster is the Kubernetes runner wire.Engine and doctor use
+// (wire.Cluster).
+type Cluster struct{}
+
+// Remote is the engine's runner of agents as Kubernetes Jobs, which carry
+// the repository and the clone's stable instance name.
+func (Cluster) Remote(s *settings.Settings) func(context.Context, *worktree.Client, state.Layout) (work.Remote, func(), error) {
 	k, cfg := s.K8s, kubeConfig(s)
 	return func(ctx context.Context, git *worktree.Client, l state.Layout) (work.Remote, func(), error) {
 		inst, err := issues.StableInstance(l.InstancePath())
@@ -50,10 +56,10 @@ func kubeConfig(s *settings.Settings) kube.Config {
 	}
 }
 
-// ProbeCluster is doctor's check of AGENT_RUNNER=kubernetes: the API
-// server lets the driver list Jobs in K8S_NAMESPACE (kube.Probe), and
-// the driver can read K8S_REMOTE. Nothing is changed on either.
-func ProbeCluster(ctx context.Context, s *settings.Settings, git *worktree.Client) (cluster, remote error) {
+// Probe is doctor's check of AGENT_RUNNER=kubernetes: the API server lets
+// the driver list Jobs in K8S_NAMESPACE (kube.Probe), and the driver can
+// read K8S_REMOTE. Nothing is changed on either.
+func (Cluster) Probe(ctx context.Context, s *settings.Settings, git *worktree.Client) (cluster, remote error) {
 	cluster = kube.Probe(ctx, kubeConfig(s), s.K8s.Kubeconfig, s.K8s.Context)
 	if git != nil {
 		if _, err := git.Git(ctx, "ls-remote", "--heads", s.K8s.Remote, "refs/heads/"+kube.AttemptPrefix+"*"); err != nil {

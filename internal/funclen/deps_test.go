@@ -1,0 +1,133 @@
+package funclen
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/claudopilot/claudopilot"
+
+// heavyDeps are dependencies that cost every test binary linking them
+// seconds of CPU (issue 23: ~50 test binaries in the suite): each may be
+// reached only from the packages listed, by their code or their tests
+// (module-relative; "." is the module's root, the binary and its
+// end-to-end tests). A new importer fails here; take the dependency in
+// through an interface the composition root fills instead
+// (internal/cli/kubewire is the example), or list it with the reason.
+var heavyDeps = []struct {
+	prefix, why string
+	allowed     []string
+}{
+	{"k8s.io/", "only the Kubernetes runner, its wiring and the root that injects it link k8s.io (wire.Cluster)",
+		[]string{".", "kube", "internal/cli/kubewire", "internal/cli/root"}},
+}
+
+// TestHeavyDepsOnlyWhereNeeded: no package's code or test binary reaches
+// a heavy dependency (heavyDeps) unless it is allowed to. The import
+// graph is read from the Go files' import lines (standard library only,
+// no `go list`), over every build tag: a file that imports it under any
+// tag counts.
+func TestHeavyDepsOnlyWhereNeeded(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, tests := moduleImports(t, root)
+	for _, h := range heavyDeps {
+		reach := map[string]bool{} // memo: does a package's code reach h?
+		var reaches func(p string, seen map[string]bool) bool
+		reaches = func(p string, seen map[string]bool) bool {
+			if strings.HasPrefix(p, h.prefix) {
+				return true
+			}
+			if r, ok := reach[p]; ok {
+				return r
+			}
+			if seen[p] {
+				return false // an import cycle is go's to report
+			}
+			seen[p] = true
+			r := slices.ContainsFunc(code[p], func(q string) bool { return reaches(q, seen) })
+			reach[p] = r
+			return r
+		}
+		all := maps.Clone(code)
+		maps.Copy(all, tests)
+		for _, p := range slices.Sorted(maps.Keys(all)) {
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+			if rel == "" {
+				rel = "."
+			}
+			if slices.Contains(h.allowed, rel) {
+				continue
+			}
+			if reaches(p, map[string]bool{}) {
+				t.Errorf("%s links %s: %s", rel, h.prefix, h.why)
+			} else if i := slices.IndexFunc(tests[p], func(q string) bool { return reaches(q, map[string]bool{}) }); i >= 0 {
+				t.Errorf("%s's tests link %s (through %s): %s", rel, h.prefix, tests[p][i], h.why)
+			}
+		}
+	}
+}
+
+// moduleImports reads the imports of the module's packages, by import
+// path: of their non-test files (code), and of their _test.go files
+// (tests: what the package's test binary adds).
+func moduleImports(t *testing.T, root string) (code, tests map[string][]string) {
+	t.Helper()
+	code, tests = map[string][]string{}, map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		pkg := path.Join(module, filepath.ToSlash(rel))
+		into := code
+		if strings.HasSuffix(name, "_test.go") {
+			into = tests
+		}
+		if _, ok := into[pkg]; !ok {
+			into[pkg] = nil // the package exists even with no import
+		}
+		for _, imp := range f.Imports {
+			q, _ := strconv.Unquote(imp.Path.Value)
+			if !slices.Contains(into[pkg], q) {
+				into[pkg] = append(into[pkg], q)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(code) == 0 {
+		t.Fatalf("no Go files under %s", root)
+	}
+	return code, tests
+}
