@@ -465,6 +465,20 @@ func hasLabel(is ghfake.Issue, l string) bool {
 	return false
 }
 
+// originRef is the object id of origin's ref name (refs/heads/…), read
+// from its loose ref file as git keeps it after a push (no gc packs
+// origin's refs here: receive.autogc is off), or asked of git once packed.
+// A fake CI's check reads it at every poll: no process then.
+func (e *env) originRef(name string) string {
+	if b, err := os.ReadFile(filepath.Join(e.origin, filepath.FromSlash(name))); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	cmd := exec.Command("git", "-C", e.origin, "rev-parse", "-q", "--verify", name)
+	cmd.Env = e.genv
+	out, _ := cmd.Output()
+	return strings.TrimSpace(string(out))
+}
+
 // onMain reports whether origin's main has path.
 func (e *env) onMain(path string) bool {
 	cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", "main:"+path)

@@ -60,15 +60,14 @@ func newLander(t *testing.T, e *env, n int, mod func(*Config)) *lander {
 }
 
 // commit commits path (with body) on the branch in its worktree,
-// made from origin's main on first use, and returns the new tip: what the
-// runner's agent (or the supervisor) would leave.
+// made on first use from origin's main as the clone has it (the runner
+// fetches it first; a fresh clone has it already: no fetch, 4 processes),
+// and returns the new tip: what the runner's agent (or the supervisor)
+// would leave.
 func (l *lander) commit(t *testing.T, path, body string) string {
 	t.Helper()
 	q, wt := l.q, l.q.WorktreePath(l.n)
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
-		if err := q.fetch(l.ctx, "main"); err != nil {
-			t.Fatal(err)
-		}
 		base, err := q.git.RevParse(l.ctx, "refs/remotes/origin/main")
 		if err != nil {
 			t.Fatal(err)

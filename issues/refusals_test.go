@@ -182,7 +182,7 @@ fi
 	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		runs, sts := e.ci()(sha)
 		for _, p := range e.fake.Pulls() {
-			if p.Head != "" && sha == e.git(e.origin, "rev-parse", "refs/heads/"+p.Head) {
+			if p.Head != "" && sha == e.originRef("refs/heads/"+p.Head) {
 				return nil, nil
 			}
 		}
@@ -334,7 +334,7 @@ func TestLandMergeQueue(t *testing.T) {
 	// base-plus-head commit, fail until the branch has FIXED.
 	e.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		for _, p := range e.fake.Pulls() {
-			if p.Head != "" && sha == e.git(e.origin, "rev-parse", "refs/heads/"+p.Head) {
+			if p.Head != "" && sha == e.originRef("refs/heads/"+p.Head) {
 				return nil, nil
 			}
 		}

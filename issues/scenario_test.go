@@ -20,16 +20,17 @@ import (
 )
 
 // TestTwoInstancesWorkEachIssueOnce: two instances on one repository
-// work every issue once. Three issues by default (each instance runs two
-// agents at most, so both work), five under CLAUDOPILOT_SOAK=1; the claim
-// race itself is TestConcurrentClaims.
+// work every issue once. Two issues by default, each instance running one
+// agent at most (MAX_PARALLEL 1), so that both can work; five under
+// CLAUDOPILOT_SOAK=1, two agents each. The claim race itself is
+// TestConcurrentClaims, and TestAppTokenInstancesSeeEachOthersClaims.
 func TestTwoInstancesWorkEachIssueOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var nums []int
-	issues := 3
+	issues, h := 2, harness{maxParallel: 1}
 	if soak() {
-		issues = 5
+		issues, h = 5, harness{}
 	}
 	for i := 1; i <= issues; i++ {
 		nums = append(nums, e.fake.NewIssue("alice", "task", "do it", []string{"agent-ready"}, ""))
@@ -51,7 +52,7 @@ func TestTwoInstancesWorkEachIssueOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sums[i] = run(t, qs[i], logs[i])
+			sums[i] = runWith(t, qs[i], logs[i], h)
 		}()
 	}
 	wg.Wait()
@@ -232,13 +233,23 @@ exit 1
 }
 
 // ci is a fake CI: check "ci/test" passes once the commit has FIXED, and
-// status "ci/lint" always passes.
+// status "ci/lint" always passes. A commit's answer is asked of git once
+// (a commit's tree never changes): the landing reads checks at each poll.
 func (e *env) ci() func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
+	var mu sync.Mutex
+	fixed := map[string]bool{}
 	return func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
-		cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", sha+":FIXED")
-		cmd.Env = e.genv
+		mu.Lock()
+		ok, known := fixed[sha]
+		if !known {
+			cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", sha+":FIXED")
+			cmd.Env = e.genv
+			ok = cmd.Run() == nil
+			fixed[sha] = ok
+		}
+		mu.Unlock()
 		run := ghfake.CheckRun{Name: "ci/test", Status: "completed", Conclusion: "failure", Title: "1 test failed", DetailsURL: "https://ci.example/1"}
-		if cmd.Run() == nil {
+		if ok {
 			run.Conclusion, run.Title = "success", "all passed"
 		}
 		return []ghfake.CheckRun{run}, []ghfake.Status{{Context: "ci/lint", State: "success"}}
