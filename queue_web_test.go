@@ -161,8 +161,8 @@ git add -A && git commit -qm "issue work"
 			act  chromedp.Action[chromedp.Void]
 		}{
 			{"open the login URL", chromedp.Navigate(login)},
-			{"#1 is a running node of the graph", chromedp.WaitVisible(chromedp.CSS(`g.node[data-id="#1"][data-state="running"]`))},
-			{"#1 is a row of the table", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="#1"] td.state.running`))},
+			{"#1 is a running node of the graph", waitVisible(chromedp.CSS(`g.node[data-id="#1"][data-state="running"]`))},
+			{"#1 is a row of the table", waitVisible(chromedp.CSS(`tr[data-id="#1"] td.state.running`))},
 			{"click Drain (and say yes)", clickYes("#btn-drain")},
 		} {
 			sctx, scancel := bctx, context.CancelFunc(func() {})
@@ -209,7 +209,7 @@ git add -A && git commit -qm "issue work"
 // it asks (the Drain button's).
 func clickYes(sel string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.WaitVisible(chromedp.CSS(sel))(ctx, t); err != nil {
+		if _, err := waitVisible(chromedp.CSS(sel))(ctx, t); err != nil {
 			return chromedp.Void{}, err
 		}
 		_, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { window.confirm = () => true; document.querySelector(%q).click(); return true; })()`, sel))(ctx, t)
