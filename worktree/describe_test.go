@@ -2,8 +2,10 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,10 +44,25 @@ func TestAppendBranchDescriptionConcurrent(t *testing.T) {
 	c := newRepo(t)
 	ctx := context.Background()
 	const n = 8
+	// The 2n branches in one update-ref, the n descriptions written to
+	// the config file as git config writes them (3n processes before).
+	var refs, conf strings.Builder
 	for i := range n {
-		mustGit(t, c, "", "branch", fmt.Sprintf("p%d", i))
-		mustGit(t, c, "", "branch", fmt.Sprintf("gone%d", i))
-		mustGit(t, c, "", "config", fmt.Sprintf("branch.gone%d.description", i), "x")
+		fmt.Fprintf(&refs, "create refs/heads/p%d HEAD\ncreate refs/heads/gone%d HEAD\n", i, i)
+		fmt.Fprintf(&conf, "[branch \"gone%d\"]\n\tdescription = x\n", i)
+	}
+	update := exec.Command("git", "update-ref", "--stdin")
+	update.Dir, update.Env, update.Stdin = c.Dir, c.Env, strings.NewReader(refs.String())
+	if out, err := update.CombinedOutput(); err != nil {
+		t.Fatalf("update-ref: %v %s", err, out)
+	}
+	cf, err := os.OpenFile(filepath.Join(c.Dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = cf.WriteString(conf.String())
+		err = errors.Join(err, cf.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*n)

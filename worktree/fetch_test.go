@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // Fetches through one Client while worktrees are added through another of
@@ -29,14 +31,15 @@ func TestFetchBesideWorktreeAdds(t *testing.T) {
 	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
 	mustGit(t, c, "", "push", "-q", origin, "main")
 	mustGit(t, c, "", "remote", "add", "origin", origin)
-	// n commits on n branches of origin, none of them here yet.
-	seed := filepath.Join(t.TempDir(), "seed")
-	mustGit(t, c, "", "clone", "-q", origin, seed)
-	for i := 0; i < n; i++ {
-		mustGit(t, c, seed, "commit", "-q", "--allow-empty", "-m", fmt.Sprint("c", i))
-		mustGit(t, c, seed, "branch", fmt.Sprint("f", i))
+	// n commits in a row on origin, branch fi at the i-th, none of them
+	// here yet: one import (a clone, two processes a commit and a push
+	// were 2n+2).
+	commits := make([]gittest.Commit, n)
+	for i := range commits {
+		commits[i] = gittest.Commit{Ref: fmt.Sprint("f", i), From: fmt.Sprint(":", i), Message: fmt.Sprint("c", i)}
 	}
-	mustGit(t, c, seed, "push", "-q", "origin", "refs/heads/f*:refs/heads/f*")
+	commits[0].From = "main^0"
+	gittest.Import(t, testEnv(), origin, commits...)
 	net := c.WithEnv(c.Env)
 
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,19 +79,36 @@ func TestGitlinksInIndex(t *testing.T) {
 // paths and two gitlinks, one of them with a repository checked out.
 func indexRepo(t *testing.T, format string) *Client {
 	t.Helper()
-	c := newRepo(t)
-	if format != "" {
-		dir := t.TempDir()
-		cmd := exec.Command("git", "init", "-q", "--object-format="+format, "-b", "main", dir)
-		cmd.Env = testEnv()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("git init --object-format=%s: %v %s", format, err, out)
-		}
-		var err error
-		if c, err = Open(context.Background(), dir, testEnv()); err != nil {
+	if format == "" {
+		// The sha1 repository is the same in every subtest (the dates are
+		// fixed): made once per test binary and copied, not 11 processes
+		// a subtest.
+		dir := filepath.Join(t.TempDir(), "repo")
+		templates.Copy(t, "index", dir, buildIndexRepo)
+		c, err := Open(context.Background(), dir, testEnv())
+		if err != nil {
 			t.Fatal(err)
 		}
+		return c
 	}
+	dir := t.TempDir()
+	cmd := exec.Command("git", "init", "-q", "--object-format="+format, "-b", "main", dir)
+	cmd.Env = testEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("git init --object-format=%s: %v %s", format, err, out)
+	}
+	c, err := Open(context.Background(), dir, testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillIndexRepo(t, c, format)
+	return c
+}
+
+// fillIndexRepo commits files (one in a deep folder of 200-byte names)
+// and stages two gitlinks, sub (a repository of its own) and a/deep/empty.
+func fillIndexRepo(t *testing.T, c *Client, format string) {
+	t.Helper()
 	commitFiles(t, c, "", "files", map[string]string{"a/deep/path/one.txt": "1\n", "a/deep/path/two.txt": "2\n", "b.txt": "b\n", strings.Repeat("x", 200) + "/" + strings.Repeat("y", 200) + "/f": "f\n"})
 	sub := filepath.Join(c.Dir, "sub")
 	mustGit(t, c, "", "init", "-q", "--object-format="+map[string]string{"": "sha1"}[format]+format, sub)
@@ -98,7 +116,24 @@ func indexRepo(t *testing.T, format string) *Client {
 	head := mustGit(t, c, sub, "rev-parse", "HEAD")
 	mustGit(t, c, "", "update-index", "--add", "--cacheinfo", "160000,"+head+",sub")
 	mustGit(t, c, "", "update-index", "--add", "--cacheinfo", "160000,"+head+",a/deep/empty")
-	return c
+}
+
+// buildIndexRepo makes indexRepo's sha1 repository in dir: newRepo's
+// commit, then what fillIndexRepo adds.
+func buildIndexRepo(dir string) error {
+	long := strings.Repeat("x", 200) + "/" + strings.Repeat("y", 200)
+	cmd := exec.Command("sh", "-ec", `git init -q -b main "$1"; cd "$1"
+echo hello >README.md; git add -A; git commit -q -m initial
+mkdir -p a/deep/path "$2"; echo 1 >a/deep/path/one.txt; echo 2 >a/deep/path/two.txt; echo b >b.txt; echo f >"$2/f"
+git add -A; git commit -q -m files
+git init -q --object-format=sha1 sub; cd sub; echo g >g; git add -A; git commit -q -m sub; head=$(git rev-parse HEAD); cd ..
+git update-index --add --cacheinfo "160000,$head,sub"
+git update-index --add --cacheinfo "160000,$head,a/deep/empty"`, "sh", dir, long)
+	cmd.Env = testEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w\n%s", err, out)
+	}
+	return nil
 }
 
 func lsGitlinks(t *testing.T, c *Client) []string {
