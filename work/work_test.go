@@ -210,9 +210,11 @@ func (f *fixture) agent(body string) string {
 	return "sh '" + p + "'"
 }
 
-// doneBody finishes the phase the way the contract asks.
+// doneBody finishes the phase the way the contract asks. The doc's folder
+// and name by the shell's own expansion (the doc is always in the roadmap
+// folder): dirname and basename were two processes an attempt.
 const doneBody = `
-d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+d=${CLAUDOPILOT_PHASE_DOC%/*}; b=${CLAUDOPILOT_PHASE_DOC##*/}
 git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" || exit 20
 git add -A && git commit -q -m "$CLAUDOPILOT_PHASE: done" || exit 21
 `
@@ -758,7 +760,7 @@ func TestRunSupervisorResolvedMergeIsConcluded(t *testing.T) {
 	}
 	f.runner.Super = f.agent(`
 echo resolved > README.md && git add README.md
-d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+d=${CLAUDOPILOT_PHASE_DOC%/*}; b=${CLAUDOPILOT_PHASE_DOC##*/}
 git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b"
 `)
 	sj := job()

@@ -9,42 +9,49 @@ check_contract
 : >"$OUT"
 r() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "$id read 1"; else echo "$id read 0"; fi >>"$OUT"; }
 w() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "$id write 1"; else echo "$id write 0"; fi >>"$OUT"; }
+# rd ID FILE, wr ID FILE [LINE], ap ID FILE LINE: read FILE, write LINE
+# ("probe") to it or append LINE, by the shell's own redirections: a cat
+# or an sh -c was one process a row, in each of the test's probe runs.
+rd() { if { IFS= read -r _l || [ -n "$_l" ]; } 2>/dev/null <"$2"; then echo "$1 read 1"; else echo "$1 read 0"; fi >>"$OUT"; }
+wr() { if { echo "${3:-probe}" >"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
+ap() { if { echo "$3" >>"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
 admin=$(git rev-parse --absolute-git-dir)
-r worktree cat README.md
-w worktree sh -c 'echo probe >probe-own.txt'
-r admin cat "$admin/HEAD"
-w admin sh -c "echo probe >'$admin/probe-note'"
+rd worktree README.md
+wr worktree probe-own.txt
+rd admin "$admin/HEAD"
+wr admin "$admin/probe-note"
 r branch git log -1 HEAD
 w branch git commit -q --allow-empty -m probe
 r others git show "$CLAUDOPILOT_BASE:README.md"
 git update-ref refs/heads/release HEAD >/dev/null 2>&1 || true
-r base cat "$TOP/README.md"
-w base sh -c "echo probe >'$TOP/probe-stray'"
-r neighbour cat "$P2/secret"
-w neighbour sh -c "echo probe >'$P2/probe-stray'"
-r repo cat "$COMMON/config"
-w repo sh -c "echo '# probe' >>'$COMMON/config'"
+rd base "$TOP/README.md"
+wr base "$TOP/probe-stray"
+rd neighbour "$P2/secret"
+wr neighbour "$P2/probe-stray"
+rd repo "$COMMON/config"
+ap repo "$COMMON/config" "# probe"
 r objects git cat-file -p "$CLAUDOPILOT_BASE:README.md"
 blob=$(git rev-parse "$CLAUDOPILOT_BASE:README.md")
 evil=$(echo "the probe's text" | git hash-object -w --stdin)
-obj() { echo "$COMMON/objects/$(echo "$1" | cut -c1-2)/$(echo "$1" | cut -c3-)"; }
-mkdir -p "$(dirname "$(obj "$blob")")" 2>/dev/null || true
-chmod u+w "$(obj "$blob")" 2>/dev/null || true
-cp -f "$(obj "$evil")" "$(obj "$blob")" 2>/dev/null || true
-r home cat "$HOME/profile"
-w home sh -c "echo probe >'$HOME/probe'"
-r settings cat "$HOME/.claude/settings.json"
-w settings sh -c "echo '{}' >'$HOME/.claude/settings.json'"
-r state cat "$HOME/.claude/state.json"
-w state sh -c "echo probe >'$HOME/.claude/probe.md'"
-r rw cat "$RW/file"
-w rw sh -c "echo probe >'$RW/probe'"
-r tmp cat "$HOSTTMP/file"
-w tmp sh -c "echo probe >'$HOSTTMP/probe'"
-r rest cat "$REST/file"
-w rest sh -c "echo probe >'$REST/probe'"
-r webtoken cat "$TOP/.claudopilot/state/web-token"
-w webtoken sh -c "echo probe >>'$TOP/.claudopilot/state/web-token'"
+bdir=$COMMON/objects/${blob%"${blob#??}"}
+bo=$bdir/${blob#??} eo=$COMMON/objects/${evil%"${evil#??}"}/${evil#??}
+mkdir -p "$bdir" 2>/dev/null || true
+chmod u+w "$bo" 2>/dev/null || true
+cp -f "$eo" "$bo" 2>/dev/null || true
+rd home "$HOME/profile"
+wr home "$HOME/probe"
+rd settings "$HOME/.claude/settings.json"
+wr settings "$HOME/.claude/settings.json" '{}'
+rd state "$HOME/.claude/state.json"
+wr state "$HOME/.claude/probe.md"
+rd rw "$RW/file"
+wr rw "$RW/probe"
+rd tmp "$HOSTTMP/file"
+wr tmp "$HOSTTMP/probe"
+rd rest "$REST/file"
+wr rest "$REST/probe"
+rd webtoken "$TOP/.claudopilot/state/web-token"
+ap webtoken "$TOP/.claudopilot/state/web-token" "probe"
 r environ grep -q PATH "/proc/$DRIVER/environ"
 echo "environ write 0" >>"$OUT"
 r process test -d "/proc/$DRIVER"
