@@ -93,8 +93,8 @@ func TestApprovalRequired(t *testing.T) {
 		name := map[bool]string{true: "approved", false: "none within CLAIM_STALE_HOURS"}[approve]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if !approve && !soak() {
-				t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestLandApprovalRequired/" + name + " proves it through Land and Record (the approved case stays a queue run by default)")
+			if !soak() {
+				t.Skip("a queue run: CLAUDOPILOT_SOAK=1 only; TestLandApprovalRequired/" + name + " proves it through Land and Record (no agent runs again: the refusal waits in Land)")
 			}
 			e := newEnv(t)
 			e.fake.RequireApprovals(1)
