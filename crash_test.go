@@ -411,13 +411,17 @@ func (j *journalTail) count() int {
 	return j.n
 }
 
-// since says whether a line after the first from holds s.
-func (j *journalTail) since(from int, s string) bool {
+// since says whether a line after the first from holds every one of subs.
+func (j *journalTail) since(from int, subs ...string) bool {
 	j.count()
+next:
 	for _, l := range j.lines[min(from, len(j.lines)):] {
-		if strings.Contains(l, s) {
-			return true
+		for _, s := range subs {
+			if !strings.Contains(l, s) {
+				continue next
+			}
 		}
+		return true
 	}
 	return false
 }

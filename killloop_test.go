@@ -30,8 +30,8 @@ import (
 // and the end state of every kill loop (checkEndState: no litter, nothing
 // left [running]).
 //
-// 40 rounds and 10 phases under CLAUDOPILOT_SOAK=1 (.ci/run sets it); 2
-// rounds and 6 phases otherwise.
+// 24 stops and 10 phases under CLAUDOPILOT_SOAK=1 (.ci/run sets it); one
+// SIGKILL and 5 phases otherwise (killStopsOf says what each proves).
 
 const killManifest = `# Kill loop
 
@@ -117,15 +117,15 @@ exit 0
 `
 
 // killPhasesOf is how many of killManifest's phases a run has: all 10
-// under soak; 6 otherwise (k1-k6 still hold the conflict, the daemon and
-// the join), a smoke test, since this loop's cost grows with the machine's
-// load (a human commits every 2 s, and every first-parent commit is
-// gated again at the end).
+// under soak; 4 otherwise (k1-k4 still hold the conflict and the daemon;
+// the soak's join and tails add only more of the same merges), since this loop's cost grows with the machine's load (a human
+// commits every 2 s, and every first-parent commit is gated again at the
+// end).
 func killPhasesOf(soak bool) int {
 	if soak {
 		return 10
 	}
-	return 6
+	return 4
 }
 
 // ideBreak is ideLoop's pause: none under soak.
@@ -133,7 +133,7 @@ func ideBreak(soak bool) time.Duration {
 	if soak {
 		return 0
 	}
-	return 250 * time.Millisecond
+	return 500 * time.Millisecond
 }
 
 // killManifestOf is killManifest's first n phases.
@@ -141,6 +141,27 @@ func killManifestOf(n int) string {
 	head, list, _ := strings.Cut(killManifest, "1. [pending]")
 	lines := strings.SplitAfter("1. [pending]"+list, "\n")
 	return head + strings.Join(lines[:n], "")
+}
+
+// killStopsOf is how many times TestKillLoop stops the driver before it
+// lets a run end: by default once, with SIGKILL, right after k4's agent
+// is done (its setsid daemon still committing, k1's merge in flight, the
+// human and the IDE at work): the restarted driver must stop the daemon
+// before any gate and land everything once (a smoke test, #23: the suite's
+// time; SIGINT and SIGTERM stop a driver end to end in script
+// run_interrupt).
+//
+// What CLAUDOPILOT_SOAK=1 proves beyond that: 24 stops, by SIGKILL, SIGINT
+// and SIGTERM in turn, each after 1 to 4 new journal events (every pair of
+// signal and offset twice: lcm(3, 4) = 12), so every kind of event of the
+// 10-phase run, the supervisor's conflict repair included, gets a stop
+// right after it, graceful stops during merges too; with the IDE's `git
+// status` back to back and humanCommitsOf's commits during the stops.
+func killStopsOf(soak bool) int {
+	if soak {
+		return 24
+	}
+	return 1
 }
 
 func TestKillLoop(t *testing.T) {
@@ -151,11 +172,7 @@ func TestKillLoop(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	t.Parallel()
-	rounds := 2 // a smoke test; the proof is the soak's 40 (#23: the suite's time)
-	if soak() {
-		rounds = 40
-	}
-	killPhases := killPhasesOf(soak())
+	rounds, killPhases := killStopsOf(soak()), killPhasesOf(soak())
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
@@ -194,19 +211,33 @@ func TestKillLoop(t *testing.T) {
 	ide := ideLoop(ctx, repo, env, ideBreak(soak()))
 	defer func() { stop(); ide.Wait() }()
 
-	bin := selfAs(t, "claudopilot")
-	journal := filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")
 	args := []string{"run", "--base", "main", "--agent", agent, "--supervisor", agent, "--gate", "sh gate.sh",
 		"--max-parallel", "3", "--max-supervisor-attempts", "3", "--poll-seconds", "1", "roadmap"}
+	kills, lastStart := killLoop(t, selfAs(t, "claudopilot"), repo, env, args, rounds)
+	stop()
+	ide.Wait()
+	commits := humans()
+	t.Logf("%d stops, %d human commits", kills, len(commits))
+	if kills < min(rounds, 4) {
+		t.Fatalf("only %d stops: the test did not exercise restarts", kills)
+	}
+	checkKillLoop(t, dir, repo, env, trace, commits, userReadme, userEnv, killPhases)
+	checkEndState(t, repo, env, lastStart, len(commits) > 0)
+}
+
+// killLoop starts the driver again and again, stopping it rounds times
+// (killStopsOf), until a run ends; it returns the stops and when the last
+// run started.
+func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (kills int, lastStart time.Time) {
+	t.Helper()
+	jn := &journalTail{path: filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")}
 	signals := []syscall.Signal{syscall.SIGKILL, syscall.SIGINT, syscall.SIGTERM}
-	kills := 0
-	var last string
-	var lastStart time.Time
+	var after []string // the event each stop came right after
 	for round := 0; ; round++ {
 		if round > rounds+60 {
-			t.Fatalf("no end after %d starts:\n%s", round, last)
+			t.Fatalf("no end after %d starts", round)
 		}
-		start := lines(journal)
+		start := jn.count()
 		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
@@ -220,54 +251,25 @@ func TestKillLoop(t *testing.T) {
 		// Stop after 1 to 4 new journal events: every kind of event gets
 		// a stop right after it, and each round still gets further.
 		target := start + 1 + round%4
+		kill := func() bool { return jn.count() >= target }
+		if rounds == 1 {
+			kill = func() bool { return jn.since(start, `"phase":"k4"`, `"ev":"done"`) }
+		}
 		if kills >= rounds {
-			target = -1
+			kill = func() bool { return false }
 		}
-		var err error
-		done := false
-		deadline := time.After(5 * time.Minute) // an upper bound
-	wait:
-		for {
-			select {
-			case err = <-exited:
-				done = true
-				break wait
-			case <-deadline:
-				cmd.Process.Kill()
-				t.Fatalf("round %d: driver hung:\n%s", round, out.String())
-			case <-time.After(5 * time.Millisecond):
-				if target >= 0 && lines(journal) >= target {
-					sig := signals[kills%len(signals)]
-					cmd.Process.Signal(sig)
-					select {
-					case <-exited:
-					case <-time.After(2 * time.Minute): // a graceful stop waits for a merge in flight
-						cmd.Process.Kill()
-						<-exited
-						t.Errorf("round %d: %v did not stop the driver within 2 minutes", round, sig)
-					}
-					kills++
-					last = out.String()
-					break wait
-				}
-			}
-		}
-		if done {
+		stopped, err := killWhen(t, cmd, exited, kill, signals[kills%len(signals)], &out)
+		if !stopped {
 			if err != nil {
 				t.Fatalf("round %d: driver failed: %v\n%s", round, err, out.String())
 			}
 			break
 		}
+		kills++
+		after = append(after, jn.lastEvent())
 	}
-	stop()
-	ide.Wait()
-	commits := humans()
-	t.Logf("%d stops, %d human commits", kills, len(commits))
-	if kills < min(rounds, 4) {
-		t.Fatalf("only %d stops: the test did not exercise restarts", kills)
-	}
-	checkKillLoop(t, dir, repo, env, trace, commits, userReadme, userEnv, killPhases)
-	checkEndState(t, repo, env, lastStart, len(commits) > 0)
+	t.Logf("each stop right after: %s", strings.Join(after, ", "))
+	return kills, lastStart
 }
 
 // checkKillLoop checks every promise after the last run ended.
@@ -279,27 +281,15 @@ func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, h
 			t.Errorf("k%d merged %d times:\n%s", i, n, log)
 		}
 	}
-	shas, _ := os.ReadFile(trace)
-	for _, sha := range strings.Fields(string(shas)) {
-		if err := exec.Command("git", "-C", repo, "merge-base", "--is-ancestor", sha, "main").Run(); err != nil {
-			t.Errorf("agent commit %s is not reachable from the base", sha)
-		}
+	for _, sha := range unreachable(t, repo, env, trace, "main") {
+		t.Errorf("agent commit %s is not reachable from the base", sha)
 	}
-	for _, c := range humans {
-		if err := exec.Command("git", "-C", repo, "merge-base", "--is-ancestor", c, "main").Run(); err != nil {
-			t.Errorf("human commit %s was lost", c)
-		}
+	humanList := filepath.Join(dir, "human-commits")
+	writeFile(t, humanList, strings.Join(humans, "\n"))
+	for _, c := range unreachable(t, repo, env, humanList, "main") {
+		t.Errorf("human commit %s was lost", c)
 	}
-	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", "main")) {
-		wt := filepath.Join(dir, "check-"+c[:8])
-		git(t, repo, env, "worktree", "add", "-q", "--detach", wt, c)
-		gate := exec.Command("sh", "gate.sh")
-		gate.Dir, gate.Env = wt, env
-		if out, err := gate.CombinedOutput(); err != nil {
-			t.Errorf("gate red on a clean checkout of first-parent commit %s: %s", c, out)
-		}
-		git(t, repo, env, "worktree", "remove", "--force", wt)
-	}
+	gateEveryFirstParent(t, dir, repo, env)
 	if out, err := exec.Command("git", "-C", repo, "grep", "-nE", "^(<<<<<<<|>>>>>>>)", "main", "--").CombinedOutput(); err == nil {
 		t.Errorf("conflict markers on the base:\n%s", out)
 	}
@@ -324,21 +314,21 @@ func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, h
 	}
 }
 
-// humanCommitsOf bounds the busy human's commits: none under soak (it
-// commits until the loop ends); 3 otherwise (the first lands during the
-// kills, the others during the merges; each is gated on its own as a
-// first-parent commit, and each builds the merge car again: #23, the
-// suite's CPU). A base moved every 2 s
-// without end is moved faster than a loaded machine builds and gates a
-// merge car (2-4 s at load 20-30), and since every first-parent commit is
-// gated, each move builds the car again: the last round then starves until
-// a gap opens (two suites at once at a199c4d: round 2 "driver hung" after
-// 5 minutes in both).
+// humanCommitsOf bounds the busy human's commits: 12 under soak (24 s of
+// commits, during the stops), 2 otherwise (the first lands about when the
+// driver is killed, the other during the merges; each is gated on its own
+// as a first-parent commit, and each builds the merge car again: #23, the
+// suite's CPU). Never without end: a base moved every 2 s is moved faster
+// than a loaded machine builds and gates a merge car (2-4 s at load 20-30),
+// and since every first-parent commit is gated, each move builds the car
+// again: the last round then starves until a gap opens (two suites at once
+// at a199c4d: round 2 "driver hung" after 5 minutes in both; the soak at
+// 8780d3b, load 30-48: round 40 "driver hung" after 5 minutes).
 func humanCommitsOf(soak bool) int {
 	if soak {
-		return 0
+		return 12
 	}
-	return 3
+	return 2
 }
 
 // busyHuman commits a new file on the base every 2 s until ctx ends or it
@@ -388,8 +378,8 @@ func busyHuman(ctx context.Context, t *testing.T, repo string, env []string, lim
 
 // ideLoop runs `git status` in the base checkout over and over, as an
 // IDE does; it takes index.lock to refresh the index. Back to back under
-// CLAUDOPILOT_SOAK=1; otherwise with a pause of 250 ms in between (an
-// IDE refreshes a few times a second at most), so the loop's cost does not
+// CLAUDOPILOT_SOAK=1; otherwise with a pause of 500 ms in between (an
+// IDE refreshes once or twice a second), so the loop's cost does not
 // grow with the machine's load: back to back it took a core for as long
 // as the kill loop ran (#23: TestKillLoop 15.6 s of CPU for 25 s of wall
 // at load 20; 50 ms still spent 20 git processes a second).
