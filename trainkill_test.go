@@ -23,14 +23,19 @@ import (
 // commit, no agent commit lost.
 
 // trainKillPhasesOf is how many phases the run has, and trainKillsOf how
-// many kills land while two gates run: 5 and 2 under CLAUDOPILOT_SOAK=1,
-// 4 and 1 otherwise (a smoke test: one kill under two speculative gates
-// and the restart that follows keep every promise checked below; #23).
+// many kills land while two gates run: 3 and 1 by default (a smoke test,
+// #23: one kill under two speculative gates and the restart that follows
+// keep every promise checked below; MERGE_BATCH=2 puts 3 phases in at
+// least 2 cars however their agents end, so 2 gates always meet).
+//
+// What CLAUDOPILOT_SOAK=1 proves beyond that: 5 phases and 2 kills, the
+// second while the restarted driver's own speculative gates run, so a
+// recovery that is itself killed mid-train recovers too.
 func trainKillPhasesOf(soak bool) int {
 	if soak {
 		return 5
 	}
-	return 4
+	return 3
 }
 
 func trainKillsOf(soak bool) int {
@@ -223,22 +228,10 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		}
 	}
 	// The gate is green on a clean checkout of every first-parent commit.
-	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", "main")) {
-		wt := filepath.Join(dir, "check-"+c[:8])
-		git(t, repo, env, "worktree", "add", "-q", "--detach", wt, c)
-		gate := exec.Command("sh", "gate.sh")
-		gate.Dir, gate.Env = wt, env
-		if out, err := gate.CombinedOutput(); err != nil {
-			t.Errorf("gate red on first-parent commit %s: %s", c, out)
-		}
-		git(t, repo, env, "worktree", "remove", "--force", wt)
-	}
+	gateEveryFirstParent(t, dir, repo, env)
 	// No agent commit lost.
-	shas, _ := os.ReadFile(trace)
-	for _, sha := range strings.Fields(string(shas)) {
-		if out := git(t, repo, env, "branch", "-a", "--contains", sha); strings.TrimSpace(out) == "" {
-			t.Errorf("agent commit %s is on no branch", sha)
-		}
+	for _, sha := range unreachable(t, repo, env, trace, "--branches") {
+		t.Errorf("agent commit %s is on no branch", sha)
 	}
 }
 
