@@ -219,7 +219,7 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		if kills >= plan.maxKills {
 			kill = func() bool { return false } // enough kills: let this run end
 		}
-		killed, err := killWhen(t, cmd, exited, kill, syscall.SIGKILL, &out)
+		killed, err := killWhen(t, cmd, exited, jn, kill, syscall.SIGKILL, &out)
 		lastOut = out.String()
 		if !killed {
 			if err != nil {
@@ -231,17 +231,17 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 			fmt.Fprintf(&failures, "--- round %d (killed) ---\n%s", round, lastOut)
 		}
 		kills++
-		after = append(after, jn.lastEvent())
+		after = append(after, jn.at)
 	}
 	t.Logf("%d kills, each right after: %s", kills, strings.Join(after, ", "))
 	return kills, lastOut
 }
 
-// killWhen waits until the driver exits or kill() is true; then it sends
-// sig and waits for the exit (a graceful stop waits for a merge in flight:
+// killWhen waits until the driver exits or kill() is true; then it notes
+// the journal's last event in jn.at, sends sig and waits for the exit (a graceful stop waits for a merge in flight:
 // after 2 minutes it is killed, and the test fails). It says whether it
 // stopped the driver, and the driver's exit otherwise.
-func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
+func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
 	t.Helper()
 	deadline := time.After(5 * time.Minute) // an upper bound, never a wait
 	for {
@@ -256,6 +256,7 @@ func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, kill func() bool
 			if !kill() {
 				continue
 			}
+			jn.at = jn.lastEvent()
 			cmd.Process.Signal(sig)
 			select {
 			case <-exited:
@@ -376,6 +377,7 @@ type journalTail struct {
 	rest  []byte   // a line not ended yet
 	lines []string // every ended line
 	last  string   // the last ended line
+	at    string   // the last event when the driver was last stopped
 }
 
 func (j *journalTail) count() int {

@@ -152,11 +152,12 @@ func killManifestOf(n int) string {
 // run_interrupt).
 //
 // What CLAUDOPILOT_SOAK=1 proves beyond that: 24 stops, by SIGKILL, SIGINT
-// and SIGTERM in turn, each after 1 to 4 new journal events (every pair of
-// signal and offset twice: lcm(3, 4) = 12), so every kind of event of the
-// 10-phase run, the supervisor's conflict repair included, gets a stop
-// right after it, graceful stops during merges too; with the IDE's `git
-// status` back to back and humanCommitsOf's commits during the stops.
+// and SIGTERM in turn, at killLoopStop's points (each pair of signal and
+// point twice: lcm(3, 4) = 12), so stops land during a restart's recovery,
+// after an agent's end, during merge gates and after landings all over the
+// 10-phase run, the supervisor's conflict repair included, graceful stops
+// during merges too; with the IDE's `git status` back to back and
+// humanCommitsOf's commits during the stops.
 func killStopsOf(soak bool) int {
 	if soak {
 		return 24
@@ -225,6 +226,21 @@ func TestKillLoop(t *testing.T) {
 	checkEndState(t, repo, env, lastStart, len(commits) > 0)
 }
 
+// killLoopStop is round's stop point under soak: every fourth round right
+// after the restart's first event (its recovery), the others right after
+// the round's first new done, gate (one started) or merged in turn: an
+// agent ended, a merge being gated, a phase landed. Each round so gets
+// further and the stops spread over the whole run: stops after 1 to 4 new
+// events, as before, all fell on the relaunches a restart begins with
+// (k1's and k4's launch, pgid and interrupted records, 24 of 24).
+func killLoopStop(jn *journalTail, start, round int) func() bool {
+	if round%4 == 0 {
+		return func() bool { return jn.count() > start }
+	}
+	ev := []string{"done", "gate", "merged"}[(round-round/4-1)%3]
+	return func() bool { return jn.since(start, `"ev":"`+ev+`"`) }
+}
+
 // killLoop starts the driver again and again, stopping it rounds times
 // (killStopsOf), until a run ends; it returns the stops and when the last
 // run started.
@@ -248,17 +264,14 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		// Stop after 1 to 4 new journal events: every kind of event gets
-		// a stop right after it, and each round still gets further.
-		target := start + 1 + round%4
-		kill := func() bool { return jn.count() >= target }
+		kill := killLoopStop(jn, start, round)
 		if rounds == 1 {
 			kill = func() bool { return jn.since(start, `"phase":"k4"`, `"ev":"done"`) }
 		}
 		if kills >= rounds {
 			kill = func() bool { return false }
 		}
-		stopped, err := killWhen(t, cmd, exited, kill, signals[kills%len(signals)], &out)
+		stopped, err := killWhen(t, cmd, exited, jn, kill, signals[kills%len(signals)], &out)
 		if !stopped {
 			if err != nil {
 				t.Fatalf("round %d: driver failed: %v\n%s", round, err, out.String())
@@ -266,7 +279,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 			break
 		}
 		kills++
-		after = append(after, jn.lastEvent())
+		after = append(after, jn.at)
 	}
 	t.Logf("each stop right after: %s", strings.Join(after, ", "))
 	return kills, lastStart
