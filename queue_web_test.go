@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,13 +50,22 @@ func TestQueueListenServesIssues(t *testing.T) {
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 	work := filepath.Join(dir, "work")
 	git(t, dir, env, "clone", "-q", origin, work)
+	// The agent holds until the test lets it go: it reads a line from a
+	// FIFO the test holds open (no polling; the test's end closes it, and
+	// the agent's read then fails).
 	release := filepath.Join(dir, "release")
+	if err := syscall.Mkfifo(release, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := os.OpenFile(release, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hold.Close() })
 	agent := filepath.Join(dir, "agent.sh")
-	// The agent holds until the test lets it go (an upper bound of 2 min).
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 set -e
-i=0
-while [ ! -f "$RELEASE" ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 3; sleep 0.1; done
+read -r _ <"$RELEASE"
 mkdir -p work && echo issue > work/issue.txt
 git add -A && git commit -qm "issue work"
 `), 0o755); err != nil {
@@ -186,7 +196,7 @@ git add -A && git commit -qm "issue work"
 		t.Fatalf("drain: %s", resp.Status)
 	}
 	waitState("draining", func(st web.State) bool { return st.Draining })
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
+	if _, err := hold.WriteString("go\n"); err != nil {
 		t.Fatal(err)
 	}
 	<-drained // before Wait, which closes the pipe
