@@ -274,12 +274,8 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 			return "", "", out, true, false
 		}
 	}
-	tree, err = o.Git.ReplaceFile(ctx, tree, mrel, flipped)
-	if err != nil {
-		out.Err = err
-		return "", "", out, true, false
-	}
-	commit, err = o.Git.CommitTree(ctx, tree, []string{base, tip}, o.mergeMessage(ctx, j))
+	// The flip and the merge commit are written together (one pack).
+	tree, commit, err = o.Git.ReplaceFileCommit(ctx, tree, mrel, flipped, []string{base, tip}, o.mergeMessage(ctx, j))
 	if err != nil {
 		out.Err = err
 		return "", "", out, true, false
@@ -340,7 +336,14 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, base, tip strin
 // after them in the background. again: the base moved meanwhile.
 func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []string, base, commit string) (out scheduler.MergeOutcome, again bool) {
 	j := js[len(js)-1]
-	if out, again = o.moveBase(ctx, j, base, commit); !out.OK {
+	// The branches merged go in the base's own move, each only if it
+	// still points at the tip merged (one ref transaction, not a branch
+	// -D each afterwards); the cleanup then removes their worktrees.
+	drop := make(map[string]string, len(js))
+	for i, j := range js {
+		drop["refs/heads/"+o.Layout.Branch(j.ID)] = tips[i]
+	}
+	if out, again = o.moveBase(ctx, j, base, commit, drop); !out.OK {
 		return out, again
 	}
 	// One write (and its fsyncs) for the whole train; one by one only
@@ -386,7 +389,9 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 // moveBase moves the base from base to commit in one compare-and-swap
 // and brings the base checkout along (j names the move in what it
 // reports): out.OK once it moved; again when the base moved meanwhile.
-func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit string) (out scheduler.MergeOutcome, again bool) {
+// The branches of drop (ref: the tip merged) are deleted in the same ref
+// transaction where they still point at that tip (worktree.MoveRef).
+func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit string, drop map[string]string) (out scheduler.MergeOutcome, again bool) {
 	out.ID = j.ID
 	baseRef := "refs/heads/" + o.Layout.Base
 	mrel := o.Layout.ManifestRel()
@@ -421,7 +426,7 @@ func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit
 			out.Err = err
 			return out, false
 		}
-		res, again, moved := o.land(ctx, j, lock, dir, base, commit, keep)
+		res, again, moved := o.land(ctx, j, lock, dir, base, commit, keep, drop)
 		if rerr := lock.Release(); rerr != nil && res.OK {
 			res.Detail = joinNote(res.Detail, "the base checkout's index was not written yet (finished before the next merge, or by the next run): "+rerr.Error())
 		} else if moved {
@@ -431,7 +436,7 @@ func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit
 		return res, again
 	}
 	o.base.writing(commit)
-	err = o.Git.UpdateRef(ctx, baseRef, commit, base)
+	_, err = o.Git.MoveRef(ctx, baseRef, commit, base, drop)
 	o.base.wrote(commit, err == nil)
 	if err != nil {
 		if errors.Is(err, worktree.ErrStale) {
@@ -452,7 +457,7 @@ func (o *Owner) moveBase(ctx context.Context, j scheduler.MergeJob, base, commit
 //
 // moved is true once the checkout has followed (Release then installs the
 // index).
-func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.IndexLock, dir, base, commit string, keep []string) (out scheduler.MergeOutcome, again, moved bool) {
+func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.IndexLock, dir, base, commit string, keep []string, drop map[string]string) (out scheduler.MergeOutcome, again, moved bool) {
 	out.ID = j.ID
 	// The difference of the two commits is read once, for this check and
 	// for the move below.
@@ -476,7 +481,7 @@ func (o *Owner) land(ctx context.Context, j scheduler.MergeJob, lock *worktree.I
 	// is the state this whole function exists to avoid.
 	ctx = context.WithoutCancel(ctx)
 	o.base.writing(commit)
-	err = o.Git.UpdateRef(ctx, baseRef, commit, base)
+	_, err = o.Git.MoveRef(ctx, baseRef, commit, base, drop)
 	o.base.wrote(commit, err == nil)
 	if err != nil {
 		adv.done(o.Layout)
@@ -667,8 +672,14 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string, contained boo
 		}
 	}
 	branch := o.Layout.Branch(id)
-	if cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch); err != nil || cur != tip {
-		return nil // gone, or moved on since: kept
+	cur, err := o.Git.RevParse(ctx, "refs/heads/"+branch)
+	if errors.Is(err, worktree.ErrNoRev) {
+		// Deleted with the base's move (moveBase): what branch -D also
+		// drops, its config section, goes now.
+		return errors.Join(o.Git.DropBranchConfig(ctx, branch), werr)
+	}
+	if err != nil || cur != tip {
+		return nil // moved on since: kept
 	}
 	if err := o.Git.DeleteBranch(ctx, branch); err != nil {
 		return errors.Join(err, werr)
@@ -713,7 +724,14 @@ func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		tip, ok := tips[o.Layout.Branch(id)]
 		if !ok {
-			continue // gone already
+			// Gone already, with the base's move; its worktree too,
+			// unless the driver died before the cleanup removed it.
+			if exists(o.Layout.Worktree(id)) {
+				if err := o.cleanup(ctx, id, "", "", true); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				}
+			}
+			continue
 		}
 		if base == "" {
 			if base, err = o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base); err != nil {

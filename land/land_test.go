@@ -975,6 +975,48 @@ func TestMergeScopeRoadmapAtTop(t *testing.T) {
 	}
 }
 
+// The base's move deletes the branch it merged in the same ref
+// transaction only where the branch still points at the tip merged: a
+// branch that moved on during the merge gate (a process the agent left
+// behind still committing) is kept, and the merge lands all the same.
+func TestMergeKeepsABranchThatMovedOn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "p1\n"})
+	base := f.rev("main")
+	j := job("p1", "first phase", tip)
+	j.Gate = "git update-ref refs/heads/" + f.layout.Branch("p1") + " " + base
+	f.mustMerge(j)
+	if got := f.rev("refs/heads/auto/p1"); got != base {
+		t.Errorf("the moved branch is at %s, want it kept at %s", got, base)
+	}
+	if exists(wt) {
+		t.Errorf("worktree %s left", wt)
+	}
+	if got := f.committed("main", manifestRel); got != flipped(manifestSrc, "p1") {
+		t.Errorf("committed manifest:\n%s", got)
+	}
+}
+
+// A driver killed after the base's move took the branch, before the
+// cleanup removed the worktree: the end-of-run sweep removes it.
+func TestCleanupLandedRemovesAWorktreeWithoutBranch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, manifestSrc)
+	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "p1\n"})
+	f.gitIn(f.top, "update-ref", "refs/heads/main", tip)
+	f.gitIn(f.top, "update-ref", "-d", "refs/heads/auto/p1", tip)
+	if err := f.owner.CleanupLanded(f.ctx, []string{"p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(wt) {
+		t.Errorf("p1's worktree %s is left", wt)
+	}
+	if list := f.gitIn(f.top, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Errorf("worktree still registered:\n%s", list)
+	}
+}
+
 // CleanupLanded removes what a landed phase left (a background removal
 // that failed), and never a branch the base does not contain.
 func TestCleanupLandedSweepsWhatIsLeft(t *testing.T) {

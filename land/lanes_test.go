@@ -28,4 +28,12 @@ func TestMergeCommitNamesTheLanes(t *testing.T) {
 	if got := f.gitIn(f.top, "log", "-1", "--format=%(trailers:key=Claudopilot-Lanes,valueonly)", "main"); got != "worker 1 claude; worker 1 codex; supervisor 1 codex" {
 		t.Errorf("git reads the trailer as %q", got)
 	}
+	// The branch went in the base's move (update-ref --stdin, issue 25
+	// §1); its config section, which git branch -D drops, goes too.
+	if f.branchExists("p1") {
+		t.Errorf("branch %s left", br)
+	}
+	if out, _ := f.git.GitIn(f.ctx, f.top, "config", "--local", "--get-regexp", `^branch\.`); out != "" {
+		t.Errorf("the deleted branch's config is left: %q", out)
+	}
 }

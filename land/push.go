@@ -152,7 +152,7 @@ func (o *Owner) level(ctx context.Context) (out scheduler.MergeOutcome, moved bo
 		}
 	}
 	j := scheduler.MergeJob{ID: UpstreamID}
-	res, again := o.moveBase(ctx, j, base, to)
+	res, again := o.moveBase(ctx, j, base, to, nil)
 	if again {
 		// The base moved under it: the landing reads it again and the
 		// next landing levels it.

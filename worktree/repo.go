@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -200,6 +202,96 @@ func (c *Client) DeleteBranch(ctx context.Context, name string) error {
 		return fmt.Errorf("delete branch %s: %w", name, err)
 	}
 	return nil
+}
+
+// MoveRef moves ref from oldSHA to newSHA and deletes each ref of drop
+// that still points at its value there, in one git update-ref --stdin
+// transaction: all or nothing. A landing moves the base and deletes the
+// branches it merged in one process, not an update-ref and a branch -D
+// each (issue 25 §1). When the transaction fails (a dropped branch moved
+// on since, or the ref itself), the ref alone is moved as UpdateRef moves
+// it, with its errors (ErrStale); dropped then says the refs of drop were
+// kept.
+//
+// A deleted branch's config section and its worktree are the caller's
+// (DropBranchConfig, RemoveWorktree): git branch -D would refuse a branch
+// a worktree has checked out, and the landing removes that worktree next.
+func (c *Client) MoveRef(ctx context.Context, ref, newSHA, oldSHA string, drop map[string]string) (dropped bool, err error) {
+	if len(drop) == 0 || oldSHA == "" {
+		return false, c.UpdateRef(ctx, ref, newSHA, oldSHA)
+	}
+	var in strings.Builder
+	fmt.Fprintf(&in, "update %s %s %s\n", ref, newSHA, oldSHA)
+	names := make([]string, 0, len(drop))
+	for name := range drop {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	ok := refWord(ref) && refWord(newSHA) && refWord(oldSHA)
+	for _, name := range names {
+		ok = ok && refWord(name) && refWord(drop[name]) && name != ref
+		fmt.Fprintf(&in, "delete %s %s\n", name, drop[name])
+	}
+	if ok {
+		if _, err := c.run(ctx, "", []byte(in.String()), nil, "update-ref", "--stdin"); err == nil {
+			return true, nil
+		}
+	}
+	return false, c.UpdateRef(ctx, ref, newSHA, oldSHA)
+}
+
+// refWord is true for a ref name or object id update-ref --stdin reads as
+// one word: no space, no line break, no NUL, not empty.
+func refWord(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " \t\n\r\x00")
+}
+
+// DropBranchConfig removes branch.<name>.* from the repository's config, as
+// git branch -D does, for a branch deleted by MoveRef. Git is asked only
+// when the config file names the branch (with LANES each branch has a
+// description; without, none has a section). A section already gone is no
+// error.
+func (c *Client) DropBranchConfig(ctx context.Context, name string) error {
+	name = strings.TrimPrefix(name, "refs/heads/")
+	if name == "" || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("drop the config of branch %q: invalid name", name)
+	}
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(common, "config"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil && !bytes.Contains(b, []byte(name+"\"")) && !bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(name)+"]")) {
+		return nil // no [branch "name"] (nor the old [branch.name]) section
+	}
+	c.locks().cfg.Lock() // the config file takes one writer at a time
+	defer c.locks().cfg.Unlock()
+	if _, err := c.run(ctx, "", nil, nil, "config", "--remove-section", "branch."+name); err != nil {
+		if exitCode(err) == 128 && !c.hasBranchSection(ctx, name) {
+			return nil // there was none (the name was only mentioned)
+		}
+		return fmt.Errorf("drop the config of branch %s: %w", name, err)
+	}
+	return nil
+}
+
+// hasBranchSection reports whether git reads any branch.<name>.* value
+// from the repository's config file.
+func (c *Client) hasBranchSection(ctx context.Context, name string) bool {
+	out, err := c.run(ctx, "", nil, nil, "config", "--local", "--name-only", "--get-regexp", "^branch\\.")
+	if err != nil {
+		return false
+	}
+	prefix := "branch." + name + "."
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // UpdateRef sets ref to newSHA if it currently is oldSHA (git update-ref ref
