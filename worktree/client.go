@@ -56,6 +56,8 @@ type repoLocks struct {
 	// before (NoteFresh), each taken once by TakeFresh.
 	freshMu sync.Mutex
 	fresh   map[string]bool
+	// idents: who commits, per environment (commitpack.go).
+	idents idents
 }
 
 func (c *Client) locks() *repoLocks {

@@ -407,10 +407,27 @@ func (c *Client) ReadFiles(ctx context.Context, rev string, paths ...string) ([]
 // (issue 25 §1: a hash-object and a mktree --batch before). Anything else
 // (a new file, a path that is not a plain file) goes through ReplaceFiles.
 func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte) (string, error) {
-	if err := checkRelPath(p); err != nil {
-		return "", err
+	oid, pack, hashLen, err := c.flipPack(ctx, tree, p, content)
+	if err != nil || pack == nil {
+		return oid, err
 	}
-	slow := func() (string, error) { return c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil) }
+	if err := c.unpack(ctx, pack, hashLen, [2]string{oid, "tree"}); err != nil {
+		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+	}
+	return oid, nil
+}
+
+// flipPack computes ReplaceFile's new blob and trees: the new root tree's
+// id and the objects to write, or (pack nil) the root tree ReplaceFiles
+// wrote the slow way.
+func (c *Client) flipPack(ctx context.Context, tree, p string, content []byte) (string, []packObject, int, error) {
+	if err := checkRelPath(p); err != nil {
+		return "", nil, 0, err
+	}
+	slow := func() (string, []packObject, int, error) {
+		oid, err := c.ReplaceFiles(ctx, tree, map[string][]byte{p: content}, nil)
+		return oid, nil, 0, err
+	}
 	dirs := append([]string{""}, ancestors(p)...)
 	specs := make([]string, len(dirs))
 	for i, d := range dirs {
@@ -418,7 +435,7 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 	}
 	objs, err := c.readBatch(ctx, specs...)
 	if err != nil {
-		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+		return "", nil, 0, fmt.Errorf("replace %s in %s: %w", p, tree, err)
 	}
 	raw := make([][]byte, len(dirs))
 	for i, o := range objs {
@@ -440,7 +457,7 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 	for i := len(dirs) - 1; i >= 0; i-- {
 		next, body, ok, err := setEntry(raw[i], names[i], oid, i < len(dirs)-1)
 		if err != nil {
-			return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+			return "", nil, 0, fmt.Errorf("replace %s in %s: %w", p, tree, err)
 		}
 		if !ok {
 			return slow()
@@ -448,20 +465,32 @@ func (c *Client) ReplaceFile(ctx context.Context, tree, p string, content []byte
 		oid = next
 		pack = append(pack, packObject{kind: packTree, data: body})
 	}
+	return oid, pack, hashLen, nil
+}
+
+// unpack writes pack with one git unpack-objects and checks that each
+// object of want (id, kind), computed here, is now in the store as that
+// kind: git computed each id from the bytes it was given, and a commit
+// must not point at an object that does not exist (fail closed).
+func (c *Client) unpack(ctx context.Context, pack []packObject, hashLen int, want ...[2]string) error {
 	b, err := writePack(pack, hashLen)
 	if err != nil {
-		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+		return err
 	}
 	if _, err := c.run(ctx, "", b, nil, "unpack-objects", "-q"); err != nil {
-		return "", fmt.Errorf("replace %s in %s: %w", p, tree, err)
+		return err
 	}
-	// Fail closed: git computed each id from the bytes it was given; the
-	// new root must now be in the store under the id computed here, or a
-	// commit would point at a tree that does not exist.
-	if got, err := c.readBatch(ctx, oid); err != nil || len(got) != 1 || got[0].missing || got[0].kind != "tree" {
-		return "", fmt.Errorf("replace %s in %s: the new tree %s is not in the object store after unpack-objects (%v)", p, tree, oid, err)
+	ids := make([]string, len(want))
+	for i, w := range want {
+		ids[i] = w[0]
 	}
-	return oid, nil
+	got, err := c.readBatch(ctx, ids...)
+	for i, w := range want {
+		if err != nil || len(got) != len(want) || got[i].missing || got[i].kind != w[1] {
+			return fmt.Errorf("the new %s %s is not in the object store after unpack-objects (%v)", w[1], w[0], err)
+		}
+	}
+	return nil
 }
 
 // setEntry gives the entry name of the raw tree the id oid and returns

@@ -11,8 +11,9 @@ import (
 
 // The pack object types a pack made here holds (git's object types).
 const (
-	packTree = 2
-	packBlob = 3
+	packCommit = 1
+	packTree   = 2
+	packBlob   = 3
 )
 
 // packObject is one whole (undeltified) object of a pack.
