@@ -446,6 +446,15 @@ func (e *Engine) Events() <-chan scheduler.Event { return e.events }
 // Run runs the roadmap until it is done, halts or ctx ends.
 func (e *Engine) Run(ctx context.Context) (scheduler.Summary, error) {
 	defer close(e.raw)
+	// The run keeps its long-lived git cat-file from start to end, not
+	// one per burst of landings (issue 25 §1).
+	if e.Git != nil {
+		e.Git.KeepResolvers(true)
+		defer func() {
+			e.Git.KeepResolvers(false)
+			e.Git.Close()
+		}()
+	}
 	if e.merger != nil {
 		defer e.watchBase(ctx)()
 	}

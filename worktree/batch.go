@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type resolver struct {
 	out  *bufio.Reader
 	idle *time.Timer
 	used bool // used since the idle timer last fired
+	// keep, while true, keeps it past batchIdle unused: a run keeps its
+	// resolvers (KeepResolvers) until it ends.
+	keep *atomic.Bool
 }
 
 // errBatch says the resolver could not answer; the caller asks git the
@@ -178,7 +182,7 @@ func (r *resolver) expire() {
 	if r.cmd == nil {
 		return
 	}
-	if r.used {
+	if r.used || r.keep != nil && r.keep.Load() {
 		r.used = false
 		r.idle.Reset(batchIdle)
 		return
@@ -197,8 +201,16 @@ func (r *resolver) close() {
 	r.cmd, r.in, r.out = nil, nil, nil
 }
 
+// KeepResolvers keeps (true) the long-lived git processes of the
+// client's repository, every environment's, past batchIdle unused, until
+// KeepResolvers(false) and Close: a run keeps them from its start to its
+// end, so a pause between two landings (a gate, an agent) longer than
+// batchIdle does not start another (issue 25 §1: on ext4 at load 40 the
+// resolver started 9 times in a run of 10 phases).
+func (c *Client) KeepResolvers(keep bool) { c.locks().keep.Store(keep) }
+
 // Close ends the client's long-lived git processes now (they end by
-// themselves after batchIdle unused).
+// themselves after batchIdle unused, unless kept).
 func (c *Client) Close() {
 	l := c.locks()
 	l.resMu.Lock()
@@ -223,7 +235,7 @@ func (l *repoLocks) resolverFor(c *Client) *resolver {
 	}
 	r := l.resolvers[key]
 	if r == nil {
-		r = &resolver{}
+		r = &resolver{keep: &l.keep}
 		l.resolvers[key] = r
 	}
 	return r

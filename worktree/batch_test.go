@@ -95,3 +95,40 @@ func TestResolverAnswersAsRevParse(t *testing.T) {
 		t.Errorf("%d cat-file --batch-command and %d rev-parse or cat-file --batch processes for 44 lookups and reads, want 1 and 0", resolvers, others)
 	}
 }
+
+// A run keeps its resolver past batchIdle unused (KeepResolvers): the idle
+// timer's expiry, called here as the timer calls it, closes it only when
+// it is not kept; Close ends it whatever the setting.
+func TestResolverKeptForTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	c.KeepResolvers(true)
+	if _, err := c.RevParse(ctx, "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	r := c.locks().resolverFor(c)
+	alive := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.cmd != nil
+	}
+	r.expire() // used since: kept by any setting
+	r.expire() // unused for batchIdle
+	if !alive() {
+		t.Fatal("a kept resolver was closed after batchIdle unused")
+	}
+	c.KeepResolvers(false)
+	r.expire()
+	if alive() {
+		t.Error("the resolver outlived batchIdle unused once no longer kept")
+	}
+	c.KeepResolvers(true)
+	if _, err := c.RevParse(ctx, "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if alive() {
+		t.Error("Close left the resolver running")
+	}
+}

@@ -52,6 +52,7 @@ type repoLocks struct {
 	// environment (batch.go).
 	resMu     sync.Mutex
 	resolvers map[string]*resolver
+	keep      atomic.Bool // KeepResolvers
 	// fresh: commits an absorb brought in that the store did not hold
 	// before (NoteFresh), each taken once by TakeFresh.
 	freshMu sync.Mutex
