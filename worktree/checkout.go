@@ -38,8 +38,13 @@ type TreeDiff struct {
 	fields   []string // NUL-separated diff-tree -z --raw output
 }
 
-// treeDiff reads the raw difference between two commits.
+// treeDiff reads the raw difference between two commits: from their
+// trees through the long-lived cat-file (readTreeDiff), or from git
+// diff-tree where that cannot answer.
 func (c *Client) treeDiff(ctx context.Context, oldSHA, newSHA string) (*TreeDiff, error) {
+	if fields, err := c.readTreeDiff(ctx, oldSHA, newSHA); err == nil {
+		return &TreeDiff{old: oldSHA, new: newSHA, fields: fields}, nil
+	}
 	out, err := c.run(ctx, "", nil, nil, "diff-tree", "-r", "--no-renames", "--raw", "-z", "--end-of-options", oldSHA, newSHA)
 	if err != nil {
 		return nil, err
