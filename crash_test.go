@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,12 +73,11 @@ done
 // restart must land each exactly once, gated, with every agent commit.
 //
 // What CLAUDOPILOT_SOAK=1 proves beyond that: a kill right after every
-// kind of journal event (launch, exit, merging, gate, merged, ...), at
-// every point of the 6-phase run (a join and a tail too), again and again
-// until the run ends, each restart killed in its turn (its relaunches and
-// recovery included). It kills after 1, 2, ... 8 new journal events in
-// turn, in crashShifts runs whose offsets are shifted, so a given event
-// of the run meets a different offset in each.
+// kind of journal event the run writes (crashKinds), all over the 6-phase
+// run (a join and a tail too), again and again until the run ends, each
+// restart killed in its turn (its recovery included). Each of the
+// crashShifts runs kills after every kind; their shifts make a given
+// phase meet different kinds.
 func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the driver dozens of times")
@@ -94,13 +94,24 @@ func TestCrashResume(t *testing.T) {
 	for shift := range crashShifts {
 		t.Run(fmt.Sprintf("shift%d", shift), func(t *testing.T) {
 			t.Parallel()
-			crashResume(t, bin, crashPlan{phases: 6, shift: shift, maxKills: 400})
+			crashResume(t, bin, crashPlan{phases: 6, shift: shift * len(crashKinds) / crashShifts, maxKills: 400, kinds: crashKinds})
 		})
 	}
 }
 
-// crashShifts is how many shifted runs TestCrashResume makes under soak.
-const crashShifts = 8
+// crashKinds are the journal events of the crash scenario's run (the
+// run's start, an agent launched, its pgid, its usage, its end, a merge
+// gate started, a landing). Killing after 1 to 8 new events instead
+// livelocked once a restart needed more than 8 to land anything (it
+// relaunches its phases first): in the soak at 8780d3b, at load 30-50,
+// shifts 0, 1 and 7 had 800-1,000 journal events and one phase merged
+// after 30 minutes, and so did shifts 0, 3, 4 and 7 alone at 431a318.
+var crashKinds = []string{"run", "launch", "pgid", "usage", "done", "gate", "merged"}
+
+// crashShifts and crashStackedShifts are how many runs TestCrashResume and
+// TestCrashResumeStacked make under soak (8 and 4 before: each run kills
+// after every kind now, and more shifts only meet other phases).
+const crashShifts, crashStackedShifts = 2, 2
 
 // TestCrashResumeStacked is TestCrashResume with speculative stacking
 // (--stack, #17): p2 and p3 may start on p1's tip, p5 on the last of
@@ -119,22 +130,24 @@ func TestCrashResumeStacked(t *testing.T) {
 	}
 	t.Parallel()
 	bin := selfAs(t, "claudopilot")
-	reps, maxKills := 4, 400 // under soak only (above)
+	reps, maxKills := crashStackedShifts, 400 // under soak only (above)
 	for rep := range reps {
 		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
 			t.Parallel()
-			crashResume(t, bin, crashPlan{phases: 6, shift: rep, maxKills: maxKills}, "--stack")
+			kinds := append(slices.Clone(crashKinds), "stacked") // a phase started on its dep's tip
+			crashResume(t, bin, crashPlan{phases: 6, shift: rep * len(kinds) / reps, maxKills: maxKills, kinds: kinds}, "--stack")
 		})
 	}
 }
 
 // crashPlan is one crash scenario: the manifest's first phases phases;
 // kills right after the first new killAfter event of a round, or (killAfter
-// "") after 1 to 8 new journal events in turn, shifted by shift; at most
-// maxKills kills before the driver may finish.
+// "") of kinds in turn, starting at shift; at most maxKills kills
+// before the driver may finish.
 type crashPlan struct {
 	phases, shift, maxKills int
 	killAfter               string
+	kinds                   []string
 }
 
 // crashResume runs the crash scenario once and checks every promise.
@@ -187,7 +200,7 @@ func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPlan) (kills int, lastOut string) {
 	t.Helper()
 	jn := &journalTail{path: filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")}
-	var after []string // the event each kill came right after
+	var at []string // the event each kill came right after
 	// failures keeps the output of every killed round that saw a phase
 	// fail, so a final failure can be traced back to where it began.
 	var failures strings.Builder
@@ -206,16 +219,14 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		// Kill after 1 to 8 new journal events: over the rounds every
-		// kind of event gets a kill right after it, and the longer runs
-		// make progress past the relaunches a restart begins with.
-		target := start + 1 + (round+plan.shift)%8
-		kill := func() bool {
-			if plan.killAfter != "" {
-				return jn.since(start, `"ev":"`+plan.killAfter+`"`)
-			}
-			return jn.count() >= target
+		// Kill right after the round's first new event of a kind, the
+		// kinds in turn (crashKinds): every kind gets a kill right after
+		// it, and each turn lands a phase at least (its merged).
+		after := plan.killAfter
+		if after == "" {
+			after = plan.kinds[(round+plan.shift)%len(plan.kinds)]
 		}
+		kill := func() bool { return jn.since(start, `"ev":"`+after+`"`) }
 		if kills >= plan.maxKills {
 			kill = func() bool { return false } // enough kills: let this run end
 		}
@@ -231,9 +242,9 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 			fmt.Fprintf(&failures, "--- round %d (killed) ---\n%s", round, lastOut)
 		}
 		kills++
-		after = append(after, jn.at)
+		at = append(at, jn.at)
 	}
-	t.Logf("%d kills, each right after: %s", kills, strings.Join(after, ", "))
+	t.Logf("%d kills, each right after: %s", kills, strings.Join(at, ", "))
 	return kills, lastOut
 }
 
