@@ -136,7 +136,7 @@ type webStep struct {
 
 // startWebRun commits files in a new repository and starts `claudopilot
 // run roadmap --listen` there with args; its agents wait for lines in
-// $RELEASE (r.release).
+// $RELEASE (r.finish) or read a line from $WORK/go.fifo or end.fifo (r.let).
 func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun {
 	t.Helper()
 	if testing.Short() {
@@ -296,19 +296,6 @@ func clickNow(sel string) chromedp.Action[chromedp.Void] {
 		}
 		return chromedp.Void{}, err
 	}
-}
-
-// release lets the agents waiting for line in $RELEASE go on.
-func (r *webRun) release(line string) chromedp.Action[chromedp.Void] {
-	return do(func() error {
-		f, err := os.OpenFile(filepath.Join(r.dir, "release"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = f.WriteString(line + "\n")
-		return err
-	})
 }
 
 // let lets one agent waiting on the FIFO $WORK/<name>.fifo go on
