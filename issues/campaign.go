@@ -3,9 +3,9 @@ package issues
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/internal/lazy"
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/scheduler"
 )
@@ -18,7 +18,7 @@ const CampaignDir = "claudopilot/campaigns"
 const DefaultCampaignPrefix = "campaign:"
 
 // campaignName is a campaign's name as a goal file may be named after it.
-var campaignName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var campaignName = lazy.Regexp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // CampaignProtected declares the goal files for the landing's check
 // (package protect): they steer the agents of a campaign's issues.
@@ -51,7 +51,7 @@ func (q *Queue) campaign(ctx context.Context, is *Issue, nd *scheduler.OutsideNo
 		return
 	}
 	nd.Priority, nd.Campaign = 1, name
-	if !campaignName.MatchString(name) {
+	if !campaignName().MatchString(name) {
 		q.logIssue(is.Number, "campaign %q: no goal file is read for a name that is not letters, digits, '.', '-', '_'", name)
 		return
 	}

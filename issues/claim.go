@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // The claim protocol. Every claim, release and end of work is an issue
@@ -42,7 +43,7 @@ func NewInstance() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(3))
 }
 
-var markerRe = regexp.MustCompile(`<!-- claudopilot:(claim|release|end)((?: [a-z]+=[^ >]*)*) -->`)
+var markerRe = lazy.Regexp(`<!-- claudopilot:(claim|release|end)((?: [a-z]+=[^ >]*)*) -->`)
 
 type marker struct {
 	kind     string // claim, release, end
@@ -52,7 +53,7 @@ type marker struct {
 }
 
 func parseMarker(body string) (marker, bool) {
-	m := markerRe.FindStringSubmatch(body)
+	m := markerRe().FindStringSubmatch(body)
 	if m == nil {
 		return marker{}, false
 	}

@@ -2,13 +2,14 @@ package issues
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // Deps are the dependencies an issue body declares.
@@ -97,25 +98,25 @@ func ParseIssueID(id string) (int, bool) {
 var (
 	// depLine matches a dependency sentence: "Depends on #12",
 	// "Blocked by: #12, #14", "depends on phase-03 and #4."
-	depLine = regexp.MustCompile(`(?i)^\s*(?:depends\s+on|blocked\s+by)\s*:?\s+(.+)$`)
+	depLine = lazy.Regexp(`(?i)^\s*(?:depends\s+on|blocked\s+by)\s*:?\s+(.+)$`)
 	// depHeading matches the title of a dependency section.
-	depHeading = regexp.MustCompile(`(?i)^\s*(?:dependencies|depends\s+on|blocked\s+by)\s*:?\s*$`)
+	depHeading = lazy.Regexp(`(?i)^\s*(?:dependencies|depends\s+on|blocked\s+by)\s*:?\s*$`)
 	// phaseLike is what an unknown word must look like to be taken for a
 	// phase id: letters and a digit ("phase-03", "p1"); plain words never are.
-	phaseLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]*[0-9][A-Za-z0-9._-]*$`)
-	idChars   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	phaseLike = lazy.Regexp(`^[A-Za-z][A-Za-z0-9._-]*[0-9][A-Za-z0-9._-]*$`)
+	idChars   = lazy.Regexp(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
 	// repoRef is "owner/repo#12".
-	repoRef = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#([1-9][0-9]{0,8})$`)
+	repoRef = lazy.Regexp(`^([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)#([1-9][0-9]{0,8})$`)
 	// issueURL is an issue's or pull request's page on any GitHub host,
 	// with or without a fragment (a comment's link).
-	issueURL = regexp.MustCompile(`^https?://[^/\s]+/([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)/(?:issues|pull)/([1-9][0-9]{0,8})(?:[/?#][^\s]*)?$`)
+	issueURL = lazy.Regexp(`^https?://[^/\s]+/([A-Za-z0-9][A-Za-z0-9-]*)/([A-Za-z0-9._-]+)/(?:issues|pull)/([1-9][0-9]{0,8})(?:[/?#][^\s]*)?$`)
 )
 
 // parseRef reads "owner/repo#N" or an issue URL.
 func parseRef(w string) (Ref, bool) {
-	m := repoRef.FindStringSubmatch(w)
+	m := repoRef().FindStringSubmatch(w)
 	if m == nil {
-		m = issueURL.FindStringSubmatch(w)
+		m = issueURL().FindStringSubmatch(w)
 	}
 	if m == nil {
 		return Ref{}, false
@@ -170,7 +171,7 @@ func (p *depParser) blocks(n ast.Node, inList bool, depth int) {
 			lines := p.lines(c)
 			title := strings.Join(lines, " ")
 			switch {
-			case depHeading.MatchString(title):
+			case depHeading().MatchString(title):
 				p.section = c.Level
 			case p.section > 0 && c.Level <= p.section:
 				p.section = 0
@@ -179,11 +180,11 @@ func (p *depParser) blocks(n ast.Node, inList bool, depth int) {
 			// Quoted or literal text declares nothing.
 		case *ast.Paragraph, *ast.TextBlock:
 			lines := p.lines(c)
-			if len(lines) == 1 && depHeading.MatchString(stripEmphasisMarks(lines[0])) {
+			if len(lines) == 1 && depHeading().MatchString(stripEmphasisMarks(lines[0])) {
 				label = true
 			}
 			for i, l := range lines {
-				if m := depLine.FindStringSubmatch(l); m != nil {
+				if m := depLine().FindStringSubmatch(l); m != nil {
 					p.refs(m[1])
 					continue
 				}
@@ -262,7 +263,7 @@ func (p *depParser) refs(s string) {
 		if strings.HasPrefix(w, "#") {
 			return
 		}
-		if idChars.MatchString(w) && ((p.isPhase != nil && p.isPhase(w)) || phaseLike.MatchString(w)) {
+		if idChars().MatchString(w) && ((p.isPhase != nil && p.isPhase(w)) || phaseLike().MatchString(w)) {
 			p.deps.addPhase(w)
 			continue
 		}

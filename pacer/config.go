@@ -2,9 +2,10 @@ package pacer
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // LaneConfig is a lane as the user configured it: what it runs and how it
@@ -75,7 +76,7 @@ func Keys() []Key {
 	}
 }
 
-var laneID = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+var laneID = lazy.Regexp(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
 // EnvName is the canonical name of a lane's setting: LANE_<ID>_<KEY>,
 // with the id upper-cased and '-' as '_' so it is a valid environment
@@ -103,7 +104,7 @@ func Parse(lanes string, get func(string) (string, bool)) ([]LaneConfig, error) 
 	seen := map[string]bool{}
 	var out []LaneConfig
 	for _, id := range ids {
-		if !laneID.MatchString(id) {
+		if !laneID().MatchString(id) {
 			return nil, fmt.Errorf("LANES: lane id %q: want a letter, then letters, digits, - or _", id)
 		}
 		if seen[strings.ToLower(id)] {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // Kind is what an agent's output says about why it stopped.
@@ -35,8 +37,8 @@ var (
 	// your session limit", Codex's "You've hit your usage limit" and
 	// usage_limit_reached, opencode's "Free usage exceeded" (the
 	// fixtures in testdata/limits name their sources).
-	rateLimitRe = regexp.MustCompile(`(?i)rate.?limit|usage.?limit|\b429\b|too many requests|please (?:retry|wait)|exceeded.*(?:quota|limit)|quota exceeded|usage exceeded|hit (?:your|the) (?:\w+ )?limit\b`)
-	transientRe = regexp.MustCompile(`(?i)api error|overloaded|5[0-9][0-9] internal server error|bad gateway|service unavailable|socket connection was closed`)
+	rateLimitRe = lazy.Regexp(`(?i)rate.?limit|usage.?limit|\b429\b|too many requests|please (?:retry|wait)|exceeded.*(?:quota|limit)|quota exceeded|usage exceeded|hit (?:your|the) (?:\w+ )?limit\b`)
+	transientRe = lazy.Regexp(`(?i)api error|overloaded|5[0-9][0-9] internal server error|bad gateway|service unavailable|socket connection was closed`)
 )
 
 // Classify looks at the last TailLines lines of output. A rate limit wins
@@ -46,10 +48,10 @@ func Classify(tail []string) Kind {
 	tail = lastN(tail, TailLines)
 	kind := None
 	for _, l := range tail {
-		if rateLimitRe.MatchString(l) {
+		if rateLimitRe().MatchString(l) {
 			return RateLimit
 		}
-		if kind == None && transientRe.MatchString(l) {
+		if kind == None && transientRe().MatchString(l) {
 			kind = Transient
 		}
 	}
@@ -90,31 +92,31 @@ const (
 
 var (
 	// "retry in 42 seconds", "wait 5 minutes", "try again in 2 hours 5 minutes".
-	relHintRe = regexp.MustCompile(`(?i)\b(?:in|wait|after|for)\s+(?:about\s+|approximately\s+|approx\.?\s+|~\s*)?(` +
+	relHintRe = lazy.Regexp(`(?i)\b(?:in|wait|after|for)\s+(?:about\s+|approximately\s+|approx\.?\s+|~\s*)?(` +
 		hintPair + `(?:\s*,?\s*(?:and\s+)?` + hintPair + `)*)`)
-	hintPairRe = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*` + hintUnit)
+	hintPairRe = lazy.Regexp(`(?i)(\d+(?:\.\d+)?)\s*` + hintUnit)
 	// A bare "in 5s" is everywhere in build output ("done in 5s"), so a
 	// relative hint counts only near words that speak of waiting or limits.
-	hintContextRe = regexp.MustCompile(`(?i)retry|try again|wait|available|reset|cool ?down|limit|quota|\b429\b|too many requests`)
+	hintContextRe = lazy.Regexp(`(?i)retry|try again|wait|available|reset|cool ?down|limit|quota|\b429\b|too many requests`)
 	// HTTP header style, seconds.
-	retryAfterRe = regexp.MustCompile(`(?i)\bretry-after:?\s*(\d+)\b`)
+	retryAfterRe = lazy.Regexp(`(?i)\bretry-after:?\s*(\d+)\b`)
 	// "resets 3pm", "resets at 3:30 PM", "reset at 15:00 (UTC)",
 	// "will reset at 3pm (America/New_York)".
-	resetAtRe = regexp.MustCompile(`(?i)\bresets?\s+(?:(at)\s+)?(\d{1,2})(?::(\d{2}))?(?:\s*([ap])\.?m\b\.?|\b)(?:\s*\(?\s*(utc|gmt|[a-z]+(?:/[a-z0-9_+-]+)+)\b\)?)?`)
+	resetAtRe = lazy.Regexp(`(?i)\bresets?\s+(?:(at)\s+)?(\d{1,2})(?::(\d{2}))?(?:\s*([ap])\.?m\b\.?|\b)(?:\s*\(?\s*(utc|gmt|[a-z]+(?:/[a-z0-9_+-]+)+)\b\)?)?`)
 	// Claude Code's "Claude AI usage limit reached|1750000000"; Codex's
 	// usage_limit_reached error, "resets_at":1777936568 (its quotes
 	// escaped when it is quoted in a JSON event's message).
-	epochRe = regexp.MustCompile(`(?i)(?:limit reached\||\\?"resets_at\\?"\s*:\s*)(\d{9,11})\b`)
+	epochRe = lazy.Regexp(`(?i)(?:limit reached\||\\?"resets_at\\?"\s*:\s*)(\d{9,11})\b`)
 	// Codex's usage_limit_reached error, "resets_in_seconds":13872.
-	resetsInRe = regexp.MustCompile(`(?i)\\?"resets_in_seconds\\?"\s*:\s*(\d+)\b`)
+	resetsInRe = lazy.Regexp(`(?i)\\?"resets_in_seconds\\?"\s*:\s*(\d+)\b`)
 	// Codex's "try again at 6:44 PM." (today) and "try again at Sep 27th,
 	// 2026 4:59 AM." (in the driver's zone, as Codex writes it).
-	tryAtRe = regexp.MustCompile(`(?i)\btry again at\s+(?:([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([ap])\.?m\b`)
+	tryAtRe = lazy.Regexp(`(?i)\btry again at\s+(?:([a-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+)?(\d{1,2}):(\d{2})\s*([ap])\.?m\b`)
 	// "6h16m", "2m22s": opencode's compact countdowns, spaced out for
 	// hintPairRe.
-	compactRe = regexp.MustCompile(`(?i)(\d)([dhms])(\d)`)
+	compactRe = lazy.Regexp(`(?i)(\d)([dhms])(\d)`)
 	// "resets at 2025-01-05T15:00:00Z", "try again at 2025-01-05 15:00 UTC".
-	isoRe = regexp.MustCompile(`(?i)\b(?:resets?|until|available|try again|retry)\s+(?:at\s+|on\s+)?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|\s*UTC|[+-]\d{2}:?\d{2})?)`)
+	isoRe = lazy.Regexp(`(?i)\b(?:resets?|until|available|try again|retry)\s+(?:at\s+|on\s+)?(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|\s*UTC|[+-]\d{2}:?\d{2})?)`)
 )
 
 // CooldownHint returns how long the output says to wait, from the last hint
@@ -133,8 +135,8 @@ func CooldownHint(tail []string, now time.Time, def time.Duration) time.Duration
 // "try again at 6:44 PM", an epoch) or a wait ("try again in 2 hours").
 func ResetHint(tail []string, now time.Time) (time.Duration, bool) {
 	for i := len(tail) - 1; i >= 0; i-- {
-		ctx := hintContextRe.MatchString(tail[i])
-		cont := i > 0 && hintContextRe.MatchString(tail[i-1])
+		ctx := hintContextRe().MatchString(tail[i])
+		cont := i > 0 && hintContextRe().MatchString(tail[i-1])
 		if d, ok := lineHint(tail[i], now, ctx, cont); ok {
 			return d, true
 		}
@@ -152,7 +154,7 @@ func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) 
 	if d, ok := absoluteHint(line, now); ok {
 		return d, true
 	}
-	line = compactRe.ReplaceAllString(line, "$1$2 $3")
+	line = compactRe().ReplaceAllString(line, "$1$2 $3")
 	best, bestAt := time.Duration(0), -1
 	try := func(at int, d time.Duration, ok bool) {
 		if ok && d > 0 && d <= maxHint && at > bestAt {
@@ -160,7 +162,7 @@ func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) 
 		}
 	}
 	if ctx || cont {
-		for _, m := range relHintRe.FindAllStringSubmatchIndex(line, -1) {
+		for _, m := range relHintRe().FindAllStringSubmatchIndex(line, -1) {
 			if !ctx && strings.TrimSpace(line[:m[0]]) != "" {
 				continue
 			}
@@ -168,7 +170,7 @@ func lineHint(line string, now time.Time, ctx, cont bool) (time.Duration, bool) 
 			try(m[0], d, ok)
 		}
 	}
-	for _, re := range []*regexp.Regexp{retryAfterRe, resetsInRe} {
+	for _, re := range []*regexp.Regexp{retryAfterRe(), resetsInRe()} {
 		for _, m := range re.FindAllStringSubmatchIndex(line, -1) {
 			n, err := strconv.Atoi(line[m[2]:m[3]])
 			try(m[0], time.Duration(n)*time.Second, err == nil && n < int(maxHint/time.Second))
@@ -186,19 +188,19 @@ func absoluteHint(line string, now time.Time) (time.Duration, bool) {
 			best, bestAt = d, at
 		}
 	}
-	for _, m := range resetAtRe.FindAllStringSubmatchIndex(line, -1) {
+	for _, m := range resetAtRe().FindAllStringSubmatchIndex(line, -1) {
 		d, ok := parseResetAt(line, m, now)
 		try(m[0], d, ok)
 	}
-	for _, m := range epochRe.FindAllStringSubmatchIndex(line, -1) {
+	for _, m := range epochRe().FindAllStringSubmatchIndex(line, -1) {
 		n, err := strconv.ParseInt(line[m[2]:m[3]], 10, 64)
 		try(m[0], time.Unix(n, 0).Sub(now), err == nil)
 	}
-	for _, m := range isoRe.FindAllStringSubmatchIndex(line, -1) {
+	for _, m := range isoRe().FindAllStringSubmatchIndex(line, -1) {
 		t, ok := parseISO(line[m[2]:m[3]], now.Location())
 		try(m[0], t.Sub(now), ok)
 	}
-	for _, m := range tryAtRe.FindAllStringSubmatchIndex(line, -1) {
+	for _, m := range tryAtRe().FindAllStringSubmatchIndex(line, -1) {
 		t, ok := parseTryAt(line, m, now)
 		try(m[0], t.Sub(now), ok)
 	}
@@ -241,7 +243,7 @@ func parseTryAt(line string, m []int, now time.Time) (time.Time, bool) {
 
 func parseDurationSeq(s string) (time.Duration, bool) {
 	var total float64
-	for _, p := range hintPairRe.FindAllStringSubmatch(s, -1) {
+	for _, p := range hintPairRe().FindAllStringSubmatch(s, -1) {
 		n, err := strconv.ParseFloat(p[1], 64)
 		if err != nil {
 			return 0, false

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/lazy"
 	"github.com/claudopilot/claudopilot/secret"
 )
 
@@ -56,7 +56,7 @@ type Filed struct {
 // scanner and the fingerprint, read back by the dedupe.
 const markerTag = "<!-- claudopilot-scanner "
 
-var markerRE = regexp.MustCompile(`<!-- claudopilot-scanner (\{[^\n]*\}) -->`)
+var markerRE = lazy.Regexp(`<!-- claudopilot-scanner (\{[^\n]*\}) -->`)
 
 type marker struct {
 	Scanner     string `json:"scanner"`
@@ -77,7 +77,7 @@ func (f *Filer) Plan(ctx context.Context, scanner string, cands []Candidate) (fi
 	}
 	openFP, openTitle := map[string]int{}, map[string]int{}
 	for _, o := range open {
-		for _, m := range markerRE.FindAllStringSubmatch(o.Body, -1) {
+		for _, m := range markerRE().FindAllStringSubmatch(o.Body, -1) {
 			var mk marker
 			if json.Unmarshal([]byte(m[1]), &mk) == nil {
 				openFP[key(mk.Scanner, mk.Fingerprint)] = o.Number

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 //go:embed contract.md
 var contractText string
 
-var contract = template.Must(template.New("contract").Parse(contractText))
+// contract is parsed at its first use, not at every driver start (issue 23).
+var contract = sync.OnceValue(func() *template.Template { return template.Must(template.New("contract").Parse(contractText)) })
 
 // Runner runs one scanner: a read-only process in a detached, read-only
 // checkout of the base's tip (the reviewers' kind of run: package work's
@@ -91,7 +93,7 @@ func (r *Runner) Prompt(set *Set, sc Scanner, head string) ([]byte, error) {
 		b.WriteString("\n## About this project (" + Dir + "/" + ContextFile + ")\n\n")
 		b.WriteString(strings.TrimRight(set.Context, "\n") + "\n")
 	}
-	err := contract.Execute(&b, map[string]any{"Base": r.base(), "Head": head, "Focus": strings.Join(r.Focus, ", "), "Max": max(r.Max, 1)})
+	err := contract().Execute(&b, map[string]any{"Base": r.base(), "Head": head, "Focus": strings.Join(r.Focus, ", "), "Max": max(r.Max, 1)})
 	return b.Bytes(), err
 }
 

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/claudopilot/claudopilot/internal/lazy"
 	"github.com/claudopilot/claudopilot/protect"
 )
 
@@ -62,7 +62,7 @@ func (s *Set) Names() []string {
 }
 
 // validName is a scanner's name: the file name of its prompt, without .md.
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+var validName = lazy.Regexp(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
 // Load reads the built-in scanners and the committed ones in top's Dir.
 // A committed file that cannot be a scanner (a name that is not lower
@@ -102,7 +102,7 @@ func Load(top string) (*Set, error) {
 			continue
 		}
 		name := strings.TrimSuffix(f.Name(), ".md")
-		if !validName.MatchString(name) {
+		if !validName().MatchString(name) {
 			return nil, fmt.Errorf("%s: a scanner's name is lower-case letters, digits, - and _ (at most 40), got %q", rel, name)
 		}
 		if strings.TrimSpace(string(b)) == "" {

@@ -1,5 +1,7 @@
 package secret
 
+import "sync"
+
 // Most lines hold no secret, and the regular expressions are what a scan
 // spends its time on. One pass over a line's bytes says which rules may
 // hit it (hintMask); only those run.
@@ -15,17 +17,17 @@ var nameHints = append(append([]string(nil), secretWords...), "pass", "pwd", "ke
 
 // hintTable maps a pair of bytes, in lower case, to the rules one of
 // whose hints starts with it.
-var hintTable = buildHints()
+var hintTable = sync.OnceValue(buildHints)
 
 func buildHints() *[1 << 16]uint64 {
-	if len(Shapes) > 60 {
+	if len(Shapes()) > 60 {
 		panic("secret: more shapes than a hint mask has bits")
 	}
 	t := new([1 << 16]uint64)
 	add := func(h string, bit uint64) {
 		t[int(lower(h[0]))<<8|int(lower(h[1]))] |= bit
 	}
-	for i, s := range Shapes {
+	for i, s := range Shapes() {
 		for _, h := range s.Hints {
 			add(h, 1<<i)
 		}
@@ -52,10 +54,11 @@ func hintMask(line string) uint64 {
 	if len(line) < 2 {
 		return 0
 	}
+	t := hintTable()
 	prev := lower(line[0])
 	for i := 1; i < len(line); i++ {
 		c := lower(line[i])
-		m |= hintTable[int(prev)<<8|int(c)]
+		m |= t[int(prev)<<8|int(c)]
 		prev = c
 	}
 	return m

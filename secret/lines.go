@@ -1,8 +1,9 @@
 package secret
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // A run of consecutive added lines is read as a whole, for what spans
@@ -87,7 +88,7 @@ func firstWord(s string) string {
 
 // blockKey is a YAML key whose value is a block scalar on the lines
 // below ("password: |").
-var blockKey = regexp.MustCompile(`^(\s*)(?:-\s+)?["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?\s*:\s*[|>][-+0-9]*\s*(?:#.*)?$`)
+var blockKey = lazy.Regexp(`^(\s*)(?:-\s+)?["']?([A-Za-z_][A-Za-z0-9_.\-]*)["']?\s*:\s*[|>][-+0-9]*\s*(?:#.*)?$`)
 
 // blockHits reads a YAML block scalar's first line as the value of the
 // key on line a.
@@ -95,7 +96,7 @@ func blockHits(a, b string, i int) []lineHit {
 	if !strings.ContainsAny(a, "|>") || !strings.Contains(a, ":") || hintMask(a)&nameBit == 0 {
 		return nil
 	}
-	m := blockKey.FindStringSubmatch(a)
+	m := blockKey().FindStringSubmatch(a)
 	if m == nil {
 		return nil
 	}
@@ -112,12 +113,12 @@ func blockHits(a, b string, i int) []lineHit {
 }
 
 // allowRe is the comment that accepts a known false positive on its line.
-var allowRe = regexp.MustCompile(`claudopilot:allow-secret((?:[ \t,]+[a-z0-9-]+)+)`)
+var allowRe = lazy.Regexp(`claudopilot:allow-secret((?:[ \t,]+[a-z0-9-]+)+)`)
 
 // allows lists the rules line's allow comment names.
 func allows(line string) []string {
 	var out []string
-	for _, m := range allowRe.FindAllStringSubmatch(line, -1) {
+	for _, m := range allowRe().FindAllStringSubmatch(line, -1) {
 		out = append(out, strings.FieldsFunc(m[1], func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })...)
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Redacted stands for every secret the Redactor removes.
@@ -278,15 +279,15 @@ func (st *stream) line(l string) string {
 		return Redacted + l[i:]
 	}
 	out := redactHits(l)
-	if strings.Contains(l, "PRIVATE KEY") && Shapes[privateKeyShape].Re.MatchString(l) {
-		m := Shapes[privateKeyShape].Re.FindAllString(l, -1)
+	if strings.Contains(l, "PRIVATE KEY") && Shapes()[privateKeyShape()].Re.MatchString(l) {
+		m := Shapes()[privateKeyShape()].Re.FindAllString(l, -1)
 		st.inKey = !strings.Contains(m[len(m)-1], keyEnd)
 	}
 	return out
 }
 
 // privateKeyShape is the private key's index in Shapes.
-var privateKeyShape = slices.IndexFunc(Shapes, func(s Shape) bool { return s.Rule == rulePrivateKey })
+var privateKeyShape = sync.OnceValue(func() int { return slices.IndexFunc(Shapes(), func(s Shape) bool { return s.Rule == rulePrivateKey }) })
 
 // knownHits finds the known values in line, for the scan: a landing
 // must not carry the driver's own secrets either.

@@ -2,10 +2,12 @@ package secret
 
 import (
 	"math"
-	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // hit is one secret in a line: its rule, a detail (the name it is
@@ -26,11 +28,11 @@ const (
 
 // Rules are the names a hit carries, for allow comments and docs.
 // (The shapes' first, in Shapes' order.)
-var Rules = rules()
+var Rules = sync.OnceValue(rules)
 
 func rules() []string {
 	var out []string
-	for _, s := range Shapes {
+	for _, s := range Shapes() {
 		if !slices.Contains(out, s.Rule) {
 			out = append(out, s.Rule)
 		}
@@ -178,17 +180,17 @@ func secretLooking(v string) bool {
 }
 
 // envName is a value that is a variable's name (GITHUB_TOKEN).
-var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+var envName = lazy.Regexp(`^[A-Z][A-Z0-9_]*$`)
 
 // pathLike is a value that is a file's path.
-var pathLike = regexp.MustCompile(`^(?:~|\.{1,2})?/|^[a-z0-9_.-]+(?:/[a-z0-9_.-]+)+$`)
+var pathLike = lazy.Regexp(`^(?:~|\.{1,2})?/|^[a-z0-9_.-]+(?:/[a-z0-9_.-]+)+$`)
 
 // literalLooking is the weaker test for a literal under a strong name
 // ("password": "hunter22"): 8 characters or more, three letters or more,
 // two of lower case, upper case and digits, no space, and not a
 // reference, a placeholder, a variable's name or a path.
 func literalLooking(v string) bool {
-	if len(v) < 8 || strings.ContainsAny(v, " \t") || reference(v) || envName.MatchString(v) || pathLike.MatchString(v) {
+	if len(v) < 8 || strings.ContainsAny(v, " \t") || reference(v) || envName().MatchString(v) || pathLike().MatchString(v) {
 		return false
 	}
 	low := strings.ToLower(v)
@@ -222,13 +224,13 @@ func mayRepeatName(low string) bool {
 
 // identifier is a value made of words (camelCase, snake_case,
 // kebab-case): a name in code, not a random string.
-var identifier = regexp.MustCompile(`^(?:[a-z]+(?:[A-Z][a-z]+)+|[A-Z]?[a-z]+(?:[_.-][A-Za-z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+)$`)
+var identifier = lazy.Regexp(`^(?:[a-z]+(?:[A-Z][a-z]+)+|[A-Z]?[a-z]+(?:[_.-][A-Za-z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+)$`)
 
 // highEntropy is a long random-looking string: 16 characters or more of
 // base64, hex or token characters, at least 3.5 bits per character, and
 // not made of words.
 func highEntropy(v string) bool {
-	if len(v) < 16 || reference(v) || identifier.MatchString(v) || pathLike.MatchString(v) {
+	if len(v) < 16 || reference(v) || identifier().MatchString(v) || pathLike().MatchString(v) {
 		return false
 	}
 	for _, r := range v {

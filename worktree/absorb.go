@@ -10,7 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+
+	"github.com/claudopilot/claudopilot/internal/lazy"
 )
 
 // unpackLimit is git's transfer.unpackLimit default: a smaller batch of
@@ -18,9 +19,9 @@ import (
 const unpackLimit = 100
 
 var (
-	looseDir  = regexp.MustCompile(`^[0-9a-f]{2}$`)
-	looseName = regexp.MustCompile(`^[0-9a-f]{2}/([0-9a-f]{38}|[0-9a-f]{62})$`)
-	packName  = regexp.MustCompile(`^pack/pack-[0-9a-f]{40,64}\.pack$`)
+	looseDir  = lazy.Regexp(`^[0-9a-f]{2}$`)
+	looseName = lazy.Regexp(`^[0-9a-f]{2}/([0-9a-f]{38}|[0-9a-f]{62})$`)
+	packName  = lazy.Regexp(`^pack/pack-[0-9a-f]{40,64}\.pack$`)
 )
 
 // Absorb moves the objects a sandboxed process wrote into its private
@@ -97,12 +98,12 @@ func sortStore(dir string) (packs, loose []string, err error) {
 		switch {
 		case rel == ".":
 			return nil
-		case d.IsDir() && (looseDir.MatchString(rel) || rel == "pack"):
+		case d.IsDir() && (looseDir().MatchString(rel) || rel == "pack"):
 			return nil
-		case d.Type().IsRegular() && looseName.MatchString(rel):
+		case d.Type().IsRegular() && looseName().MatchString(rel):
 			loose = append(loose, p)
 			return nil
-		case d.Type().IsRegular() && packName.MatchString(rel):
+		case d.Type().IsRegular() && packName().MatchString(rel):
 			packs = append(packs, p)
 			return nil
 		}
