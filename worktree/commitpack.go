@@ -56,7 +56,10 @@ func (c *Client) ReplaceFileCommit(ctx context.Context, tree, p string, content 
 // ident is who git commit-tree names as a commit's author and committer,
 // as git var -l reads it for one environment.
 type ident struct {
-	ok                bool   // false: commit-tree writes the commits
+	ok bool // false: commit-tree writes the commits
+	// named: a name and an email given for both, as git's
+	// user.useConfigOnly asks (HasIdentity).
+	named             bool
 	author, committer string // "Name <email>"
 	// authorDate, committerDate: "<seconds> <zone>" when GIT_AUTHOR_DATE
 	// or GIT_COMMITTER_DATE fixes it; "" for the time of the commit.
@@ -157,7 +160,7 @@ func parseIdent(out string, env []string, now time.Time) *ident {
 			given[name] = true
 		}
 	}
-	id := &ident{ok: true}
+	id := &ident{ok: true, named: true}
 	var authorIdent, committerIdent string
 	for _, l := range strings.Split(out, "\n") {
 		k, v, _ := strings.Cut(l, "=")
@@ -184,18 +187,19 @@ func parseIdent(out string, env []string, now time.Time) *ident {
 		}
 	}
 	named := func(who, what string) bool {
-		return given["GIT_"+strings.ToUpper(who)+"_"+strings.ToUpper(what)] || given[who+"."+what] || given["user."+what] ||
-			what == "email" && given["EMAIL"]
+		// (EMAIL alone is left to git: user.useConfigOnly refuses it.)
+		return given["GIT_"+strings.ToUpper(who)+"_"+strings.ToUpper(what)] || given[who+"."+what] || given["user."+what]
 	}
 	for _, who := range []string{"author", "committer"} {
 		if !named(who, "name") || !named(who, "email") {
-			id.ok = false
+			id.named = false
 		}
 	}
 	var ok1, ok2 bool
 	id.author, id.authorDate, ok1 = splitIdent(authorIdent, given["GIT_AUTHOR_DATE"], now)
 	id.committer, id.committerDate, ok2 = splitIdent(committerIdent, given["GIT_COMMITTER_DATE"], now)
-	id.ok = id.ok && ok1 && ok2
+	id.named = id.named && ok1 && ok2
+	id.ok = id.ok && id.named
 	return id
 }
 

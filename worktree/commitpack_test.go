@@ -103,3 +103,25 @@ func TestReplaceFileCommitLeavesOddCasesToGit(t *testing.T) {
 		t.Errorf("with commit.gpgSign the commit was not commit-tree's:\n%s", b)
 	}
 }
+
+// The engine's start-up check of the identity (HasIdentity) is answered by
+// the run's git var -l, which the merges read anyway: one process, not the
+// two strict git var's (issue 25 §1); a missing identity is still asked.
+func TestHasIdentityReadsTheRunsIdent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	if ok, err := traced.HasIdentity(ctx); err != nil || !ok {
+		t.Fatalf("HasIdentity = %v, %v", ok, err)
+	}
+	head := mustGit(t, c, "", "rev-parse", "HEAD")
+	if _, _, err := traced.ReplaceFileCommit(ctx, head, "README.md", []byte("x\n"), []string{head}, "Merge p1: x"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(trace)
+	if n := strings.Count(string(b), "built-in: git "); n != 3 || !strings.Contains(string(b), "git var -l") {
+		t.Errorf("want git var -l, cat-file and unpack-objects, got %d processes:\n%s", n, b)
+	}
+}

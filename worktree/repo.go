@@ -131,6 +131,12 @@ func (c *Client) BranchExists(ctx context.Context, name string) (bool, error) {
 // not accepted: the check runs `git var GIT_{AUTHOR,COMMITTER}_IDENT` with
 // user.useConfigOnly=true.
 func (c *Client) HasIdentity(ctx context.Context) (bool, error) {
+	// The run's git var -l (commitIdent, which the merges use) answers a
+	// yes: a name and an email given for both (issue 25 §1: two git
+	// processes fewer per run). Anything else is asked as before.
+	if c.commitIdent(ctx).named {
+		return true, nil
+	}
 	for _, v := range []string{"GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"} {
 		if _, err := c.run(ctx, "", nil, nil, "-c", "user.useConfigOnly=true", "var", v); err != nil {
 			if exitCode(err) > 0 {
