@@ -38,6 +38,12 @@ func TestMergeGitCalls(t *testing.T) {
 	_, tip = f.branch("p2", "p2-second.md", map[string]string{"feature/g.txt": "g\n"})
 	trace := filepath.Join(t.TempDir(), "trace")
 	f.owner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	// A run keeps its cat-file resolver from start to end (engine.Run:
+	// KeepResolvers); without it, a landing that goes more than batchIdle
+	// between two reads on a loaded machine starts a second one and counts
+	// one git process more (seen at load ~25 in the old binary too).
+	f.owner.Git.KeepResolvers(true)
+	t.Cleanup(func() { f.owner.Git.KeepResolvers(false) })
 	f.mustMerge(job("p2", "second phase", tip))
 	calls := gitCalls(t, trace)
 	// 32 before: a second read of the base, a merge-base --is-ancestor
