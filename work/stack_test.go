@@ -5,15 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // depTip makes a dep's branch with one commit beside main, as a done dep
-// waiting to land leaves it, and returns its tip.
+// waiting to land leaves it, and returns its tip. The commit is imported
+// (one git; the dep's worktree, which no test reads, with add, commit and
+// rev-parse were six processes).
 func (f *fixture) depTip() string {
 	f.t.Helper()
-	wt := filepath.Join(f.tmp, "dep")
-	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/dep", wt, "main")
-	return f.commitOn(wt, "the dep's work", map[string]string{"dep.txt": "dep\n"})
+	return gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: "auto/dep", From: "main^0", Message: "the dep's work", Files: map[string]string{"dep.txt": "dep\n"}})[0]
 }
 
 // A stacked first attempt (Job.StackOn) starts its new branch on the
@@ -103,16 +105,19 @@ func TestRunStackedOnChecksTheTip(t *testing.T) {
 	t.Parallel()
 	for _, rewritten := range []bool{true, false} {
 		f := newFixture(t)
-		tip := f.depTip()
-		wt := f.wt()
-		f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p1", wt, tip)
+		// The dep's commit, and p1's two on it (its work, its doc marked
+		// done), in one import; then p1's worktree on its branch (a
+		// worktree add -b, add, commit, mv, commit were eleven processes).
 		d := "roadmap/p1-first.md"
-		if _, err := os.Stat(filepath.Join(wt, d)); err != nil {
+		tip := gittest.Import(t, f.runner.Env, f.top,
+			gittest.Commit{Ref: "auto/dep", From: "main^0", Message: "the dep's work", Files: map[string]string{"dep.txt": "dep\n"}},
+			gittest.Commit{Ref: "auto/p1", From: ":1", Message: "p1's work", Files: map[string]string{"p1.txt": "p1\n"}},
+			gittest.Commit{Ref: "auto/p1", Message: "p1: done", Renames: [][2]string{{d, "roadmap/DONE_p1-first.md"}}})[0]
+		wt := f.wt()
+		f.gitIn(f.top, "worktree", "add", "-q", wt, "auto/p1")
+		if _, err := os.Stat(filepath.Join(wt, "roadmap/DONE_p1-first.md")); err != nil {
 			t.Fatalf("fixture: %v", err)
 		}
-		f.commitOn(wt, "p1's work", map[string]string{"p1.txt": "p1\n"})
-		f.gitIn(wt, "mv", d, "roadmap/DONE_p1-first.md")
-		f.gitIn(wt, "commit", "-qm", "p1: done")
 		if rewritten {
 			f.commitOn(f.top, "the dep, rewritten", map[string]string{"dep.txt": "dep, rewritten\n"})
 		} else {

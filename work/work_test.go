@@ -185,15 +185,22 @@ func (f *fixture) hasFile(rev, rel string) bool {
 	return ok
 }
 
-// commitOn commits files in worktree dir and returns HEAD.
+// commitOn commits files in worktree dir and returns HEAD. The hash is
+// read from commit's own summary line ("[branch hash] msg", unabbreviated
+// by core.abbrev=no): a rev-parse was one git more per commit.
 func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 	f.t.Helper()
 	for p, c := range files {
 		f.write(dir, p, c)
 	}
 	f.gitIn(dir, "add", "-A")
-	f.gitIn(dir, "commit", "-q", "-m", msg)
-	return f.gitIn(dir, "rev-parse", "HEAD")
+	out := f.gitIn(dir, "-c", "core.abbrev=no", "commit", "-m", msg)
+	head, _, _ := strings.Cut(out, "]")
+	fs := strings.Fields(head)
+	if len(fs) == 0 || len(fs[len(fs)-1]) < 40 {
+		f.t.Fatalf("git commit in %s: no hash in %q", dir, out)
+	}
+	return fs[len(fs)-1]
 }
 
 // agent writes a fake agent script and returns the command that runs it.
