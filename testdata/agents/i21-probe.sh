@@ -15,6 +15,18 @@ w() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "$id write 1"; else echo 
 rd() { if { IFS= read -r _l || [ -n "$_l" ]; } 2>/dev/null <"$2"; then echo "$1 read 1"; else echo "$1 read 0"; fi >>"$OUT"; }
 wr() { if { echo "${3:-probe}" >"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
 ap() { if { echo "$3" >>"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
+probe_net() {
+	for a in $ADDRS; do
+		GIT_TERMINAL_PROMPT=0 git ls-remote "http://$a/probe.git" >/dev/null 2>&1 || true
+	done
+}
+# NET_ONLY: the test reads only the network rows of this run (another
+# run of the same mode probes the files): the reach, then the phase's end.
+if [ -n "${NET_ONLY:-}" ]; then
+	probe_net
+	finish
+	exit 0
+fi
 admin=$(git rev-parse --absolute-git-dir)
 rd worktree README.md
 wr worktree probe-own.txt
@@ -56,9 +68,7 @@ r environ grep -q PATH "/proc/$DRIVER/environ"
 echo "environ write 0" >>"$OUT"
 r process test -d "/proc/$DRIVER"
 w process kill -0 "$DRIVER"
-for a in $ADDRS; do
-	GIT_TERMINAL_PROMPT=0 git ls-remote "http://$a/probe.git" >/dev/null 2>&1 || true
-done
+probe_net
 git clean -qfd probe-own.txt
 do_work
 finish
