@@ -1,0 +1,201 @@
+package root
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+)
+
+// repoFixture is a throwaway git repository on branch main with files
+// committed as "init", for the commands run in process (Run) below: the
+// properties the scripts doctor_leftovers and run_checks_first proved with
+// a driver start per command (#23).
+type repoFixture struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func newRepoFixture(t *testing.T, files map[string]string) *repoFixture {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	top := t.TempDir()
+	dir := filepath.Join(top, "repo")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + top, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "SANDBOX=off", "LC_ALL=C"}
+	for rel, text := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &repoFixture{t: t, dir: dir, env: env}
+	r.sh("git init -q -b main && git add -A && git commit -qm init")
+	return r
+}
+
+// sh runs script with sh in the repository; it must succeed.
+func (r *repoFixture) sh(script string) string {
+	r.t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir, cmd.Env = r.dir, r.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("sh %q: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+// lock writes the run lock as a run with pid writes it, on this host.
+func (r *repoFixture) lock(pid int) {
+	r.t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	text := fmt.Sprintf(`{"pid":%d,"host":%q,"time":"2020-01-01T00:00:00Z"}`, pid, host)
+	if err := os.WriteFile(filepath.Join(r.dir, ".git", "claudopilot.lock"), []byte(text), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// run runs claudopilot args in process in dir (the process's working
+// folder: these tests are not parallel) and returns stdout, stderr and
+// the exit code main would give.
+func (r *repoFixture) run(dir string, args ...string) (stdout, stderr string, code int) {
+	r.t.Helper()
+	r.t.Chdir(dir)
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), args, &cmdutil.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, r.env)
+	code = cmdutil.Exit(&errb, err, nil) // as main prints it
+	return out.String(), errb.String(), code
+}
+
+// match fails unless every pattern matches text (multi-line mode).
+func match(t *testing.T, what, text string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile("(?m)" + p).MatchString(text) {
+			t.Errorf("%s does not match %q:\n%s", what, p, text)
+		}
+	}
+}
+
+// TestDoctorLeftovers: doctor warns, without failing, about a stale lock
+// and about worktrees left over under .claudopilot/worktrees (of a merged
+// phase, of a phase gone from the manifest, registered with its folder
+// gone, a merged phase's with work not on main), each with its fix;
+// parked and pending phases' worktrees are not leftovers. A live lock is
+// no problem, and after clean all is well. The script doctor_leftovers
+// proved this with three driver starts; it runs under CLAUDOPILOT_SOAK=1.
+func TestDoctorLeftovers(t *testing.T) {
+	r := newRepoFixture(t, map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "**Gate:** sh check.sh\n\n" +
+			"1. [merged] **phase-01** — one (deps: none)\n2. [blocked] **phase-02** — two (deps: phase-01)\n" +
+			"3. [pending] **phase-03** — three (deps: phase-01)\n4. [merged] **phase-04** — four (deps: none)\n" +
+			"6. [merged] **phase-06** — six (deps: none)\n",
+		"roadmap/DONE_phase-01.md": "", "roadmap/phase-02.md": "", "roadmap/phase-03.md": "",
+		"roadmap/DONE_phase-04.md": "", "roadmap/DONE_phase-06.md": "", "check.sh": "exit 0\n",
+	})
+	r.sh(`echo /.claudopilot/ >> .git/info/exclude
+w=.claudopilot/worktrees
+for p in phase-01 phase-02 phase-03 phase-04 phase-06 gone-phase; do git worktree add -q -b auto/$p $w/$p main; done
+rm -rf $w/phase-04
+git -C $w/phase-06 commit -q --allow-empty -m 'after the merge'`)
+	r.lock(2147483000)
+	doctor := []string{"doctor", "--agent", "sh", "--base", "main"}
+	out, errs, code := r.run(r.dir, doctor...)
+	if code != 0 {
+		t.Fatalf("doctor: exit %d, want 0 (warnings only)\n%s%s", code, out, errs)
+	}
+	match(t, "doctor", out,
+		`^warn lock: \.git/claudopilot\.lock is stale \(pid 2147483000 on .* is gone\); fix: claudopilot clean$`,
+		`^warn worktree \.claudopilot/worktrees/phase-01 is left over: phase-01 is merged; fix: claudopilot clean$`,
+		`^warn worktree \.claudopilot/worktrees/phase-04 is registered but its folder is gone; fix: claudopilot clean$`,
+		`^warn worktree \.claudopilot/worktrees/gone-phase is left over: phase gone-phase is not in the manifest; fix: claudopilot clean$`,
+		`^warn worktree \.claudopilot/worktrees/phase-06 is left over: phase-06 is merged; fix: its work is not on main: merge it, or remove it by hand`,
+		`^no blocking problems \(5 warnings\)$`)
+	if regexp.MustCompile(`phase-0[23]|(?m)^FAIL`).MatchString(out) {
+		t.Errorf("doctor named a parked or pending phase's worktree, or failed:\n%s", out)
+	}
+
+	if _, errs, code := r.run(r.dir, "clean"); code != 0 {
+		t.Fatalf("clean: exit %d\n%s", code, errs)
+	}
+	r.sh("git worktree remove --force .claudopilot/worktrees/phase-06 && git branch -D auto/phase-06")
+	r.lock(1) // pid 1 is alive: a live run's lock
+	out, errs, code = r.run(r.dir, doctor...)
+	if code != 0 {
+		t.Fatalf("doctor after clean: exit %d\n%s%s", code, out, errs)
+	}
+	match(t, "doctor after clean", out, `^ok   lock: a run is going on \(pid 1 on `, `^ok   worktrees: nothing left over$`, `^no problems found$`)
+}
+
+// TestRunChecksFirst: run checks before it changes anything and exits
+// with the README's code: outside a repository 1; an agent or supervisor
+// not found 1 with doctor's words, with no attempt, no log, the manifest
+// still [pending] and the repository as it was; a roadmap folder that does
+// not exist, or a file given as one, 3. The script run_checks_first proved
+// this with six driver starts; it runs under CLAUDOPILOT_SOAK=1. Its one
+// run (the manifest's path names its folder, --keep-going 1 is a value) is
+// the last case here, in process.
+func TestRunChecksFirst(t *testing.T) {
+	r := newRepoFixture(t, map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "1. [pending] **phase-01** — one (deps: none)\n",
+		"roadmap/phase-01.md":           "# phase-01\n",
+	})
+	outside := t.TempDir()
+	_, errs, code := r.run(outside, "run")
+	if code != 1 || strings.Contains(errs, "stat ") {
+		t.Errorf("run outside a repository: exit %d, want 1 without a stat error\n%s", code, errs)
+	}
+	agent := filepath.Join(filepath.Dir(r.dir), "ok.sh")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\nset -e\ndoc=$CLAUDOPILOT_PHASE_DOC\ngit mv \"$doc\" \"${doc%/*}/DONE_${doc##*/}\"\ngit commit -qm done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := r.sh("git status --porcelain --ignored; git for-each-ref; git worktree list --porcelain")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--base", "main", "--agent", "no-such-agent -p"}, 1,
+			`(?:^|claudopilot: )agent: no-such-agent -p \(from --agent\): no-such-agent not found; fix: install it \(and log in\), or set AGENT_CMD`},
+		{[]string{"run", "--base", "main", "--agent", agent, "--supervisor", "FOO=1 no-such-supervisor"}, 1,
+			`(?:^|claudopilot: )supervisor: FOO=1 no-such-supervisor \(from --supervisor\): no-such-supervisor not found; fix: install it \(and log in\), or set SUPERVISOR_CMD`},
+		{[]string{"run", "nonexist", "--base", "main", "--agent", agent}, 3,
+			`(?:^|claudopilot: )nonexist: roadmap folder not found: pass the folder that holds EXECUTION-MANIFEST.md, or make one with claudopilot init$`},
+		{[]string{"run", "roadmap/phase-01.md", "--base", "main", "--agent", agent}, 3, `not a roadmap folder but a file`},
+	} {
+		out, errs, code := r.run(r.dir, c.args...)
+		if code != c.code {
+			t.Errorf("claudopilot %q: exit %d, want %d\n%s%s", c.args, code, c.code, out, errs)
+		}
+		match(t, fmt.Sprintf("claudopilot %q", c.args), errs+out, c.want)
+	}
+	if after := r.sh("git status --porcelain --ignored; git for-each-ref; git worktree list --porcelain"); after != before {
+		t.Errorf("the refused runs changed the repository:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".claudopilot", "logs")); err == nil {
+		t.Error("a refused run wrote logs")
+	}
+
+	out, errs, code := r.run(r.dir, "run", "roadmap/EXECUTION-MANIFEST.md", "--keep-going", "1", "--base", "main", "--agent", agent, "--poll-seconds", "1")
+	if code != 0 {
+		t.Fatalf("run of the manifest's path: exit %d\n%s%s", code, out, errs)
+	}
+	match(t, "run of the manifest's path", out, `^1 merged, 0 blocked in `)
+}
