@@ -202,10 +202,12 @@ fi
 // TestLandMergeMethodAuto is TestMergeMethodAuto through Land and Record
 // (the queue's landing, without an agent run): on a repository that
 // allows only squash, MERGE_METHOD=auto reads the settings at Start and
-// merges with squash; a token that does not see them merges with merge,
-// is refused, and learns squash; an explicit merge is named at Start,
-// refused at the merge, and its block comment advises MERGE_METHOD=auto,
-// not a plain retry, and shows no URL.
+// takes squash for its merges; a token that does not see them merges with
+// merge, is refused, learns squash and merges with it; an explicit merge
+// is named at Start, refused at the merge, and its block comment advises
+// MERGE_METHOD=auto, not a plain retry, and shows no URL. The settings
+// case lands nothing: every merge sends the method in use (worker.merge,
+// q.mergeMethod), and the learning case's merge with squash is one.
 func TestLandMergeMethodAuto(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -213,10 +215,11 @@ func TestLandMergeMethodAuto(t *testing.T) {
 		hidden       bool // the token does not see allow_* (no push access shown)
 		merged       bool
 		log          string
+		startOnly    bool // Start's pick only: no landing
 	}{
-		{"auto reads the settings", "", false, true, "MERGE_METHOD now defaults to auto (was merge): merging with squash"},
-		{"auto learns from the refusal", "", true, true, "the repository refuses merge merges; MERGE_METHOD=auto merges with squash"},
-		{"an explicit method refused", "merge", false, false, "MERGE_METHOD=merge: the repository does not allow merge merges (it allows: squash)"},
+		{"auto reads the settings", "", false, true, "MERGE_METHOD now defaults to auto (was merge): merging with squash", true},
+		{"auto learns from the refusal", "", true, true, "the repository refuses merge merges; MERGE_METHOD=auto merges with squash", false},
+		{"an explicit method refused", "merge", false, false, "MERGE_METHOD=merge: the repository does not allow merge merges (it allows: squash)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -236,6 +239,12 @@ func TestLandMergeMethodAuto(t *testing.T) {
 					c.Token = tok
 				}
 			})
+			if tc.startOnly {
+				if m := l.q.mergeMethod(); m != "squash" || !strings.Contains(l.log.String(), tc.log) {
+					t.Errorf("Start took %q, want squash; log:\n%s", m, l.log)
+				}
+				return
+			}
 			out := l.land(l.commit(t, "work.txt", "work\n"))
 			if out.OK != tc.merged {
 				t.Fatalf("merged %v, want %v: %+v\n%s\n%s", out.OK, tc.merged, out, l.log, dump(e, n))
