@@ -421,14 +421,14 @@ func TestLandStops(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		n := e.fake.NewIssue("alice", "x", "x", []string{"agent-ready"}, "")
-		other := e.clone("other")
-		e.git(other, "checkout", "-q", "-b", Branch(n))
-		writeFile(t, filepath.Join(other, "theirs.txt"), "theirs\n")
-		e.git(other, "add", "-A")
-		e.git(other, "commit", "-qm", "someone else's")
-		e.git(other, "push", "-q", "origin", Branch(n))
 		l := newLander(t, e, n, nil)
-		if out := l.land(l.commit(t, "work.txt", "work\n")); out.Reason != state.ReasonPush || out.OK {
+		tip := l.commit(t, "work.txt", "work\n")
+		// Someone else's commit on the issue's branch, made in origin as
+		// their push leaves it (two processes; a clone, a commit and a push
+		// were 12, and origin's new ref made the lander's clone a real one).
+		theirs := e.git(e.origin, "-c", "user.name=other", "-c", "user.email=other@example.com", "commit-tree", "-p", "main", "-m", "someone else's", "main^{tree}")
+		e.git(e.origin, "update-ref", "refs/heads/"+Branch(n), theirs)
+		if out := l.land(tip); out.Reason != state.ReasonPush || out.OK {
 			t.Fatalf("%+v\n%s", out, l.log)
 		}
 		if p := e.fake.Pulls(); len(p) != 0 {
