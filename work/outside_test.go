@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -34,13 +35,14 @@ func (f *fixture) withOrigin() string {
 }
 
 // commitAt makes a commit with files on top of parent, touching no branch,
-// and returns it.
+// and returns it. Imported on a scratch ref, deleted after (two gits; a
+// worktree add, add, commit, rev-parse and worktree remove were six
+// processes).
 func (f *fixture) commitAt(parent string, files map[string]string) string {
 	f.t.Helper()
-	dir := filepath.Join(f.tmp, "scratch")
-	f.gitIn(f.top, "worktree", "add", "-q", "--detach", dir, parent)
-	tip := f.commitOn(dir, "commit at "+parent[:7], files)
-	f.gitIn(f.top, "worktree", "remove", "--force", dir)
+	const scratch = "refs/scratch/commit-at"
+	tip := gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: scratch, From: parent, Message: "commit at " + parent[:7], Files: files})[0]
+	f.gitIn(f.top, "update-ref", "-d", scratch)
 	return tip
 }
 
