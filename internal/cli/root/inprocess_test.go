@@ -84,6 +84,17 @@ func (r *repoFixture) run(dir string, args ...string) (stdout, stderr string, co
 	return out.String(), errb.String(), code
 }
 
+// okAgent writes an agent that renames its phase's doc to DONE_ and
+// commits, outside the repository, and returns its path.
+func (r *repoFixture) okAgent() string {
+	r.t.Helper()
+	agent := filepath.Join(filepath.Dir(r.dir), "ok.sh")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\nset -e\ndoc=$CLAUDOPILOT_PHASE_DOC\ngit mv \"$doc\" \"${doc%/*}/DONE_${doc##*/}\"\ngit commit -qm done\n"), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	return agent
+}
+
 // match fails unless every pattern matches text (multi-line mode).
 func match(t *testing.T, what, text string, patterns ...string) {
 	t.Helper()
@@ -162,10 +173,7 @@ func TestRunChecksFirst(t *testing.T) {
 	if code != 1 || strings.Contains(errs, "stat ") {
 		t.Errorf("run outside a repository: exit %d, want 1 without a stat error\n%s", code, errs)
 	}
-	agent := filepath.Join(filepath.Dir(r.dir), "ok.sh")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\nset -e\ndoc=$CLAUDOPILOT_PHASE_DOC\ngit mv \"$doc\" \"${doc%/*}/DONE_${doc##*/}\"\ngit commit -qm done\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	agent := r.okAgent()
 	before := r.sh("git status --porcelain --ignored; git for-each-ref; git worktree list --porcelain")
 	for _, c := range []struct {
 		args []string
@@ -198,4 +206,62 @@ func TestRunChecksFirst(t *testing.T) {
 		t.Fatalf("run of the manifest's path: exit %d\n%s%s", code, out, errs)
 	}
 	match(t, "run of the manifest's path", out, `^1 merged, 0 blocked in `)
+}
+
+// TestDoctorBaseCheckout: doctor and status tell about the base checkout:
+// a move after a merge that did not finish (advance.json left, the base
+// ref already moved), which the next run finishes first; and uncommitted
+// changes a merge may have to wait for. The script doctor_base_checkout
+// proved this with eight driver starts; it runs under CLAUDOPILOT_SOAK=1.
+func TestDoctorBaseCheckout(t *testing.T) {
+	r := newRepoFixture(t, map[string]string{
+		"claudopilot.config": "BASE_BRANCH=main\n",
+		"notes.txt":          "notes\n",
+		"roadmap/EXECUTION-MANIFEST.md": "# Execution Manifest: base checkout\n\n**Status:** in-progress\n\n## Phases\n\n" +
+			"1. [merged] **phase-01** — first (deps: none)\n",
+		"roadmap/DONE_phase-01.md": "# phase-01\n",
+	})
+	agent := r.okAgent()
+	doctor := []string{"doctor", "--agent", agent}
+	out, errs, code := r.run(r.dir, doctor...)
+	if code != 0 {
+		t.Fatalf("doctor: exit %d\n%s%s", code, out, errs)
+	}
+	match(t, "doctor", out, `^ok   base checkout .* is clean$`)
+
+	// A merge moved main, and the checkout did not follow yet.
+	r.sh(`old=$(git rev-parse main)
+git checkout -q -b side
+echo side > side.txt
+git add side.txt
+git commit -q -m side
+new=$(git rev-parse HEAD)
+git checkout -q main
+mkdir -p .claudopilot/state
+printf '{"ref":"refs/heads/main","dir":"%s","old":"%s","new":"%s"}' "$PWD" "$old" "$new" > .claudopilot/state/advance.json
+git update-ref refs/heads/main "$new" "$old"`)
+	out, _, _ = r.run(r.dir, doctor...)
+	match(t, "doctor with a move pending", out,
+		"^warn base checkout .* has not followed main to [0-9a-f]{12} yet: a merge's move of it is pending;", "the next `claudopilot run`")
+	out, _, _ = r.run(r.dir, "status")
+	match(t, "status", out, `^Base checkout: .* has not followed the base to [0-9a-f]{12} yet`)
+	out, _, _ = r.run(r.dir, "status", "--json")
+	match(t, "status --json", out, `"pending_checkout_move"`)
+
+	// The next run finishes the move first, and then there is nothing to say.
+	if out, errs, code := r.run(r.dir, "run", "roadmap", "--base", "main", "--agent", agent); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	out, _, _ = r.run(r.dir, doctor...)
+	if strings.Contains(out, "has not followed") {
+		t.Errorf("doctor after the run still sees the move pending:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.dir, "side.txt")); err != nil || string(b) != "side\n" {
+		t.Errorf("side.txt after the run: %q, %v; want the moved checkout's", b, err)
+	}
+
+	// A human's uncommitted change is named, with what it holds back.
+	r.sh("echo edited >> notes.txt")
+	out, _, _ = r.run(r.dir, doctor...)
+	match(t, "doctor with an edit", out, `^warn base checkout .* has uncommitted changes: notes\.txt;`, `a merge that changes these files waits`)
 }
