@@ -788,11 +788,11 @@ func TestRunResume(t *testing.T) {
 	t.Parallel()
 	doneBranch := func(t *testing.T) (*fixture, string, string) {
 		f := newFixture(t)
-		wt := f.wt()
-		f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p1", wt, "main")
-		f.write(wt, "feature.txt", "work\n")
-		f.gitIn(wt, "mv", docRel, doneRel)
-		tip := f.commitOn(wt, "done", nil)
+		// The done commit imported, the worktree added on it (a
+		// worktree add -b, mv, add and commit were seven processes).
+		tip := gittest.Import(t, f.runner.Env, f.top, gittest.Commit{Ref: "auto/p1", From: "main^0", Message: "done",
+			Files: map[string]string{"feature.txt": "work\n"}, Renames: [][2]string{{docRel, doneRel}}})[0]
+		f.gitIn(f.top, "worktree", "add", "-q", f.wt(), "auto/p1")
 		marker := filepath.Join(f.tmp, "agent-ran")
 		f.runner.Agent = "touch '" + marker + "'"
 		return f, tip, marker
