@@ -479,6 +479,38 @@ func (e *env) originRef(name string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// originCommit commits path with body on origin's branch, on its tip, by
+// "human": what their fetch, commit and push would leave there, written
+// in origin by plumbing (6 git processes; the clone's fetch, checkout,
+// add, commit and push were 14). The ref moves only from the tip read.
+func (e *env) originCommit(branch, path, body, msg string) string {
+	e.t.Helper()
+	ref := "refs/heads/" + branch
+	parent := e.originRef(ref)
+	if parent == "" {
+		e.t.Fatalf("origin has no %s", ref)
+	}
+	git := func(stdin string, extra []string, args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", e.origin}, args...)...)
+		cmd.Env = append(append([]string(nil), e.genv...), extra...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			e.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	idx := []string{"GIT_INDEX_FILE=" + filepath.Join(e.t.TempDir(), "index")}
+	blob := git(body, nil, "hash-object", "-w", "--stdin")
+	git("", idx, "read-tree", parent)
+	git("", idx, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+path)
+	tree := git("", idx, "write-tree")
+	sha := git("", []string{"GIT_AUTHOR_NAME=human", "GIT_AUTHOR_EMAIL=human@example.com", "GIT_COMMITTER_NAME=human", "GIT_COMMITTER_EMAIL=human@example.com"},
+		"commit-tree", tree, "-p", parent, "-m", msg)
+	git("", nil, "update-ref", ref, sha, parent)
+	return sha
+}
+
 // onMain reports whether origin's main has path.
 func (e *env) onMain(path string) bool {
 	cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", "main:"+path)

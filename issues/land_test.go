@@ -305,21 +305,14 @@ func TestLandHeadMovedIsCheckedAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "race", "x", []string{"agent-ready"}, "")
-	var other string
 	pushed := false
 	e.fake.OnMerge(func(pr int) {
 		if pushed {
 			return
 		}
 		pushed = true
-		e.git(other, "fetch", "-q", "origin", Branch(n))
-		e.git(other, "checkout", "-q", "-b", "side", "FETCH_HEAD")
-		writeFile(t, filepath.Join(other, "human.txt"), "a human was here\n")
-		e.git(other, "add", "-A")
-		e.git(other, "commit", "-qm", "human")
-		e.git(other, "push", "-q", "origin", "side:"+Branch(n))
+		e.originCommit(Branch(n), "human.txt", "a human was here\n", "human")
 	})
-	other = e.clone("other")
 	l := newLander(t, e, n, nil)
 	tip := l.commit(t, "work.txt", "work\n")
 	if out := l.land(tip); !out.OK || out.Commit == tip || !e.onMain("human.txt") || !e.onMain("work.txt") {

@@ -464,18 +464,12 @@ func TestHeadMovedIsCheckedAgain(t *testing.T) {
 	// the first merge, someone pushes to the branch: 409, check again.
 	agent := e.script("fixed.sh", "set -e\necho ok > FIXED\ngit add FIXED\ngit commit -qm fixed\n")
 	pushed := false
-	other := e.clone("other")
 	e.fake.OnMerge(func(pr int) {
 		if pushed {
 			return
 		}
 		pushed = true
-		e.git(other, "fetch", "-q", "origin", "claudopilot/issue-1")
-		e.git(other, "checkout", "-q", "-b", "side", "FETCH_HEAD")
-		writeFile(t, filepath.Join(other, "human.txt"), "a human was here\n")
-		e.git(other, "add", "-A")
-		e.git(other, "commit", "-qm", "human")
-		e.git(other, "push", "-q", "origin", "side:claudopilot/issue-1")
+		e.originCommit("claudopilot/issue-1", "human.txt", "a human was here\n", "human")
 	})
 	log := &syncBuf{}
 	q := e.queue("w", log, func(c *Config) { c.Agent = agent })
