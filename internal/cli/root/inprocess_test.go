@@ -77,9 +77,15 @@ func (r *repoFixture) lock(pid int) {
 // the exit code main would give.
 func (r *repoFixture) run(dir string, args ...string) (stdout, stderr string, code int) {
 	r.t.Helper()
+	return r.runIn(dir, "", args...)
+}
+
+// runIn is run with stdin.
+func (r *repoFixture) runIn(dir, stdin string, args ...string) (stdout, stderr string, code int) {
+	r.t.Helper()
 	r.t.Chdir(dir)
 	var out, errb bytes.Buffer
-	err := Run(context.Background(), args, &cmdutil.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, r.env)
+	err := Run(context.Background(), args, &cmdutil.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb}, r.env)
 	code = cmdutil.Exit(&errb, err, nil) // as main prints it
 	return out.String(), errb.String(), code
 }
@@ -264,4 +270,81 @@ git update-ref refs/heads/main "$new" "$old"`)
 	r.sh("echo edited >> notes.txt")
 	out, _, _ = r.run(r.dir, doctor...)
 	match(t, "doctor with an edit", out, `^warn base checkout .* has uncommitted changes: notes\.txt;`, `a merge that changes these files waits`)
+}
+
+// TestCleanParked: clean --parked asks first and anything but y keeps the
+// parked branches; --parked --dry-run does not ask and says what it would
+// remove; --parked is refused while a live run holds the lock, and clean
+// without it goes on beside a live run and keeps its lock; y removes the
+// parked worktree with its uncommitted changes and the branches; --yes
+// does not ask. The script clean keeps the dry run and the clean end to
+// end; these steps left it (CLAUDOPILOT_SOAK=1 runs them there too).
+func TestCleanParked(t *testing.T) {
+	r := newRepoFixture(t, map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "1. [merged] **phase-01** — one (deps: none)\n2. [blocked] **phase-02** — two (deps: phase-01)\n" +
+			"3. [pending] **phase-03** — three (deps: phase-01)\n7. [failed] **phase-07** — seven (deps: none)\n",
+	})
+	r.sh(`echo /.claudopilot/ >> .git/info/exclude
+w=.claudopilot/worktrees
+git worktree add -q -b auto/phase-02 $w/phase-02 main
+echo work > $w/phase-02/work.txt
+git -C $w/phase-02 add work.txt
+git -C $w/phase-02 commit -q -m 'phase-02: work'
+echo more > $w/phase-02/more.txt
+git worktree add -q -b auto/phase-03 $w/phase-03 main
+git branch auto/phase-07 main`)
+	branches := func() string {
+		return r.sh("git branch --list 'auto/*' --format '%(refname:short)'")
+	}
+	all := "auto/phase-02\nauto/phase-03\nauto/phase-07\n"
+
+	out, errs, code := r.runIn(r.dir, "n\n", "clean", "--parked")
+	match(t, "clean --parked, n", errs, `^  auto/phase-02: phase-02 is \[blocked\] \(1 commit not on main\)$`,
+		`remove 2 parked branches with their unmerged work\? \[y/N\] $`)
+	match(t, "clean --parked, n", out, `^kept auto/phase-02: phase-02 is \[blocked\] \(not confirmed\)$`)
+	if code != 0 || branches() != all {
+		t.Errorf("clean --parked, n: exit %d, branches %q; want 0 and all kept", code, branches())
+	}
+
+	out, errs, _ = r.run(r.dir, "clean", "--parked", "--dry-run")
+	if errs != "" {
+		t.Errorf("clean --parked --dry-run wrote to stderr (asked?): %q", errs)
+	}
+	match(t, "clean --parked --dry-run", out,
+		`^would remove worktree \.claudopilot/worktrees/phase-02 \(phase-02 is \[blocked\], with 1 file of uncommitted changes\)$`,
+		`^would delete branch auto/phase-07 `)
+	if branches() != all {
+		t.Errorf("--dry-run removed branches: %q", branches())
+	}
+
+	r.lock(1) // pid 1 is alive: a live run's lock
+	_, errs, code = r.run(r.dir, "clean", "--parked", "--yes")
+	if code != 1 || branches() != all {
+		t.Errorf("clean --parked --yes beside a live run: exit %d, branches %q; want 1 and all kept", code, branches())
+	}
+	match(t, "clean --parked beside a live run", errs, `a run is going on \(pid 1 on .*\): stop it before clean --parked`)
+	out, _, code = r.run(r.dir, "clean")
+	match(t, "clean beside a live run", out, `^nothing removed$`)
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "claudopilot.lock")); code != 0 || err != nil {
+		t.Errorf("clean beside a live run: exit %d, lock %v; want 0 and the lock kept", code, err)
+	}
+	if err := os.Remove(filepath.Join(r.dir, ".git", "claudopilot.lock")); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _, code = r.runIn(r.dir, "y\n", "clean", "--parked")
+	match(t, "clean --parked, y", out,
+		`^removed worktree \.claudopilot/worktrees/phase-02 \(phase-02 is \[blocked\], with 1 file of uncommitted changes\)$`,
+		`^deleted branch auto/phase-02 \(phase-02 is \[blocked\]; 1 commit not on main\)$`,
+		`^deleted branch auto/phase-07 \(phase-07 is \[failed\]; 0 commits not on main\)$`)
+	if _, err := os.Stat(filepath.Join(r.dir, ".claudopilot", "worktrees", "phase-03")); code != 0 || err != nil || branches() != "auto/phase-03\n" {
+		t.Errorf("clean --parked, y: exit %d, phase-03's worktree %v, branches %q", code, err, branches())
+	}
+
+	r.sh("git branch auto/phase-07 main")
+	out, errs, code = r.run(r.dir, "clean", "--parked", "--yes")
+	if errs != "" || code != 0 || branches() != "auto/phase-03\n" {
+		t.Errorf("clean --parked --yes: exit %d, stderr %q, branches %q", code, errs, branches())
+	}
+	match(t, "clean --parked --yes", out, `^deleted branch auto/phase-07 `)
 }
