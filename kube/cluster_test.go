@@ -37,6 +37,7 @@ type cluster struct {
 	jobs   chan *batchv1.Job // each Job created, as created
 	cfg    Config
 	claims string // the PersistentVolumeClaims' folders
+	main   string // main's tip as the template left it
 }
 
 const ns = "agents"
@@ -45,9 +46,24 @@ const ns = "agents"
 // driver's git calls and the fake kubelet's containers inherit it. Set
 // per test (t.Setenv), it kept every test from running in parallel, and
 // the package's wall time was the sum of its tests' (39.6 s for 17 s of
-// CPU in the quiet suite at 54960ac).
+// CPU in the quiet suite at 54960ac). Its global configuration turns off
+// git's automatic housekeeping where the environment cannot: in the pod
+// (whose GIT_CONFIG_COUNT replaces the test's) and in the remote's
+// receive-pack (a local push drops GIT_CONFIG_COUNT): a `gc --auto` a
+// push and a `maintenance run --auto` a commit or fetch, ~9 ms of CPU each.
 func TestMain(m *testing.M) {
-	env := append([]string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}, gittest.NoAutoMaintenance()...)
+	dir, err := os.MkdirTemp("", "kube-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	global := filepath.Join(dir, "gitconfig")
+	if err := os.WriteFile(global, []byte("[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n[receive]\n\tautogc = false\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	templates = gittest.NewTemplates(filepath.Join(dir, "templates"))
+	env := append([]string{"GIT_CONFIG_GLOBAL=" + global, "GIT_CONFIG_NOSYSTEM=1"}, gittest.NoAutoMaintenance()...)
 	for _, k := range []string{"GIT_AUTHOR", "GIT_COMMITTER"} {
 		env = append(env, k+"_NAME=Test", k+"_EMAIL=test@example.com")
 	}
@@ -58,22 +74,36 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// templates holds the clusters' repositories and remotes, made once per
+// test binary and copied for each test (4 git processes a test before).
+var templates *gittest.Templates
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	dir := t.TempDir()
+	return newClusterWith(t, "", nil)
+}
+
+// newClusterWith is newCluster whose repository has, after the commit
+// "start" (phases/p1.md), the commits add makes in it (nil: none). key
+// names add: the repository is made once per test binary and copied.
+func newClusterWith(t testing.TB, key string, add func(repo string) error) *cluster {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "c")
+	templates.Copy(t, key, dir, func(dir string) error { return makeCluster(dir, add) })
 	c := &cluster{t: t, logs: &feed{pipes: map[string]chan io.ReadCloser{}},
 		clock: &tickClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)), tickers: make(chan *tick, 64)},
 		repo:  filepath.Join(dir, "repo"), remote: filepath.Join(dir, "remote.git"), jobs: make(chan *batchv1.Job, 256),
 		claims: filepath.Join(dir, "claims")}
-	run(t, dir, "git", "init", "-q", "-b", "main", c.repo)
-	run(t, dir, "git", "init", "-q", "--bare", c.remote)
-	os.MkdirAll(filepath.Join(c.repo, "phases"), 0o755)
-	os.WriteFile(filepath.Join(c.repo, "phases", "p1.md"), []byte("# p1\n"), 0o644)
-	run(t, c.repo, "git", "add", "-A")
-	run(t, c.repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+	start, err := os.ReadFile(filepath.Join(dir, "main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.main = string(start)
 	git, err := worktree.Open(context.Background(), c.repo, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +112,50 @@ func newCluster(t testing.TB) *cluster {
 	c.api = newAPIServer(t, c.logs, func(j *batchv1.Job) { c.jobs <- j })
 	c.cfg = Config{Namespace: ns, Image: "agent:1", Remote: c.remote, Repository: c.repo, Instance: "host-1", Pending: time.Minute, Secret: "agent-credentials"}
 	return c
+}
+
+// makeCluster makes a cluster's template in dir: repo (main: phases/p1.md
+// committed, then add's commits), remote.git (bare, empty) and main (the
+// tip of main).
+func makeCluster(dir string, add func(repo string) error) error {
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(filepath.Join(repo, "phases"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, "phases", "p1.md"), []byte("# p1\n"), 0o644); err != nil {
+		return err
+	}
+	for _, step := range [][]string{
+		{dir, "init", "-q", "-b", "main", repo},
+		{dir, "init", "-q", "--bare", filepath.Join(dir, "remote.git")},
+		{repo, "add", "-A"},
+		{repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"},
+	} {
+		if _, err := gitOut(step[0], step[1:]...); err != nil {
+			return err
+		}
+	}
+	if add != nil {
+		if err := add(repo); err != nil {
+			return err
+		}
+	}
+	main, err := gitOut(repo, "rev-parse", "main")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "main"), []byte(main), 0o644)
+}
+
+// gitOut runs git in dir and returns its trimmed output.
+func gitOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // tickClock is the fake clock whose tickers the test drives: each ticker
@@ -147,9 +221,11 @@ func run(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// attempt is attempt n of phase p1 from main's tip.
+// attempt is attempt n of phase p1 from main's tip as newCluster made
+// it (read then, not by a git process an attempt; a test that moves main
+// gets a pod whose fetch container fails on the old SHA).
 func (c *cluster) attempt(n int, agent string) Attempt {
-	base := run(c.t, c.repo, "git", "rev-parse", "main")
+	base := c.main
 	return Attempt{Phase: "p1", Role: "worker", Attempt: n, Base: "main", BaseSHA: base, Branch: "auto/p1",
 		Command: agent, Prompt: []byte("do phase p1\n"),
 		Env: []string{"CLAUDOPILOT_PHASE=p1", "CLAUDOPILOT_ROLE=worker", "CLAUDOPILOT_BRANCH=auto/p1", "CLAUDOPILOT_BASE=main", "PATH=/driver/only", "GITHUB_TOKEN=ghp_x"}}
@@ -290,7 +366,7 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 		return v
 	}
 	exec1 := func(ctr corev1.Container, stdout io.Writer) int32 {
-		env := append(gittest.NoAutoMaintenance(), "PATH="+os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		env := append(gittest.NoAutoMaintenance(), "PATH="+os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.Getenv("GIT_CONFIG_GLOBAL"))
 		for _, e := range ctr.Env {
 			env = append(env, e.Name+"="+mapPath(e.Value))
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,13 +46,8 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t)
+			c := newClusterWith(t, "roadmap", withRoadmap)
 			l := state.Layout{Top: c.repo, RoadmapRel: "roadmap", Base: "main"}
-			os.MkdirAll(filepath.Join(c.repo, "roadmap"), 0o755)
-			os.WriteFile(filepath.Join(c.repo, l.ManifestRel()), []byte(roadmapSrc), 0o644)
-			os.WriteFile(filepath.Join(c.repo, "roadmap", "p1-first.md"), []byte("# p1\n"), 0o644)
-			run(t, c.repo, "git", "add", "-A")
-			run(t, c.repo, "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "roadmap")
 			if err := c.git.Exclude(context.Background(), "/.claudopilot/"); err != nil {
 				t.Fatal(err)
 			}
@@ -93,6 +89,59 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 	}
 }
 
+// withRoadmap commits the roadmap (roadmapSrc, roadmap/p1-first.md).
+func withRoadmap(repo string) error {
+	l := state.Layout{RoadmapRel: "roadmap"}
+	if err := os.MkdirAll(filepath.Join(repo, "roadmap"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, l.ManifestRel()), []byte(roadmapSrc), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, "roadmap", "p1-first.md"), []byte("# p1\n"), 0o644); err != nil {
+		return err
+	}
+	if _, err := gitOut(repo, "add", "-A"); err != nil {
+		return err
+	}
+	_, err := gitOut(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "roadmap")
+	return err
+}
+
+// withConflict commits the roadmap and src/a.go, then changes src/a.go
+// on main and, otherwise, on auto/p1; main is checked out.
+func withConflict(repo string) error {
+	if err := os.MkdirAll(filepath.Join(repo, "src"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(repo, "src", "a.go"), []byte("package src // base\n"), 0o644); err != nil {
+		return err
+	}
+	if err := withRoadmap(repo); err != nil {
+		return err
+	}
+	for _, step := range []struct {
+		a   string // src/a.go's comment, before the git command; "": none
+		git []string
+	}{
+		{"", []string{"branch", "auto/p1"}},
+		{"main", []string{"commit", "-qam", "main moves on"}},
+		{"", []string{"checkout", "-q", "auto/p1"}},
+		{"p1", []string{"commit", "-qam", "p1's work"}},
+		{"", []string{"checkout", "-q", "main"}},
+	} {
+		if step.a != "" {
+			if err := os.WriteFile(filepath.Join(repo, "src", "a.go"), []byte("package src // "+step.a+"\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		if _, err := gitOut(repo, append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, step.git...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TestPodResolvesAConflict: a supervisor sent to resolve the conflicts
 // of a merge of the base runs in a pod. The driver's merge stops at the
 // conflicts in the local worktree, uncommitted; the pod makes the same
@@ -101,25 +150,16 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 // its prompt names (CLAUDOPILOT_FAILURE_LOG), shipped as a file.
 func TestPodResolvesAConflict(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
+	c := newClusterWith(t, "conflict", withConflict)
 	l := state.Layout{Top: c.repo, RoadmapRel: "roadmap", Base: "main"}
 	git := func(args ...string) string {
 		return run(t, c.repo, append([]string{"git", "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
 	}
-	os.MkdirAll(filepath.Join(c.repo, "roadmap"), 0o755)
-	os.MkdirAll(filepath.Join(c.repo, "src"), 0o755)
-	os.WriteFile(filepath.Join(c.repo, l.ManifestRel()), []byte(roadmapSrc), 0o644)
-	os.WriteFile(filepath.Join(c.repo, "roadmap", "p1-first.md"), []byte("# p1\n"), 0o644)
-	os.WriteFile(filepath.Join(c.repo, "src", "a.go"), []byte("package src // base\n"), 0o644)
-	git("add", "-A")
-	git("commit", "-qm", "roadmap")
-	git("branch", "auto/p1")
-	os.WriteFile(filepath.Join(c.repo, "src", "a.go"), []byte("package src // main\n"), 0o644)
-	git("commit", "-qam", "main moves on")
-	git("checkout", "-q", "auto/p1")
-	os.WriteFile(filepath.Join(c.repo, "src", "a.go"), []byte("package src // p1\n"), 0o644)
-	git("commit", "-qam", "p1's work")
-	git("checkout", "-q", "main")
+	// p1's work, as the template left it (a loose ref: nothing packed it).
+	work1, err := os.ReadFile(filepath.Join(c.repo, ".git", "refs", "heads", "auto", "p1"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The worker's worktree, which a supervisor takes over.
 	git("worktree", "add", "-q", filepath.Join(c.repo, ".claudopilot", "worktrees", "p1"), "auto/p1")
 	if err := c.git.Exclude(context.Background(), "/.claudopilot/"); err != nil {
@@ -153,12 +193,15 @@ func TestPodResolvesAConflict(t *testing.T) {
 	if code != 0 || !strings.Contains(log.String(), "the worker's last words") {
 		t.Fatalf("the pod's agent exited %d:\n%s", code, log.String())
 	}
-	tip := git("rev-parse", "auto/p1")
-	if o.Reason == work.RemoteRefused || tip == git("rev-parse", "auto/p1~1") {
+	// The branch's tip and its parents: p1's work and main (main did
+	// not move: c.main).
+	commits := strings.Fields(git("rev-list", "--parents", "-n1", "auto/p1"))
+	tip := commits[0]
+	if o.Reason == work.RemoteRefused || tip == strings.TrimSpace(string(work1)) {
 		t.Fatalf("outcome %+v", o)
 	}
-	if parents := git("rev-list", "--parents", "-n1", tip); !strings.Contains(parents, git("rev-parse", "main")) {
-		t.Fatalf("the branch's tip %s is no merge of main (parents %s)", tip, parents)
+	if parents := commits[1:]; !slices.Contains(parents, c.main) || !slices.Contains(parents, strings.TrimSpace(string(work1))) {
+		t.Fatalf("the branch's tip %s is no merge of main %s into p1's work (parents %s)", tip, c.main, parents)
 	}
 	if got := git("show", tip+":src/a.go"); got != "package src // p1 and main" {
 		t.Fatalf("src/a.go on the branch: %q", got)
