@@ -365,7 +365,6 @@ func TestMergeAnswersAtTheClient(t *testing.T) {
 	e := newEnv(t)
 	g := e.github(nil)
 	ctx := context.Background()
-	clone := e.clone("c")
 	for _, tc := range []struct {
 		name   string
 		fault  ghfake.Fault
@@ -377,11 +376,7 @@ func TestMergeAnswersAtTheClient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			branch := "b-" + strings.ReplaceAll(tc.name, " ", "-")
-			e.git(clone, "checkout", "-qb", branch, "origin/main")
-			writeFile(t, filepath.Join(clone, branch+".txt"), branch+"\n")
-			e.git(clone, "add", "-A")
-			e.git(clone, "commit", "-qm", branch)
-			e.git(clone, "push", "-q", "origin", branch)
+			e.originCommit(branch, branch+".txt", branch+"\n", branch)
 			p, err := g.CreatePR(ctx, branch, "main", branch, "body", false)
 			if err != nil {
 				t.Fatal(err)
@@ -412,12 +407,7 @@ func TestLostWritesAreCheckedFirst(t *testing.T) {
 	e := newEnv(t)
 	g := e.github(nil)
 	ctx := context.Background()
-	clone := e.clone("c")
-	e.git(clone, "checkout", "-qb", "feature")
-	writeFile(t, filepath.Join(clone, "f.txt"), "f\n")
-	e.git(clone, "add", "-A")
-	e.git(clone, "commit", "-qm", "f")
-	e.git(clone, "push", "-q", "origin", "feature")
+	e.originCommit("feature", "f.txt", "f\n", "f")
 	p, err := g.CreatePR(ctx, "feature", "main", "f", "body", true)
 	if err != nil {
 		t.Fatal(err)
@@ -427,11 +417,7 @@ func TestLostWritesAreCheckedFirst(t *testing.T) {
 		t.Fatalf("MarkReady after a lost answer: %v (draft %v)", err, p.Draft)
 	}
 	// The base moves; the update's answer is lost.
-	e.git(clone, "checkout", "-q", "main")
-	writeFile(t, filepath.Join(clone, "g.txt"), "g\n")
-	e.git(clone, "add", "-A")
-	e.git(clone, "commit", "-qm", "g")
-	e.git(clone, "push", "-q", "origin", "main")
+	e.originCommit("main", "g.txt", "g\n", "g")
 	if behind, err := g.BehindBase(ctx, "main", p.HeadSHA); err != nil || behind != 1 {
 		t.Fatalf("BehindBase = %d, %v; want 1", behind, err)
 	}
@@ -466,13 +452,8 @@ func TestPRHeadNotYetKnown(t *testing.T) {
 	e := newEnv(t)
 	g := e.github(nil)
 	ctx := context.Background()
-	clone := e.clone("c")
 	for _, b := range []string{"fresh", "never"} {
-		e.git(clone, "checkout", "-qb", b, "main")
-		writeFile(t, filepath.Join(clone, b+".txt"), b+"\n")
-		e.git(clone, "add", "-A")
-		e.git(clone, "commit", "-qm", b)
-		e.git(clone, "push", "-q", "origin", b)
+		e.originCommit(b, b+".txt", b+"\n", b)
 	}
 	e.fake.AddFault(ghfake.Fault{Method: "POST", Path: "/pulls", Times: 3, Status: 422, Body: ghfake.HeadInvalid})
 	before := len(e.clock.Slept())
@@ -533,12 +514,7 @@ func TestMergeGivenUpButMerged(t *testing.T) {
 	e := newEnv(t)
 	g := e.github(func(c *GitHubConfig) { c.MaxRetries = 2 })
 	ctx := context.Background()
-	clone := e.clone("c")
-	e.git(clone, "checkout", "-qb", "feature")
-	writeFile(t, filepath.Join(clone, "f.txt"), "f\n")
-	e.git(clone, "add", "-A")
-	e.git(clone, "commit", "-qm", "f")
-	e.git(clone, "push", "-q", "origin", "feature")
+	e.originCommit("feature", "f.txt", "f\n", "f")
 	p, err := g.CreatePR(ctx, "feature", "main", "f", "body", false)
 	if err != nil {
 		t.Fatal(err)

@@ -39,12 +39,7 @@ func TestGitHubPostsThroughTheFunnel(t *testing.T) {
 	if _, err := g.PostComment(ctx, n, text); err != nil {
 		t.Fatal(err)
 	}
-	clone := e.clone("c")
-	e.git(clone, "checkout", "-qb", "feature")
-	writeFile(t, filepath.Join(clone, "f.txt"), "f\n")
-	e.git(clone, "add", "-A")
-	e.git(clone, "commit", "-qm", "f")
-	e.git(clone, "push", "-q", "origin", "feature")
+	e.originCommit("feature", "f.txt", "f\n", "f")
 	if _, err := g.CreatePR(ctx, "feature", "main", "title "+text, "body "+text, true); err != nil {
 		t.Fatal(err)
 	}
