@@ -25,11 +25,7 @@ const campaignAgent = okAgent + `if grep -q "Make the parser fast" "$CLAUDOPILOT
 func TestCampaignIssuesGoFirst(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	seed := e.clone("seed2")
-	writeFile(t, filepath.Join(seed, CampaignDir, "speed.md"), "Make the parser fast: every change must keep the benchmarks green.\n")
-	e.git(seed, "add", "-A")
-	e.git(seed, "commit", "-qm", "the speed campaign")
-	e.git(seed, "push", "-q", "origin", "main")
+	e.originCommit("main", CampaignDir+"/speed.md", "Make the parser fast: every change must keep the benchmarks green.\n", "the speed campaign")
 	camp, issues := 1, 1
 	if soak() {
 		e.fake.NewIssue("alice", "One", "first", []string{"agent-ready"}, "alice")

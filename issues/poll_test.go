@@ -2,7 +2,6 @@ package issues
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -275,11 +274,7 @@ func TestHeartbeatKeepsAClaimFresh(t *testing.T) {
 func TestPollOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	seed := e.clone("seed")
-	writeFile(t, filepath.Join(seed, CampaignDir, "speed.md"), "Make the parser fast.\n")
-	e.git(seed, "add", "-A")
-	e.git(seed, "commit", "-qm", "the speed campaign")
-	e.git(seed, "push", "-q", "origin", "main")
+	e.originCommit("main", CampaignDir+"/speed.md", "Make the parser fast.\n", "the speed campaign")
 	older := e.fake.NewIssue("alice", "older", "x", []string{"agent-ready"}, "")
 	e.clock.Advance(time.Minute)
 	newer := e.fake.NewIssue("alice", "newer", "x", []string{"agent-ready"}, "")
