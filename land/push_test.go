@@ -2,6 +2,7 @@ package land_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,8 +40,17 @@ func newUpstream(t *testing.T) *upstream {
 	u := &upstream{fixture: f, dir: t.TempDir()}
 	u.origin = filepath.Join(u.dir, "origin.git")
 	f.gitIn(u.dir, "init", "-q", "--bare", "-b", "main", u.origin)
-	f.gitIn(u.origin, "config", "receive.denyNonFastForwards", "true")
-	f.gitIn(u.origin, "config", "receive.denyDeletes", "false")
+	// receive's settings appended to origin's config (two git config
+	// processes before), autogc off: a push's receive-pack ran gc --auto,
+	// as a local push drops the test's GIT_CONFIG_COUNT (8 in TestPushBase).
+	cf, err := os.OpenFile(filepath.Join(u.origin, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cf.WriteString("[receive]\n\tdenyNonFastForwards = true\n\tdenyDeletes = false\n\tautogc = false\n")
+	if err := errors.Join(err, cf.Close()); err != nil {
+		t.Fatal(err)
+	}
 	f.gitIn(f.top, "remote", "add", "origin", u.origin)
 	f.gitIn(f.top, "push", "-q", "origin", "main", "main:refs/heads/auto/p1")
 	u.other = filepath.Join(u.dir, "other")
