@@ -112,7 +112,17 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the Drain button reached no action")
 	}
-	step("pick b", chromedp.Click(chromedp.CSS(`tr[data-id="b"]`)))
+	// The drain re-renders the table: a Click that found the row before
+	// the re-render sends its click to a node that is gone ("Could not find
+	// node with given id", once in a quiet suite). The page clicks the row
+	// it finds now, as the Drain step does.
+	step("pick b", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.WaitVisible(chromedp.CSS(`tr[data-id="b"]`))(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := chromedp.Evaluate[bool](`(() => { document.querySelector('tr[data-id="b"]').click(); return true; })()`)(ctx, tg)
+		return chromedp.Void{}, err
+	})
 	step("the question shows", chromedp.WaitVisible(chromedp.Search(`//*[@id="question"][contains(., "which port?")]`)))
 	q := text("#question")
 	at, by, ok := strings.Cut(q, "; parks unanswered at ")
