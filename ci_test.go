@@ -33,12 +33,14 @@ func TestCIInstall(t *testing.T) {
 	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
+		// .ci/install is a bash script: a machine without bash cannot run CI.
 		t.Skip("no bash")
 	}
 	var tools []string // what the script and the fake apt-get call
 	for _, name := range []string{"sed", "chmod"} {
 		p, err := exec.LookPath(name)
 		if err != nil {
+			// The fake apt-get and the script need them; coreutils everywhere CI runs.
 			t.Skip("no " + name)
 		}
 		tools = append(tools, p)

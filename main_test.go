@@ -265,6 +265,8 @@ func cmdWaitgrep(ts *testscript.TestScript, neg bool, args []string) {
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitgrep: no line of %s matched %q within %s", args[0], args[1], timeout)
 		}
+		// A poll of a file's contents, as waitfile polls a file: the file is
+		// the event (written by another process), not a guess at a duration.
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -27,6 +27,8 @@ type repoFixture struct {
 func newRepoFixture(t *testing.T, files map[string]string) *repoFixture {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
+		// git 2.38+ is a stated requirement (README; .ci/run installs it):
+		// without it only this machine is unfit, as for the other git tests.
 		t.Skip("no git")
 	}
 	top := t.TempDir()

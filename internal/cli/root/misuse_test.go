@@ -19,6 +19,8 @@ import (
 // driver starts, now under CLAUDOPILOT_SOAK=1 only.
 func TestMisuseExits64(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
+		// git 2.38+ is a stated requirement (README; .ci/run installs it):
+		// without it only this machine is unfit, as for the other git tests.
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
