@@ -109,15 +109,7 @@ func newFixtureAt(t *testing.T, src, rel string) *fixture {
 var templates *gittest.Templates
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "land-templates-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	templates = gittest.NewTemplates(dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	gittest.RunWithTemplates(m, "land-templates-", func(t *gittest.Templates) { templates = t })
 }
 
 // makeRepo makes newFixtureAt's repository in dir: main checked out,

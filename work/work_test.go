@@ -96,15 +96,7 @@ func newFixture(t *testing.T) *fixture {
 var templates *gittest.Templates
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "work-templates-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	templates = gittest.NewTemplates(dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	gittest.RunWithTemplates(m, "work-templates-", func(t *gittest.Templates) { templates = t })
 }
 
 // makeRepo makes newFixture's repository in dir: main checked out, the

@@ -65,15 +65,7 @@ func newRepo(t *testing.T) *Client {
 var templates *gittest.Templates
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "worktree-templates-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	templates = gittest.NewTemplates(dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	gittest.RunWithTemplates(m, "worktree-templates-", func(t *gittest.Templates) { templates = t })
 }
 
 // mustGit runs git in dir ("" = c.Dir) and fails the test on error.

@@ -143,3 +143,19 @@ func CopyTree(dst, src string) error {
 		return fmt.Errorf("copy %s: not a file, folder or link", p)
 	})
 }
+
+// RunWithTemplates runs a test binary's tests (a TestMain's body) with
+// templates made once for the binary in a temporary folder named after
+// prefix, set through set before the tests start and removed after them;
+// it exits with the tests' code.
+func RunWithTemplates(m *testing.M, prefix string, set func(*Templates)) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	set(NewTemplates(dir))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
