@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // fakeAptGet logs each call to $LOG and, for an install, puts a stand-in
@@ -45,7 +47,7 @@ func TestCIInstall(t *testing.T) {
 		}
 		tools = append(tools, p)
 	}
-	script, err := filepath.Abs(filepath.Join(".ci", "install"))
+	script, err := filepath.Abs(filepath.Join(e2e.Root(t), ".ci", "install"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +89,10 @@ func TestCIInstall(t *testing.T) {
 				}
 			}
 			for _, h := range c.have {
-				writeFile(t, filepath.Join(bin, h), "#!/bin/sh\necho \""+h+" version 2.39.5\"\n")
+				e2e.WriteFile(t, filepath.Join(bin, h), "#!/bin/sh\necho \""+h+" version 2.39.5\"\n")
 			}
 			if c.apt {
-				writeFile(t, filepath.Join(bin, "apt-get"), fakeAptGet)
+				e2e.WriteFile(t, filepath.Join(bin, "apt-get"), fakeAptGet)
 			}
 			cmd := exec.Command(bash, script)
 			cmd.Env = []string{"PATH=" + bin, "LOG=" + log, "BIN=" + bin, "FAIL=" + c.fail}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // The crash test kills the driver with SIGKILL after every few journal
@@ -85,8 +85,8 @@ func TestCrashResume(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
-	if !soak() {
+	bin := e2e.SelfAs(t, "claudopilot")
+	if !e2e.Soak() {
 		crashResume(t, bin, crashPlan{phases: 4, maxKills: 1, killAfter: "gate"})
 		return
 	}
@@ -118,7 +118,7 @@ const crashShifts, crashStackedShifts = 2, 2
 // between as they come. The same promises hold, and no phase lands before
 // a dep (the first-parent order is checked).
 func TestCrashResumeStacked(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (work TestRunStackOnStartsFromTheDepsTip, TestRunStackOnMergesIntoAKeptBranch, TestRunFreshSetsTheStackedBranchAside, TestRunStackedOnChecksTheTip; scheduler TestRestore*); TestCrashResume kills the driver end to end, script run_stack stacks end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -128,7 +128,7 @@ func TestCrashResumeStacked(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	reps, maxKills := crashStackedShifts, 400 // under soak only (above)
 	for rep := range reps {
 		t.Run(fmt.Sprintf("shift%d", rep), func(t *testing.T) {
@@ -154,7 +154,7 @@ func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
-	env := crashEnv(dir, trace)
+	env := e2e.Env(dir, trace)
 	write := func(name, body string, mode os.FileMode) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -174,9 +174,9 @@ func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 	if err := os.WriteFile(agent, []byte(crashAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
 
 	args := append([]string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "2"}, extra...)
 	args = append(args, "roadmap")
@@ -291,7 +291,7 @@ func crashManifestOf(n int) string {
 func checkCrashResume(t *testing.T, dir, repo string, env []string, trace string, phases int, lastOut string) {
 	t.Helper()
 	// Everything merged exactly once, with one merge commit each.
-	log := git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
+	log := e2e.Git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
 	for i := 1; i <= phases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge p%d:", i)); n != 1 {
 			t.Errorf("p%d merged %d times:\n%s", i, n, log)
@@ -304,7 +304,7 @@ func checkCrashResume(t *testing.T, dir, repo string, env []string, trace string
 			t.Errorf("%s landed before its dep %s:\n%s", e[0], e[1], log)
 		}
 	}
-	m := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
+	m := e2e.Git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
 	if strings.Count(m, "[merged]") != phases || !strings.Contains(m, "**Status:** complete") {
 		t.Errorf("committed manifest:\n%s", m)
 	}
@@ -319,21 +319,21 @@ func checkCrashResume(t *testing.T, dir, repo string, env []string, trace string
 	}
 	gateEveryFirstParent(t, dir, repo, env)
 	// Nothing left behind.
-	if out := git(t, repo, env, "branch", "--list", "auto/*"); strings.TrimSpace(out) != "" {
+	if out := e2e.Git(t, repo, env, "branch", "--list", "auto/*"); strings.TrimSpace(out) != "" {
 		// Seen once with two suites at load 38: auto/p2…p6 left. Say
 		// enough to tell a failed cleanup from a branch that moved after
 		// its merge (an agent of a killed round still committing).
 		var why strings.Builder
 		for _, b := range strings.Fields(out) {
-			fmt.Fprintf(&why, "%s: %s", b, git(t, repo, env, "log", "-3", "--format=%h %s", b))
+			fmt.Fprintf(&why, "%s: %s", b, e2e.Git(t, repo, env, "log", "-3", "--format=%h %s", b))
 			if exec.Command("git", "-C", repo, "merge-base", "--is-ancestor", b, "main").Run() != nil {
 				why.WriteString("  (not on main)\n")
 			}
 		}
 		t.Errorf("branches left: %s\n%s\nworktrees:\n%s\nthe last run:\n%s", out, why.String(),
-			git(t, repo, env, "worktree", "list"), lastOut)
+			e2e.Git(t, repo, env, "worktree", "list"), lastOut)
 	}
-	if st := git(t, repo, env, "status", "--porcelain"); strings.TrimSpace(st) != "" {
+	if st := e2e.Git(t, repo, env, "status", "--porcelain"); strings.TrimSpace(st) != "" {
 		t.Errorf("main checkout dirty:\n%s", st)
 	}
 }
@@ -345,7 +345,7 @@ func unreachable(t *testing.T, repo string, env []string, trace string, revs ...
 	t.Helper()
 	shas, _ := os.ReadFile(trace)
 	reached := map[string]bool{}
-	for _, c := range strings.Fields(git(t, repo, env, append([]string{"rev-list"}, revs...)...)) {
+	for _, c := range strings.Fields(e2e.Git(t, repo, env, append([]string{"rev-list"}, revs...)...)) {
 		reached[c] = true
 	}
 	var lost []string
@@ -364,16 +364,16 @@ func unreachable(t *testing.T, repo string, env []string, trace string, revs ...
 func gateEveryFirstParent(t *testing.T, dir, repo string, env []string) {
 	t.Helper()
 	wt := filepath.Join(dir, "check-first-parents")
-	git(t, repo, env, "worktree", "add", "-q", "--detach", wt, "main")
-	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", "main")) {
-		git(t, wt, env, "checkout", "-q", "--detach", c)
+	e2e.Git(t, repo, env, "worktree", "add", "-q", "--detach", wt, "main")
+	for _, c := range strings.Fields(e2e.Git(t, repo, env, "rev-list", "--first-parent", "main")) {
+		e2e.Git(t, wt, env, "checkout", "-q", "--detach", c)
 		gate := exec.Command("sh", "gate.sh")
 		gate.Dir, gate.Env = wt, env
 		if out, err := gate.CombinedOutput(); err != nil {
 			t.Errorf("gate red on a clean checkout of first-parent commit %s: %s", c, out)
 		}
 	}
-	git(t, repo, env, "worktree", "remove", "--force", wt)
+	e2e.Git(t, repo, env, "worktree", "remove", "--force", wt)
 }
 
 // journalTail counts the lines of a journal as it grows, reading only
@@ -447,47 +447,4 @@ func (j *journalTail) lastEvent() string {
 	}
 	json.Unmarshal([]byte(j.last), &e)
 	return strings.TrimSpace(e.Ev + " " + e.Phase)
-}
-
-// selfAs makes this test binary callable as name: testscript.Main runs
-// the registered command when argv[0] has that base name.
-func selfAs(t *testing.T, name string) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.Symlink(exe, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func crashEnv(home, trace string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, knob := settings.Lookup(k); strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "CLAUDOPILOT_") || knob {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"HOME="+home, "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1", "SANDBOX=off", // unless a test asks for it
-		"GIT_AUTHOR_NAME=Crash Test", "GIT_AUTHOR_EMAIL=crash@example.com",
-		"GIT_COMMITTER_NAME=Crash Test", "GIT_COMMITTER_EMAIL=crash@example.com",
-		"TRACE="+trace, "NO_COLOR=1",
-	)
-}
-
-func git(t *testing.T, dir string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Env = dir, env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }

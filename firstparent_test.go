@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/scheduler"
 )
 
@@ -62,7 +63,7 @@ exit 0
 // first-parent chain with only its top gated, and `Merge a` (z and a,
 // without b) was a red commit on the base's first-parent history.
 func TestEveryFirstParentCommitIsGated(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (land TestBuildTrainIsOneFirstParentCommit: a phase red on the base alone lands only inside its green train's one first-parent commit; scheduler TestSpecRedTrainIsBisected); TestKillUnderSpeculativeGates runs merge trains end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -72,11 +73,11 @@ func TestEveryFirstParentCommitIsGated(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	ctl := filepath.Join(dir, "ctl")
-	env := append(crashEnv(dir, filepath.Join(dir, "trace")), "CTL="+ctl, "MERGE_BATCH=3", "GATE_SLOTS=1")
+	env := append(e2e.Env(dir, filepath.Join(dir, "trace")), "CTL="+ctl, "MERGE_BATCH=3", "GATE_SLOTS=1")
 	write := func(name, body string, mode os.FileMode) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -104,10 +105,10 @@ func TestEveryFirstParentCommitIsGated(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(fpAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
-	first := strings.TrimSpace(git(t, repo, env, "rev-parse", "main"))
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
+	first := strings.TrimSpace(e2e.Git(t, repo, env, "rev-parse", "main"))
 
 	cmd := exec.Command(bin, "run", "--json", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", "4", "--keep-going", "roadmap")
 	cmd.Dir, cmd.Env = repo, env
@@ -145,22 +146,22 @@ func TestEveryFirstParentCommitIsGated(t *testing.T) {
 		t.Fatalf("driver: %v\n%s", err, stderr.String())
 	}
 
-	log := git(t, repo, env, "log", "--format=%s", first+"..main")
+	log := e2e.Git(t, repo, env, "log", "--format=%s", first+"..main")
 	for _, id := range []string{"z", "a", "b", "c"} {
 		if n := strings.Count(log, "Merge "+id+":"); n != 1 {
 			t.Errorf("%s merged %d times:\n%s", id, n, log)
 		}
 	}
 	// The gate is green on a clean checkout of every first-parent commit.
-	for _, c := range strings.Fields(git(t, repo, env, "rev-list", "--first-parent", first+"..main")) {
+	for _, c := range strings.Fields(e2e.Git(t, repo, env, "rev-list", "--first-parent", first+"..main")) {
 		wt := filepath.Join(dir, "check-"+c[:8])
-		git(t, repo, env, "worktree", "add", "-q", "--detach", wt, c)
+		e2e.Git(t, repo, env, "worktree", "add", "-q", "--detach", wt, c)
 		gate := exec.Command("sh", "gate.sh")
 		gate.Dir, gate.Env = wt, env
 		if out, err := gate.CombinedOutput(); err != nil {
-			subject := git(t, repo, env, "log", "-1", "--format=%s", c)
+			subject := e2e.Git(t, repo, env, "log", "-1", "--format=%s", c)
 			t.Errorf("the gate is red on first-parent commit %.12s (%s): %s", c, strings.TrimSpace(subject), out)
 		}
-		git(t, repo, env, "worktree", "remove", "--force", wt)
+		e2e.Git(t, repo, env, "worktree", "remove", "--force", wt)
 	}
 }

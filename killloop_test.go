@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // The kill loop (issue #10's "done when"): the driver is stopped again and
@@ -173,11 +175,11 @@ func TestKillLoop(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	t.Parallel()
-	rounds, killPhases := killStopsOf(soak()), killPhasesOf(soak())
+	rounds, killPhases := killStopsOf(e2e.Soak()), killPhasesOf(e2e.Soak())
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
-	env := crashEnv(dir, trace)
+	env := e2e.Env(dir, trace)
 	write := func(name, body string, mode os.FileMode) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -198,9 +200,9 @@ func TestKillLoop(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(killAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
 	// The user's own files: a dirty README and an untracked secret.
 	userReadme := "# the project\n\nmy notes, not committed\n"
 	userEnv := "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI7K7MDENGbPxRfiCYzq81KEY9\n"
@@ -208,13 +210,13 @@ func TestKillLoop(t *testing.T) {
 	write(".env", userEnv, 0o600)
 
 	ctx, stop := context.WithCancel(context.Background())
-	humans := busyHuman(ctx, t, repo, env, humanCommitsOf(soak()))
-	ide := ideLoop(ctx, repo, env, ideBreak(soak()))
+	humans := busyHuman(ctx, t, repo, env, humanCommitsOf(e2e.Soak()))
+	ide := ideLoop(ctx, repo, env, ideBreak(e2e.Soak()))
 	defer func() { stop(); ide.Wait() }()
 
 	args := []string{"run", "--base", "main", "--agent", agent, "--supervisor", agent, "--gate", "sh gate.sh",
 		"--max-parallel", "3", "--max-supervisor-attempts", "3", "--poll-seconds", "1", "roadmap"}
-	kills, lastStart := killLoop(t, selfAs(t, "claudopilot"), repo, env, args, rounds)
+	kills, lastStart := killLoop(t, e2e.SelfAs(t, "claudopilot"), repo, env, args, rounds)
 	stop()
 	ide.Wait()
 	commits := humans()
@@ -288,7 +290,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 // checkKillLoop checks every promise after the last run ended.
 func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, humans []string, userReadme, userEnv string, killPhases int) {
 	// Every merge, a train's side line included.
-	log := git(t, repo, env, "log", "--format=%s", "main")
+	log := e2e.Git(t, repo, env, "log", "--format=%s", "main")
 	for i := 1; i <= killPhases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge k%d:", i)); n != 1 {
 			t.Errorf("k%d merged %d times:\n%s", i, n, log)
@@ -298,7 +300,7 @@ func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, h
 		t.Errorf("agent commit %s is not reachable from the base", sha)
 	}
 	humanList := filepath.Join(dir, "human-commits")
-	writeFile(t, humanList, strings.Join(humans, "\n"))
+	e2e.WriteFile(t, humanList, strings.Join(humans, "\n"))
 	for _, c := range unreachable(t, repo, env, humanList, "main") {
 		t.Errorf("human commit %s was lost", c)
 	}
@@ -307,14 +309,14 @@ func checkKillLoop(t *testing.T, dir, repo string, env []string, trace string, h
 		t.Errorf("conflict markers on the base:\n%s", out)
 	}
 	// Only the project's own files are on the base.
-	for _, f := range strings.Fields(git(t, repo, env, "ls-tree", "-r", "--name-only", "main")) {
+	for _, f := range strings.Fields(e2e.Git(t, repo, env, "ls-tree", "-r", "--name-only", "main")) {
 		ok := f == "gate.sh" || f == "README.md" || f == "shared.txt" || strings.HasPrefix(f, "roadmap/") ||
 			strings.HasPrefix(f, "work/k") || strings.HasPrefix(f, "human/") || f == "daemon.txt"
 		if !ok {
 			t.Errorf("a file from outside the worktrees is on the base: %s", f)
 		}
 	}
-	if got := git(t, repo, env, "show", "main:README.md"); got != "# the project\n" {
+	if got := e2e.Git(t, repo, env, "show", "main:README.md"); got != "# the project\n" {
 		t.Errorf("the committed README changed: %q", got)
 	}
 	for name, want := range map[string]string{"README.md": userReadme, ".env": userEnv} {
@@ -506,7 +508,7 @@ exec cat
 `
 
 func TestKillLoopBaseMerge(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (work TestRunRedoesABaseMergeCutOff: a driver killed in its git merge of the base, real git); TestKillLoop kills the driver end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -521,27 +523,27 @@ func TestKillLoopBaseMerge(t *testing.T) {
 	repo := filepath.Join(dir, "repo")
 	arm := filepath.Join(dir, "arm")
 	trace := filepath.Join(dir, "trace")
-	env := append(crashEnv(dir, trace), "ARMDIR="+arm)
+	env := append(e2e.Env(dir, trace), "ARMDIR="+arm)
 	for name, body := range map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": baseMergeManifest(phases), "gate.sh": baseMergeGate,
 		"shared.dat": "shared\n", ".gitattributes": "*.dat filter=slow\n",
 	} {
-		writeFile(t, filepath.Join(repo, name), body)
+		e2e.WriteFile(t, filepath.Join(repo, name), body)
 	}
 	for i := 1; i <= phases; i++ {
-		writeFile(t, filepath.Join(repo, fmt.Sprintf("roadmap/m%d.md", i)), fmt.Sprintf("# m%d\n", i))
+		e2e.WriteFile(t, filepath.Join(repo, fmt.Sprintf("roadmap/m%d.md", i)), fmt.Sprintf("# m%d\n", i))
 	}
 	agent, filter := filepath.Join(dir, "agent.sh"), filepath.Join(dir, "smudge.sh")
-	writeFile(t, agent, baseMergeAgent)
-	writeFile(t, filter, slowSmudge)
+	e2e.WriteFile(t, agent, baseMergeAgent)
+	e2e.WriteFile(t, filter, slowSmudge)
 	os.MkdirAll(arm, 0o755)
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "config", "filter.slow.smudge", "sh '"+filter+"'")
-	git(t, repo, env, "config", "filter.slow.clean", "cat")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "config", "filter.slow.smudge", "sh '"+filter+"'")
+	e2e.Git(t, repo, env, "config", "filter.slow.clean", "cat")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
 
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	// Phases that land meanwhile conflict again with a repair: enough
 	// repairs that this churn never halts the run (kills spend none).
 	args := []string{"run", "--base", "main", "--agent", "sh " + agent, "--supervisor", "sh " + agent, "--gate", "sh gate.sh",
@@ -557,7 +559,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		// its worktree's removal runs in the background.
 		landing := round%2 == 1 && afterMerged < target
 		if kills < target && !landing {
-			writeFile(t, filepath.Join(arm, "arm"), "")
+			e2e.WriteFile(t, filepath.Join(arm, "arm"), "")
 		}
 		merged := countIn(journal, `"ev":"merged"`)
 		lastStart = time.Now()
@@ -613,13 +615,13 @@ func TestKillLoopBaseMerge(t *testing.T) {
 	if kills < min(target, 2) {
 		t.Fatalf("only %d kills during a base merge: the test did not exercise it", kills)
 	}
-	log := git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
+	log := e2e.Git(t, repo, env, "log", "--topo-order", "--format=%s", "main") // a train's side line too
 	for i := 1; i <= phases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge m%d:", i)); n != 1 {
 			t.Errorf("m%d merged %d times:\n%s", i, n, log)
 		}
 	}
-	shared := git(t, repo, env, "show", "main:shared.dat")
+	shared := e2e.Git(t, repo, env, "show", "main:shared.dat")
 	for i := 1; i <= phases; i++ {
 		if !strings.Contains(shared, fmt.Sprintf("line of m%d\n", i)) {
 			t.Errorf("shared.dat on main lacks m%d's line:\n%s", i, shared)
@@ -642,7 +644,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 func releaseFilter(t *testing.T, arm string) {
 	t.Helper()
 	b, _ := os.ReadFile(filepath.Join(arm, "in-merge"))
-	writeFile(t, filepath.Join(arm, "release"), "")
+	e2e.WriteFile(t, filepath.Join(arm, "release"), "")
 	pid := strings.TrimSpace(string(b))
 	for deadline := time.Now().Add(time.Minute); pid != ""; {
 		if _, err := os.Stat("/proc/" + pid); err != nil {
@@ -667,7 +669,7 @@ func releaseFilter(t *testing.T, arm string) {
 func checkEndState(t *testing.T, repo string, env []string, lastStart time.Time, foreignMoves bool) {
 	t.Helper()
 	live, _ := os.ReadFile(filepath.Join(repo, "roadmap", "EXECUTION-MANIFEST.md"))
-	committed := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
+	committed := e2e.Git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
 	for name, m := range map[string]string{"live": string(live), "committed": committed} {
 		if strings.Contains(m, "[running]") {
 			t.Errorf("the %s manifest has a [running] phase left:\n%s", name, m)
@@ -702,14 +704,4 @@ func checkEndState(t *testing.T, repo string, env []string, lastStart time.Time,
 func countIn(file, s string) int {
 	b, _ := os.ReadFile(file)
 	return strings.Count(string(b), s)
-}
-
-func writeFile(t *testing.T, p, body string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // The live-edit test edits the manifest many times while a run goes on, the
@@ -47,7 +49,7 @@ git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$C
 `
 
 func TestLiveEdits(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (roadmap TestSetStateWaitsForInPlaceSave, TestReplaceKeepsARenameSaveBeforeTheSwap, TestLateWriteIntoOldInodeMergedBack, TestMergeLateNeverOverANewerEdit: an edit, in place or by rename, survives the driver's writes; scheduler TestEditAddsPhase, TestEditRetriesParkedPhase, TestEditDoesNotUndoDeferredWrites, TestEditReadsTheStore: a new phase picked up, a parked one flipped to [pending] retried); script run_merged_stays_merged runs the watcher against the driver's writes end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -57,12 +59,12 @@ func TestLiveEdits(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	fixed := filepath.Join(dir, "fixed")
 	release := filepath.Join(dir, "release")
-	env := append(crashEnv(dir, filepath.Join(dir, "trace")), "FIXED="+fixed, "RELEASE="+release)
+	env := append(e2e.Env(dir, filepath.Join(dir, "trace")), "FIXED="+fixed, "RELEASE="+release)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -78,9 +80,9 @@ func TestLiveEdits(t *testing.T) {
 	}
 	agent := filepath.Join(dir, "agent.sh")
 	must(os.WriteFile(agent, []byte(liveAgent), 0o755))
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
 
 	cmd := exec.Command(bin, "run", "--base", "main", "--agent", agent, "--keep-going",
 		"--max-supervisor-attempts", "0", "--max-parallel", "3", "--poll-seconds", "1", "roadmap")
@@ -204,7 +206,7 @@ func TestLiveEdits(t *testing.T) {
 	if !strings.Contains(out.String(), "manifest edit ignored") {
 		t.Errorf("the invalid edit was not reported:\n%s", out.String())
 	}
-	if c := git(t, repo, env, "show", "main:late.txt"); strings.TrimSpace(c) != "late" {
+	if c := e2e.Git(t, repo, env, "show", "main:late.txt"); strings.TrimSpace(c) != "late" {
 		t.Errorf("late's work is not on main: %q", c)
 	}
 }

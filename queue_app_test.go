@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/cli/wire"
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -18,8 +19,8 @@ import (
 func TestAppTokenSettings(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
-	env := crashEnv(repo, "")
-	git(t, repo, env, "init", "-q", "-b", "main")
+	env := e2e.Env(repo, "")
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
 	wt, err := worktree.Open(context.Background(), repo, env)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // TestQueueKillResume kills the queue's driver with SIGKILL while an
@@ -20,7 +22,7 @@ import (
 // It runs for queue --once and, under CLAUDOPILOT_SOAK=1, for run
 // --issues --once (the issue a node of the roadmap's scheduler).
 func TestQueueKillResume(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (issues TestStableInstance: the clone's instance name kept; TestOwnEarlierClaimIsResumed: a killed run's own claim resumed at once, one claim, its end in round 0; work TestReapStopsWhatAnEarlierDriverLeft: the killed driver's processes stopped at the next start; scheduler TestOutsideResumeTakesItsCounts); TestCrashResume kills and resumes a driver end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -30,13 +32,13 @@ func TestQueueKillResume(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	t.Run("queue", func(t *testing.T) {
 		t.Parallel()
 		queueKillResume(t, bin, false)
 	})
 	t.Run("run-issues", func(t *testing.T) {
-		if !soak() {
+		if !e2e.Soak() {
 			t.Skip("proven in package tests (issues TestOwnEarlierClaimIsResumed: a killed run's own claim resumed at once; scheduler TestOutsideResumeTakesItsCounts: an issue node offered again after a kill); the queue subtest kills and resumes end to end; CLAUDOPILOT_SOAK=1 runs it")
 		}
 		t.Parallel()
@@ -47,7 +49,7 @@ func TestQueueKillResume(t *testing.T) {
 func queueKillResume(t *testing.T, bin string, roadmap bool) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace")
-	env := crashEnv(dir, trace)
+	env := e2e.Env(dir, trace)
 	origin := filepath.Join(dir, "origin.git")
 	files := map[string]string{"README": "seed\n"}
 	if roadmap {
@@ -60,7 +62,7 @@ func queueKillResume(t *testing.T, bin string, roadmap bool) {
 	fake.NewIssue("alice", "Issue", "Write a file.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
 	// The agent commits its work, says so, then waits until the test lets
 	// it go (the driver is killed meanwhile; its agent outlives it).
@@ -181,7 +183,7 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 	if tr, _ := os.ReadFile(trace); strings.Count(string(tr), "launch #1") != 1 {
 		t.Errorf("agent launches:\n%s\n%s", tr, logs)
 	}
-	if got := git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main", "--", "work/issue.txt"); strings.Count(got, "issue") != 1 {
+	if got := e2e.Git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main", "--", "work/issue.txt"); strings.Count(got, "issue") != 1 {
 		t.Errorf("the issue's commit on main: %q, want once", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
@@ -34,7 +35,7 @@ import (
 // the agent, so #2 (on claude) waited for #1's slot while #1 waited for
 // #2's merge, until #1's agent gave up.
 func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (scheduler TestOneSlotCountInEveryMode with LANES, TestLanePinnedWaitsForItsLane, TestLaneFallbackOnRateLimit); TestQueueLaneLabelIsTheLanes runs the same issues and lanes end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	out := laneLabelScenario(t, true, "run", "--issues", "--once", "--json", "--base", "main",
@@ -55,7 +56,7 @@ func TestRunIssuesLaneLabelIsTheLanes(t *testing.T) {
 // one pacer pass, each lane's own slots and cooldown), not the lane's
 // commands on MAX_PARALLEL shared slots.
 func TestQueueLaneLabelIsTheLanes(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (internal/cli/wire TestQueueAloneTakesTheLanes: queue alone takes LANES as run --issues does; scheduler TestOneSlotCountInEveryMode with LANES, TestLanePinnedWaitsForItsLane, TestLaneFallbackOnRateLimit; issues TestLaneLabelPinsTheIssue: lane:<id> pins the issue's node); CLAUDOPILOT_SOAK=1 runs it")
 	}
 	laneLabelScenario(t, false, "queue", "--once", "--base", "main",
@@ -74,9 +75,9 @@ func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
 	merged := filepath.Join(dir, "first-merge")
@@ -98,7 +99,7 @@ func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 	fake.NewIssue("alice", "Codex two", "Write a file.", []string{"agent-ready", "lane:codex"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	// One script for both lanes: the first word of each record line is
 	// the lane whose command ran it, then what the driver told it. #1's
 	// agent waits (on a file, bounded) for the first merge.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
@@ -17,7 +18,7 @@ import (
 // The queue used to hard-code 3 repair rounds and 3 transient retries for
 // itself; the changed default is announced until the user sets it.
 func TestQueueRetriesAsRunDoes(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (internal/cli/wire TestOneRetryPolicy: queue alone and run --issues get the same repair runs and retries; scheduler TestOutsideLandingRoutes/checks_stay_red: blocked after MAX_SUPERVISOR_ATTEMPTS_PER_PHASE repairs; issues TestLandChecksTimeoutThenBlocked: the blocked label and comment; internal/cli/run TestQueuePolicyNoteUntilSet: the changed defaults announced); CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -27,9 +28,9 @@ func TestQueueRetriesAsRunDoes(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"README.md": "# widgets\n"})
 	fake := fakeGitHub(t, origin, env, "tok-123")
@@ -38,7 +39,7 @@ func TestQueueRetriesAsRunDoes(t *testing.T) {
 	})
 	fake.NewIssue("alice", "Never green", "Write a file.", []string{"agent-ready"}, "alice")
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	record := filepath.Join(dir, "record")
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh

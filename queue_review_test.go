@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
@@ -19,7 +20,7 @@ import (
 // (at most 3 s) for another to run beside it, unless one has already
 // run; both agents finish together, so both reviews are due together.
 func TestRunIssuesOneReviewPool(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (scheduler TestOutsideReviewedByTheLoop, TestReviewSlotNeverBorrowed); TestQueueHostileIssueReviewed reviews an issue end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -29,9 +30,9 @@ func TestRunIssuesOneReviewPool(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Reviews\n\n1. [pending] **p0** — a phase (deps: none)\n",
@@ -43,7 +44,7 @@ func TestRunIssuesOneReviewPool(t *testing.T) {
 	})
 	fake.NewIssue("alice", "Add a file", "Write issue.txt.", []string{"agent-ready"}, "alice")
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	running, reviewed, seen, issueDone := filepath.Join(dir, "running"), filepath.Join(dir, "reviewed"), filepath.Join(dir, "seen"), filepath.Join(dir, "issue-done")
 	for _, d := range []string{running, reviewed} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
@@ -31,9 +32,9 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
 	mergedFlag := filepath.Join(dir, "issue-merged")
@@ -41,7 +42,7 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 		"roadmap/EXECUTION-MANIFEST.md": "# Mixed\n\n1. [pending] **p1** — needs the issue's work (deps: #1)\n",
 		"roadmap/p1.md":                 "# p1\n",
 	})
-	git(t, seed, env, "push", "-q", origin, "main:develop")
+	e2e.Git(t, seed, env, "push", "-q", origin, "main:develop")
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
@@ -53,7 +54,7 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", "-b", "develop", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", "-b", "develop", origin, work)
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 set -e
@@ -91,13 +92,13 @@ esac
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed by its merged pull request", is)
 	}
-	if log := git(t, work, env, "log", "--merges", "--format=%s", "develop"); !strings.Contains(log, "Merge p1: needs the issue's work") {
+	if log := e2e.Git(t, work, env, "log", "--merges", "--format=%s", "develop"); !strings.Contains(log, "Merge p1: needs the issue's work") {
 		t.Errorf("p1 did not merge into develop:\n%s\n%s", log, out)
 	}
 	if pulls := fake.Pulls(); len(pulls) != 1 || pulls[0].Base != "develop" {
 		t.Errorf("pull requests %+v, want one into develop, the run's base:\n%s", pulls, out)
 	}
-	if main := git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main"); strings.TrimSpace(main) != "roadmap" {
+	if main := e2e.Git(t, dir, env, "--git-dir", origin, "log", "--format=%s", "main"); strings.TrimSpace(main) != "roadmap" {
 		t.Errorf("main moved (the run's base is develop): %q", main)
 	}
 }
@@ -106,7 +107,7 @@ esac
 // slots, so the driver never runs more agents than that at once (the
 // queue used to run its own MAX_PARALLEL beside the roadmap's).
 func TestRunIssuesSharesAgentSlots(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (scheduler TestOneSlotCountInEveryMode: MAX_PARALLEL over phases and issues together, with fake runners); TestRunIssuesPhaseWaitsOnIssue runs phases and issues in one driver end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -116,9 +117,9 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
 	running := filepath.Join(dir, "running")
@@ -141,7 +142,7 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 	}
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	agent := filepath.Join(dir, "agent.sh")
 	// Each agent counts the agents running beside it; it lingers a little
 	// (at most 2 s, less once four run) so that agents that may overlap do.
@@ -209,7 +210,7 @@ esac
 // has run, so the run ends only if p0's agent gets the one slot while
 // the pull request waits.
 func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (scheduler TestOutsideLandingHoldsNoSlot, TestOneSlotCountInEveryMode); TestRunIssuesPhaseWaitsOnIssue runs phases and issues in one driver end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
@@ -219,9 +220,9 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seed := filepath.Join(dir, "seed")
 	phaseRan := filepath.Join(dir, "p0-ran")
@@ -241,7 +242,7 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 	fake.NewIssue("alice", "Issue", "Write a file.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	agent := filepath.Join(dir, "agent.sh")
 	// The phase's agent meets a passing API error until the issue's agent
 	// has finished (the driver relaunches it after a backoff, at no cost,
@@ -323,8 +324,8 @@ func fakeGitHub(t *testing.T, origin string, env []string, token string) *ghfake
 
 func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[string]string) {
 	t.Helper()
-	git(t, filepath.Dir(origin), env, "init", "-q", "--bare", "-b", "main", origin)
-	git(t, filepath.Dir(seed), env, "init", "-q", "-b", "main", seed)
+	e2e.Git(t, filepath.Dir(origin), env, "init", "-q", "--bare", "-b", "main", origin)
+	e2e.Git(t, filepath.Dir(seed), env, "init", "-q", "-b", "main", seed)
 	for name, body := range files {
 		p := filepath.Join(seed, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -334,7 +335,7 @@ func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[
 			t.Fatal(err)
 		}
 	}
-	git(t, seed, env, "add", "-A")
-	git(t, seed, env, "commit", "-qm", msg)
-	git(t, seed, env, "push", "-q", origin, "main")
+	e2e.Git(t, seed, env, "add", "-A")
+	e2e.Git(t, seed, env, "commit", "-qm", msg)
+	e2e.Git(t, seed, env, "push", "-q", origin, "main")
 }

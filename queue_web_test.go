@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/web"
 )
@@ -38,9 +39,9 @@ func TestQueueListenServesIssues(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"a.txt": "a\n"})
 	fake := fakeGitHub(t, origin, env, "tok-123")
@@ -49,7 +50,7 @@ func TestQueueListenServesIssues(t *testing.T) {
 	})
 	fake.NewIssue("alice", "Add the API", "Write work/issue.txt.", []string{"agent-ready"}, "alice")
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	// The agent holds until the test lets it go: it reads a line from a
 	// FIFO the test holds open (no polling; the test's end closes it, and
 	// the agent's read then fails).
@@ -162,7 +163,7 @@ git add -A && git commit -qm "issue work"
 	if p := issue(st); !p.Outside || p.State != "running" || p.Attempts != 1 || len(st.Running) != 1 || st.Running[0] != "#1" {
 		t.Errorf("#1 in the state: %+v, running %v", p, st.Running)
 	}
-	if browser := findChromium(); browser != "" && soak() {
+	if browser := findChromium(); browser != "" && e2e.Soak() {
 		// The page shows the issue in the graph and the table, and its
 		// Drain button reaches the queue.
 		bctx := chromium.tab(t, browser)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/root"
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // retry '#N' queues a blocked issue again on GitHub, as a person does:
@@ -27,11 +28,11 @@ func TestRetryIssue(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
 	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", map[string]string{"README": "x\n"})
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	blocked := fake.NewIssue("alice", "Blocked", "b", []string{"agent-blocked"}, "alice")
@@ -81,7 +82,7 @@ func TestRetryIssue(t *testing.T) {
 	}
 	clean := func() {
 		t.Helper()
-		if s := git(t, work, env, "status", "--porcelain", "--ignored"); s != "" {
+		if s := e2e.Git(t, work, env, "status", "--porcelain", "--ignored"); s != "" {
 			t.Fatalf("retry changed the clone:\n%s", s)
 		}
 	}

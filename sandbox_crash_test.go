@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // A driver SIGKILLed while a sandboxed agent runs (issue 13): the agent
@@ -25,19 +27,16 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 		}
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
-	agent, err := filepath.Abs(filepath.Join("testdata", "agents", "i13-crash.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := e2e.SelfAs(t, "claudopilot")
+	agent := filepath.Join(e2e.Agents(t), "i13-crash.sh")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	// The agents meet in ~/rv, writable in the sandbox (SANDBOX_RW).
 	if err := os.MkdirAll(filepath.Join(dir, "rv"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(dir, "repo")
-	git(t, dir, env, "init", "-q", "-b", "main", repo)
+	e2e.Git(t, dir, env, "init", "-q", "-b", "main", repo)
 	for name, body := range map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Crash\n\n1. [pending] **phase-01** — killed once (deps: none)\n",
 		"roadmap/phase-01.md":           "# phase-01\n",
@@ -48,8 +47,8 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
 	start := func() (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(bin, "run", "roadmap", "--base", "main", "--agent", agent, "--sandbox", "--sandbox-rw", filepath.Join(dir, "rv"), "--poll-seconds", "1")
 		cmd.Dir, cmd.Env = repo, env
@@ -79,7 +78,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 	}
 	cmd.Wait()
 	// The commit is not on the real branch yet: only in the private folder.
-	if log := git(t, repo, env, "log", "--format=%s", "auto/phase-01"); strings.Contains(log, "before the kill") {
+	if log := e2e.Git(t, repo, env, "log", "--format=%s", "auto/phase-01"); strings.Contains(log, "before the kill") {
 		t.Fatalf("auto/phase-01 already has the commit; the test proves nothing:\n%s", log)
 	}
 
@@ -95,7 +94,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("the second run did not end:\n%s", out)
 	}
-	if log := git(t, repo, env, "log", "--format=%s", "main"); !strings.Contains(log, "before the kill") {
+	if log := e2e.Git(t, repo, env, "log", "--format=%s", "main"); !strings.Contains(log, "before the kill") {
 		t.Errorf("main lacks the commit made before the kill:\n%s\n%s", log, out)
 	}
 	if !strings.Contains(out.String(), "sandbox: moved auto/phase-01 to ") {

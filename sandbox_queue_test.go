@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // Queue mode under SANDBOX=bwrap (issue 13): issue #1's agent
@@ -26,13 +28,10 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 		t.Skip("bubblewrap (bwrap) is not installed: the sandbox tests need it (apt-get install bubblewrap)")
 	}
 	t.Parallel()
-	bin := selfAs(t, "claudopilot")
-	agent, err := filepath.Abs(filepath.Join("testdata", "agents", "i13-queue-hostile.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := e2e.SelfAs(t, "claudopilot")
+	agent := filepath.Join(e2e.Agents(t), "i13-queue-hostile.sh")
 	dir := t.TempDir()
-	env := crashEnv(dir, filepath.Join(dir, "trace"))
+	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	// The agents meet in ~/rv, writable in the sandbox (SANDBOX_RW).
 	if err := os.MkdirAll(filepath.Join(dir, "rv"), 0o755); err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 	fake.NewIssue("alice", "Neighbour", "Work beside it.", []string{"agent-ready"}, "alice")
 
 	work := filepath.Join(dir, "work")
-	git(t, dir, env, "clone", "-q", origin, work)
+	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 	if err := os.WriteFile(filepath.Join(work, "base-secret.txt"), []byte("the base checkout's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 			t.Errorf("issue #%d = %+v, want closed by its merged pull request\n%s", n, is, out.String())
 		}
 	}
-	got := git(t, dir, env, "--git-dir", origin, "show", "main:work/result.txt")
+	got := e2e.Git(t, dir, env, "--git-dir", origin, "show", "main:work/result.txt")
 	if want := "token hidden\nread-base hidden\nread-other hidden\n"; got != want {
 		t.Errorf("the hostile agent recorded:\n%s\nwant:\n%s", got, want)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // The speculative-gates kill test (#17, #25 §3): the driver is killed
@@ -78,13 +80,13 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	t.Parallel()
-	trainKillPhases, wantKills := trainKillPhasesOf(soak()), trainKillsOf(soak())
-	bin := selfAs(t, "claudopilot")
+	trainKillPhases, wantKills := trainKillPhasesOf(e2e.Soak()), trainKillsOf(e2e.Soak())
+	bin := e2e.SelfAs(t, "claudopilot")
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	ctl := filepath.Join(dir, "ctl")
 	trace := filepath.Join(dir, "trace")
-	env := append(crashEnv(dir, trace), "CTL="+ctl, "MERGE_BATCH=2", "GATE_SLOTS=2", "TRAIN_WAIT_SECONDS=0")
+	env := append(e2e.Env(dir, trace), "CTL="+ctl, "MERGE_BATCH=2", "GATE_SLOTS=2", "TRAIN_WAIT_SECONDS=0")
 	write := func(name, body string, mode os.FileMode) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -110,10 +112,10 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(crashAgent), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, env, "init", "-q", "-b", "main")
-	git(t, repo, env, "add", "-A")
-	git(t, repo, env, "commit", "-qm", "roadmap")
-	first := strings.TrimSpace(git(t, repo, env, "rev-parse", "main"))
+	e2e.Git(t, repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, repo, env, "add", "-A")
+	e2e.Git(t, repo, env, "commit", "-qm", "roadmap")
+	first := strings.TrimSpace(e2e.Git(t, repo, env, "rev-parse", "main"))
 
 	touch := func(name string) {
 		if err := os.WriteFile(filepath.Join(ctl, name), nil, 0o644); err != nil {
@@ -202,13 +204,13 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 	}
 
 	// Everything merged exactly once (a train's phases on its side line).
-	log := git(t, repo, env, "log", "--format=%s", "main")
+	log := e2e.Git(t, repo, env, "log", "--format=%s", "main")
 	for i := 1; i <= trainKillPhases; i++ {
 		if n := strings.Count(log, fmt.Sprintf("Merge q%d:", i)); n != 1 {
 			t.Errorf("q%d merged %d times:\n%s", i, n, log)
 		}
 	}
-	man := git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
+	man := e2e.Git(t, repo, env, "show", "main:roadmap/EXECUTION-MANIFEST.md")
 	if strings.Count(man, "[merged]") != trainKillPhases || !strings.Contains(man, "**Status:** complete") {
 		t.Errorf("committed manifest:\n%s", man)
 	}
@@ -218,7 +220,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 	for _, h := range strings.Fields(string(b)) {
 		green[h] = true
 	}
-	held := strings.Fields(git(t, repo, env, "reflog", "show", "--format=%H", "refs/heads/main"))
+	held := strings.Fields(e2e.Git(t, repo, env, "reflog", "show", "--format=%H", "refs/heads/main"))
 	if len(held) < 2 {
 		t.Errorf("main's reflog has %d entries: it cannot tell what main held", len(held))
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 // TestWebPageDrivesARun drives headless Chromium against a live run on
@@ -28,7 +30,7 @@ import (
 // CLAUDOPILOT_SCREENSHOT asks for it.
 func TestWebPageDrivesARun(t *testing.T) {
 	t.Parallel()
-	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
+	agents := e2e.Agents(t)
 	r := startWebRun(t, map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Web\n\n**Status:** in-progress\n\n1. [pending] **a** — held until the test lets go\n2. [pending] **b** — talks (deps: a)\n3. [pending] **c** — keeps the run going (deps: b)\n",
 		"roadmap/c.md":                  "```worker\nread -r _ <\"$WORK/end.fifo\"\nwork\nfinish\n```\n",
@@ -68,11 +70,11 @@ func TestWebPageDrivesARun(t *testing.T) {
 // `claudopilot lane off|on` does; the running driver's pacer takes the
 // switch (codex's concurrency goes to 0 and back).
 func TestWebPageLanes(t *testing.T) {
-	if !soak() {
+	if !e2e.Soak() {
 		t.Skip("proven in package tests (web TestStateLanes and the lane_off/lane_on actions; the pacer's switch in control and scheduler); TestWebPageDrivesARun drives the page end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	t.Parallel()
-	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
+	agents := e2e.Agents(t)
 	doc := filepath.Join(agents, "i4-doc.sh")
 	r := startWebRun(t, map[string]string{
 		"claudopilot.config": "LANES=\"claude codex\"\nLANE_CLAUDE_CMD=" + doc + "\nLANE_CLAUDE_CONCURRENCY=1\n" +
@@ -148,7 +150,7 @@ func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun 
 	}
 	r := &webRun{t: t, dir: t.TempDir()}
 	r.repo = filepath.Join(r.dir, "repo")
-	env := append(crashEnv(filepath.Join(r.dir, "home"), filepath.Join(r.dir, "trace")), "RELEASE="+filepath.Join(r.dir, "release"), "WORK="+r.dir)
+	env := append(e2e.Env(filepath.Join(r.dir, "home"), filepath.Join(r.dir, "trace")), "RELEASE="+filepath.Join(r.dir, "release"), "WORK="+r.dir)
 	for name, body := range files {
 		p := filepath.Join(r.repo, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -173,13 +175,13 @@ func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun 
 		t.Cleanup(func() { f.Close() })
 		r.fifos[n] = f
 	}
-	git(t, r.repo, env, "init", "-q", "-b", "main")
-	git(t, r.repo, env, "add", "-A")
-	git(t, r.repo, env, "commit", "-qm", "roadmap")
+	e2e.Git(t, r.repo, env, "init", "-q", "-b", "main")
+	e2e.Git(t, r.repo, env, "add", "-A")
+	e2e.Git(t, r.repo, env, "commit", "-qm", "roadmap")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // an upper bound
 	t.Cleanup(cancel)
-	r.cmd = exec.CommandContext(ctx, selfAs(t, "claudopilot"), append([]string{"run", "roadmap", "--base", "main", "--listen", "127.0.0.1:0", "--json"}, args...)...)
+	r.cmd = exec.CommandContext(ctx, e2e.SelfAs(t, "claudopilot"), append([]string{"run", "roadmap", "--base", "main", "--listen", "127.0.0.1:0", "--json"}, args...)...)
 	r.cmd.Dir, r.cmd.Env = r.repo, env
 	stderr, _ := r.cmd.StderrPipe()
 	r.cmd.Stdout = new(strings.Builder)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
 var readmeShot = flag.Bool("readme-screenshot", false, "TestWebPageMorning writes the README's screenshot, docs/images/page.png")
@@ -30,11 +32,11 @@ var readmeShot = flag.Bool("readme-screenshot", false, "TestWebPageMorning write
 //
 //	go test -run TestWebPageMorning -readme-screenshot .
 func TestWebPageMorning(t *testing.T) {
-	if !soak() && !*readmeShot {
+	if !e2e.Soak() && !*readmeShot {
 		t.Skip("proven by TestPageMorningView (web): the same page checks against a recorded night in Chromium; the driver's usage limit, question and answer by scripts fail_rate_limit and needs_input_hostile; TestWebPageDrivesARun drives the page against a live run; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	t.Parallel()
-	agents, _ := filepath.Abs(filepath.Join("testdata", "agents"))
+	agents := e2e.Agents(t)
 	talk := claudeSample(t)
 	r := startWebRun(t, map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Morning\n\n**Status:** in-progress\n\n" +
@@ -105,7 +107,7 @@ func TestWebPageMorning(t *testing.T) {
 // claudeSample is the log of transcript's Claude Code fixture (its source
 // is named there).
 func claudeSample(t *testing.T) string {
-	ar, err := txtar.ParseFile(filepath.Join("transcript", "testdata", "claude-tools.txtar"))
+	ar, err := txtar.ParseFile(filepath.Join(e2e.Root(t), "transcript", "testdata", "claude-tools.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func (r *webRun) readme() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	p := filepath.Join("docs", "images", "page.png")
+	p := filepath.Join(e2e.Root(r.t), "docs", "images", "page.png")
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		r.t.Fatal(err)

@@ -1,12 +1,14 @@
-package main
-
-// End-to-end tests: testdata/script/*.txtar drive the real binary (this test
-// binary, installed on $PATH as "claudopilot" by testscript.Main) against
-// throwaway git repositories, with the fake agents of testdata/agents.
-// testdata/README.md describes the scripts, the agents and the commands below.
+// Package e2e is the end-to-end test harness shared by the test packages
+// under e2e/ (one test binary each, so each has its own go test timeout
+// and go test runs them on every core at once, #23): the testscript
+// set-up and custom commands, the TestMain that makes each test binary
+// the claudopilot command, and the helpers of the Go end-to-end tests.
+// Only tests import it. testdata/README.md describes the scripts, the fake
+// agents (testdata/agents, one place for every package) and the commands.
 //
-//	GIT_CONFIG_GLOBAL=/dev/null go test -run TestScript -count=1 .
-//	go test -run TestScript/plan_ok -update .   # rewrite golden sections
+//	GIT_CONFIG_GLOBAL=/dev/null go test -count=1 ./e2e/...
+//	go test -run TestScript/plan_ok -update ./e2e/cli   # rewrite golden sections
+package e2e
 
 import (
 	"bytes"
@@ -27,12 +29,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/cli/root"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/script/*.txtar that a cmp finds different")
 
-func TestMain(m *testing.M) {
+// Main is the TestMain of every end-to-end test package: it runs m, then
+// each of after (what the package's tests shared, such as a browser). Run
+// as "claudopilot" (by a script, or through SelfAs) the test binary is the
+// real command: root.Main's exit code, as package main's main gives it.
+func Main(m *testing.M, after ...func()) {
 	if filepath.Base(os.Args[0]) != "claudopilot" { // not run as the CLI
 		moreParallel()
 		// SANDBOX's default is auto (issue 21): the end-to-end tests run
@@ -41,31 +48,36 @@ func TestMain(m *testing.M) {
 		// worktrees.
 		os.Setenv("SANDBOX", "off")
 	}
-	testscript.Main(closing{m}, map[string]func(){
-		// main reads os.Args and the real streams and calls os.Exit with
-		// the command's exit code, as the installed binary does.
-		"claudopilot": main,
+	testscript.Main(closing{m, after}, map[string]func(){
+		// root.Main reads os.Args and the real streams; its result is the
+		// command's exit code, as in the installed binary.
+		"claudopilot": func() { os.Exit(root.Main()) },
 	})
 }
 
-// closing runs the tests, then closes what they shared (the browser).
-type closing struct{ m *testing.M }
+// closing runs the tests, then closes what they shared.
+type closing struct {
+	m     *testing.M
+	after []func()
+}
 
 func (c closing) Run() int {
 	code := c.m.Run()
-	chromium.close()
+	for _, f := range c.after {
+		f()
+	}
 	return code
 }
 
-// soak reports whether the long versions of the end-to-end tests run:
+// Soak reports whether the long versions of the end-to-end tests run:
 // CLAUDOPILOT_SOAK=1, as .ci/run sets it.
-func soak() bool { return os.Getenv("CLAUDOPILOT_SOAK") == "1" }
+func Soak() bool { return os.Getenv("CLAUDOPILOT_SOAK") == "1" }
 
 // moreParallel runs 4 parallel tests at a time (at least twice
 // GOMAXPROCS) unless -test.parallel is given. The end-to-end tests spend
 // much of their time waiting on agents, gates and timeouts, so two at a
 // time (the default on 2 cores) leaves the CPU idle: on an otherwise idle
-// 2-core machine this package took 69 s with 2, 45 s with 4 (BENCHMARKS.md).
+// 2-core machine the root package took 69 s with 2, 45 s with 4 (BENCHMARKS.md).
 func moreParallel() {
 	flag.Parse()
 	given := false
@@ -75,20 +87,18 @@ func moreParallel() {
 	}
 }
 
-func TestScript(t *testing.T) {
+// RunScripts runs the scripts of dir (the package's testdata/script) as
+// parallel subtests of t, with the fake agents on $PATH.
+func RunScripts(t *testing.T, dir string) {
 	// Parallel like the package's Go tests, so scripts and Go tests share
 	// the -parallel slots from the start: run alone, TestScript held the
 	// Go tests back until its last script ended, and the longest Go test
 	// (TestKillLoop) then ran at the end on its own (#23: at load 22-40,
 	// 56 s of the package's 442 s with one test running).
 	t.Parallel()
-	agents, err := filepath.Abs(filepath.Join("testdata", "agents"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAgents(t, agents)
+	agents := Agents(t)
 	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("testdata", "script"),
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       *update,
@@ -98,29 +108,11 @@ func TestScript(t *testing.T) {
 		// plain go test ./... keeps the few end-to-end runs per feature.
 		Condition: func(cond string) (bool, error) {
 			if cond == "soak" {
-				return soak(), nil
+				return Soak(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Setup: func(e *testscript.Env) error {
-			// Nothing may lean on the machine's git configuration or
-			// identity: each script builds its own repository.
-			e.Setenv("HOME", e.WorkDir)
-			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
-			e.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-			e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-			e.Setenv("SANDBOX", "off") // unless a script asks for it (--sandbox)
-			e.Setenv("GIT_AUTHOR_NAME", "Test Author")
-			e.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
-			e.Setenv("GIT_COMMITTER_NAME", "Test Committer")
-			e.Setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
-			e.Setenv("LC_ALL", "C")
-			e.Setenv("TERM", "dumb")
-			e.Setenv("NO_COLOR", "1")
-			e.Setenv("AGENTS", agents)
-			e.Setenv("PATH", agents+string(os.PathListSeparator)+e.Getenv("PATH"))
-			return nil
-		},
+		Setup: func(e *testscript.Env) error { return setup(e, agents) },
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"gitrepo":     cmdGitrepo,
 			"exitcode":    cmdExitcode,
@@ -134,9 +126,60 @@ func TestScript(t *testing.T) {
 	})
 }
 
+// setup gives a script its environment: nothing may lean on the
+// machine's git configuration or identity (each script builds its own
+// repository), and the fake agents are on $PATH and in $AGENTS.
+func setup(e *testscript.Env, agents string) error {
+	e.Setenv("HOME", e.WorkDir)
+	e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+	e.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	e.Setenv("SANDBOX", "off") // unless a script asks for it (--sandbox)
+	e.Setenv("GIT_AUTHOR_NAME", "Test Author")
+	e.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
+	e.Setenv("GIT_COMMITTER_NAME", "Test Committer")
+	e.Setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+	e.Setenv("LC_ALL", "C")
+	e.Setenv("TERM", "dumb")
+	e.Setenv("NO_COLOR", "1")
+	e.Setenv("AGENTS", agents)
+	e.Setenv("PATH", agents+string(os.PathListSeparator)+e.Getenv("PATH"))
+	return nil
+}
+
+// Root is the module's root folder (the one holding go.mod), found from
+// the test's working folder (its package's folder).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = up
+	}
+}
+
+// Agents is the absolute path of the fake agents (the module's
+// testdata/agents), checked to be executable.
+func Agents(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(Root(t), "testdata", "agents")
+	checkAgents(t, dir)
+	return dir
+}
+
 // checkAgents fails early, and clearly, when the fake agents lost their
 // executable bit (they are run through $PATH by AGENT_CMD).
-func checkAgents(t *testing.T, dir string) {
+func checkAgents(t testing.TB, dir string) {
+	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
