@@ -97,6 +97,7 @@ type ownerState struct {
 	base      baseTrack       // the base value the driver last wrote
 	cleaning  sync.WaitGroup  // cleanups of landed phases under way
 	pred      predictCache    // conflict prediction's merge-tree answers
+	drops     dropped         // landed worktrees removed, not yet pruned
 	baseRead  func(string)    // tests: called between checkBase's read and its judgement
 }
 
@@ -652,9 +653,9 @@ func InScope(path string, owns []string) bool {
 // does (the merge it just built, or found, holds tip), else git is asked.
 func (o *Owner) cleanup(ctx context.Context, id, tip, base string, contained bool) error {
 	ctx = context.WithoutCancel(ctx)
-	// A folder that is no worktree (a killed add) fails the removal; the
-	// branch goes all the same (branch -D refuses one still checked out).
-	werr := o.Git.RemoveWorktree(ctx, o.Layout.Worktree(id))
+	// The folder goes whatever it holds (a killed add's too); its
+	// registration with the next prune (dropWorktree).
+	werr := o.dropWorktree(ctx, id)
 	// The driver's notes about the worktree, and a folder git no longer
 	// lists (a removal cut off by a kill), go with it.
 	if ls, err := FindLitter(ctx, o.Git, o.Layout, []string{id}); err == nil {
@@ -681,6 +682,11 @@ func (o *Owner) cleanup(ctx context.Context, id, tip, base string, contained boo
 	if err != nil || cur != tip {
 		return nil // moved on since: kept
 	}
+	// branch -D refuses a branch a registration still names, its folder
+	// gone or not: the removed worktree's goes first.
+	if err := o.pruneDropped(ctx); err != nil {
+		return errors.Join(err, werr)
+	}
 	if err := o.Git.DeleteBranch(ctx, branch); err != nil {
 		return errors.Join(err, werr)
 	}
@@ -698,8 +704,15 @@ func (o *Owner) cleanupLater(ctx context.Context, id, tip, base string) {
 }
 
 // Wait waits for the removals of landed phases' worktrees and branches
-// that run in the background. The engine calls it before the run ends.
-func (o *Owner) Wait() { o.cleaning.Wait() }
+// that run in the background, and drops the registrations of the
+// worktrees removed (dropWorktree). The engine calls it before the run
+// ends.
+func (o *Owner) Wait() {
+	o.cleaning.Wait()
+	// No caller's context here: the prune is one short git process, and
+	// a failed one leaves only registrations the next run's start prunes.
+	_ = o.pruneDropped(context.Background())
+}
 
 // CleanupLanded removes the worktree and branch of each landed phase in
 // ids that still has them, when the base contains the branch's tip (as
@@ -742,7 +755,7 @@ func (o *Owner) CleanupLanded(ctx context.Context, ids []string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
 	}
-	return errors.Join(append(errs, serr)...)
+	return errors.Join(append(errs, serr, o.pruneDropped(ctx))...)
 }
 
 func without(paths, drop []string) []string {
