@@ -35,7 +35,6 @@ type world struct {
 	t      *testing.T
 	env    []string
 	origin string
-	seed   string
 	fake   *ghfake.Server
 	clock  *clock
 	p      *Promoter
@@ -53,12 +52,65 @@ func (w *world) git(dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// commit adds file on main in the seed and pushes it.
+// commit makes a commit adding file on origin's main (one fast-import;
+// a seed clone's add, commit and push were three gits and five children
+// of the push each time).
 func (w *world) commit(file, msg string) {
-	os.WriteFile(filepath.Join(w.seed, file), []byte(msg+"\n"), 0o644)
-	w.git(w.seed, "add", "-A")
-	w.git(w.seed, "commit", "-qm", msg)
-	w.git(w.seed, "push", "-q", "origin", "main")
+	w.t.Helper()
+	gittest.Import(w.t, w.env, w.origin, gittest.Commit{Ref: "main", From: "main^0", Message: msg + "\n", Files: map[string]string{file: msg + "\n"}})
+}
+
+// TestMain makes the worlds' repositories once for the test binary
+// (templates).
+func TestMain(m *testing.M) {
+	gittest.RunWithTemplates(m, "promote-templates-", func(t *gittest.Templates) { templates = t })
+}
+
+// templates holds the origin and its clone every world starts from: made
+// once and copied (an init, two clones, a commit and two pushes were 25
+// processes a test).
+var templates *gittest.Templates
+
+// makeOrigin makes dir/origin.git (main, staging and production at one
+// commit; no automatic gc in its receive-pack, which a local push starts
+// without the test's GIT_CONFIG_COUNT) and dir/clone, its clone.
+func makeOrigin(dir string, env []string) error {
+	origin := filepath.Join(dir, "origin.git")
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", "-b", "main", origin},
+		{"-C", origin, "config", "receive.autogc", "false"},
+		{"-C", origin, "config", "gc.auto", "0"},
+	} {
+		if err := gitRun("", env, args...); err != nil {
+			return err
+		}
+	}
+	if err := importInit(origin, env); err != nil {
+		return err
+	}
+	return gitRun("", env, "clone", "-q", origin, filepath.Join(dir, "clone"))
+}
+
+// importInit commits README.md ("init") on main, staging and production
+// of the bare repository origin.
+func importInit(origin string, env []string) error {
+	cmd := exec.Command("git", "-C", origin, "fast-import", "--quiet")
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader("commit refs/heads/main\nmark :1\ncommitter t <t@x> 1764892800 +0000\ndata 5\ninit\n\n" +
+		"M 100644 inline README.md\ndata 5\ninit\n\nreset refs/heads/staging\nfrom :1\n\nreset refs/heads/production\nfrom :1\n\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git fast-import: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func gitRun(dir string, env []string, args ...string) error {
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %v: %w\n%s", args, err, out)
+	}
+	return nil
 }
 
 // newWorld is an origin with main, staging and production at one commit,
@@ -66,26 +118,50 @@ func (w *world) commit(file, msg string) {
 // promoter for main → staging → production.
 func newWorld(t *testing.T, red func(subject string, hasRed bool) bool) *world {
 	dir := t.TempDir()
-	w := &world{t: t, origin: filepath.Join(dir, "origin.git"), seed: filepath.Join(dir, "seed"), clock: &clock{now: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)}}
+	w := &world{t: t, clock: &clock{now: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)}}
 	w.env = append(gittest.NoAutoMaintenance(), "PATH="+os.Getenv("PATH"), "HOME="+dir, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-	w.git(dir, "init", "-q", "--bare", "-b", "main", w.origin)
-	w.git(dir, "clone", "-q", w.origin, w.seed)
-	w.commit("README.md", "init")
-	w.git(w.seed, "push", "-q", "origin", "main:staging", "main:production")
+	repos := filepath.Join(dir, "repos")
+	templates.Copy(t, "origin", repos, func(d string) error { return makeOrigin(d, w.env) })
+	w.origin = filepath.Join(repos, "origin.git")
+	clone := filepath.Join(repos, "clone")
+	// The copied clone's origin is the template's: it is pointed at this
+	// world's (a file write, not a git config).
+	cfg := filepath.Join(clone, ".git", "config")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "url = ")
+	url, _, _ := strings.Cut(rest, "\n")
+	if !ok || url == "" {
+		t.Fatalf("no remote url in %s:\n%s", cfg, b)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "url = "+url+"\n", "url = "+w.origin+"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	w.fake = ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: w.origin, GitEnv: w.env, Now: w.clock.Now})
 	t.Cleanup(w.fake.Close)
 	w.fake.AddUser("bot", "write")
 	w.fake.AddToken("tok", "bot")
+	// A commit's CI is asked at every look at its checks; a commit's
+	// subject and tree never change, so its answer is worked out once
+	// (two gits; 8 per commit before).
+	var mu sync.Mutex
+	ci := map[string]string{}
 	w.fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
-		subject := w.git(w.origin, "log", "-1", "--format=%s", sha)
-		has := exec.Command("git", "-C", w.origin, "cat-file", "-e", sha+":red.txt")
-		has.Env = w.env
-		c := ghfake.CheckRun{Name: "ci", Status: "completed", Conclusion: "success"}
-		if red(subject, has.Run() == nil) {
-			c.Conclusion = "failure"
+		mu.Lock()
+		defer mu.Unlock()
+		if ci[sha] == "" {
+			subject := w.git(w.origin, "log", "-1", "--format=%s", sha)
+			has := exec.Command("git", "-C", w.origin, "cat-file", "-e", sha+":red.txt")
+			has.Env = w.env
+			ci[sha] = "success"
+			if red(subject, has.Run() == nil) {
+				ci[sha] = "failure"
+			}
 		}
-		return []ghfake.CheckRun{c}, nil
+		return []ghfake.CheckRun{{Name: "ci", Status: "completed", Conclusion: ci[sha]}}, nil
 	})
 	// The request timeout is a bound against a hung fake, never a wait:
 	// the fake's check-run hook runs git inside an answer, which takes
@@ -94,8 +170,6 @@ func newWorld(t *testing.T, red func(subject string, hasRed bool) bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clone := filepath.Join(dir, "clone")
-	w.git(dir, "clone", "-q", w.origin, clone)
 	g, err := worktree.Open(context.Background(), clone, w.env)
 	if err != nil {
 		t.Fatal(err)
