@@ -71,6 +71,19 @@ type memStore struct {
 	// path, when set, gets a copy of the bytes after every change, for
 	// code that reads the manifest file itself (edits).
 	path string
+	// mtime, when set, is the file's modification time (ModTime); unset,
+	// the store has none to tell, as the tests before it assume.
+	mtime time.Time
+}
+
+// ModTime is the live file's modification time, when the test set one.
+func (m *memStore) ModTime() (time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mtime.IsZero() {
+		return time.Time{}, os.ErrNotExist
+	}
+	return m.mtime, nil
 }
 
 func newMemStore(text string) *memStore { return &memStore{src: []byte(text)} }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -370,5 +371,83 @@ func TestResumeUnfinishedMergeGoesToSupervisor(t *testing.T) {
 	hist, _ := state.History(recs)
 	if hh := hist["a"]; hh.WorkerRuns != 1 || hh.SuperRuns != 1 {
 		t.Errorf("the journal says %d worker and %d supervisor runs, want 1 and 1", hh.WorkerRuns, hh.SuperRuns)
+	}
+}
+
+// A power cut gave back the live manifest as it was before the driver's
+// last writes (issue 25 §1: it writes the file without an fsync). The
+// journal's last word on the phase was written after the lost write and
+// the file is older than it: the state is put back, said in one line, and
+// nothing runs or merges again. On main before this the phase ran again
+// (and, [running], was merged again).
+func TestRestorePutsBackALostWrite(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, live, ev string
+		want           manifest.State
+	}{
+		{"merged read pending", "pending", "merged", manifest.Merged},
+		{"merged read running", "running", "merged", manifest.Merged},
+		{"failed read running", "running", "failed", manifest.Failed},
+		{"blocked read pending", "pending", "blocked", manifest.Blocked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, manifestOf(
+				"["+tc.live+"] **a** — a (deps: none)",
+				"[merged] **b** — b (deps: none)",
+			), Config{MaxParallel: 1, KeepGoing: true})
+			h.store.mtime = time.Now().Add(-time.Minute) // the version before the write
+			h.jn = openJournal(t)
+			appendAll(t, h.jn,
+				state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+				state.Record{Phase: "a", Event: "done", Role: state.Worker, Attempt: 1},
+				state.Record{Phase: "a", Event: tc.ev, Commit: "c1", Reason: state.ReasonGate},
+			)
+			sum, evs, _ := h.run(context.Background())
+			if n := h.runner.callsOf("a"); n != 0 || len(h.merger.allJobs()) != 0 {
+				t.Errorf("a ran %d times, %d merges: want none (the journal says it is %s)", n, len(h.merger.allJobs()), tc.ev)
+			}
+			h.store.wantStates(t, map[string]manifest.State{"a": tc.want, "b": manifest.Merged})
+			if p := phaseSummary(t, sum, "a"); p.State != string(tc.want) {
+				t.Errorf("summary a %+v, want [%s]", p, tc.want)
+			}
+			w := mustFind(t, evs, func(e Event) bool { return e.Kind == EvWarn && strings.Contains(e.Detail, "put back") })
+			if !strings.Contains(w.Detail, "/rm/EXECUTION-MANIFEST.md") || !strings.Contains(w.Detail, "a ["+tc.live+"] -> ["+string(tc.want)+"]") {
+				t.Errorf("warning %q: want the file and what was put back", w.Detail)
+			}
+		})
+	}
+}
+
+// A person set a merged phase back to [pending] after the driver wrote
+// [merged] (the file is newer than the journal's record): that stands, as
+// it always did, and the phase runs again; so does a live file the store
+// cannot date.
+func TestRestoreKeepsAPersonsReset(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"newer", "undated"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, manifestOf("[pending] **a** — a (deps: none)"), Config{MaxParallel: 1})
+			h.jn = openJournal(t)
+			appendAll(t, h.jn,
+				state.Record{Phase: "a", Event: "launch", Role: state.Worker, Attempt: 1},
+				state.Record{Phase: "a", Event: "merged", Commit: "c1"},
+			)
+			if name == "newer" {
+				h.store.mtime = time.Now().Add(time.Minute)
+			}
+			_, evs, err := h.run(context.Background())
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if n := h.runner.callsOf("a"); n != 1 {
+				t.Errorf("a ran %d times, want once (the person's reset stands)", n)
+			}
+			if i := indexOf(evs, func(e Event) bool { return e.Kind == EvWarn && strings.Contains(e.Detail, "put back") }); i >= 0 {
+				t.Errorf("a reset by a person was put back: %q", evs[i].Detail)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
@@ -29,6 +31,7 @@ func (s *Scheduler) restore() error {
 		return err
 	}
 	hist, cool := state.History(recs)
+	s.repairLive(recs, hist)
 	s.restoreCooldowns(cool, now)
 	for _, p := range s.phases {
 		h := hist[p.n.ID]
@@ -81,6 +84,65 @@ func (s *Scheduler) restore() error {
 	s.restoreReviews(recs)
 	s.unstackParked()
 	return nil
+}
+
+// journaledState is the live manifest's state a journal event follows:
+// the driver writes [merged], [failed] or [blocked] to the live file
+// before the record (land's flip before the outcome is booked;
+// setState before record).
+var journaledState = map[string]manifest.State{
+	"merged": manifest.Merged, "failed": manifest.Failed, "blocked": manifest.Blocked,
+}
+
+// modTimer is a Store whose file has a modification time (roadmap.File).
+type modTimer interface{ ModTime() (time.Time, error) }
+
+// repairLive puts back the states a power cut took from the live
+// manifest. The driver writes the file without an fsync (issue 25 §1: git
+// keeps the base's committed manifest, the journal the driver's states),
+// so after a power cut it may hold an older version whole. A phase the
+// live file shows [pending] or [running] while the journal's last word on
+// it is a [merged], [failed] or [blocked] written before its record is a
+// lost write when the file is not newer than that record: the state is
+// written again, and said in one line. A file written after the record is
+// a person's (a [merged] phase set back to [pending] is allowed): it
+// stands, as it always did. Only the driver's journal and its own file
+// are read, never an agent's worktree.
+func (s *Scheduler) repairLive(recs []state.Record, hist map[string]*state.PhaseHistory) {
+	mt, ok := s.store.(modTimer)
+	if !ok {
+		return
+	}
+	written, err := mt.ModTime()
+	if err != nil {
+		return // no file to compare: nothing is put back on a guess
+	}
+	last := make(map[string]state.Record)
+	for _, r := range recs {
+		if _, ok := journaledState[r.Event]; ok && r.Phase != "" {
+			last[r.Phase] = r
+		}
+	}
+	var fixed []string
+	for _, p := range s.phases {
+		r, ok := last[p.n.ID]
+		h := hist[p.n.ID]
+		if !ok || p.n.Outside || h == nil || h.Last != r.Event || written.After(r.Time) ||
+			(p.state != manifest.Pending && p.state != manifest.Running) {
+			continue
+		}
+		was, st := p.state, journaledState[r.Event]
+		if err := s.setState(p, st); err != nil {
+			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: err.Error()})
+			continue
+		}
+		p.next = nil // not resumed: the journal says how it ended
+		fixed = append(fixed, fmt.Sprintf("%s [%s] -> [%s]", p.n.ID, was, st))
+	}
+	if len(fixed) > 0 {
+		s.emit(Event{Kind: EvWarn, Detail: fmt.Sprintf("%s was older than the journal's last states (a write lost to a power cut): put back %s",
+			s.rm.ManifestPath, strings.Join(fixed, ", "))})
+	}
 }
 
 // restoreCooldowns takes the journal's cooldowns that still run. The loop
