@@ -64,13 +64,18 @@ func Write(path string, data []byte, perm fs.FileMode, opts ...Option) error {
 }
 
 // Temp writes data to a new temp file beside path, with path's mode (perm
-// when path does not exist), fsynced, and returns its name: for a writer
-// that moves it into place itself (an exchange, a rename after a check).
-func Temp(path string, data []byte, perm fs.FileMode) (name string, err error) {
+// when path does not exist), fsynced unless NoSync, and returns its name:
+// for a writer that moves it into place itself (an exchange, a rename
+// after a check).
+func Temp(path string, data []byte, perm fs.FileMode, opts ...Option) (name string, err error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	if st, err := os.Stat(path); err == nil {
 		perm = st.Mode().Perm()
 	}
-	return writeTemp(path, data, perm, true)
+	return writeTemp(path, data, perm, !o.noSync)
 }
 
 // writeTemp writes data to a new temp file beside path with mode perm,

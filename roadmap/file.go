@@ -36,7 +36,6 @@ type File struct {
 	// exchange: where a human's rename-save can land.
 	beforeSwap func()
 	onLate     func(error) // after a late write was merged back (or failed to)
-	onSyncDir  func()      // each fsync of the folder after a swap
 
 	// lateSlots bounds the late-write watches (watchLate); made under mu.
 	lateSlots chan struct{}
@@ -61,13 +60,22 @@ func (f *File) Read() (*manifest.Manifest, error) {
 // Source is the file's bytes as they are now.
 func (f *File) Source() ([]byte, error) { return os.ReadFile(f.Path) }
 
+// ModTime is the file's modification time: a restarted driver compares
+// it with the journal's records to tell a write lost to a power cut from
+// a person's later edit (scheduler's repairLive).
+func (f *File) ModTime() (time.Time, error) {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return st.ModTime(), nil
+}
+
 // SetState changes one phase's state token.
 func (f *File) SetState(id string, s manifest.State) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var next *manifest.Manifest
-	// [running] is the journal's to keep (a restart reads the runs from
-	// it): the name's move is not fsynced for it (see update).
 	err := f.update(func(src []byte) ([]byte, error) {
 		m := f.last
 		if m == nil || !bytes.Equal(m.Src, src) {
@@ -82,7 +90,7 @@ func (f *File) SetState(id string, s manifest.State) error {
 		}
 		next = n
 		return n.Src, nil
-	}, s != manifest.Running)
+	})
 	if err == nil {
 		f.last = next
 	}
@@ -120,18 +128,19 @@ func (f *File) Unlock() { f.mu.Unlock() }
 
 // UpdateLocked is Update for a caller that holds the lock.
 func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
-	return f.update(edit, true)
+	return f.update(edit)
 }
 
-// update is UpdateLocked; durable fsyncs the folder after the swap, so
-// that the new bytes are the file's after a power cut. Without it (issue
-// 25 §1: no fsync for the manifest beyond what it needs; a state the
-// journal keeps) a power cut may give back the file before the change,
-// whole. The new bytes are always fsynced before the swap: an unsynced
-// new file could leave the name on an empty file, and the user's own
-// lines in it lost (ext4's auto_da_alloc covers a rename over a file,
-// not an exchange).
-func (f *File) update(edit func(src []byte) ([]byte, error), durable bool) error {
+// update is UpdateLocked. No write of the file is fsynced, neither its
+// new bytes nor the folder (issue 25 §1: no fsync for the manifest beyond
+// git's own). A power cut may give back the file as it was before its
+// last writes, or leave the name on an empty or cut file (ext4's
+// auto_da_alloc covers a rename over a file, not an exchange). What the
+// driver wrote is kept elsewhere: [merged] in the base's merge commit
+// (the flip is committed with the merge), every state in the journal,
+// fsynced once per landing. A restarted driver puts a lost write back
+// (scheduler's repairLive); docs/landing.md, "A power cut".
+func (f *File) update(edit func(src []byte) ([]byte, error)) error {
 	var lastErr error
 	var busySince time.Time
 	for try, races := 0, 0; try < 8; try++ {
@@ -156,7 +165,7 @@ func (f *File) update(edit func(src []byte) ([]byte, error), durable bool) error
 		}
 		// If a human saved meanwhile, their bytes win and the token
 		// change is applied to them on the next pass.
-		err = f.replace(out, src, durable)
+		err = f.replace(out, src)
 		switch {
 		case isBusy(err):
 			// An editor is writing into the file: wait for it to
@@ -203,10 +212,10 @@ func WriteAtomic(path string, data []byte) error {
 	return atomicfile.Write(path, data, 0o644)
 }
 
-// writeTemp writes data to a new synced temp file beside path, with
-// path's mode (atomicfile's, the one atomic write).
+// writeTemp writes data to a new temp file beside path, with path's mode
+// (atomicfile's, the one atomic write), not fsynced (see update).
 func writeTemp(path string, data []byte) (string, error) {
-	return atomicfile.Temp(path, data, 0o644)
+	return atomicfile.Temp(path, data, 0o644, atomicfile.NoSync())
 }
 
 // target is the file the manifest's path names: a symlink is followed, so
@@ -233,7 +242,7 @@ func (f *File) target() string {
 //     writer's open goes on once we let go, and its bytes win.
 //   - A writer that opens the path after the swap gets our new file, the
 //     live one; a lease on it too tells us not to undo the swap then.
-func (f *File) replace(data, expect []byte, durable bool) error {
+func (f *File) replace(data, expect []byte) error {
 	path := f.target()
 	tmp, err := writeTemp(path, data)
 	if err != nil {
@@ -266,11 +275,7 @@ func (f *File) replace(data, expect []byte, durable bool) error {
 	case errors.Is(xerr, errNoExchange):
 		// No exchange on this file system: the checks above are the
 		// best there is.
-		if err := os.Rename(tmp, path); err != nil {
-			return err
-		}
-		f.syncDir(path, durable)
-		return nil
+		return os.Rename(tmp, path)
 	case xerr != nil:
 		return xerr
 	}
@@ -285,7 +290,6 @@ func (f *File) replace(data, expect []byte, durable bool) error {
 	// That save must go back, or it is deleted with tmp.
 	swappedOld := sameInode(old.f, tmp)
 	if swappedOld && !old.intruded() && rerr == nil && bytes.Equal(prev, expect) {
-		f.syncDir(path, durable)
 		// A writer between its path lookup and its open's lease break
 		// as we checked would still write into the old inode: watch it
 		// for a while and merge such a write back.
@@ -308,17 +312,6 @@ func (f *File) replace(data, expect []byte, durable bool) error {
 		return fmt.Errorf("restore a concurrent edit of %s (kept as %s): %w", path, tmp, xerr)
 	}
 	return errChanged
-}
-
-// syncDir fsyncs path's folder when durable.
-func (f *File) syncDir(path string, durable bool) {
-	if !durable {
-		return
-	}
-	if f.onSyncDir != nil {
-		f.onSyncDir()
-	}
-	atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // RemoveTemps deletes temp files a killed writer left beside the manifest.

@@ -347,13 +347,13 @@ func TestWriteAtomicOnlyOverWhatWasRead(t *testing.T) {
 	if err := os.WriteFile(path, []byte("human's\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewFile(path).replace([]byte("driver's\n"), []byte("what the driver read\n"), true); !errors.Is(err, errChanged) {
+	if err := NewFile(path).replace([]byte("driver's\n"), []byte("what the driver read\n")); !errors.Is(err, errChanged) {
 		t.Fatalf("err = %v, want errChanged", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "human's\n" {
 		t.Fatalf("file = %q", b)
 	}
-	if err := NewFile(path).replace([]byte("driver's\n"), []byte("human's\n"), true); err != nil {
+	if err := NewFile(path).replace([]byte("driver's\n"), []byte("human's\n")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "driver's\n" {
