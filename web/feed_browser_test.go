@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -17,19 +16,7 @@ import (
 // the actions through the page's POST (same origin, the login cookie);
 // at 1280 and 420 px wide nothing is wider than its box.
 func TestFeedPageInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no chromium on this machine (.ci/run installs Debian's chromium)")
-	}
+	browserPath(t)
 	f := newFixture(t)
 	f.acts.seen = make(chan string, 8)
 	at := time.Now().Add(-time.Hour)
@@ -51,11 +38,7 @@ func TestFeedPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // an upper bound
-	defer cancel()
-	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox)...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
+	bctx, bcancel := context.WithTimeout(newTab(t), 2*time.Minute) // an upper bound
 	defer bcancel()
 	click := func(sel, want string) chromedp.Action[chromedp.Void] {
 		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {

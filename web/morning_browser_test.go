@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -48,28 +47,13 @@ const morningManifest = `# Morning
 // nothing is wider than the window (scrollWidth <= innerWidth, no table
 // wider than its box, a full-page screenshot no wider than the window).
 func TestPageMorningView(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no chromium on this machine (.ci/run installs Debian's chromium)")
-	}
+	browserPath(t)
 	t.Parallel()
 	f, night := morningFixture(t)
 	code, _ := f.srv.LoginCode()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // an upper bound
 	defer cancel()
-	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
+	bctx, bcancel := context.WithTimeout(newTab(t), 3*time.Minute) // an upper bound
 	defer bcancel()
 	dir := t.TempDir()
 	run := func(steps ...morningStep) {

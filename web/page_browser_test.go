@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,19 +35,7 @@ import (
 //     TestQueueListenServesIssues drives the same page against a live
 //     queue under CLAUDOPILOT_SOAK=1 (by default through the API).
 func TestPageTerminalAndQuestion(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no chromium on this machine (.ci/run installs Debian's chromium)")
-	}
+	browserPath(t)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // an upper bound
 	defer cancel()
@@ -75,10 +62,7 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	f.acts.mu.Unlock()
 	code, _ := f.srv.LoginCode()
 
-	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 900), chromedp.Env("TZ=UTC"), chromedp.Flag("lang", "en-US"))...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
+	bctx, bcancel := context.WithTimeout(newTab(t), 3*time.Minute) // an upper bound
 	defer bcancel()
 	step := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
