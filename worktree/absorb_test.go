@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"os"
 	"os/exec"
@@ -142,26 +143,29 @@ func TestAbsorbLooseOneProcess(t *testing.T) {
 	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
-	shared := filepath.Join(c.Dir, ".git", "objects")
+	head := mustGit(t, c, "", "rev-parse", "HEAD")
+	readme := sha1.Sum([]byte("blob 6\x00hello\n")) // newRepo's README.md
 	made := 0
+	// store writes, as an agent's commit in a sandbox leaves them, the
+	// loose objects of a commit on head adding files d/f000.txt...: its
+	// blobs, the trees d and root, the commit. Written here, not by a
+	// worktree add, git add, commit, rev-parse and worktree remove (six
+	// processes a store, 36 of the test's 61).
 	store := func(files int) (string, string) {
 		t.Helper()
 		made++
 		priv := filepath.Join(t.TempDir(), "objects")
-		wt := filepath.Join(t.TempDir(), "wt")
 		os.MkdirAll(filepath.Join(priv, "pack"), 0o755)
-		mustGit(t, c, "", "worktree", "add", "-q", "--detach", wt)
-		t.Cleanup(func() { mustGit(t, c, "", "worktree", "remove", "--force", wt) })
+		var d []byte
 		for i := range files {
-			writeFile(t, wt, fmt.Sprintf("d/f%03d.txt", i), fmt.Sprintf("file %d of %d, store %d\n%s", i, files, made, strings.Repeat("x", i*37)))
+			id := looseObject(t, priv, "blob", fmt.Sprintf("file %d of %d, store %d\n%s", i, files, made, strings.Repeat("x", i*37)))
+			d = append(append(d, fmt.Sprintf("100644 f%03d.txt\x00", i)...), id[:]...)
 		}
-		cmd := exec.Command("sh", "-c", "git add -A && git commit -q -m loose && git rev-parse HEAD")
-		cmd.Dir, cmd.Env = wt, append(testEnv(), "GIT_OBJECT_DIRECTORY="+priv, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+shared)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("commit in the private store: %v", err)
-		}
-		return priv, strings.TrimSpace(string(out))
+		dir := looseObject(t, priv, "tree", string(d))
+		root := looseObject(t, priv, "tree", "100644 README.md\x00"+string(readme[:])+"40000 d\x00"+string(dir[:]))
+		when := " 1704164645 +0000\n" // testEnv's dates
+		tip := looseObject(t, priv, "commit", fmt.Sprintf("tree %x\nparent %s\nauthor Test Author <author@example.com>%scommitter Test Committer <committer@example.com>%s\nloose\n", root, head, when, when))
+		return priv, fmt.Sprintf("%x", tip)
 	}
 	for _, files := range []int{1, 150} {
 		priv, tip := store(files)
@@ -217,4 +221,26 @@ func TestTakeFresh(t *testing.T) {
 	if !c.WithEnv(testEnv()).TakeFresh(absent) || c.TakeFresh(absent) {
 		t.Error("a fresh note is not taken exactly once, by any client of the repository")
 	}
+}
+
+// looseObject writes the loose object typ body in the object store dir as
+// git writes one (zlib of "typ len\x00body", named after its SHA-1) and
+// returns its id.
+func looseObject(t *testing.T, dir, typ, body string) [sha1.Size]byte {
+	t.Helper()
+	raw := fmt.Sprintf("%s %d\x00%s", typ, len(body), body)
+	id := sha1.Sum([]byte(raw))
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write([]byte(raw))
+	zw.Close()
+	name := fmt.Sprintf("%x", id)
+	p := filepath.Join(dir, name[:2], name[2:])
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

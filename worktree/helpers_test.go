@@ -58,6 +58,9 @@ func newRepo(t *testing.T) *Client {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	// The long-lived cat-file a test's reads start ends with the test,
+	// before its folder goes.
+	t.Cleanup(c.Close)
 	return c
 }
 
@@ -107,5 +110,8 @@ func commitFiles(t *testing.T, c *Client, dir, msg string, files map[string]stri
 	}
 	mustGit(t, c, dir, "add", "-A")
 	mustGit(t, c, dir, "commit", "-q", "-m", msg)
+	if h, ok := gittest.Head(c.abs(dir)); ok {
+		return h
+	}
 	return mustGit(t, c, dir, "rev-parse", "HEAD")
 }

@@ -42,13 +42,23 @@ func replaceFileMatches(t *testing.T, format string) {
 		t.Fatal(err)
 	}
 	head := commitFiles(t, c, "", "files", map[string]string{"roadmap/EXECUTION-MANIFEST.md": "a\n", "roadmap/p.md": "p\n", "a/b/c/d.txt": "d\n", "top.txt": "t\n"})
-	for n, content := range []string{"new\n", strings.Repeat("a long manifest line\n", 20000)} {
+	contents := []string{"new\n", strings.Repeat("a long manifest line\n", 20000)}
+	if format == "sha256" && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+		// A large content's pack entry is written alike in either
+		// format (only the ids' length differs, which the small round
+		// proves): TestReplaceFileMatchesReplaceFiles/sha1 proves it; the whole matrix (36
+		// processes more) runs under CLAUDOPILOT_SOAK=1.
+		contents = contents[:1]
+	}
+	for n, content := range contents {
 		for _, p := range []string{"roadmap/EXECUTION-MANIFEST.md", "a/b/c/d.txt", "top.txt", "bin/run.sh", "new/file.txt", "a/b"} {
 			content := content + p // new objects each round
 			got, gerr := c.ReplaceFile(ctx, head, p, []byte(content))
 			if gerr == nil {
-				if blob := mustGit(t, c, "", "cat-file", "blob", got+":"+p); blob != strings.TrimSuffix(content, "\n") {
-					t.Errorf("ReplaceFile(%s) #%d: the file in %s holds %d bytes, want %d", p, n, got, len(blob), len(content))
+				// Through the client's long-lived cat-file (a cat-file
+				// process a case before).
+				if blob, ok, err := c.ReadFile(ctx, got, p); !ok || err != nil || string(blob) != content {
+					t.Errorf("ReplaceFile(%s) #%d: the file in %s holds %d bytes (%v, %v), want %d", p, n, got, len(blob), ok, err, len(content))
 				}
 			}
 			want, werr := c.ReplaceFiles(ctx, head, map[string][]byte{p: []byte(content)}, nil)

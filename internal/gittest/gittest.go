@@ -159,3 +159,37 @@ func RunWithTemplates(m *testing.M, prefix string, set func(*Templates)) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// Head reads the commit HEAD names in the worktree at dir from the
+// files a commit just wrote (HEAD, then the loose ref it names), as git
+// rev-parse would: one process fewer per commit of a test. ok is false
+// where the files do not say it plainly (a packed ref, an odd link).
+func Head(dir string) (string, bool) {
+	gitDir := filepath.Join(dir, ".git")
+	if b, err := os.ReadFile(gitDir); err == nil { // a linked worktree's link
+		link, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		if !ok {
+			return "", false
+		}
+		gitDir = link
+	}
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common = filepath.Join(gitDir, strings.TrimSpace(string(b)))
+	}
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	head := strings.TrimSpace(string(b))
+	if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok {
+		if b, err = os.ReadFile(filepath.Join(common, "refs", "heads", filepath.FromSlash(ref))); err != nil {
+			return "", false
+		}
+		head = strings.TrimSpace(string(b))
+	}
+	if len(head) != 40 && len(head) != 64 {
+		return "", false
+	}
+	return head, true
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,13 +20,15 @@ import (
 // revision, for example "main^0"; "" = Ref's tip as this Import left
 // it, or no parent: a Ref that exists before the Import needs From).
 // Renames (old → new path) apply first, then Delete, then Files
-// (path → content, mode 100644; Exec paths 100755).
+// (path → content, mode 100644; Exec paths 100755), then Links (path →
+// a symbolic link's target, mode 120000).
 type Commit struct {
 	Ref, From, Message string
 	Renames            [][2]string
 	Delete             []string
 	Files              map[string]string
 	Exec               []string
+	Links              map[string]string
 }
 
 // Import makes commits in the repository at dir (a worktree or a bare
@@ -109,6 +112,9 @@ func importStream(env []string, commits []Commit) []byte {
 				mode = "100755"
 			}
 			fmt.Fprintf(&b, "M %s inline %s\ndata %d\n%s\n", mode, quote(p), len(c.Files[p]), c.Files[p])
+		}
+		for _, p := range slices.Sorted(maps.Keys(c.Links)) {
+			fmt.Fprintf(&b, "M 120000 inline %s\ndata %d\n%s\n", quote(p), len(c.Links[p]), c.Links[p])
 		}
 		b.WriteString("\n")
 	}

@@ -21,18 +21,45 @@ func TestImport(t *testing.T) {
 	git("-C", repo, "commit", "-qm", "init")
 	odd := "sp ace/q\"uote\\back\u00e9.txt"
 	h := Import(t, env, repo,
-		Commit{Ref: "auto/p1", From: "main^0", Message: "one", Renames: [][2]string{{"a.txt", "b.txt"}}, Files: map[string]string{odd: "x\n", "run.sh": "#!/bin/sh\n"}, Exec: []string{"run.sh"}},
+		Commit{Ref: "auto/p1", From: "main^0", Message: "one", Renames: [][2]string{{"a.txt", "b.txt"}}, Files: map[string]string{odd: "x\n", "run.sh": "#!/bin/sh\n"}, Exec: []string{"run.sh"}, Links: map[string]string{"ln": "../evil"}},
 		Commit{Ref: "auto/p1", Message: "two", Delete: []string{"b.txt"}})
 	if got := git("-C", repo, "rev-parse", "auto/p1", "auto/p1^", "auto/p1^^"); got != h[1]+"\n"+h[0]+"\n"+git("-C", repo, "rev-parse", "main") {
 		t.Errorf("auto/p1, its parent and grandparent = %q, want %v and main", got, h)
 	}
-	if got := git("-C", repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--format=%(objectmode) %(path)", h[0]); got != "100644 b.txt\n100755 run.sh\n100644 "+`"sp ace/q\"uote\\backé.txt"` {
+	if got := git("-C", repo, "-c", "core.quotePath=false", "ls-tree", "-r", "--format=%(objectmode) %(path)", h[0]); got != "100644 b.txt\n120000 ln\n100755 run.sh\n100644 "+`"sp ace/q\"uote\\backé.txt"` {
 		t.Errorf("tree of the first commit:\n%s", got)
 	}
-	if got := git("-C", repo, "ls-tree", "-r", "--name-only", h[1]); got != "run.sh\n"+`"sp ace/q\"uote\\back\303\251.txt"` {
+	if got := git("-C", repo, "ls-tree", "-r", "--name-only", h[1]); got != "ln\nrun.sh\n"+`"sp ace/q\"uote\\back\303\251.txt"` {
 		t.Errorf("tree of the second commit:\n%s", got)
+	}
+	if got := git("-C", repo, "cat-file", "blob", h[0]+":ln"); got != "../evil" {
+		t.Errorf("the link's target: %q", got)
 	}
 	if got := git("-C", repo, "log", "-1", "--format=%an <%ae> %s", h[1]); got != "t <t@x> two" {
 		t.Errorf("second commit: %q", got)
+	}
+}
+
+// Head reads what git rev-parse HEAD says, in the main worktree on a
+// branch, in a linked worktree, and detached; a packed ref is left to git.
+func TestHead(t *testing.T) {
+	dir := t.TempDir()
+	env := Env(dir)
+	git := Runner(t, env)
+	repo, linked := filepath.Join(dir, "r"), filepath.Join(dir, "linked")
+	git("init", "-q", "-b", "main", repo)
+	git("-C", repo, "commit", "-q", "--allow-empty", "-m", "one")
+	git("-C", repo, "worktree", "add", "-q", "-b", "side", linked)
+	git("-C", linked, "commit", "-q", "--allow-empty", "-m", "two")
+	detached := filepath.Join(dir, "detached")
+	git("-C", repo, "worktree", "add", "-q", "--detach", detached, "side^")
+	for _, d := range []string{repo, linked, detached} {
+		if h, ok := Head(d); !ok || h != git("-C", d, "rev-parse", "HEAD") {
+			t.Errorf("Head(%s) = %q, %v; want rev-parse HEAD", d, h, ok)
+		}
+	}
+	git("-C", repo, "pack-refs", "--all")
+	if h, ok := Head(repo); ok {
+		t.Errorf("Head of a packed ref = %q, want it left to git", h)
 	}
 }
