@@ -241,7 +241,18 @@ func (e *Engine) loadRoadmap(ctx context.Context, o Options, withQueue bool) err
 		}
 		rm, err := roadmap.Load(o.Dir, lopt)
 		if err != nil {
-			return err
+			// A live file a power cut emptied is rebuilt from git and
+			// the journal; anything else is refused as it is.
+			fixed, ferr := recoverManifest(ctx, e.Git, o.Dir, e.log)
+			if ferr != nil {
+				return errors.Join(err, ferr)
+			}
+			if !fixed {
+				return err
+			}
+			if rm, err = roadmap.Load(o.Dir, lopt); err != nil {
+				return err
+			}
 		}
 		e.Roadmap = rm
 	}

@@ -31,7 +31,7 @@ func (s *Scheduler) restore() error {
 		return err
 	}
 	hist, cool := state.History(recs)
-	s.repairLive(recs, hist)
+	s.repairLive(recs)
 	s.restoreCooldowns(cool, now)
 	for _, p := range s.phases {
 		h := hist[p.n.ID]
@@ -94,6 +94,35 @@ var journaledState = map[string]manifest.State{
 	"merged": manifest.Merged, "failed": manifest.Failed, "blocked": manifest.Blocked,
 }
 
+// Journaled is the state the driver last wrote to the live manifest for a
+// phase, by the journal, and the time of the record that followed it.
+type Journaled struct {
+	State manifest.State
+	At    time.Time
+}
+
+// JournaledStates reads, per phase, the live manifest state the journal's
+// last word on it says the driver wrote: [merged], [failed] or [blocked],
+// when nothing came after (a retry, a launch). The one reading of the
+// journal for a live manifest a power cut set back (repairLive) or left
+// empty (engine).
+func JournaledStates(recs []state.Record) map[string]Journaled {
+	hist, _ := state.History(recs)
+	out := make(map[string]Journaled)
+	for _, r := range recs {
+		st, ok := journaledState[r.Event]
+		if !ok || r.Phase == "" {
+			continue
+		}
+		if h := hist[r.Phase]; h != nil && h.Last == r.Event {
+			out[r.Phase] = Journaled{st, r.Time}
+		} else {
+			delete(out, r.Phase)
+		}
+	}
+	return out
+}
+
 // modTimer is a Store whose file has a modification time (roadmap.File).
 type modTimer interface{ ModTime() (time.Time, error) }
 
@@ -108,7 +137,7 @@ type modTimer interface{ ModTime() (time.Time, error) }
 // a person's (a [merged] phase set back to [pending] is allowed): it
 // stands, as it always did. Only the driver's journal and its own file
 // are read, never an agent's worktree.
-func (s *Scheduler) repairLive(recs []state.Record, hist map[string]*state.PhaseHistory) {
+func (s *Scheduler) repairLive(recs []state.Record) {
 	mt, ok := s.store.(modTimer)
 	if !ok {
 		return
@@ -117,27 +146,20 @@ func (s *Scheduler) repairLive(recs []state.Record, hist map[string]*state.Phase
 	if err != nil {
 		return // no file to compare: nothing is put back on a guess
 	}
-	last := make(map[string]state.Record)
-	for _, r := range recs {
-		if _, ok := journaledState[r.Event]; ok && r.Phase != "" {
-			last[r.Phase] = r
-		}
-	}
+	last := JournaledStates(recs)
 	var fixed []string
 	for _, p := range s.phases {
-		r, ok := last[p.n.ID]
-		h := hist[p.n.ID]
-		if !ok || p.n.Outside || h == nil || h.Last != r.Event || written.After(r.Time) ||
-			(p.state != manifest.Pending && p.state != manifest.Running) {
+		j, ok := last[p.n.ID]
+		if !ok || p.n.Outside || written.After(j.At) || (p.state != manifest.Pending && p.state != manifest.Running) {
 			continue
 		}
-		was, st := p.state, journaledState[r.Event]
-		if err := s.setState(p, st); err != nil {
+		was := p.state
+		if err := s.setState(p, j.State); err != nil {
 			s.emit(Event{Kind: EvWarn, Phase: p.n.ID, Detail: err.Error()})
 			continue
 		}
 		p.next = nil // not resumed: the journal says how it ended
-		fixed = append(fixed, fmt.Sprintf("%s [%s] -> [%s]", p.n.ID, was, st))
+		fixed = append(fixed, fmt.Sprintf("%s [%s] -> [%s]", p.n.ID, was, j.State))
 	}
 	if len(fixed) > 0 {
 		s.emit(Event{Kind: EvWarn, Detail: fmt.Sprintf("%s was older than the journal's last states (a write lost to a power cut): put back %s",
