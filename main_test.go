@@ -15,6 +15,6 @@ import (
 	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
-func TestMain(m *testing.M) { e2e.Main(m, chromium.close) }
+func TestMain(m *testing.M) { e2e.Main(m) }
 
 func TestScript(t *testing.T) { e2e.RunScripts(t, filepath.Join("testdata", "script")) }

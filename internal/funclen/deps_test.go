@@ -28,7 +28,7 @@ var heavyDeps = []struct {
 	allowed     []string
 }{
 	{"k8s.io/", "only the Kubernetes runner, its wiring and the root that injects it link k8s.io (wire.Cluster)",
-		[]string{".", "kube", "internal/cli/kubewire", "internal/cli/root", "internal/e2e", "e2e/crash"}},
+		[]string{".", "kube", "internal/cli/kubewire", "internal/cli/root", "internal/e2e", "e2e/crash", "e2e/queue"}},
 }
 
 // TestHeavyDepsOnlyWhereNeeded: no package's code or test binary reaches
