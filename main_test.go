@@ -1,20 +1,52 @@
 package main
 
-// End-to-end tests: testdata/script/*.txtar drive the real binary (this test
-// binary, installed on $PATH as "claudopilot" by internal/e2e.Main) against
-// throwaway git repositories, with the fake agents of testdata/agents.
-// testdata/README.md describes the scripts, the agents and the commands.
-//
-//	GIT_CONFIG_GLOBAL=/dev/null go test -run TestScript -count=1 .
-//	go test -run TestScript/plan_ok -update .   # rewrite golden sections
+// Package main is a shell over root.Main: this test proves only that the
+// binary's exit code is the command's. The end-to-end tests are in e2e/...
+// (internal/e2e is their harness), one test binary per feature so that
+// each has go test's timeout to itself and they run on every core (#23).
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
-func TestMain(m *testing.M) { e2e.Main(m) }
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "claudopilot" { // run as the binary by TestExitCodeIsTheCommands
+		main()
+	}
+	os.Exit(m.Run())
+}
 
-func TestScript(t *testing.T) { e2e.RunScripts(t, filepath.Join("testdata", "script")) }
+// TestExitCodeIsTheCommands: main exits with root.Main's result: 0 for a
+// command that succeeds, 64 for misuse (the rest is the e2e packages').
+func TestExitCodeIsTheCommands(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "claudopilot")
+	if err := os.Symlink(exe, bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		arg  string
+		want int
+	}{{"version", 0}, {"frobnicate", 64}} {
+		cmd := exec.Command(bin, c.arg)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		got := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("claudopilot %s exited %d, want %d\n%s", c.arg, got, c.want, out)
+		}
+	}
+}
