@@ -389,13 +389,44 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 	return code, string(msg)
 }
 
+// fakeKubelet is kubelet without the containers: the agent's log lines
+// go to out and its result is imported on the remote's attempt branch
+// (phase p1 done on main's tip as newCluster left it) in one git
+// process, where the real containers' init, fetch, checkout, agent,
+// add and push are about 25. For the tests of what the driver does
+// with a pod's life and result; TestHappyPath, TestSessionVolume,
+// TestIssueDocInThePod, TestPodBranchMeetsTheLocalChecks and
+// TestPodResolvesAConflict run the real containers.
+func (c *cluster) fakeKubelet(p *corev1.Pod, out io.Writer) (int32, string) {
+	c.t.Helper()
+	job := ""
+	for _, e := range p.Spec.Containers[0].Env {
+		if e.Name == "CLAUDOPILOT_JOB" {
+			job = e.Value
+		}
+	}
+	if job == "" {
+		c.t.Fatalf("the pod %s names no job", p.Name)
+	}
+	fmt.Fprintln(out, "agent: working on p1")
+	tip := gittest.Import(c.t, os.Environ(), c.remote, gittest.Commit{Ref: AttemptPrefix + job, From: c.main, Message: "p1 done\n",
+		Renames: [][2]string{{"phases/p1.md", "phases/DONE_p1.md"}}})[0]
+	fmt.Fprintln(out, "agent: done")
+	return 0, `{"exit":0,"tip":"` + tip + `","pushed":true}`
+}
+
 // runPod is one pod's life: created, running, the containers run for
 // real with the log streamed, ended as the containers did.
 func (c *cluster) runPod(j *batchv1.Job, name string) (*corev1.Pod, int32) {
+	return c.runPodWith(j, name, c.kubelet)
+}
+
+// runPodWith is runPod with the kubelet given (c.kubelet or c.fakeKubelet).
+func (c *cluster) runPodWith(j *batchv1.Job, name string, kubelet func(*corev1.Pod, io.Writer) (int32, string)) (*corev1.Pod, int32) {
 	p := c.createPod(j, name, nil)
 	w := c.logs.give(name)
 	p = c.updatePod(p, runningAgent)
-	code, msg := c.kubelet(p, w)
+	code, msg := kubelet(p, w)
 	w.Close()
 	p = c.updatePod(p, agentEnded(code, "", msg))
 	return p, code

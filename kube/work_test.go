@@ -39,12 +39,16 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name, agent string
 		want        state.Reason
+		soak        bool // under CLAUDOPILOT_SOAK=1 only
 	}{
-		{"honest", done + `git add -A && git commit -qm p1`, ""},
-		{"scope", done + `echo out > other.txt && git add -A && git commit -qm p1`, state.ReasonScope},
-		{"secret", done + `echo "token = ghp_16C7e42F292c6912E7710c838347Ae178B4a" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret},
+		{"honest", done + `git add -A && git commit -qm p1`, "", false},
+		{"scope", done + `echo out > other.txt && git add -A && git commit -qm p1`, state.ReasonScope, true},
+		{"secret", done + `echo "token = ghp_16C7e42F292c6912E7710c838347Ae178B4a" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				t.Skip("CLAUDOPILOT_SOAK=1 only; the secret case of this test proves a pod's branch meets the landing's local checks, land's TestMergeScope the scope check")
+			}
 			t.Parallel()
 			c := newClusterWith(t, "roadmap", withRoadmap)
 			l := state.Layout{Top: c.repo, RoadmapRel: "roadmap", Base: "main"}
