@@ -11,7 +11,7 @@ import (
 var (
 	OutOfScope = (*Owner).outOfScope
 	Markers    = (*Owner).markers
-	Check      = (*Owner).check
+	Check      = (*Owner).checkBranch
 )
 
 // Changes is the paths check reads for j's branch: its one diff's.
@@ -31,3 +31,6 @@ func OwnMove(o *Owner, move func(), sha string, ok bool) {
 // HoldBaseRead calls hold with every value CheckBase reads, between its
 // read and its judgement of it.
 func HoldBaseRead(o *Owner, hold func(string)) { o.baseRead = hold }
+
+// ScanCheck is the secret scan with the checks on what a merge changes.
+var ScanCheck = (*Owner).scan

@@ -227,6 +227,13 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 // it in a merge train) with tip, the branch tip read once. stop: out is
 // final (a refusal, an error), or again says the branch moved (a lockfile
 // regeneration) and the build is to be made again.
+//
+// The checks (check) read what the merge changes on base in the secret
+// scan's log, after the merge is built (one git diff fewer per landing,
+// issue 25 §1). Without the scan, and where the merge conflicts (their
+// refusal comes before a conflict's, and before a lockfile regeneration
+// runs a command on the branch), they read the branch's changes since its
+// merge base in a diff of their own (checkBranch), before.
 func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
 	out.ID = j.ID
 	mrel := o.Layout.ManifestRel()
@@ -235,8 +242,11 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
 		return "", "", out, true, false
 	}
-	if out, stop := o.check(ctx, j, base, tip, committed); stop {
-		return "", "", out, true, false
+	early := o.NoSecretScan // the checks before the merge (above)
+	if early {
+		if out, stop := o.checkBranch(ctx, j, base, tip, committed); stop {
+			return "", "", out, true, false
+		}
 	}
 	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
 	if err != nil {
@@ -246,6 +256,12 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 	// The manifest is the driver's: whatever the branch did to it is
 	// replaced below, so a conflict there is no conflict.
 	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
+	if len(conflicts) > 0 && !early {
+		if out, stop := o.checkBranch(ctx, j, base, tip, committed); stop {
+			return "", "", out, true, false
+		}
+		early = true
+	}
 	if len(conflicts) > 0 && o.onlyLockfiles(conflicts) {
 		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
 			return "", "", out, true, true
@@ -281,9 +297,12 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		out.Err = err
 		return "", "", out, true, false
 	}
-	rep, err := o.secrets(ctx, base, commit)
-	if err != nil || len(rep.Found) > 0 {
-		out.Err, out.Reason, out.Detail = err, state.ReasonSecret, secret.Describe(rep.Found)
+	rep, out, stop := o.scan(ctx, j, base, commit, committed, !early)
+	if stop {
+		return "", "", out, true, false
+	}
+	if len(rep.Found) > 0 {
+		out.Reason, out.Detail = state.ReasonSecret, secret.Describe(rep.Found)
 		return "", "", out, true, false
 	}
 	// Hits an allow comment or SECRET_ALLOW accepted land, told as a
@@ -292,21 +311,58 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 	return commit, tree, out, false, false
 }
 
-// check refuses j's branch (tip, to land on base) for what it changed
-// since its merge base with base: when it changes a protected file, holds conflict markers, or changes
-// files outside its declared scope; manifestSrc is the base's manifest.
-// stop: out is the refusal or the error. Every check fails closed: a
-// check that cannot run stops the landing.
-func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, base, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
+// scan scans commit, j's merge on base, for secrets (o.secrets), and with
+// checks set runs the checks (check) on what commit changes on base, read
+// in the scan's log. stop: out is the refusal or the error (a scan or a
+// check that cannot run stops the landing); the secrets found are rep's,
+// for the caller to refuse after the checks.
+func (o *Owner) scan(ctx context.Context, j scheduler.MergeJob, base, commit string, manifestSrc []byte, checks bool) (rep secret.Report, out scheduler.MergeOutcome, stop bool) {
 	out.ID = j.ID
-	// One diff for the three checks, from the merge base (no merge base,
-	// no checks: the landing stops): the paths the branch changed and the
-	// files it added marker lines to.
+	var changes *worktree.ChangeReader
+	if checks {
+		changes = &worktree.ChangeReader{}
+	}
+	rep, err := o.secrets(ctx, base, commit, changes)
+	if err != nil {
+		out.Err, out.Reason = err, state.ReasonSecret
+		if checks {
+			out.Err = fmt.Errorf("the secret scan, the protected-file check, the conflict-marker check and the scope check of %s could not run: %w", j.ID, err)
+		}
+		return rep, out, true
+	}
+	if !checks {
+		return rep, out, false
+	}
+	ch, err := changes.Changes()
+	if err != nil {
+		out.Err = fmt.Errorf("the protected-file check, the conflict-marker check and the scope check of %s could not run: %w", j.ID, err)
+		return rep, out, true
+	}
+	out, stop = o.check(ctx, j, ch, commit, manifestSrc)
+	return rep, out, stop
+}
+
+// checkBranch is check on what j's branch (tip, to land on base) changed
+// since its merge base with base, read in one diff (no merge base, no
+// checks: the landing stops).
+func (o *Owner) checkBranch(ctx context.Context, j scheduler.MergeJob, base, tip string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
 	ch, err := o.Git.BranchChanges(ctx, base, tip)
 	if err != nil {
+		out.ID = j.ID
 		out.Err = fmt.Errorf("the protected-file check, the conflict-marker check and the scope check of %s could not run: %w", j.ID, err)
 		return out, true
 	}
+	return o.check(ctx, j, ch, tip, manifestSrc)
+}
+
+// check refuses j's branch for ch, what it changes (the paths, and the
+// files it adds marker lines to, as they are at rev): when it changes a
+// protected file, holds conflict markers, or changes files outside its
+// declared scope; manifestSrc is the base's manifest. stop: out is the
+// refusal or the error. Every check fails closed: a check that cannot
+// run stops the landing.
+func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, ch worktree.Changes, rev string, manifestSrc []byte) (out scheduler.MergeOutcome, stop bool) {
+	out.ID = j.ID
 	changed := ch.Paths
 	if hits, err := o.protected(j, changed, manifestSrc); err != nil {
 		out.Err = fmt.Errorf("the protected-file check of %s could not run: %w", j.ID, err)
@@ -315,7 +371,7 @@ func (o *Owner) check(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		out.Reason, out.Detail = state.ReasonProtected, protect.Describe(hits)
 		return out, true
 	}
-	if paths, err := o.markers(ctx, ch.Markers, tip); err != nil {
+	if paths, err := o.markers(ctx, ch.Markers, rev); err != nil {
 		out.Err = fmt.Errorf("the conflict-marker check of %s could not run: %w", j.ID, err)
 		return out, true
 	} else if len(paths) > 0 {
@@ -900,10 +956,10 @@ func (o *Owner) regenLockfiles(ctx context.Context, j scheduler.MergeJob, paths 
 	return nil
 }
 
-// markers lists the files among cands, those in which the branch added
-// lines git sees as conflict markers since its merge base with the base,
-// that hold conflict markers at tip: a concluded merge that was never
-// resolved must not land.
+// markers lists the files among cands, those in which the landing adds
+// lines git sees as conflict markers, that hold conflict markers at tip
+// (the branch's tip or the merge commit): a concluded merge that was
+// never resolved must not land.
 func (o *Owner) markers(ctx context.Context, cands []string, tip string) ([]string, error) {
 	var paths []string
 	for _, p := range cands {

@@ -101,6 +101,11 @@ type Scanner struct {
 	// Known are the driver's own secrets (the Redactor's values): a
 	// landing must not carry them either.
 	Known *Redactor
+	// Tree, when set, reads every line of the tree's diff (to against
+	// from) the scan reads: the landing's checks read their changes
+	// there, not in a diff of their own (issue 25 §1). A scan that did
+	// not read that diff is an error.
+	Tree *worktree.ChangeReader
 }
 
 // Report is a scan's result: the hits, and the hits accepted by an
@@ -122,7 +127,11 @@ func (s *Scanner) Landing(ctx context.Context, git *worktree.Client, from, to st
 		// to's first parent is from (a landing's merge): the log's diff
 		// of to against it is the tree's diff, read there once (one git
 		// process fewer per landing, issue 25 §1).
-		return p.history(from, to)
+		rep, err := p.history(from, to)
+		if err == nil && s.Tree != nil && !p.treeSeen {
+			err = fmt.Errorf("scan for secrets: the log of %s..%s showed no diff of %s against %s", from, to, to, from)
+		}
+		return rep, err
 	}
 	if err := p.treeDiff(from, to); err != nil {
 		return Report{}, err
@@ -147,7 +156,8 @@ func firstParentOf(ctx context.Context, git *worktree.Client, from, to string) (
 
 // treeDiff scans the lines to's tree adds over from's.
 func (p *patchScan) treeDiff(from, to string) error {
-	tree := []string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "--end-of-options", from, to}
+	tree := append([]string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv"}, worktree.PatchOptions()...)
+	tree = append(tree, "--end-of-options", from, to)
 	if err := p.git.GitStream(p.ctx, "", p.read, tree...); err != nil {
 		return fmt.Errorf("scan for secrets: %w", err)
 	}
@@ -160,8 +170,11 @@ func (p *patchScan) history(from, to string) (Report, error) {
 	rand.Read(nonce)
 	// The nonce marks the driver's headers: a message cannot forge one.
 	p.nonce = hex.EncodeToString(nonce)
-	hist := []string{"-c", "core.quotePath=false", "log", "-m", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv",
-		"--format=%x01" + p.nonce + " %H %P%n%B%n%x02" + p.nonce, "--end-of-options", from + ".." + to}
+	// --diff-merges=separate: a merge's diff against each parent,
+	// whatever log.diffMerges says.
+	hist := append([]string{"-c", "core.quotePath=false", "log", "-m", "--diff-merges=separate", "-p", "-U0", "--text", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv"},
+		worktree.PatchOptions()...)
+	hist = append(hist, "--format=%x01"+p.nonce+" %H %P%n%B%n%x02"+p.nonce, "--end-of-options", from+".."+to)
 	if err := p.git.GitStream(p.ctx, "", p.read, hist...); err != nil {
 		return Report{}, fmt.Errorf("scan for secrets: %w", err)
 	}
@@ -217,6 +230,7 @@ type patchScan struct {
 	tree           []Finding
 	treeIn, fromID string
 	asTree         bool
+	treeSeen       bool // asTree was set once
 }
 
 // maxLine bounds the piece of a line read at once: a longer line (a
@@ -280,6 +294,9 @@ func (p *patchScan) line(l string, piece bool) {
 			return
 		}
 	}
+	if p.s.Tree != nil && (p.nonce == "" || p.asTree) {
+		p.s.Tree.Line(l)
+	}
 	switch {
 	case strings.HasPrefix(l, "diff --git "):
 		p.endRun()
@@ -331,6 +348,7 @@ func (p *patchScan) header(f []string) {
 	}
 	p.diffs++
 	p.asTree = p.treeIn != "" && f[0] == p.treeIn && p.diffs == 1 && len(f) > 1 && f[1] == p.fromID
+	p.treeSeen = p.treeSeen || p.asTree
 	p.inMsg, p.path = true, ""
 }
 

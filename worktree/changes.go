@@ -30,41 +30,81 @@ type Changes struct {
 // confirm the markers on the content, as for MarkerCandidates.
 func (c *Client) BranchChanges(ctx context.Context, base, tip string) (Changes, error) {
 	var ch Changes
+	var cr ChangeReader
 	read := func(r io.Reader) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		seen := map[string]bool{}
-		cur, marked := "", false
 		for sc.Scan() {
-			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
-				p, err := headerPath(rest)
-				if err != nil {
-					return err
-				}
-				cur, marked = p, false
-				if !seen[p] {
-					seen[p] = true
-					ch.Paths = append(ch.Paths, p)
-				}
-				continue
-			}
-			if !marked && cur != "" && strings.HasPrefix(line, "+") && isConflictMarker(line[1:]) {
-				marked = true
-				if !seenMarker(ch.Markers, cur) {
-					ch.Markers = append(ch.Markers, cur)
-				}
-			}
+			cr.Line(sc.Text())
 		}
 		return sc.Err()
 	}
-	err := c.GitStream(ctx, "", read, "-c", "core.quotePath=false", "diff", "-p", "-U0", "--no-renames", "--no-color",
-		"--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
-		"--end-of-options", base+"..."+tip)
+	err := c.GitStream(ctx, "", read, append(append([]string{"-c", "core.quotePath=false", "diff", "-p", "-U0", "--no-renames", "--no-color",
+		"--no-ext-diff", "--no-textconv"}, PatchOptions()...), "--end-of-options", base+"..."+tip)...)
+	if err == nil {
+		ch, err = cr.Changes()
+	}
 	if err != nil {
 		return Changes{}, fmt.Errorf("the changes of %s since its merge base with %s: %w", tip, base, err)
 	}
 	return ch, nil
+}
+
+// PatchOptions are the options of a patch ChangeReader reads, given on
+// the command line so that the user's diff config (diff.ignoreSubmodules,
+// diff.relative, diff.noprefix, diff.mnemonicPrefix) does not change what
+// is read.
+func PatchOptions() []string {
+	return []string{"--ignore-submodules=none", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/"}
+}
+
+// ChangeReader reads the Changes of one patch (git diff -p -U0 with
+// PatchOptions, or a part of git log -p's output that is one diff), line
+// by line, as BranchChanges reads its own.
+type ChangeReader struct {
+	ch     Changes
+	seen   map[string]bool
+	cur    string
+	marked bool
+	err    error
+}
+
+// Line reads one line of the patch (without its newline).
+func (r *ChangeReader) Line(line string) {
+	if rest, ok := strings.CutPrefix(line, "diff --git "); ok {
+		p, err := headerPath(rest)
+		if err != nil {
+			if r.err == nil {
+				r.err = err
+			}
+			r.cur = ""
+			return
+		}
+		r.cur, r.marked = p, false
+		if r.seen == nil {
+			r.seen = map[string]bool{}
+		}
+		if !r.seen[p] {
+			r.seen[p] = true
+			r.ch.Paths = append(r.ch.Paths, p)
+		}
+		return
+	}
+	if !r.marked && r.cur != "" && strings.HasPrefix(line, "+") && isConflictMarker(line[1:]) {
+		r.marked = true
+		if !seenMarker(r.ch.Markers, r.cur) {
+			r.ch.Markers = append(r.ch.Markers, r.cur)
+		}
+	}
+}
+
+// Changes is what the lines read say; a header it could not read is an
+// error, never a path skipped.
+func (r *ChangeReader) Changes() (Changes, error) {
+	if r.err != nil {
+		return Changes{}, r.err
+	}
+	return r.ch, nil
 }
 
 func seenMarker(ms []string, p string) bool {

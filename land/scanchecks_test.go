@@ -1,0 +1,68 @@
+package land_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claudopilot/claudopilot/land"
+	"github.com/claudopilot/claudopilot/state"
+)
+
+// The landing's checks read what the merge changes on the base in the
+// secret scan's log (issue 25 §1: no git diff of their own): a protected
+// path, whatever its name (quoted by git, not ASCII, deleted, a link in a
+// folder's place, a rename), conflict markers and a clean branch get the
+// verdicts the branch's own diff gave (TestMergeRefusesProtectedFiles'
+// "check" runs that one), and a landing refused for a protected file
+// runs no git diff.
+func TestChecksReadTheScansDiff(t *testing.T) {
+	t.Parallel()
+	f := newProtectFixture(t)
+	base := f.rev("main")
+	src := []byte(f.committed("main", manifestRel))
+	hostile := f.hostileCases("p1-first.md")
+	merge := func(tip string) string {
+		tree := strings.SplitN(f.gitIn(f.top, "merge-tree", "--write-tree", "--no-messages", base, tip), "\n", 2)[0]
+		return f.gitIn(f.top, "commit-tree", tree, "-p", base, "-p", tip, "-m", "merge")
+	}
+	for _, tc := range []struct {
+		name    string
+		changes []change
+		reason  state.Reason
+		want    string // in the detail
+	}{
+		{"settings file", []change{add("claudopilot.config", "SANDBOX=off\n")}, state.ReasonProtected, "claudopilot.config"},
+		{"quoted name", []change{add("scripts/a\tb \"q\".sh", "x\n")}, state.ReasonProtected, "scripts/a\tb \"q\".sh"},
+		{"not ASCII", []change{add("scripts/été.sh", "x\n")}, state.ReasonProtected, "scripts/été.sh"},
+		{"gitmodules deleted", []change{gitDo("rm", "-q", ".gitmodules")}, state.ReasonProtected, ".gitmodules"},
+		{"another phase's doc renamed", []change{gitDo("mv", "roadmap/p2-second.md", "roadmap/DONE_p2-second.md")}, state.ReasonProtected, "roadmap/p2-second.md"},
+		{"prompt folder as a link", []change{gitDo("rm", "-q", "roadmap/prompts/keep.md"), func(f *fixture, wt string) {
+			if err := os.Symlink("../evil", filepath.Join(wt, "roadmap", "prompts")); err != nil {
+				f.t.Fatal(err)
+			}
+			f.gitIn(wt, "add", "roadmap/prompts")
+		}}, state.ReasonProtected, "roadmap/prompts"},
+		{"conflict markers", []change{add("work/m.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")}, state.ReasonConflict, "work/m.txt"},
+		{"its own work", nil, "", ""},
+	} {
+		tip := hostile("scan/"+strings.ReplaceAll(tc.name, " ", "-"), tc.changes...)
+		_, out, stop := land.ScanCheck(f.owner, f.ctx, job("p1", "first phase", tip), base, merge(tip), src, true)
+		if out.Err != nil || stop != (tc.reason != "") || out.Reason != tc.reason || !strings.Contains(out.Detail, tc.want) {
+			t.Errorf("%s: stop %v, outcome %+v; want reason %q naming %q", tc.name, stop, out, tc.reason, tc.want)
+		}
+	}
+
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.owner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	tip := f.hostileBranch("p1", "p1-first.md", add("claudopilot.config", "SANDBOX=off\n"))
+	if out := f.owner.Merge(f.ctx, job("p1", "first phase", tip)); out.Reason != state.ReasonProtected {
+		t.Fatalf("Merge = %+v, want reason protected", out)
+	}
+	for _, c := range gitCalls(t, trace) {
+		if strings.Contains(c, " diff ") {
+			t.Errorf("the checks ran a diff of their own: %s", c)
+		}
+	}
+}
