@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-github/v84/github"
 
+	"github.com/claudopilot/claudopilot/internal/lazy"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -323,7 +324,10 @@ func (s *Server) AddAppToken(token, app string) string {
 	return login
 }
 
-var accessTokens = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
+// Compiled at the first request (lazy), not at init: the root package's
+// test binary links this fake and runs as the driver hundreds of times a
+// suite, and its expressions were the largest init of each start (issue 23).
+var accessTokens = lazy.Regexp(`^/app/installations/(\d+)/access_tokens$`)
 
 // App is a GitHub App the fake knows: its id, the installation on the
 // fake's repository, the public half of its private key, and its name
@@ -417,11 +421,11 @@ func (s *Server) SetForeign(fullName string, n int, state, reason string) {
 	s.foreign[key][n] = &Issue{Number: n, Title: fmt.Sprintf("%s#%d", fullName, n), Author: "someone", State: state, StateReason: reason, CreatedAt: s.now()}
 }
 
-var foreignIssue = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
+var foreignIssue = lazy.Regexp(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
 
 // serveForeign answers a GET of another repository's issue; s.mu is held.
 func (s *Server) serveForeign(c *call) bool {
-	m := foreignIssue.FindStringSubmatch(c.r.URL.EscapedPath())
+	m := foreignIssue().FindStringSubmatch(c.r.URL.EscapedPath())
 	if m == nil || c.r.Method != http.MethodGet {
 		return false
 	}
@@ -897,37 +901,43 @@ func pathMatches(path, want string) bool {
 	return strings.Contains(path, want)
 }
 
-var routes = []struct {
+// route is one endpoint of the fake: its method, its path and its handler.
+type route struct {
 	method string
 	re     *regexp.Regexp
 	h      func(s *Server, c *call)
-}{
-	{"GET", regexp.MustCompile(`^/user$`), (*Server).getUser},
-	{"POST", regexp.MustCompile(`^/graphql$`), (*Server).graphql},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)$`), (*Server).getRepo},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).listLabels},
-	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).createLabel},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).listIssues},
-	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).createIssue},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).getIssue},
-	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).editIssue},
-	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels$`), (*Server).addLabels},
-	{"DELETE", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels/([^/]+)$`), (*Server).deleteLabel},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/events$`), (*Server).listEvents},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).listComments},
-	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).createComment},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission$`), (*Server).permission},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).listPulls},
-	{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).createPull},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
-	{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).editPull},
-	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews$`), (*Server).listReviews},
-	{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
-	{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/statuses$`), (*Server).statuses},
 }
+
+// routes are compiled at the first request, not at init (see accessTokens).
+var routes = sync.OnceValue(func() []route {
+	return []route{
+		{"GET", regexp.MustCompile(`^/user$`), (*Server).getUser},
+		{"POST", regexp.MustCompile(`^/graphql$`), (*Server).graphql},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)$`), (*Server).getRepo},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).listLabels},
+		{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`), (*Server).createLabel},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).listIssues},
+		{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues$`), (*Server).createIssue},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).getIssue},
+		{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`), (*Server).editIssue},
+		{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels$`), (*Server).addLabels},
+		{"DELETE", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels/([^/]+)$`), (*Server).deleteLabel},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/events$`), (*Server).listEvents},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).listComments},
+		{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`), (*Server).createComment},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission$`), (*Server).permission},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).listPulls},
+		{"POST", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls$`), (*Server).createPull},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).getPull},
+		{"PATCH", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`), (*Server).editPull},
+		{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/merge$`), (*Server).mergePull},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews$`), (*Server).listReviews},
+		{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/statuses$`), (*Server).statuses},
+	}
+})
 
 // call is one routed request.
 type call struct {
@@ -945,7 +955,7 @@ func (c *call) fail(code int, msg string) { writeJSON(c.w, code, map[string]stri
 // route matches the escaped path segment by segment, as GitHub does: an
 // unescaped "/" in a label name makes another path, a "#" ends it.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, login string) {
-	if m := accessTokens.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost {
+	if m := accessTokens().FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.mintToken(w, r, m[1])
@@ -964,7 +974,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, login string) {
 		return
 	}
 	path := r.URL.EscapedPath()
-	for _, rt := range routes {
+	for _, rt := range routes() {
 		m := rt.re.FindStringSubmatch(path)
 		if m == nil || rt.method != r.Method {
 			continue
