@@ -403,7 +403,7 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 	if out, again = o.moveBase(ctx, j, base, commit, drop); !out.OK {
 		return out, again
 	}
-	// One write (and its fsyncs) for the whole train; one by one only
+	// One write (no fsync: a restart puts back a lost one, scheduler repairLive) for the whole train; one by one only
 	// when a phase was edited out of the live file meanwhile.
 	if err := o.Live.Update(func(src []byte) ([]byte, error) {
 		for _, j := range js {

@@ -15,7 +15,9 @@ import "github.com/claudopilot/claudopilot/state"
 //
 // Everything else rides on the next of these. A power loss keeps a prefix
 // of the journal, so it leaves the journal of a driver killed a little
-// earlier, which restore already handles.
+// earlier, which restore already handles. The live manifest is written
+// with no fsync at all: its [merged], [failed] and [blocked] precede their
+// records, and restore puts back one a power cut lost (repairLive).
 
 // outcomeGroup holds the events of outcomes booked together (a merge
 // train's): they go out after one fsync covers all their records.
