@@ -17,55 +17,50 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
+// TestMain makes the test repositories once (cleanRepo's) and removes
+// them after the tests.
+func TestMain(m *testing.M) {
+	gittest.RunWithTemplates(m, "engine-templates-", func(t *gittest.Templates) { templates = t })
+}
+
+// templates holds the test binary's repositories, made once (TestMain).
+var templates *gittest.Templates
+
 // cleanRepo is a repository with a roadmap of four phases and what runs
 // left of them: p1 [merged] (worktree and branch, on main), p2 [blocked]
 // (one commit main lacks), p3 [pending] (a run resumes it), p4 [merged]
 // whose branch moved on after its merge, p5 [merged] with an uncommitted
-// file; and an issue's worktree.
+// file; and an issue's worktree. Each test gets a copy of one made once
+// per test binary (30 git processes: its six worktree adds are four
+// each).
 func cleanRepo(t *testing.T) (CleanOptions, func(args ...string) string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "repo")
 	env := append(gittest.NoAutoMaintenance(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	git := func(args ...string) string {
-		t.Helper()
+	gitIn := func(top string, args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+		cmd.Dir, cmd.Env = top, append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+			return "", fmt.Errorf("git %v: %w\n%s", args, err, out)
 		}
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(string(out)), nil
 	}
-	git("init", "-q", "-b", "main")
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := gitIn(dir, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	templates.Copy(t, "clean", dir, func(top string) error { return buildCleanRepo(top, gitIn) })
 	rmDir := filepath.Join(dir, "roadmap")
-	if err := os.Mkdir(rmDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := "1. [merged] **p1** — one (deps: none)\n2. [blocked] **p2** — two (deps: none)\n" +
-		"3. [pending] **p3** — three (deps: none)\n4. [merged] **p4** — four (deps: none)\n5. [merged] **p5** — five (deps: none)\n"
-	if err := os.WriteFile(filepath.Join(rmDir, roadmap.ManifestName), []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("/.claudopilot/\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git("add", "-A")
-	git("commit", "-qm", "roadmap")
-	wt := func(id string) string { return filepath.Join(dir, ".claudopilot", "worktrees", id) }
-	for _, id := range []string{"p1", "p2", "p3", "p4", "p5"} {
-		git("worktree", "add", "-q", "-b", "auto/"+id, wt(id), "main")
-	}
-	git("-C", wt("p2"), "commit", "-q", "--allow-empty", "-m", "p2: work")
-	git("-C", wt("p4"), "commit", "-q", "--allow-empty", "-m", "after the merge")
-	if err := os.WriteFile(filepath.Join(wt("p5"), "scratch.txt"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git("worktree", "add", "-q", "-b", "claudopilot/issue-12", wt("%2312"), "main")
 	c, err := worktree.Open(ctx, dir, env)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +74,35 @@ func cleanRepo(t *testing.T) (CleanOptions, func(args ...string) string) {
 		t.Fatal(err)
 	}
 	return CleanOptions{Git: c, Layout: l, Roadmap: rm, Base: "main"}, git
+}
+
+// buildCleanRepo makes cleanRepo's repository in top.
+func buildCleanRepo(top string, gitIn func(top string, args ...string) (string, error)) error {
+	if err := os.MkdirAll(filepath.Join(top, "roadmap"), 0o755); err != nil {
+		return err
+	}
+	manifest := "1. [merged] **p1** — one (deps: none)\n2. [blocked] **p2** — two (deps: none)\n" +
+		"3. [pending] **p3** — three (deps: none)\n4. [merged] **p4** — four (deps: none)\n5. [merged] **p5** — five (deps: none)\n"
+	if err := os.WriteFile(filepath.Join(top, "roadmap", roadmap.ManifestName), []byte(manifest), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(top, ".gitignore"), []byte("/.claudopilot/\n"), 0o644); err != nil {
+		return err
+	}
+	wt := func(id string) string { return filepath.Join(top, ".claudopilot", "worktrees", id) }
+	steps := [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "roadmap"}}
+	for _, id := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		steps = append(steps, []string{"worktree", "add", "-q", "-b", "auto/" + id, wt(id), "main"})
+	}
+	steps = append(steps, []string{"-C", wt("p2"), "commit", "-q", "--allow-empty", "-m", "p2: work"},
+		[]string{"-C", wt("p4"), "commit", "-q", "--allow-empty", "-m", "after the merge"},
+		[]string{"worktree", "add", "-q", "-b", "claudopilot/issue-12", wt("%2312"), "main"})
+	for _, args := range steps {
+		if _, err := gitIn(top, args...); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(wt("p5"), "scratch.txt"), []byte("x\n"), 0o644)
 }
 
 // plainItems writes each item as "kind phase keep" (or "kind branch keep"

@@ -6,6 +6,7 @@
 package gittest
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -89,7 +90,8 @@ func NewTemplates(dir string) *Templates {
 
 // Copy copies the template named key to dst (which must not exist),
 // making it first with build(folder) if this test binary has not yet.
-// Two keys must name two different repositories.
+// Two keys must name two different repositories. Linked worktrees inside
+// the template are linked anew in the copy (relinkWorktrees).
 func (ts *Templates) Copy(t testing.TB, key, dst string, build func(dir string) error) {
 	t.Helper()
 	ts.mu.Lock()
@@ -106,6 +108,44 @@ func (ts *Templates) Copy(t testing.TB, key, dst string, build func(dir string) 
 	if err := CopyTree(dst, src); err != nil {
 		t.Fatal(err)
 	}
+	if err := relinkWorktrees(dst, src); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// relinkWorktrees points the linked worktrees that a copy dst of the
+// repository src holds inside itself at their copies. Git names them by
+// absolute path (the admin folder's gitdir file, the worktree's .git
+// file): left as copied, the copy's worktrees would be the template's. A
+// worktree outside src is left as it is.
+func relinkWorktrees(dst, src string) error {
+	admins := filepath.Join(dst, ".git", "worktrees")
+	names, err := os.ReadDir(admins)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		admin := filepath.Join(admins, n.Name())
+		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, strings.TrimSpace(string(b)))
+		if err != nil || !filepath.IsLocal(rel) {
+			continue
+		}
+		dotGit := filepath.Join(dst, rel)
+		if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte(dotGit+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dotGit, []byte("gitdir: "+admin+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CopyTree copies the folder src to dst (which must not exist): folders,
