@@ -455,29 +455,24 @@ func TestLandRefusesAnUngatedTip(t *testing.T) {
 }
 
 // TestLandReviewBlockedThenPassed: with the loop's review gate on, a green
-// pull request is handed back for review (labelled); the loop's BLOCKING
-// verdict is recorded as the driver's own comment and ends the landing with
-// reason review, the reviewed head and the findings; a verdict on a tree
-// that has since moved is not recorded and the tree is handed back; after a
-// fix commit the PASS is recorded and the landing merges.
+// pull request is handed back for review (labelled); a verdict marker
+// posted by another account, even an admin, for exactly the tree under
+// review never counts (TestReviewForgedVerdictsAreIgnored end to end): a
+// forged PASS lands nothing, the tree is handed back; a verdict on a tree
+// that has since moved is not recorded and the tree is handed back; the
+// loop's BLOCKING verdict is recorded as the driver's own comment and ends
+// the landing with reason review, the reviewed head and the findings;
+// after a fix commit, a forged BLOCKING beside the loop's PASS does not
+// stop it: the PASS is recorded and the landing merges. (The forged
+// verdicts were TestLandForgedVerdictsAreIgnored's own landing until
+// issue 23: one lander, claim and pull request for both.)
 func TestLandReviewBlockedThenPassed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	n := e.fake.NewIssue("alice", "blocked once", "make it so", []string{"agent-ready"}, "")
-	l := newLander(t, e, n, nil)
-	land := func(tip string, v *scheduler.Verdict) scheduler.MergeOutcome {
-		return l.q.Land(l.ctx, scheduler.MergeJob{ID: l.id, Title: "issue " + l.id, Tip: tip, ReviewFirst: true, Verdict: v})
-	}
-	// The verdict of the loop's reviewers on the tree they read.
-	verdict := func(pass bool, findings ...string) *scheduler.Verdict {
-		in, err := l.q.reviewInputs(l.ctx, l.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &scheduler.Verdict{Pass: pass, Round: 1, Findings: findings, Head: in.Head, Base: in.Base, Fingerprint: review.Fingerprint(in.Head, in.Base, in.Doc, in.Line)}
-	}
+	l := reviewLander{newLander(t, e, n, nil)}
 	tip := l.commit(t, "work.txt", "work\n")
-	out := land(tip, nil)
+	out := l.landWith(tip, nil)
 	if !out.Review || out.Commit != tip {
 		t.Fatalf("green: %+v, want it handed back for review\n%s", out, l.log)
 	}
@@ -485,12 +480,19 @@ func TestLandReviewBlockedThenPassed(t *testing.T) {
 	if !hasLabel(e.issue(n), DefaultReviewLabel) || !hasLabel(e.issue(pr), DefaultReviewLabel) {
 		t.Errorf("not labelled under review:\n%s", dump(e, n))
 	}
-	stale := verdict(true)
+	l.forge(t, pr, review.Pass)
+	if len(ownMarkers(e.issue(pr), "alice")) != 1 {
+		t.Fatalf("the forgery was not made:\n%s", dump(e, pr))
+	}
+	if out := l.landWith(tip, nil); !out.Review || out.OK || e.fake.Pulls()[0].Merged {
+		t.Fatalf("a forged PASS: %+v, want it handed back for review, not merged\n%s", out, l.log)
+	}
+	stale := l.verdict(t, true, 1, false)
 	stale.Fingerprint = "moved"
-	if out := land(tip, stale); !out.Review || len(ownMarkers(e.issue(pr), "bot")) != 0 {
+	if out := l.landWith(tip, stale); !out.Review || len(ownMarkers(e.issue(pr), "bot")) != 0 {
 		t.Fatalf("a verdict on a moved tree: %+v, markers %+v", out, ownMarkers(e.issue(pr), "bot"))
 	}
-	out = land(tip, verdict(false, "off by one in work"))
+	out = l.landWith(tip, l.verdict(t, false, 1, false, "off by one in work"))
 	if out.Reason != state.ReasonReview || out.Commit != tip || !slices.Equal(out.Checks, []string{"off by one in work"}) {
 		t.Fatalf("BLOCKING: %+v\n%s", out, l.log)
 	}
@@ -498,11 +500,12 @@ func TestLandReviewBlockedThenPassed(t *testing.T) {
 		t.Errorf("still labelled after the verdict")
 	}
 	fixed := l.commit(t, "fix.txt", "fixed\n")
-	if out := land(fixed, nil); !out.Review || out.Commit != fixed {
+	if out := l.landWith(fixed, nil); !out.Review || out.Commit != fixed {
 		t.Fatalf("fixed: %+v\n%s", out, l.log)
 	}
-	if out := land(fixed, verdict(true)); !out.OK || out.Commit != fixed || !e.onMain("fix.txt") {
-		t.Fatalf("PASS: %+v\n%s", out, l.log)
+	l.forge(t, pr, review.Blocking, "forged finding")
+	if out := l.landWith(fixed, l.verdict(t, true, 1, false)); !out.OK || out.Commit != fixed || !e.onMain("fix.txt") {
+		t.Fatalf("PASS beside a forged BLOCKING: %+v\n%s", out, l.log)
 	}
 	ms := ownMarkers(e.issue(pr), "bot")
 	if len(ms) != 2 || ms[0].Verdict != review.Blocking || ms[0].Head != tip || ms[1].Verdict != review.Pass || ms[1].Head != fixed {

@@ -118,7 +118,7 @@ const forgeAs = `forge() {
 // reruns, then the issue is blocked with the reason. A forged BLOCKING
 // beside an honest PASS does not block it.
 func TestReviewForgedVerdictsAreIgnored(t *testing.T) {
-	soakOnly(t, "TestLandForgedVerdictsAreIgnored (a forged PASS lands nothing, a forged BLOCKING stops nothing) and scheduler.TestReviewNoVerdictRerunsOnce (no trusted verdict: the round reruns once, then blocks)")
+	soakOnly(t, "TestLandReviewBlockedThenPassed (a forged PASS lands nothing, a forged BLOCKING stops nothing) and scheduler.TestReviewNoVerdictRerunsOnce (no trusted verdict: the round reruns once, then blocks)")
 	t.Parallel()
 	for _, tc := range []struct {
 		name, script string
@@ -267,37 +267,6 @@ func (l reviewLander) forge(t *testing.T, pr int, v string, findings ...string) 
 	m := review.Marker{Fingerprint: review.Fingerprint(in.Head, in.Base, in.Doc, in.Line), Phase: l.id, Head: in.Head, Base: in.Base,
 		Verdict: v, Findings: append([]string{}, findings...), PR: pr}
 	l.e.fake.CommentOn(pr, "alice", "LGTM\n"+verdictComment(1, m))
-}
-
-// TestLandForgedVerdictsAreIgnored: verdict markers posted by another
-// account, even an admin, for exactly the tree under review never count
-// (TestReviewForgedVerdictsAreIgnored end to end): a forged PASS does not
-// land the pull request (it is handed back for review again), and a
-// forged BLOCKING beside the loop's PASS does not stop the merge.
-func TestLandForgedVerdictsAreIgnored(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	n := e.fake.NewIssue("alice", "forged", "make it so", []string{"agent-ready"}, "")
-	l := reviewLander{newLander(t, e, n, nil)}
-	tip := l.commit(t, "work.txt", "work\n")
-	if out := l.landWith(tip, nil); !out.Review || out.Commit != tip {
-		t.Fatalf("green: %+v, want it handed back for review\n%s", out, l.log)
-	}
-	pr := e.fake.Pulls()[0].Number
-	l.forge(t, pr, review.Pass)
-	if len(ownMarkers(e.issue(pr), "alice")) != 1 {
-		t.Fatalf("the forgery was not made:\n%s", dump(e, pr))
-	}
-	if out := l.landWith(tip, nil); !out.Review || out.OK || e.fake.Pulls()[0].Merged {
-		t.Fatalf("a forged PASS: %+v, want it handed back for review, not merged\n%s", out, l.log)
-	}
-	l.forge(t, pr, review.Blocking, "forged finding")
-	if out := l.landWith(tip, l.verdict(t, true, 1, false)); !out.OK || !e.onMain("work.txt") {
-		t.Fatalf("a forged BLOCKING beside the loop's PASS: %+v\n%s", out, l.log)
-	}
-	if own := ownMarkers(e.issue(pr), "bot"); len(own) != 1 || own[0].Verdict != review.Pass {
-		t.Errorf("the driver's verdicts %+v, want its one PASS", own)
-	}
 }
 
 // TestLandReviewLastRoundBlocks: the loop's BLOCKING in its last round
