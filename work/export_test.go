@@ -12,3 +12,9 @@ func Unfinished(r *Runner, j scheduler.Job, res proc.Result, why string, o *sche
 	s := r.unfinished(j, res, why, o)
 	return s.reason, s.detail
 }
+
+// QuestionIn is questionIn: the last question asked in an output tail.
+func QuestionIn(tail []string) string { return questionIn(tail) }
+
+// TakeQuestion is takeQuestion: the question file of wt read and removed.
+func TakeQuestion(wt string) (string, error) { return takeQuestion(wt) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
 )
 
 // An agent that asks ends its attempt as needs-input with its question,
@@ -21,18 +22,19 @@ func TestRunNeedsInput(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		ask, want   string
-		soakInBwrap string // the cheaper subtests that prove it
+		soakInBwrap string // the cheaper tests that prove it
+		soak        string // the same in both modes
 	}{
 		{ask: "marker", want: `Postgres or SQLite for "the store"?`},
-		{ask: "plain", want: "which port?", soakInBwrap: "off/plain (the marker on a line of its own, read from the agent's output) and bwrap/marker (a sandboxed agent's output read the same way)"},
-		{ask: "file", want: "Which licence: MIT or Apache-2.0?", soakInBwrap: "off/file (the question file read and removed from the branch, on the host, after the agent) and bwrap/link (a sandboxed agent's question file)"},
-		{ask: "link", want: "(the agent left an empty .claudopilot-question)"},
+		{ask: "plain", want: "which port?", soak: "TestQuestionIn (the marker on a line of its own, its escape sequences dropped) and off/marker and bwrap/marker of this test (an attempt's output read for the marker, with and without the sandbox)"},
+		{ask: "file", want: "Which licence: MIT or Apache-2.0?", soakInBwrap: "off/file (the question file read and removed from the branch, on the host, after the agent) and bwrap/marker (a sandboxed agent asks and its attempt ends needs-input)"},
+		{ask: "link", want: "(the agent left an empty .claudopilot-question)", soakInBwrap: "off/link (the driver's read of the question file, on the host, after the agent, whatever the agent's sandbox) and TestTakeQuestion"},
 	}
 	for _, mode := range modes(t) {
 		for _, c := range cases {
 			t.Run(mode+"/"+c.ask, func(t *testing.T) {
-				if mode == sandbox.Bwrap && c.soakInBwrap != "" && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
-					t.Skip("CLAUDOPILOT_SOAK=1 only; proved by " + c.soakInBwrap + " of this test")
+				if why := map[bool]string{true: c.soakInBwrap, false: ""}[mode == sandbox.Bwrap] + c.soak; why != "" && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+					t.Skip("CLAUDOPILOT_SOAK=1 only; proved by " + why)
 				}
 				t.Parallel()
 				f := newFixture(t)
@@ -97,5 +99,52 @@ func TestRunAnswered(t *testing.T) {
 		if !strings.Contains(prompt, "The contract") || !strings.Contains(prompt, "## Your question, answered") || !strings.Contains(prompt, "    which port?\n") || !strings.Contains(prompt, "    8080\n") {
 			t.Errorf("the fresh attempt's prompt lacks the question and answer:\n%s", prompt)
 		}
+	}
+}
+
+// The question in an agent's output: the marker on a line of its own
+// (escape sequences and control characters dropped), inside a JSON
+// event's text (after a quote or an escaped newline, up to the string's
+// end or the next escaped newline), the last one asked; a marker quoted
+// in backticks (the prompt's instruction echoed) or a placeholder is
+// none. TestRunNeedsInput asks through whole attempts.
+func TestQuestionIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, tail, want string }{
+		{"plain", "thinking\nCLAUDOPILOT-NEEDS-INPUT: \033[31mwhich port?\033[0m", "which port?"},
+		{"stream-json", `{"type":"assistant","message":{"content":[{"type":"text","text":"I read the doc.\nCLAUDOPILOT-NEEDS-INPUT: Postgres or SQLite for \"the store\"?\nI stop here."}]}}`, `Postgres or SQLite for "the store"?`},
+		{"after a quote", `{"text":"CLAUDOPILOT-NEEDS-INPUT: tabs or spaces?"}`, "tabs or spaces?"},
+		{"the last one", "CLAUDOPILOT-NEEDS-INPUT: first?\nmore\nCLAUDOPILOT-NEEDS-INPUT: second?", "second?"},
+		{"echoed instruction", "write `CLAUDOPILOT-NEEDS-INPUT: <question>` on a line", ""},
+		{"placeholder", "CLAUDOPILOT-NEEDS-INPUT: <question>", ""},
+		{"none", "all done", ""},
+	} {
+		if got := work.QuestionIn(strings.Split(tc.tail, "\n")); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The question file: a regular file is read (one line) and removed; a
+// link is removed unread, its target untouched; none is "".
+func TestTakeQuestion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	q := filepath.Join(dir, work.QuestionFile)
+	if got, err := work.TakeQuestion(dir); got != "" || err != nil {
+		t.Fatalf("no file: %q, %v", got, err)
+	}
+	os.WriteFile(q, []byte("Which licence:\nMIT or Apache-2.0?\n"), 0o644)
+	if got, err := work.TakeQuestion(dir); got != "Which licence: MIT or Apache-2.0?" || err != nil || exists(q) {
+		t.Fatalf("a file: %q, %v; still there: %v", got, err, exists(q))
+	}
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("hunter2\n"), 0o644)
+	os.Symlink(secret, q)
+	if got, err := work.TakeQuestion(dir); got != "(the agent left an empty .claudopilot-question)" || err != nil || exists(q) {
+		t.Fatalf("a link: %q, %v; still there: %v", got, err, exists(q))
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "hunter2\n" {
+		t.Errorf("the link's target is now %q", b)
 	}
 }

@@ -373,7 +373,7 @@ func TestRunOutcomes(t *testing.T) {
 		gate   string
 		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
 		reason state.Reason
-		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished proves it
+		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished proves the outcome
 	}{
 		{
 			name:  "done and green",
@@ -406,6 +406,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "exit 1",
+			soak:   true,
 			agent:  "echo giving up; exit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -432,6 +433,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "exit 0 having done nothing",
+			soak:   true,
 			agent:  "exit 0",
 			reason: state.ReasonNoDone,
 		},
@@ -570,7 +572,7 @@ func TestRunOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
-				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output, and the \"rate limit\" case of this test that a whole attempt's output reaches it")
+				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output and exit code, and the \"rate limit\", \"leftovers committed on failure\" (exit 1) and \"exit 0 without the rename\" cases of this test that a whole attempt's output and exit reach it")
 			}
 			t.Parallel()
 			f := newFixture(t)
