@@ -244,10 +244,12 @@ func (e *Engine) loadRoadmap(ctx context.Context, o Options, withQueue bool) err
 			// A live file a power cut emptied is rebuilt from git and
 			// the journal; anything else is refused as it is.
 			fixed, ferr := recoverManifest(ctx, e.Git, o.Dir, e.log)
-			if ferr != nil {
+			switch {
+			case fixed && ferr != nil:
+				return ferr
+			case ferr != nil:
 				return errors.Join(err, ferr)
-			}
-			if !fixed {
+			case !fixed:
 				return err
 			}
 			if rm, err = roadmap.Load(o.Dir, lopt); err != nil {

@@ -27,8 +27,11 @@ import (
 // only when the journal holds a record of one of its phases. Anything
 // else that does not load (a save half-way, a typo) is left to the load,
 // which refuses it with its file:line, as always. fixed: the file was
-// rebuilt, and one line says so. The driver lock is held for it, so a
-// live run's file is never touched; never an agent's worktree is read.
+// rebuilt, and one line says so; a rebuild with a **Gate:** or
+// **Prepare:** line stops the start (exit 3: the settings were resolved
+// from the empty file, so this start would miss the gate). The driver lock
+// is held for it, so a live run's file is never touched; never an agent's
+// worktree is read.
 func recoverManifest(ctx context.Context, git *worktree.Client, dir string, log io.Writer) (fixed bool, err error) {
 	path, err := filepath.EvalSymlinks(filepath.Join(dir, roadmap.ManifestName))
 	if err != nil {
@@ -73,6 +76,12 @@ func recoverManifest(ctx context.Context, git *worktree.Client, dir string, log 
 	}
 	fmt.Fprintf(log, "claudopilot: warning: %s was %s (a write lost to a power cut): rebuilt from HEAD's committed manifest and the journal's states (%s); lines never committed are not in it\n",
 		path, cutKind(cur), strings.Join(put, ", "))
+	if m, _ := manifest.Parse(rebuilt); m != nil && (m.Gate.Value != "" || m.Prepare.Value != "") {
+		// The settings were read from the empty file: this start
+		// would miss its gate. It stops; the next one reads them.
+		return true, &roadmap.InvalidError{Path: path, Problems: []roadmap.Problem{{Line: max(m.Gate.Line, m.Prepare.Line),
+			Msg: "rebuilt after a power cut emptied it, with **Gate:** or **Prepare:** lines this start did not read: nothing ran; start again"}}}
+	}
 	return true, nil
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,14 +154,32 @@ func TestPowerCutLiveManifest(t *testing.T) {
 		t.Errorf("the base moved in the restarts: reflog\n%s\nwant\n%s", got, reflog)
 	}
 
+	// A committed manifest with a **Gate:** line: the rebuild stops the
+	// start (its settings were read from the empty file), exit 3's
+	// error, and the next start reads them.
+	write(live, "# M\n\n**Gate:** true\n\n1. [merged] **p1** — one (deps: none)\n")
+	git("commit", "-q", "-am", "a gate line")
+	write(live, "")
+	_, err := engine.Open(ctx, engine.Options{Dir: filepath.Join(top, "roadmap"), Env: envList, Log: &lockedBuilder{},
+		Resolve: func(context.Context, *worktree.Client, *roadmap.Roadmap) (engine.Settings, error) {
+			return engine.Settings{}, nil
+		}})
+	var inv *roadmap.InvalidError
+	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "start again") {
+		t.Errorf("the rebuild of a manifest with a gate: open = %v, want an InvalidError saying to start again", err)
+	}
+	if b, _ := os.ReadFile(live); !strings.Contains(string(b), "**Gate:** true") || !strings.Contains(string(b), "[merged] **p1**") {
+		t.Errorf("the manifest with a gate was rebuilt as %q", b)
+	}
+
 	// A person's save half-way (not empty, not a prefix of the rebuild):
 	// refused with its file:line, as always, and left as it is.
-	half := "# M\n\n1. [merged] **p1 — one\n"
+	half := "# M\n\n**Gate:** true\n\n1. [merged] **p1 — one\n"
 	write(live, half)
 	if _, err := engine.Open(ctx, engine.Options{Dir: filepath.Join(top, "roadmap"), Env: envList, Log: &lockedBuilder{},
 		Resolve: func(context.Context, *worktree.Client, *roadmap.Roadmap) (engine.Settings, error) {
 			return engine.Settings{}, nil
-		}}); err == nil || !strings.Contains(err.Error(), "EXECUTION-MANIFEST.md:3") {
+		}}); err == nil || !strings.Contains(err.Error(), "EXECUTION-MANIFEST.md:5") {
 		t.Errorf("a half-saved manifest: open = %v, want its file:line", err)
 	}
 	if b, _ := os.ReadFile(live); string(b) != half {

@@ -403,8 +403,9 @@ func (o *Owner) publish(ctx context.Context, js []scheduler.MergeJob, tips []str
 	if out, again = o.moveBase(ctx, j, base, commit, drop); !out.OK {
 		return out, again
 	}
-	// One write (no fsync: a restart puts back a lost one, scheduler repairLive) for the whole train; one by one only
-	// when a phase was edited out of the live file meanwhile.
+	// One write for the whole train (no fsync: a restart puts back a
+	// lost one, scheduler's repairLive); one by one only when a phase
+	// was edited out of the live file meanwhile.
 	if err := o.Live.Update(func(src []byte) ([]byte, error) {
 		for _, j := range js {
 			var err error
