@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // mergeSetup builds main (checked out in c.Dir) with a.txt, b.txt and
@@ -22,14 +24,12 @@ func mergeSetup(t *testing.T, c *Client, taskFiles map[string]string) (oldSHA, n
 	oldSHA = commitFiles(t, c, "", "base", map[string]string{
 		"a.txt": "a\n", "b.txt": "b\n", "MANIFEST.md": "- [ ] task\n",
 	})
-	wt := filepath.Join(t.TempDir(), "task")
-	if err := c.AddWorktree(ctx, wt, "task", "main"); err != nil {
-		t.Fatal(err)
-	}
 	if taskFiles == nil {
 		taskFiles = map[string]string{"a.txt": "a from task\n", "new/c.txt": "c\n"}
 	}
-	branch := commitFiles(t, c, wt, "task", taskFiles)
+	// The task branch is one imported commit: no test reads its
+	// checkout (a worktree add, git add, commit were five processes).
+	branch := gittest.Import(t, c.Env, c.Dir, gittest.Commit{Ref: "task", From: "main^0", Message: "task", Files: taskFiles})[0]
 	tree, conflicts, err := c.MergeTree(ctx, oldSHA, branch)
 	if err != nil || len(conflicts) > 0 {
 		t.Fatalf("MergeTree = %q, %v", conflicts, err)
