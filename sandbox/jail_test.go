@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -59,32 +60,78 @@ func newRepo(t *testing.T) *repo {
 	t.Helper()
 	ctx := context.Background()
 	r := &repo{top: Real(filepath.Join(t.TempDir(), "repo")), env: testEnv()}
-	run := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, r.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.MkdirAll(r.top, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	run(r.top, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(r.top, "f"), []byte("base\n"), 0o644)
-	run(r.top, "add", "f")
-	run(r.top, "commit", "-qm", "init")
-	run(r.top, "branch", "release")
+	templates.Copy(t, "repo", r.top, func(dir string) error { return makeRepo(dir, r.env) })
 	r.p1 = filepath.Join(r.top, ".claudopilot", "worktrees", "p1")
 	r.p2 = filepath.Join(r.top, ".claudopilot", "worktrees", "p2")
-	run(r.top, "worktree", "add", "-q", "-b", "auto/p1", r.p1)
-	run(r.top, "worktree", "add", "-q", "-b", "auto/p2", r.p2)
-	os.WriteFile(filepath.Join(r.p2, "secret"), []byte("p2's work\n"), 0o644)
+	if err := relink(r.top); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	if r.git, err = worktree.Open(ctx, r.top, r.env); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestMain makes newRepo's repository once for the test binary
+// (templates).
+func TestMain(m *testing.M) {
+	gittest.RunWithTemplates(m, "sandbox-templates-", func(t *gittest.Templates) { templates = t })
+}
+
+// templates holds newRepo's repository, made once and copied: its init,
+// add, commit, branch and two worktree adds were about 12 processes a
+// test.
+var templates *gittest.Templates
+
+// makeRepo makes newRepo's repository at top: main with f committed,
+// release, and worktrees p1 and p2 (p2 with an untracked secret).
+func makeRepo(top string, env []string) error {
+	if err := os.MkdirAll(top, 0o755); err != nil {
+		return err
+	}
+	run := func(args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = top, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %w\n%s", args, err, out)
+		}
+		return nil
+	}
+	if err := run("init", "-q", "-b", "main"); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(top, "f"), []byte("base\n"), 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"add", "f"}, {"commit", "-qm", "init"}, {"branch", "release"},
+		{"worktree", "add", "-q", "-b", "auto/p1", filepath.Join(top, ".claudopilot", "worktrees", "p1")},
+		{"worktree", "add", "-q", "-b", "auto/p2", filepath.Join(top, ".claudopilot", "worktrees", "p2")}} {
+		if err := run(args...); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(top, ".claudopilot", "worktrees", "p2", "secret"), []byte("p2's work\n"), 0o644)
+}
+
+// relink points a copied repository's worktrees (all in
+// .claudopilot/worktrees/) and their admin folders at each other again:
+// git keeps both links as absolute paths, the template's.
+func relink(top string) error {
+	admins, err := filepath.Glob(filepath.Join(top, ".git", "worktrees", "*"))
+	if err != nil {
+		return err
+	}
+	for _, admin := range admins {
+		wt := filepath.Join(top, ".claudopilot", "worktrees", filepath.Base(admin))
+		if err := os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(wt, ".git")+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+admin+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *repo) gitOut(t *testing.T, dir string, args ...string) string {
