@@ -235,36 +235,43 @@ func (o *Owner) try(ctx context.Context, j scheduler.MergeJob, known string) (ou
 // runs a command on the branch), they read the branch's changes since its
 // merge base in a diff of their own (checkBranch), before.
 func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip string) (commit, tree string, out scheduler.MergeOutcome, stop, again bool) {
+	commit, tree, _, out, stop, again = o.buildAlso(ctx, j, base, tip, nil)
+	return commit, tree, out, stop, again
+}
+
+// buildAlso is build, and with also set it writes also's commit beside
+// the merge (a merge train's first-parent commit, worktree.Also): second.
+func (o *Owner) buildAlso(ctx context.Context, j scheduler.MergeJob, base, tip string, also *worktree.Also) (commit, tree, second string, out scheduler.MergeOutcome, stop, again bool) {
 	out.ID = j.ID
 	mrel := o.Layout.ManifestRel()
 	committed, has, err := o.Git.ReadFile(ctx, base, mrel)
 	if err != nil || !has {
 		out.Err = fmt.Errorf("%s is not committed on %s", mrel, o.Layout.Base)
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	early := o.NoSecretScan // the checks before the merge (above)
 	if early {
 		if out, stop := o.checkBranch(ctx, j, base, tip, committed); stop {
-			return "", "", out, true, false
+			return "", "", "", out, true, false
 		}
 	}
 	tree, conflicts, err := o.Git.MergeTree(ctx, base, tip)
 	if err != nil {
 		out.Err = err
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	// The manifest is the driver's: whatever the branch did to it is
 	// replaced below, so a conflict there is no conflict.
 	conflicts = without(conflicts, []string{o.Layout.ManifestRel()})
 	if len(conflicts) > 0 && !early {
 		if out, stop := o.checkBranch(ctx, j, base, tip, committed); stop {
-			return "", "", out, true, false
+			return "", "", "", out, true, false
 		}
 		early = true
 	}
 	if len(conflicts) > 0 && o.onlyLockfiles(conflicts) {
 		if err := o.regenLockfiles(ctx, j, conflicts); err == nil {
-			return "", "", out, true, true
+			return "", "", "", out, true, true
 		} else {
 			out.Detail = err.Error() + "; "
 		}
@@ -272,7 +279,7 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 	if len(conflicts) > 0 {
 		out.Reason = state.ReasonConflict
 		out.Detail += "conflicts with " + o.Layout.Base + ": " + strings.Join(conflicts, ", ")
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	// The manifest in the commit is the base's, with this phase marked
 	// merged: whatever the worker did to the manifest on its branch is
@@ -284,31 +291,31 @@ func (o *Owner) build(ctx context.Context, j scheduler.MergeJob, base, tip strin
 		live, rerr := os.ReadFile(o.Live.Path)
 		if rerr != nil {
 			out.Err = rerr
-			return "", "", out, true, false
+			return "", "", "", out, true, false
 		}
 		if flipped, err = flip(live, j); err != nil {
 			out.Err = fmt.Errorf("mark %s merged: %w", j.ID, err)
-			return "", "", out, true, false
+			return "", "", "", out, true, false
 		}
 	}
 	// The flip and the merge commit are written together (one pack).
-	tree, commit, err = o.Git.ReplaceFileCommit(ctx, tree, mrel, flipped, []string{base, tip}, o.mergeMessage(ctx, j))
+	tree, commit, second, err = o.Git.ReplaceFileCommitAlso(ctx, tree, mrel, flipped, []string{base, tip}, o.mergeMessage(ctx, j), also)
 	if err != nil {
 		out.Err = err
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	rep, out, stop := o.scan(ctx, j, base, commit, committed, !early)
 	if stop {
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	if len(rep.Found) > 0 {
 		out.Reason, out.Detail = state.ReasonSecret, secret.Describe(rep.Found)
-		return "", "", out, true, false
+		return "", "", "", out, true, false
 	}
 	// Hits an allow comment or SECRET_ALLOW accepted land, told as a
 	// warning with the merge: an agent can write an allow comment too.
 	out.Detail = secret.DescribeAllowed(rep.Allowed)
-	return commit, tree, out, false, false
+	return commit, tree, second, out, false, false
 }
 
 // scan scans commit, j's merge on base, for secrets (o.secrets), and with

@@ -9,6 +9,7 @@ import (
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // The merge owner's part of the speculative gates (scheduler/spec.go): it
@@ -40,6 +41,7 @@ type link struct {
 	tip    string
 	tree   string
 	commit string
+	train  string // the car's first-parent commit, written with this link's (buildAlso)
 }
 
 // Build makes a car's commit: each phase's merge commit (`Merge <id>:
@@ -105,7 +107,14 @@ func (o *Owner) Build(ctx context.Context, c scheduler.CarJob) scheduler.CarBuil
 				continue
 			}
 		}
-		commit, tree, out, stop, moved := o.build(ctx, j, top, tip)
+		// The last job's build writes the train's first-parent commit
+		// over it too, in the same pack (one commit-tree fewer per car);
+		// when it does not join, commit-tree writes it below.
+		var also *worktree.Also
+		if k == len(c.Jobs)-1 && len(chain) > 0 {
+			also = &worktree.Also{Base: base, Msg: o.trainMessage(append(chain[:len(chain):len(chain)], link{j: j, tip: tip}))}
+		}
+		commit, tree, second, out, stop, moved := o.buildAlso(ctx, j, top, tip, also)
 		if stop {
 			b.Outs[k] = o.refused(j, out, moved, c.On != "" || len(chain) > 0)
 			if b.Outs[k].Err != nil {
@@ -114,23 +123,35 @@ func (o *Owner) Build(ctx context.Context, c scheduler.CarJob) scheduler.CarBuil
 			}
 			continue
 		}
-		chain = append(chain, link{j: j, tip: tip, tree: tree, commit: commit})
+		chain = append(chain, link{j: j, tip: tip, tree: tree, commit: commit, train: second})
 		b.Joined, b.Tips, b.Notes = append(b.Joined, k), append(b.Tips, tip), append(b.Notes, out.Detail)
 		top = commit
 	}
+	o.carCommit(ctx, &b, base, chain)
+	return b
+}
+
+// carCommit sets b's commit and tree: the one link's merge, or the
+// train's first-parent commit over chain's links on base (written with
+// the last link's merge, or here by commit-tree when the job meant to be
+// last did not join).
+func (o *Owner) carCommit(ctx context.Context, b *scheduler.CarBuild, base string, chain []link) {
 	switch len(chain) {
 	case 0:
-		return b
+		return
 	case 1:
 		b.Commit, b.Tree = chain[0].commit, chain[0].tree
-		return b
+		return
 	}
-	b.Tree = chain[len(chain)-1].tree
-	b.Commit, err = o.Git.CommitTree(ctx, b.Tree, []string{base, top}, o.trainMessage(chain))
-	if err != nil {
+	last := chain[len(chain)-1]
+	b.Tree = last.tree
+	if b.Commit = last.train; b.Commit != "" {
+		return
+	}
+	var err error
+	if b.Commit, err = o.Git.CommitTree(ctx, b.Tree, []string{base, last.commit}, o.trainMessage(chain)); err != nil {
 		b.Err = err
 	}
-	return b
 }
 
 // refused is the outcome of a job whose build stopped: on a base that

@@ -21,36 +21,68 @@ import (
 // might), a commit encoding other than UTF-8, an identity git would have
 // to guess, a message that is not UTF-8.
 func (c *Client) ReplaceFileCommit(ctx context.Context, tree, p string, content []byte, parents []string, msg string) (newTree, commit string, err error) {
-	if msg != "" && !strings.HasSuffix(msg, "\n") {
-		msg += "\n"
-	}
+	newTree, commit, _, err = c.ReplaceFileCommitAlso(ctx, tree, p, content, parents, msg, nil)
+	return newTree, commit, err
+}
+
+// Also is a second commit ReplaceFileCommitAlso writes: of the same new
+// tree, its parents Base and the first commit, its message Msg (a merge
+// train's first-parent commit over its last link's merge).
+type Also struct{ Base, Msg string }
+
+// ReplaceFileCommitAlso is ReplaceFileCommit, and with also set the second
+// commit also describes, written in the same pack (a merge train's
+// commit-tree, issue 25 §1), or by commit-tree where the first is.
+func (c *Client) ReplaceFileCommitAlso(ctx context.Context, tree, p string, content []byte, parents []string, msg string, also *Also) (newTree, commit, second string, err error) {
+	msg = endLine(msg)
 	id := c.commitIdent(ctx)
-	slow := func() (string, string, error) {
+	if !id.ok || !utf8.ValidString(msg) || strings.ContainsRune(msg, 0) || also != nil && (!utf8.ValidString(also.Msg) || strings.ContainsRune(also.Msg, 0)) {
 		t, err := c.ReplaceFile(ctx, tree, p, content)
 		if err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
-		commit, err := c.CommitTree(ctx, t, parents, msg)
-		return t, commit, err
-	}
-	if !id.ok || !utf8.ValidString(msg) || strings.ContainsRune(msg, 0) {
-		return slow()
+		return c.commitsSlow(ctx, t, parents, msg, also)
 	}
 	oid, pack, hashLen, err := c.flipPack(ctx, tree, p, content)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if pack == nil { // written the slow way: no pack to add the commit to
-		commit, err := c.CommitTree(ctx, oid, parents, msg)
-		return oid, commit, err
+		return c.commitsSlow(ctx, oid, parents, msg, also)
 	}
-	body := id.commitBody(oid, parents, msg, time.Now())
+	now := time.Now()
+	body := id.commitBody(oid, parents, msg, now)
 	commit = objectID("commit", body, hashLen)
 	pack = append(pack, packObject{kind: packCommit, data: body})
-	if err := c.unpack(ctx, pack, hashLen, [2]string{oid, "tree"}, [2]string{commit, "commit"}); err != nil {
-		return "", "", fmt.Errorf("replace %s in %s and commit: %w", p, tree, err)
+	want := [][2]string{{oid, "tree"}, {commit, "commit"}}
+	if also != nil {
+		body := id.commitBody(oid, []string{also.Base, commit}, endLine(also.Msg), now)
+		second = objectID("commit", body, hashLen)
+		pack = append(pack, packObject{kind: packCommit, data: body})
+		want = append(want, [2]string{second, "commit"})
 	}
-	return oid, commit, nil
+	if err := c.unpack(ctx, pack, hashLen, want...); err != nil {
+		return "", "", "", fmt.Errorf("replace %s in %s and commit: %w", p, tree, err)
+	}
+	return oid, commit, second, nil
+}
+
+// commitsSlow writes ReplaceFileCommitAlso's commits of tree by
+// commit-tree.
+func (c *Client) commitsSlow(ctx context.Context, tree string, parents []string, msg string, also *Also) (newTree, commit, second string, err error) {
+	if commit, err = c.CommitTree(ctx, tree, parents, msg); err != nil || also == nil {
+		return tree, commit, "", err
+	}
+	second, err = c.CommitTree(ctx, tree, []string{also.Base, commit}, endLine(also.Msg))
+	return tree, commit, second, err
+}
+
+// endLine is msg ending with a line break, as commit-tree writes it.
+func endLine(msg string) string {
+	if msg != "" && !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	return msg
 }
 
 // ident is who git commit-tree names as a commit's author and committer,
