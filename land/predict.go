@@ -65,7 +65,10 @@ func (o *Owner) Predict(ctx context.Context, running []string, independent func(
 			out = append(out, scheduler.Conflict{A: a, Paths: paths})
 		}
 		for _, b := range ids[i+1:] {
-			if !independent(a, b) {
+			// Two branches at one commit (both with nothing of their
+			// own on an earlier base) merge without a conflict: no
+			// merge-tree is asked (issue 25 §1).
+			if !independent(a, b) || tips[a] == tips[b] {
 				continue
 			}
 			if paths := try(tips[a], tips[b]); len(paths) > 0 {
