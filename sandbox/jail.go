@@ -219,15 +219,32 @@ func (c *Config) Probe(ctx context.Context) error {
 	probe := *c
 	probe.Bwrap = path
 	args := probe.Args(Attempt{}, "true")
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		msg := strings.ReplaceAll(string(bytes.TrimSpace(out.Bytes())), "\n", "; ")
+	// A second try before the verdict: on a loaded machine bwrap's own
+	// set-up of the sandbox's loopback has failed now and then ("loopback:
+	// Failed RTM_NEWADDR"), and a failed probe is not harmless: SANDBOX=auto
+	// would run the night unconfined, SANDBOX_NET's default on the host's
+	// network. A bwrap that cannot work fails both tries.
+	msg, err := probeOnce(ctx, args)
+	if err != nil && ctx.Err() == nil {
+		msg, err = probeOnce(ctx, args)
+	}
+	if err != nil {
 		if c.Outside != "" && !c.Net {
 			return fmt.Errorf("sandbox: the network in front of the sandbox (slirp4netns) does not work here: %s: %w", msg, err)
 		}
 		return fmt.Errorf("sandbox: bubblewrap does not work here (user namespaces off?): %s: %w", msg, err)
 	}
 	return nil
+}
+
+// probeOnce runs the probe's command line once and returns its output on
+// one line when it fails.
+func probeOnce(ctx context.Context, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return strings.ReplaceAll(string(bytes.TrimSpace(out.Bytes())), "\n", "; "), err
+	}
+	return "", nil
 }

@@ -280,6 +280,38 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// A probe that fails once and then works is a working sandbox: bwrap's
+// loopback set-up failed now and then at load ~40 ("loopback: Failed
+// RTM_NEWADDR"), and one failed probe sent SANDBOX=auto unconfined and
+// SANDBOX_NET's default onto the host's network. A bwrap that always fails
+// is still refused, after two tries.
+func TestProbeTriesTwice(t *testing.T) {
+	dir := t.TempDir()
+	bw := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\necho x >> " + filepath.Join(dir, "tries") + "\n" +
+		"[ \"$(wc -l < " + filepath.Join(dir, "tries") + ")\" -ge $FAILS_UNTIL ] && exit 0\n" +
+		"echo 'bwrap: loopback: Failed RTM_NEWADDR: No child processes' >&2; exit 1\n"
+	if err := os.WriteFile(bw, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		until string
+		ok    bool
+		tries int
+	}{{"2", true, 2}, {"9", false, 2}} {
+		os.Remove(filepath.Join(dir, "tries"))
+		t.Setenv("FAILS_UNTIL", tc.until)
+		err := (&Config{Bwrap: bw}).Probe(context.Background())
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "RTM_NEWADDR")) {
+			t.Errorf("fails until try %s: Probe = %v, want ok %v (with bwrap's words)", tc.until, err, tc.ok)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "tries"))
+		if n := strings.Count(string(b), "x"); n != tc.tries {
+			t.Errorf("fails until try %s: bwrap ran %d times, want %d", tc.until, n, tc.tries)
+		}
+	}
+}
+
 // findCmdline lists the pids whose command line starts with prefix
 // (arguments separated by NUL).
 func findCmdline(prefix string) []int {
