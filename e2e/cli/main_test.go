@@ -1,6 +1,6 @@
 // Package cli holds the end-to-end scripts of the commands around a run
-// (plan, doctor, init, help, completion, explain, status, logs, clean,
-// cost, migrate, attach, notify, pause, demo), and the test of .ci/install:
+// (plan, doctor, init, help, completion, explain, status, logs, cost,
+// attach, notify, demo), and the test of .ci/install:
 // testdata/script/*.txtar (the module's testdata/README.md describes them)
 // drive the real binary against throwaway git repositories. Its own test
 // binary (own go test timeout, run beside the other e2e packages, #23);

@@ -1,5 +1,5 @@
 // Package run holds the end-to-end scripts that run agents (run, fail,
-// review, drain, lanes, needs_input, safe, sandbox, protect, agent_env):
+// review, lanes, safe, sandbox, protect, agent_env):
 // testdata/script/*.txtar (the module's testdata/README.md describes them)
 // drive the real binary against throwaway git repositories. Its own test
 // binary (own go test timeout, run beside the other e2e packages, #23);
