@@ -29,15 +29,16 @@ func TestMergeDropsHostileManifests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, tc.src)
-			wt, _ := f.branch(tc.id, tc.doc, map[string]string{"x.txt": "x\n"})
+			// The work and the tampering in the branch's one imported
+			// commit (an rm or add, a commit and a rev-parse more before).
+			c := f.hostileCommit(f.layout.Branch(tc.id), tc.id, tc.doc)
+			c.Files["x.txt"] = "x\n"
 			if m := tc.tamper(tc.src); m == "" {
-				f.gitIn(wt, "rm", "-q", manifestRel)
+				c.Delete = []string{manifestRel}
 			} else {
-				f.write(wt, manifestRel, m)
-				f.gitIn(wt, "add", manifestRel)
+				c.Files[manifestRel] = m
 			}
-			f.gitIn(wt, "commit", "-q", "-m", "tamper with the manifest")
-			tip := f.gitIn(wt, "rev-parse", "HEAD")
+			_, tip := f.branchCommit(tc.id, c)
 			f.mustMerge(job(tc.id, "a phase", tip))
 			want := flipped(tc.src, tc.id)
 			if got := f.committed("main", manifestRel); got != want {

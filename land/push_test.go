@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/scheduler"
 )
@@ -19,10 +20,13 @@ import (
 // so a forced push would fail these tests, and "someone else" who pushes
 // from a clone of their own.
 
-// upstream is a fixture with an origin and someone else's clone of it.
+// upstream is a fixture with an origin, where "someone else" pushes:
+// their commits are imported into origin (one git fast-import), not made
+// in a clone of their own and pushed (a pull, an add, a commit and a
+// push: nine processes a commit with their children, and a clone).
 type upstream struct {
 	*fixture
-	origin, other, dir string
+	origin, dir string
 }
 
 // gateScript records each gated tree in gated.txt, fails on a tree that
@@ -39,26 +43,36 @@ func newUpstream(t *testing.T) *upstream {
 	f := newFixture(t, manifestSrc)
 	u := &upstream{fixture: f, dir: t.TempDir()}
 	u.origin = filepath.Join(u.dir, "origin.git")
-	f.gitIn(u.dir, "init", "-q", "--bare", "-b", "main", u.origin)
-	// receive's settings appended to origin's config (two git config
-	// processes before), autogc off: a push's receive-pack ran gc --auto,
-	// as a local push drops the test's GIT_CONFIG_COUNT (8 in TestPushBase).
-	cf, err := os.OpenFile(filepath.Join(u.origin, "config"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	// origin is a bare clone of the repository (one process; an init and
+	// a push were four with the push's children), with main and auto/p1
+	// there and in the repository's remote-tracking refs as a push of
+	// both leaves them, its remote added to the config file as git
+	// remote add writes it, and receive's settings in origin's config
+	// (autogc off: a local push drops the test's GIT_CONFIG_COUNT).
+	f.gitIn(u.dir, "clone", "-q", "--bare", f.top, u.origin)
+	main := f.rev("main")
+	for _, p := range []string{filepath.Join(u.origin, "refs/heads/auto/p1"), filepath.Join(f.top, ".git/refs/remotes/origin/main"), filepath.Join(f.top, ".git/refs/remotes/origin/auto/p1")} {
+		f.write(filepath.Dir(p), filepath.Base(p), main+"\n")
 	}
-	_, err = cf.WriteString("[receive]\n\tdenyNonFastForwards = true\n\tdenyDeletes = false\n\tautogc = false\n")
-	if err := errors.Join(err, cf.Close()); err != nil {
-		t.Fatal(err)
-	}
-	f.gitIn(f.top, "remote", "add", "origin", u.origin)
-	f.gitIn(f.top, "push", "-q", "origin", "main", "main:refs/heads/auto/p1")
-	u.other = filepath.Join(u.dir, "other")
-	f.gitIn(u.dir, "clone", "-q", u.origin, u.other)
+	appendFile(t, filepath.Join(u.origin, "config"), "[receive]\n\tdenyNonFastForwards = true\n\tdenyDeletes = false\n\tautogc = false\n")
+	appendFile(t, filepath.Join(f.top, ".git", "config"), "[remote \"origin\"]\n\turl = "+u.origin+"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n")
 	f.write(u.dir, "gate.sh", strings.ReplaceAll(gateScript, "$D", u.dir))
 	gate := "sh " + filepath.Join(u.dir, "gate.sh")
 	f.owner.Upstream = &land.Upstream{Remote: "origin", Gate: gate}
 	return u
+}
+
+// appendFile appends text to the file at p.
+func appendFile(t *testing.T, p, text string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(text)
+	if err := errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (u *upstream) job(id, title, tip string) scheduler.MergeJob {
@@ -67,18 +81,21 @@ func (u *upstream) job(id, title, tip string) scheduler.MergeJob {
 	return j
 }
 
-// push commits file in someone else's clone and pushes it to origin.
+// someone is someone else's commit of file on origin's main.
+func someone(subject, file string) gittest.Commit {
+	return gittest.Commit{Ref: "main", From: "main^0", Message: subject, Files: map[string]string{file: file + "\n"}}
+}
+
+// push commits file on origin's main as someone else and returns it.
 func (u *upstream) push(file string) string {
 	u.t.Helper()
-	u.gitIn(u.other, "pull", "-q", "--ff-only")
-	tip := u.commitOn(u.other, "someone else's "+file, map[string]string{file: file + "\n"})
-	u.gitIn(u.other, "push", "-q", "origin", "main")
-	return tip
+	return gittest.Import(u.t, u.env, u.origin, someone("someone else's "+file, file))[0]
 }
 
 // pushDuringGate makes the next gate push file as someone else.
 func (u *upstream) pushDuringGate(file string) {
-	u.write(u.dir, "push-once", "set -e\ncd "+u.other+"\ngit pull -q --ff-only\necho "+file+" > "+file+"\ngit add "+file+"\ngit commit -q -m 'someone else: "+file+"'\ngit push -q origin main\n")
+	u.write(u.dir, "push-stream", string(gittest.Stream(u.env, someone("someone else: "+file, file))))
+	u.write(u.dir, "push-once", "git --git-dir='"+u.origin+"' -c fastimport.unpackLimit=0 fast-import --quiet < '"+filepath.Join(u.dir, "push-stream")+"'\n")
 }
 
 func (u *upstream) originMain() string {

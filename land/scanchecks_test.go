@@ -1,11 +1,11 @@
 package land_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/state"
 )
@@ -22,12 +22,11 @@ func TestChecksReadTheScansDiff(t *testing.T) {
 	f := newProtectFixture(t)
 	base := f.rev("main")
 	src := []byte(f.committed("main", manifestRel))
-	hostile := f.hostileCases("p1-first.md")
 	merge := func(tip string) string {
 		tree := strings.SplitN(f.gitIn(f.top, "merge-tree", "--write-tree", "--no-messages", base, tip), "\n", 2)[0]
 		return f.gitIn(f.top, "commit-tree", tree, "-p", base, "-p", tip, "-m", "merge")
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		name    string
 		changes []change
 		reason  state.Reason
@@ -36,18 +35,20 @@ func TestChecksReadTheScansDiff(t *testing.T) {
 		{"settings file", []change{add("claudopilot.config", "SANDBOX=off\n")}, state.ReasonProtected, "claudopilot.config"},
 		{"quoted name", []change{add("scripts/a\tb \"q\".sh", "x\n")}, state.ReasonProtected, "scripts/a\tb \"q\".sh"},
 		{"not ASCII", []change{add("scripts/été.sh", "x\n")}, state.ReasonProtected, "scripts/été.sh"},
-		{"gitmodules deleted", []change{gitDo("rm", "-q", ".gitmodules")}, state.ReasonProtected, ".gitmodules"},
-		{"another phase's doc renamed", []change{gitDo("mv", "roadmap/p2-second.md", "roadmap/DONE_p2-second.md")}, state.ReasonProtected, "roadmap/p2-second.md"},
-		{"prompt folder as a link", []change{gitDo("rm", "-q", "roadmap/prompts/keep.md"), func(f *fixture, wt string) {
-			if err := os.Symlink("../evil", filepath.Join(wt, "roadmap", "prompts")); err != nil {
-				f.t.Fatal(err)
-			}
-			f.gitIn(wt, "add", "roadmap/prompts")
-		}}, state.ReasonProtected, "roadmap/prompts"},
+		{"gitmodules deleted", []change{rm(".gitmodules")}, state.ReasonProtected, ".gitmodules"},
+		{"another phase's doc renamed", []change{mv("roadmap/p2-second.md", "roadmap/DONE_p2-second.md")}, state.ReasonProtected, "roadmap/p2-second.md"},
+		{"prompt folder as a link", []change{rm("roadmap/prompts/keep.md"), link("roadmap/prompts", "../evil")}, state.ReasonProtected, "roadmap/prompts"},
 		{"conflict markers", []change{add("work/m.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")}, state.ReasonConflict, "work/m.txt"},
 		{"its own work", nil, "", ""},
-	} {
-		tip := hostile("scan/"+strings.ReplaceAll(tc.name, " ", "-"), tc.changes...)
+	}
+	// Every case's branch in one git fast-import.
+	commits := make([]gittest.Commit, len(cases))
+	for i, tc := range cases {
+		commits[i] = f.hostileCommit("scan/"+strings.ReplaceAll(tc.name, " ", "-"), "p1", "p1-first.md", tc.changes...)
+	}
+	tips := gittest.Import(t, f.env, f.top, commits...)
+	for i, tc := range cases {
+		tip := tips[i]
 		_, out, stop := land.ScanCheck(f.owner, f.ctx, job("p1", "first phase", tip), base, merge(tip), src, true)
 		if out.Err != nil || stop != (tc.reason != "") || out.Reason != tc.reason || !strings.Contains(out.Detail, tc.want) {
 			t.Errorf("%s: stop %v, outcome %+v; want reason %q naming %q", tc.name, stop, out, tc.reason, tc.want)

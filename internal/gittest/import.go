@@ -71,6 +71,11 @@ func Import(t testing.TB, env []string, dir string, commits ...Commit) []string 
 	return hashes
 }
 
+// Stream is Import's input for git fast-import, for a script that
+// imports the commits itself (a test's "someone else pushes" at a given
+// moment): commit i is mark :i+1.
+func Stream(env []string, commits ...Commit) []byte { return importStream(env, commits) }
+
 // importStream is fast-import's input for commits: commit i is mark :i+1.
 func importStream(env []string, commits []Commit) []byte {
 	get := func(k, def string) string {
