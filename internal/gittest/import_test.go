@@ -3,6 +3,7 @@ package gittest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,36 @@ func TestHead(t *testing.T) {
 	git("-C", repo, "pack-refs", "--all")
 	if h, ok := Head(repo); ok {
 		t.Errorf("Head of a packed ref = %q, want it left to git", h)
+	}
+}
+
+// MemTempDir moves the test binary's temporary folders to a fresh folder
+// on /dev/shm only when TMPDIR is not set, and its cleanup removes that
+// folder and unsets TMPDIR again; a TMPDIR given is left alone.
+func TestMemTempDir(t *testing.T) {
+	t.Setenv("TMPDIR", "/given")
+	MemTempDir("x-")()
+	if got := os.Getenv("TMPDIR"); got != "/given" {
+		t.Errorf("TMPDIR given: %q after, want it left alone", got)
+	}
+	t.Setenv("TMPDIR", "")
+	cleanup := MemTempDir("gittest-memtemp-")
+	dir := os.Getenv("TMPDIR")
+	if memTempRoot(1<<30) == "" {
+		if dir != "" {
+			t.Errorf("no tmpfs with room: TMPDIR %q, want it unset", dir)
+		}
+		cleanup()
+		return
+	}
+	if filepath.Dir(dir) != "/dev/shm" || !strings.HasPrefix(filepath.Base(dir), "gittest-memtemp-") {
+		t.Fatalf("TMPDIR %q, want a fresh folder on /dev/shm", dir)
+	}
+	if made, err := os.MkdirTemp("", "in-"); err != nil || filepath.Dir(made) != dir {
+		t.Errorf("os.MkdirTemp: %q, %v; want it in %s", made, err, dir)
+	}
+	cleanup()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || os.Getenv("TMPDIR") != "" {
+		t.Errorf("after the cleanup: %s stat %v, TMPDIR %q; want it gone and TMPDIR unset", dir, err, os.Getenv("TMPDIR"))
 	}
 }
