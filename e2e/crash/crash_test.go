@@ -253,7 +253,7 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 // stopped the driver, and the driver's exit otherwise.
 func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
 	t.Helper()
-	deadline := time.After(5 * time.Minute) // an upper bound, never a wait
+	deadline := time.After(e2e.Bound(t)) // an upper bound, never a wait
 	for {
 		select {
 		case err := <-exited:
@@ -270,7 +270,7 @@ func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail,
 			cmd.Process.Signal(sig)
 			select {
 			case <-exited:
-			case <-time.After(2 * time.Minute):
+			case <-time.After(e2e.Bound(t)):
 				cmd.Process.Kill()
 				<-exited
 				t.Errorf("%v did not stop the driver within 2 minutes", sig)

@@ -122,7 +122,7 @@ func TestEveryFirstParentCommitIsGated(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := map[string]bool{}
-	timeout := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+	timeout := time.AfterFunc(e2e.Bound(t), func() { cmd.Process.Kill() })
 	defer timeout.Stop()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)

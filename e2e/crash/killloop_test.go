@@ -573,7 +573,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		inMerge := filepath.Join(arm, "in-merge")
-		deadline := time.After(5 * time.Minute) // an upper bound
+		deadline := time.After(e2e.Bound(t)) // an upper bound
 		var err error
 		done := false
 	wait:
@@ -646,7 +646,7 @@ func releaseFilter(t *testing.T, arm string) {
 	b, _ := os.ReadFile(filepath.Join(arm, "in-merge"))
 	e2e.WriteFile(t, filepath.Join(arm, "release"), "")
 	pid := strings.TrimSpace(string(b))
-	for deadline := time.Now().Add(time.Minute); pid != ""; {
+	for deadline := time.Now().Add(e2e.Bound(t)); pid != ""; {
 		if _, err := os.Stat("/proc/" + pid); err != nil {
 			break
 		}

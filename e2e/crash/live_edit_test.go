@@ -187,7 +187,7 @@ func TestLiveEdits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run failed: %v\n%s", err, out.String())
 		}
-	case <-time.After(2 * time.Minute):
+	case <-time.After(e2e.Bound(t)):
 		cmd.Process.Kill()
 		t.Fatalf("run did not end:\n%s", out.String())
 	}

@@ -62,7 +62,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 
 	cmd, out := start()
 	committed := filepath.Join(dir, "rv", "i13crash", "committed")
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(e2e.Bound(t))
 	for {
 		if _, err := os.Stat(committed); err == nil {
 			break
@@ -90,7 +90,7 @@ func TestSandboxDriverKilledKeepsAgentCommits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the second run: %v\n%s", err, out)
 		}
-	case <-time.After(3 * time.Minute):
+	case <-time.After(e2e.Bound(t)):
 		cmd.Process.Kill()
 		t.Fatalf("the second run did not end:\n%s", out)
 	}

@@ -157,7 +157,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		deadline := time.Now().Add(5 * time.Minute)
+		deadline := time.Now().Add(e2e.Bound(t))
 		killed := false
 	watch:
 		for {

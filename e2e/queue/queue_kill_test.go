@@ -104,7 +104,7 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 	}
 
 	cmd, out1, done := run()
-	deadline := time.After(3 * time.Minute)
+	deadline := time.After(e2e.Bound(t))
 	for {
 		if _, err := os.Stat(started); err == nil {
 			break
@@ -140,7 +140,7 @@ while [ ! -f "$RELEASE" ]; do sleep 0.1; done
 		if err != nil {
 			t.Fatalf("queue after the kill: %v\n%s", err, out2)
 		}
-	case <-time.After(3 * time.Minute):
+	case <-time.After(e2e.Bound(t)):
 		cmd2.Process.Kill()
 		t.Fatalf("queue after the kill did not end:\n%s", out2)
 	}

@@ -159,7 +159,7 @@ esac
 		if err != nil {
 			t.Fatalf("%s: %v\n%s\n%s", args[0], err, out.String(), errb.String())
 		}
-	case <-time.After(4 * time.Minute):
+	case <-time.After(e2e.Bound(t)):
 		cmd.Process.Kill()
 		t.Fatalf("%s did not end:\n%s\n%s", args[0], out.String(), errb.String())
 	}

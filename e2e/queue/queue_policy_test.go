@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
@@ -53,7 +52,7 @@ git add -A && git commit -qm "try again"
 	cmd := exec.Command(bin, "queue", "--once", "--agent", agent, "--poll-seconds", "1")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "RECORD="+record)
-	out := runWithin(t, cmd, "queue", 3*time.Minute)
+	out := runWithin(t, cmd, "queue")
 	b, err := os.ReadFile(record)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
@@ -81,7 +80,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "CHECKS_GRACE=0.1",
 		"RUNNING="+running, "REVIEWED="+reviewed, "SEEN="+seen, "ISSUE_DONE="+issueDone)
-	out := runWithin(t, cmd, "run --issues", 3*time.Minute)
+	out := runWithin(t, cmd, "run --issues")
 	b, err := os.ReadFile(seen)
 	if err != nil {
 		t.Fatalf("no reviewer ran: %v\n%s", err, out)

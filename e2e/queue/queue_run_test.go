@@ -81,7 +81,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "MERGED_FLAG="+mergedFlag)
-	out := runWithin(t, cmd, "run --issues", 3*time.Minute)
+	out := runWithin(t, cmd, "run --issues")
 	live, _ := os.ReadFile(filepath.Join(work, "roadmap", "EXECUTION-MANIFEST.md"))
 	if !strings.Contains(string(live), "[merged] **p1**") {
 		t.Fatalf("manifest:\n%s\n%s", live, out.String())
@@ -175,7 +175,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "RUNNING="+running, "SEEN="+seen)
-	out := runWithin(t, cmd, "run --issues", 4*time.Minute)
+	out := runWithin(t, cmd, "run --issues")
 	b, err := os.ReadFile(seen)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ esac
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AUTO_MERGE=1", "PHASE_RAN="+phaseRan, "ISSUE_DONE="+issueDone)
-	out := runWithin(t, cmd, "run --issues", 4*time.Minute)
+	out := runWithin(t, cmd, "run --issues")
 	if is, ok := fake.Issue(1); !ok || is.State != "closed" {
 		t.Errorf("issue #1 = %+v, want closed\n%s", is, out.String())
 	}
@@ -286,9 +286,9 @@ esac
 // seedOrigin makes a bare origin whose main holds files, committed with
 // msg in a seed clone: the repository the fake GitHub serves.
 // runWithin runs the driver's cmd to its end and fails the test if it
-// fails or has not ended within bound (an upper bound against a hang, not
+// fails or has not ended within e2e.Bound (an upper bound against a hang, not
 // a wait); it returns what it printed.
-func runWithin(t *testing.T, cmd *exec.Cmd, what string, bound time.Duration) *bytes.Buffer {
+func runWithin(t *testing.T, cmd *exec.Cmd, what string) *bytes.Buffer {
 	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -302,7 +302,7 @@ func runWithin(t *testing.T, cmd *exec.Cmd, what string, bound time.Duration) *b
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", what, err, out.String())
 		}
-	case <-time.After(bound):
+	case <-time.After(e2e.Bound(t)):
 		cmd.Process.Kill()
 		t.Fatalf("%s did not end:\n%s", what, out.String())
 	}

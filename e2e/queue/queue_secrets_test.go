@@ -113,7 +113,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 	cmd.Dir = work
 	cmd.Env = append(env, "SANDBOX=off", "GIT_TERMINAL_PROMPT=0", "GITHUB_TOKEN="+tok, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
 		"AGENTS="+agents, "THIEF_REPORT="+thief, "SCAN="+map[bool]string{true: "1"}[e2e.Soak()], "REPORT="+report, "STOP="+stop, "DONE="+done, "SCANNER="+filepath.Join(dir, "scanner.sh"))
-	out := runWithin(t, cmd, "queue", 3*time.Minute)
+	out := runWithin(t, cmd, "queue")
 
 	// The thief: nothing read from the driver.
 	b, err := os.ReadFile(thief)
@@ -157,7 +157,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 		if err := os.WriteFile(stop, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rounds := waitForFile(t, done, time.Minute)
+		rounds := waitForFile(t, done, e2e.Bound(t))
 		if b, err := os.ReadFile(report); err == nil {
 			t.Errorf("the scanner read the token (after %s rounds):\n%s", rounds, b)
 		}

@@ -72,7 +72,7 @@ git add -A && git commit -qm "issue work"
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // an upper bound
+	ctx, cancel := context.WithTimeout(context.Background(), e2e.Bound(t)) // an upper bound
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "queue", "--base", "main", "--agent", agent, "--max-supervisor-attempts", "0",
 		"--poll-seconds", "1", "--listen", "127.0.0.1:0")

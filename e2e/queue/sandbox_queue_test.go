@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/claudopilot/claudopilot/internal/e2e"
 )
@@ -53,7 +52,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 		"--max-parallel", "2", "--poll-seconds", "1")
 	cmd.Dir = work
 	cmd.Env = append(env, "GITHUB_TOKEN=tok-sandbox-123", "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets", "AUTO_MERGE=1", "CHECKS_GRACE=0.2")
-	out := runWithin(t, cmd, "queue --sandbox", 3*time.Minute)
+	out := runWithin(t, cmd, "queue --sandbox")
 	for _, n := range []int{1, 2} {
 		if is, ok := fake.Issue(n); !ok || is.State != "closed" {
 			t.Errorf("issue #%d = %+v, want closed by its merged pull request\n%s", n, is, out.String())

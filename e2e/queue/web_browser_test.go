@@ -179,7 +179,7 @@ func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun 
 	e2e.Git(t, r.repo, env, "add", "-A")
 	e2e.Git(t, r.repo, env, "commit", "-qm", "roadmap")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // an upper bound
+	ctx, cancel := context.WithTimeout(context.Background(), e2e.Bound(t)) // an upper bound
 	t.Cleanup(cancel)
 	r.cmd = exec.CommandContext(ctx, e2e.SelfAs(t, "claudopilot"), append([]string{"run", "roadmap", "--base", "main", "--listen", "127.0.0.1:0", "--json"}, args...)...)
 	r.cmd.Dir, r.cmd.Env = r.repo, env

@@ -97,6 +97,7 @@ func RunScripts(t *testing.T, dir string) {
 	// 56 s of the package's 442 s with one test running).
 	t.Parallel()
 	agents := Agents(t)
+	end := time.Now().Add(Bound(t)) // waitfile's and waitgrep's default
 	testscript.Run(t, testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
@@ -116,8 +117,8 @@ func RunScripts(t *testing.T, dir string) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"gitrepo":     cmdGitrepo,
 			"exitcode":    cmdExitcode,
-			"waitfile":    cmdWaitfile,
-			"waitgrep":    cmdWaitgrep,
+			"waitfile":    cmdWaitfile(end),
+			"waitgrep":    cmdWaitgrep(end),
 			"json":        cmdJSON,
 			"concurrency": cmdConcurrency,
 			"gitsnap":     cmdGitsnap,
@@ -250,10 +251,14 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 
 // waitfile [-timeout=DURATION] FILE...
 //
-// Waits until every FILE exists (default timeout 2m: an upper bound for a
-// busy machine, not a wait).
-func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
-	timeout := 2 * time.Minute
+// Waits until every FILE exists (default timeout: until shortly before go
+// test's deadline, Bound: an upper bound for a busy machine, not a wait).
+func cmdWaitfile(end time.Time) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) { waitfileUntil(ts, neg, args, end) }
+}
+
+func waitfileUntil(ts *testscript.TestScript, neg bool, args []string, end time.Time) {
+	timeout := time.Until(end)
 	if len(args) > 0 && strings.HasPrefix(args[0], "-timeout=") {
 		d, err := time.ParseDuration(strings.TrimPrefix(args[0], "-timeout="))
 		if err != nil {
@@ -280,12 +285,17 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 
 // waitgrep [-timeout=DURATION] FILE REGEXP
 //
-// Waits until FILE has a line matching REGEXP (Go syntax; default timeout
-// 2m: an upper bound for a busy machine, not a wait). In the test process:
+// Waits until FILE has a line matching REGEXP (Go syntax; default timeout:
+// until shortly before go test's deadline, Bound: an upper bound for a busy
+// machine, not a wait). In the test process:
 // a shell loop of grep and sleep started some 40 processes a second while
 // it waited (#23: a process costs ~4 ms of CPU here).
-func cmdWaitgrep(ts *testscript.TestScript, neg bool, args []string) {
-	timeout := 2 * time.Minute
+func cmdWaitgrep(end time.Time) func(*testscript.TestScript, bool, []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) { waitgrepUntil(ts, neg, args, end) }
+}
+
+func waitgrepUntil(ts *testscript.TestScript, neg bool, args []string, end time.Time) {
+	timeout := time.Until(end)
 	if len(args) > 0 && strings.HasPrefix(args[0], "-timeout=") {
 		d, err := time.ParseDuration(strings.TrimPrefix(args[0], "-timeout="))
 		if err != nil {
