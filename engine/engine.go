@@ -128,7 +128,7 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 	var store scheduler.Store = emptyStore{}
 	var live *roadmap.File
 	if !o.NoRoadmap {
-		live = roadmap.NewFile(e.Roadmap.ManifestPath)
+		live = &roadmap.File{Path: e.Roadmap.ManifestPath, Backup: e.Layout.ManifestBackup()}
 		live.RemoveTemps()
 		store = live
 		if err := e.openMerger(ctx, o, live, runner.Prompts); err != nil {

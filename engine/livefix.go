@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -47,17 +48,22 @@ func recoverManifest(ctx context.Context, git *worktree.Client, dir string, log 
 		return false, nil
 	}
 	committed, ok, err := git.ReadFile(ctx, "HEAD", filepath.ToSlash(rel))
-	if err != nil || !ok {
+	if err != nil {
 		return false, nil
+	}
+	if !ok {
+		committed = nil
 	}
 	recs, err := state.ReadJournal(state.Layout{Top: git.Dir}.JournalPath())
 	if err != nil {
 		return false, nil
 	}
-	rebuilt, put := rebuildManifest(committed, scheduler.JournaledStates(recs), journaled(recs))
-	if rebuilt == nil || !(len(bytes.TrimSpace(cur)) == 0 || bytes.IndexByte(cur, 0) >= 0 || bytes.HasPrefix(rebuilt, cur)) {
+	pick := chooseSource(committed, state.Layout{Top: git.Dir}.ManifestBackup(), recs)
+	if pick.rebuilt == nil || !(len(bytes.TrimSpace(cur)) == 0 || bytes.IndexByte(cur, 0) >= 0 ||
+		bytes.HasPrefix(pick.rebuilt, cur) || bytes.HasPrefix(pick.fromHead, cur)) {
 		return false, nil
 	}
+	rebuilt := pick.rebuilt
 	lock, err := Lock(ctx, git)
 	if err != nil {
 		return false, nil // a live run's file, or no driver here: the load says what is wrong
@@ -74,8 +80,8 @@ func recoverManifest(ctx context.Context, git *worktree.Client, dir string, log 
 	if err != nil || !fixed {
 		return false, err
 	}
-	fmt.Fprintf(log, "claudopilot: warning: %s was %s (a write lost to a power cut): rebuilt from HEAD's committed manifest and the journal's states (%s); lines never committed are not in it\n",
-		path, cutKind(cur), strings.Join(put, ", "))
+	fmt.Fprintf(log, "claudopilot: warning: %s was %s (a write lost to a power cut): rebuilt from %s and the journal's states (%s)%s\n",
+		path, cutKind(cur), pick.from, strings.Join(pick.put, ", "), pick.note)
 	if m, _ := manifest.Parse(rebuilt); m != nil && (m.Gate.Value != "" || m.Prepare.Value != "") {
 		// The settings were read from the empty file: this start
 		// would miss its gate. It stops; the next one reads them.
@@ -85,10 +91,103 @@ func recoverManifest(ctx context.Context, git *worktree.Client, dir string, log 
 	return true, nil
 }
 
+// source is what a live manifest a power cut emptied is rebuilt from.
+type source struct {
+	rebuilt  []byte   // the rebuild, nil: none
+	fromHead []byte   // HEAD's rebuild, also when the backup is used
+	put      []string // the journal's states put back
+	from     string   // the source, for the warning line
+	note     string   // what the person should know, for the warning line
+}
+
+// chooseSource picks the newer of HEAD's committed manifest and the
+// backup of the person's last save (roadmap.File.Backup), by what can be
+// proven: the backup is used when it parses and holds every line of
+// HEAD's, state words and the Status line aside. Then using it loses
+// nothing git has, and gives back the lines the person added and never
+// committed. A backup that lacks one of HEAD's lines is older than a
+// commit (a person committed since, or deleted the line in an
+// uncommitted save): HEAD's is used, nothing of git's is dropped, and the
+// line names the backup for the person to compare. The journal's state
+// for a phase is put back over the backup only when the backup was saved
+// before that record (its modification time, kept by the rename): a
+// later save is the person's word, as for repairLive.
+func chooseSource(committed []byte, backup string, recs []state.Record) source {
+	states, seen := scheduler.JournaledStates(recs), journaled(recs)
+	var s source
+	s.fromHead, s.put = rebuildManifest(committed, states, seen, time.Time{})
+	s.rebuilt, s.from, s.note = s.fromHead, "HEAD's committed manifest", "; lines never committed are not in it"
+	saved, err := os.ReadFile(backup)
+	st, serr := os.Stat(backup)
+	if err != nil || serr != nil {
+		return s
+	}
+	if !holdsAll(saved, committed) {
+		s.note += fmt.Sprintf("; the backup of your last save, %s, lacks lines HEAD's has (a commit since?): not used, compare it", backup)
+		return s
+	}
+	if out, put := rebuildManifest(saved, states, seen, st.ModTime()); out != nil {
+		s.rebuilt, s.put, s.from, s.note = out, put, "the backup of your last save ("+backup+")", ""
+	}
+	return s
+}
+
+// holdsAll reports whether saved parses and holds every line of committed
+// (nil: none), each with its phases' state words and its Status value
+// left out.
+func holdsAll(saved, committed []byte) bool {
+	have, ok := statelessLines(saved)
+	if !ok {
+		return false
+	}
+	if committed == nil {
+		return true
+	}
+	want, ok := statelessLines(committed)
+	if !ok {
+		return true // HEAD's does not parse: nothing of it can be used
+	}
+	for l := range want {
+		if !have[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// statelessLines is the set of src's lines with each phase's state word
+// and the Status value cut out, or false when src does not parse.
+func statelessLines(src []byte) (map[string]bool, bool) {
+	m, err := manifest.Parse(src)
+	if err != nil {
+		return nil, false
+	}
+	spans := []manifest.Span{}
+	for _, p := range m.Phases {
+		spans = append(spans, p.StateSpan)
+	}
+	if m.Status.Line != 0 {
+		spans = append(spans, m.Status.Span)
+	}
+	slices.SortFunc(spans, func(a, b manifest.Span) int { return b.Off - a.Off })
+	out := slices.Clone(src)
+	for _, sp := range spans {
+		if sp.Off >= 0 && sp.Off+sp.Len <= len(out) {
+			out = append(out[:sp.Off], out[sp.Off+sp.Len:]...)
+		}
+	}
+	lines := make(map[string]bool)
+	for _, l := range strings.Split(string(out), "\n") {
+		lines[strings.TrimRight(l, "\r")] = true
+	}
+	return lines, true
+}
+
 // rebuildManifest is committed with each journaled state applied (put
 // names them), or nil when it does not parse or the journal names none of
-// its phases (then the driver never wrote this file).
-func rebuildManifest(committed []byte, states map[string]scheduler.Journaled, seen map[string]bool) (rebuilt []byte, put []string) {
+// its phases (then the driver never wrote this file). A state recorded
+// before savedAt (a backup's save) is not applied: the save is newer.
+func rebuildManifest(committed []byte, states map[string]scheduler.Journaled, seen map[string]bool, savedAt time.Time) (rebuilt []byte, put []string) {
 	m, err := manifest.Parse(committed)
 	if err != nil {
 		return nil, nil
@@ -98,7 +197,7 @@ func rebuildManifest(committed []byte, states map[string]scheduler.Journaled, se
 	for _, p := range m.Phases {
 		ours = ours || seen[p.ID]
 		j, ok := states[p.ID]
-		if !ok || p.State == j.State {
+		if !ok || p.State == j.State || savedAt.After(j.At) {
 			continue
 		}
 		if out, err = manifest.Apply(out, p.ID, j.State); err != nil {

@@ -74,9 +74,14 @@ func TestPowerCutLiveManifest(t *testing.T) {
 	before := "# M\n\n1. [pending] **p1** — one (deps: none)\n"
 	write(live, before)
 	write(filepath.Join(top, "roadmap", "p1-one.md"), "# p1\n")
+	write(filepath.Join(top, "roadmap", "p2-two.md"), "# p2\n")
 	git("init", "-q", "-b", "main")
 	git("add", "-A")
 	git("commit", "-q", "-m", "initial")
+	// A person adds a phase line and never commits it: the driver's
+	// first write keeps this save as the backup.
+	p2 := "2. [failed] **p2** — two (deps: none)\n"
+	write(live, before+p2)
 	old := time.Now().Add(-time.Minute)
 
 	// run starts the driver once and returns its events and its log; a
@@ -126,24 +131,44 @@ func TestPowerCutLiveManifest(t *testing.T) {
 		}
 	}
 
-	if evs, _ := run("the landing", false); !launched(evs) {
+	// (Both runs end in "nothing can progress": p2 is [failed].)
+	if evs, _ := run("the landing", true); !launched(evs) {
 		t.Fatalf("p1 did not run: %v", evs)
 	}
 	wantMerged("after the landing")
 	reflog := git("reflog", "show", "--format=%H", "refs/heads/main")
+	if head := git("show", "HEAD:roadmap/EXECUTION-MANIFEST.md"); strings.Contains(head, "**p2**") {
+		t.Fatalf("HEAD's manifest holds the uncommitted line: %q", head)
+	}
+
+	// The file left empty: rebuilt from the backup of the person's last
+	// save (their p2 line is back) with the journal's p1 [merged].
+	write(live, "")
+	evs, log := run("the restart on the empty file with a backup", true)
+	if launched(evs) || strings.Contains(strings.Join(evs, "\n"), scheduler.EvLaunch+" p2") ||
+		!strings.Contains(log, "EXECUTION-MANIFEST.md was empty (a write lost to a power cut): rebuilt from the backup of your last save") {
+		t.Errorf("restart on the empty file with a backup: events %v (want no launch)\nlog (want a line naming the backup):\n%s", evs, log)
+	}
+	wantMerged("after the restart on the empty file with a backup")
+	if b, _ := os.ReadFile(live); !strings.Contains(string(b), p2) {
+		t.Errorf("the person's uncommitted line is not back: %q", b)
+	}
 
 	// The file as it was before the [merged] write, with its old mtime.
 	write(live, before)
 	if err := os.Chtimes(live, old, old); err != nil {
 		t.Fatal(err)
 	}
-	evs, log := run("the restart on the older file", false)
+	evs, log = run("the restart on the older file", false)
 	if launched(evs) || !strings.Contains(strings.Join(evs, "\n"), "put back p1 [pending] -> [merged]") {
 		t.Errorf("restart on the older file: events %v (want no launch, a line putting p1 back)\nlog:\n%s", evs, log)
 	}
 	wantMerged("after the restart on the older file")
 
-	// The file left empty.
+	// The file left empty with no backup: HEAD's committed manifest.
+	if err := os.Remove(filepath.Join(top, ".claudopilot", "state", "manifest-last-save.md")); err != nil {
+		t.Fatal(err)
+	}
 	write(live, "")
 	evs, log = run("the restart on the empty file", false)
 	if launched(evs) || !strings.Contains(log, "EXECUTION-MANIFEST.md was empty (a write lost to a power cut): rebuilt from HEAD's committed manifest") {

@@ -18,7 +18,18 @@ import (
 // the file atomically, so an edit made meanwhile is never overwritten.
 type File struct {
 	Path string
-	mu   sync.Mutex // serializes this process's writers; humans are handled by re-reading
+	// Backup, when set, is where a write keeps the bytes it replaced
+	// when they were not this process's own last write (a person's save):
+	// the replaced inode is renamed there, over the previous backup, not
+	// unlinked. Its blocks were written when the person saved, long
+	// before, so after a power cut that empties the live file (no fsync,
+	// see update) the person's lines are still there (engine's
+	// recoverManifest). The driver's state folder, never the roadmap's.
+	Backup string
+	mu     sync.Mutex // serializes this process's writers; humans are handled by re-reading
+	// wrote is the bytes this process last put at the path (guarded by
+	// mu): replaced bytes equal to them are the driver's own, unlinked.
+	wrote []byte
 	// last is the parse of the bytes this process last wrote (guarded by
 	// mu). When the file still holds them, as it nearly always does, a
 	// state change costs one copy instead of a parse: 0.4 ms instead of
@@ -138,8 +149,10 @@ func (f *File) UpdateLocked(edit func(src []byte) ([]byte, error)) error {
 // auto_da_alloc covers a rename over a file, not an exchange). What the
 // driver wrote is kept elsewhere: [merged] in the base's merge commit
 // (the flip is committed with the merge), every state in the journal,
-// fsynced once per landing. A restarted driver puts a lost write back
-// (scheduler's repairLive); docs/landing.md, "A power cut".
+// fsynced once per landing; a person's last save in Backup (the inode
+// the exchange replaced, renamed there). A restarted driver puts a lost
+// write back (scheduler's repairLive) and rebuilds an emptied file from
+// them (engine's recoverManifest); docs/landing.md, "A power cut".
 func (f *File) update(edit func(src []byte) ([]byte, error)) error {
 	var lastErr error
 	var busySince time.Time
@@ -274,8 +287,12 @@ func (f *File) replace(data, expect []byte) error {
 	switch {
 	case errors.Is(xerr, errNoExchange):
 		// No exchange on this file system: the checks above are the
-		// best there is.
-		return os.Rename(tmp, path)
+		// best there is (and the replaced inode is gone: no backup).
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		f.wrote = data
+		return nil
 	case xerr != nil:
 		return xerr
 	}
@@ -294,6 +311,8 @@ func (f *File) replace(data, expect []byte) error {
 		// as we checked would still write into the old inode: watch it
 		// for a while and merge such a write back.
 		f.watchLate(old.detach(), expect)
+		keepTmp = f.keepBackup(tmp, expect)
+		f.wrote = data
 		return nil
 	}
 	if neu.intruded() {
@@ -312,6 +331,19 @@ func (f *File) replace(data, expect []byte) error {
 		return fmt.Errorf("restore a concurrent edit of %s (kept as %s): %w", path, tmp, xerr)
 	}
 	return errChanged
+}
+
+// keepBackup renames the replaced inode, now at tmp, to f.Backup when its
+// bytes are a person's (not empty, not this process's last write), and
+// reports whether it did. A rename of a file whose blocks are on disk
+// needs no fsync: no new one is added (issue 25 §1). Best effort: a
+// failed rename (another file system) leaves tmp to be removed, as
+// before the backup existed.
+func (f *File) keepBackup(tmp string, replaced []byte) bool {
+	if f.Backup == "" || len(bytes.TrimSpace(replaced)) == 0 || bytes.Equal(replaced, f.wrote) {
+		return false
+	}
+	return os.Rename(tmp, f.Backup) == nil
 }
 
 // RemoveTemps deletes temp files a killed writer left beside the manifest.

@@ -352,3 +352,53 @@ func TestSetStateEveryStateAndModTime(t *testing.T) {
 		t.Error("ModTime of a missing file: no error")
 	}
 }
+
+// A write that replaces a person's save keeps the replaced inode as the
+// backup (renamed, its old mtime with it); a write that replaces the
+// driver's own last write unlinks it, so the backup stays the person's
+// last save. No temp file is left either way.
+func TestReplaceKeepsThePersonsLastSave(t *testing.T) {
+	t.Parallel()
+	f := newLive(t, liveHuman)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(f.Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var ino syscall.Stat_t
+	if err := syscall.Stat(f.Path, &ino); err != nil {
+		t.Fatal(err)
+	}
+	f.Backup = filepath.Join(t.TempDir(), "manifest-last-save.md")
+	wantBackup := func(what, body string) {
+		t.Helper()
+		if b, err := os.ReadFile(f.Backup); err != nil || string(b) != body {
+			t.Errorf("%s: the backup holds %q (%v), want %q", what, b, err, body)
+		}
+		if m, _ := filepath.Glob(filepath.Join(filepath.Dir(f.Path), ".*tmp*")); len(m) > 0 {
+			t.Errorf("%s: temp files left: %v", what, m)
+		}
+	}
+	if err := f.SetState("a", manifest.Running); err != nil {
+		t.Fatal(err)
+	}
+	wantBackup("the first write", liveHuman)
+	var st syscall.Stat_t
+	if err := syscall.Stat(f.Backup, &st); err != nil || st.Ino != ino.Ino {
+		t.Errorf("the backup is inode %d (%v), want the person's save's %d (renamed, not copied)", st.Ino, err, ino.Ino)
+	}
+	if fi, err := os.Stat(f.Backup); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("the backup's mtime = %v (%v), want the save's %v", fi.ModTime(), err, old)
+	}
+	if err := f.SetState("a", manifest.Merged); err != nil {
+		t.Fatal(err)
+	}
+	wantBackup("a write over the driver's own", liveHuman)
+	saved := strings.Replace(liveBoth, "merged", "failed", 1)
+	if err := os.WriteFile(f.Path, []byte(saved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetState("a", manifest.Pending); err != nil {
+		t.Fatal(err)
+	}
+	wantBackup("a write over a newer save", saved)
+}

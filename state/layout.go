@@ -60,6 +60,11 @@ func (l Layout) StateDir() string { return filepath.Join(l.Dir(), "state") }
 // claims: the same across runs, so a restarted driver knows its own.
 func (l Layout) InstancePath() string { return filepath.Join(l.StateDir(), "instance") }
 
+// ManifestBackup is where the driver's writes of the live manifest keep
+// the person's last save they replaced (roadmap.File.Backup), for the
+// rebuild of a file a power cut emptied (docs/landing.md, "A power cut").
+func (l Layout) ManifestBackup() string { return filepath.Join(l.StateDir(), "manifest-last-save.md") }
+
 // JournalPath is the run journal.
 func (l Layout) JournalPath() string { return JournalIn(l.StateDir()) }
 
