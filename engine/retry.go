@@ -161,8 +161,10 @@ func retryPlan(ctx context.Context, dir string, ids []string, all bool) (f *road
 	}
 	// Dependents parked with "waits on <id>" come back with it.
 	waits := map[string]string{}
+	backup := "" // the person's last save, kept as a run's writes keep it
 	if c, err := worktree.Open(ctx, dir, nil); err == nil {
 		top := c.Dir
+		backup = state.Layout{Top: top}.ManifestBackup()
 		recs, _ := state.ReadJournal(state.Layout{Top: top}.JournalPath())
 		hist, _ := state.History(recs)
 		for id, h := range hist {
@@ -181,5 +183,5 @@ func retryPlan(ctx context.Context, dir string, ids []string, all bool) (f *road
 			}
 		}
 	}
-	return roadmap.NewFile(rm.ManifestPath), want, already, nil
+	return &roadmap.File{Path: rm.ManifestPath, Backup: backup}, want, already, nil
 }
