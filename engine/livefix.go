@@ -117,9 +117,14 @@ func chooseSource(committed []byte, backup string, recs []state.Record) source {
 	var s source
 	s.fromHead, s.put = rebuildManifest(committed, states, seen, time.Time{})
 	s.rebuilt, s.from, s.note = s.fromHead, "HEAD's committed manifest", "; lines never committed are not in it"
+	// Only a regular file the driver renamed there: a link is not
+	// followed (the folder is the driver's; fails closed).
+	st, err := os.Lstat(backup)
+	if err != nil || !st.Mode().IsRegular() {
+		return s
+	}
 	saved, err := os.ReadFile(backup)
-	st, serr := os.Stat(backup)
-	if err != nil || serr != nil {
+	if err != nil {
 		return s
 	}
 	if !holdsAll(saved, committed) {

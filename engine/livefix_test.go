@@ -86,6 +86,14 @@ func TestChooseSource(t *testing.T) {
 			t.Errorf("a backup %q: rebuilt from %q, want HEAD's", body, s.from)
 		}
 	}
+	write(saved)
+	link := filepath.Join(dir, "link.md")
+	if err := os.Symlink(backup, link); err != nil {
+		t.Fatal(err)
+	}
+	if s := chooseSource(committed, link, recs); !strings.HasPrefix(s.from, "HEAD's") {
+		t.Errorf("a backup that is a symlink: rebuilt from %q, want HEAD's (a link is not followed)", s.from)
+	}
 	if s := chooseSource(committed, backup+".gone", recs); !strings.HasPrefix(s.from, "HEAD's") || s.note != "; lines never committed are not in it" {
 		t.Errorf("no backup: rebuilt from %q (%q), want HEAD's", s.from, s.note)
 	}
