@@ -522,3 +522,37 @@ func TestParseStat(t *testing.T) {
 		t.Error("garbage parsed")
 	}
 }
+
+// A sandboxed run whose bubblewrap failed before the command started
+// (exit 1, only "bwrap: " lines: its loopback set-up failed at load ~10
+// in the SOAK suite, sandbox_lockfile's gate) is run once more, and the
+// log keeps both; a command's own exit 1, an unwrapped run, and a second
+// set-up failure are verdicts.
+func TestSandboxSetupFailureRunsOnceMore(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		wrap      []string
+		failUntil int // the try from which the command works
+		out       string
+		code, ran int
+	}{
+		{"set-up failed once", []string{"env"}, 2, "bwrap: loopback: Failed RTM_NEWADDR: No child processes", 0, 2},
+		{"set-up failed twice", []string{"env"}, 9, "bwrap: loopback: Failed RTM_NEWADDR: No child processes", 1, 2},
+		{"the command's own exit 1", []string{"env"}, 9, "FAIL: TestX", 1, 1},
+		{"not sandboxed", nil, 2, "bwrap: loopback: Failed RTM_NEWADDR", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tries := filepath.Join(t.TempDir(), "tries")
+			s, _ := spec(t, fmt.Sprintf(`echo x >> %s; [ "$(wc -l < %s)" -ge %d ] && exit 0; echo '%s' >&2; exit 1`, tries, tries, tc.failUntil, tc.out))
+			s.Wrap = tc.wrap
+			r := run(t, s)
+			b, _ := os.ReadFile(tries)
+			if n := strings.Count(string(b), "x"); n != tc.ran || r.ExitCode != tc.code {
+				t.Errorf("ran %d times, exit %d; want %d, %d", n, r.ExitCode, tc.ran, tc.code)
+			}
+			if got, _ := os.ReadFile(s.LogPath); tc.ran == 2 && !strings.Contains(string(got), "RTM_NEWADDR") {
+				t.Errorf("the log lost the first try's words: %q", got)
+			}
+		})
+	}
+}
