@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/engine"
-	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
@@ -52,27 +51,8 @@ func TestControlFilesWhileRunning(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	top := filepath.Join(dir, "repo")
-	env := map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": dir, "D": dir,
-		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-		"AGENT_CMD": "sh " + filepath.Join(dir, "agent.sh"), "GATE_CMD": "true", "SANDBOX": "off",
-		"BASE_BRANCH": "main", "MAX_PARALLEL": "2", "POLL_SECONDS": "60",
-	}
-	// No `git maintenance run --auto` after each commit and merge.
-	envList := gittest.NoAutoMaintenance()
-	for k, v := range env {
-		envList = append(envList, k+"="+v)
-	}
-	write := func(p, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env, envList := driverEnv(dir, "2", map[string]string{"D": dir})
+	write := func(p, body string) { t.Helper(); writeFile(t, p, body) }
 	git := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", args...)
