@@ -50,16 +50,8 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 	deadline := time.Now().Add(wait)
 	delay := 5 * time.Millisecond
 	for {
-		f, err := os.OpenFile(l.lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		err := takeMarked(l.lock, filepath.Join(gd, "index.claudopilot-mark"))
 		if err == nil {
-			_, werr := f.WriteString(lockMark)
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				os.Remove(l.lock)
-				return nil, werr
-			}
 			return l, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -77,6 +69,37 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 		}
 		delay = min(delay*2, 200*time.Millisecond)
 	}
+}
+
+// takeMarked creates lock holding lockMark in one step: the mark is
+// written to a file of its own (mark) which is then hard-linked as lock,
+// so that a driver killed at any instant leaves no lock or a marked one.
+// Creating lock and then writing the mark into it left an empty lock when
+// the kill came in between, which a restarted driver took for another
+// git's and waited for forever. A file system without hard links gets the
+// create-then-write. The error wraps fs.ErrExist while someone holds lock.
+func takeMarked(lock, mark string) error {
+	os.Remove(mark) // a killed driver's: it may still be linked to its lock
+	if err := os.WriteFile(mark, []byte(lockMark), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(mark)
+	err := os.Link(mark, lock)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(lockMark)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(lock)
+	}
+	return werr
 }
 
 // Advance is AdvanceCheckout under the lock: the files on disk move at
@@ -134,6 +157,7 @@ func (c *Client) ClearOwnIndexLock(ctx context.Context, dir string) (bool, error
 		return false, nil
 	}
 	os.Remove(filepath.Join(gd, "index.claudopilot"))
+	os.Remove(filepath.Join(gd, "index.claudopilot-mark"))
 	return true, os.Remove(lock)
 }
 

@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -100,5 +101,48 @@ func TestIndexLockAdvanceAfterAKilledGit(t *testing.T) {
 	}
 	if got := readFile(t, c.Dir, "new/c.txt"); got != "c\n" {
 		t.Errorf("new/c.txt = %q", got)
+	}
+}
+
+// A driver killed at any instant leaves no index.lock or one it can tell
+// as its own at the next start (ClearOwnIndexLock). Taking the lock by
+// creating the file and then writing the mark left it empty when the kill
+// came between the two: the restarted driver then waited for it forever
+// as another git's (the CI's soak run, TestCrashResumeStacked at 15:08 on
+// 2026-12-05). A reader looking as fast as it can while the lock is taken
+// and freed again and again must never find it without the mark.
+func TestIndexLockNeverSeenWithoutItsMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	lock := filepath.Join(c.Dir, ".git", "index.lock")
+	done := make(chan struct{})
+	seen := make(chan int, 1)
+	go func() {
+		unmarked := 0
+		for {
+			select {
+			case <-done:
+				seen <- unmarked
+				return
+			default:
+			}
+			if b, err := os.ReadFile(lock); err == nil && !bytes.HasPrefix(b, []byte(lockMark)) {
+				unmarked++
+			}
+		}
+	}()
+	for range 1000 {
+		l, err := c.LockIndex(ctx, "", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if n := <-seen; n > 0 {
+		t.Errorf("index.lock was seen %d times without the mark: a driver killed then would leave a lock nobody removes", n)
 	}
 }
