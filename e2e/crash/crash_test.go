@@ -243,26 +243,57 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		kills++
 		at = append(at, jn.at)
 	}
-	t.Logf("%d kills, each right after: %s", kills, strings.Join(at, ", "))
+	t.Logf("%d kills, each right after: %s; longest quiet of the journal: %s", kills, strings.Join(at, ", "), jn.longest.Round(time.Millisecond))
 	return kills, lastOut
 }
 
 // killWhen waits until the driver exits or kill() is true; then it notes
-// the journal's last event in jn.at, sends sig and waits for the exit (a graceful stop waits for a merge in flight:
-// after 2 minutes it is killed, and the test fails). It says whether it
-// stopped the driver, and the driver's exit otherwise.
+// the journal's last event in jn.at, sends sig and waits for the exit (a
+// graceful stop waits for a merge in flight). It says whether it stopped
+// the driver, and the driver's exit otherwise. A round that adds nothing
+// to the journal for stallAfter fails with stallReport (what the driver
+// waits for), not at go test's deadline.
 func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
 	t.Helper()
-	deadline := time.After(e2e.Bound(t)) // an upper bound, never a wait
+	end := watchRound(cmd, exited, jn, kill, sig, out, e2e.Bound(t), stallAfter)
+	if end.hung != "" {
+		t.Fatalf("driver hung: %s\nits output:\n%s", end.hung, out.String())
+	}
+	if end.slow != "" {
+		t.Errorf("%v did not stop the driver within %s", sig, end.slow)
+	}
+	return end.stopped, end.err
+}
+
+// roundEnd is how watchRound saw a round end: stopped by the test, or
+// exited by itself (err), or hung (why), or slow to stop (after how long).
+type roundEnd struct {
+	stopped    bool
+	err        error
+	hung, slow string
+}
+
+// watchRound is killWhen's loop, the bounds given: bound for the whole
+// round, stall for a still journal. A hung driver is killed.
+func watchRound(cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer, bound, stall time.Duration) roundEnd {
+	deadline := time.After(bound) // an upper bound, never a wait
+	w := newStallWatch(jn, stall)
+	defer func() { jn.longest = max(jn.longest, w.longest) }()
 	for {
 		select {
 		case err := <-exited:
-			return false, err
+			return roundEnd{err: err}
 		case <-deadline:
 			cmd.Process.Kill()
 			<-exited
-			t.Fatalf("driver hung:\n%s", out.String())
+			return roundEnd{hung: fmt.Sprintf("no end within %s\n%s", bound, stallReport(w, cmd.Dir, out.String()))}
 		case <-time.After(5 * time.Millisecond): // the journal is polled: a stat when nothing was appended
+			if w.stalled() {
+				why := stallReport(w, cmd.Dir, out.String()) // before the kill: who runs there
+				cmd.Process.Kill()
+				<-exited
+				return roundEnd{hung: why}
+			}
 			if !kill() {
 				continue
 			}
@@ -270,12 +301,12 @@ func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail,
 			cmd.Process.Signal(sig)
 			select {
 			case <-exited:
-			case <-time.After(e2e.Bound(t)):
+			case <-time.After(bound):
 				cmd.Process.Kill()
 				<-exited
-				t.Errorf("%v did not stop the driver within 2 minutes", sig)
+				return roundEnd{stopped: true, slow: bound.String()}
 			}
-			return true, nil
+			return roundEnd{stopped: true}
 		}
 	}
 }
@@ -388,6 +419,9 @@ type journalTail struct {
 	lines []string // every ended line
 	last  string   // the last ended line
 	at    string   // the last event when the driver was last stopped
+	// longest is the longest time a round's journal was still (the
+	// kill loops' stallAfter must be well above it).
+	longest time.Duration
 }
 
 func (j *journalTail) count() int {

@@ -283,7 +283,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 		kills++
 		after = append(after, jn.at)
 	}
-	t.Logf("each stop right after: %s", strings.Join(after, ", "))
+	t.Logf("each stop right after: %s; longest quiet of the journal: %s", strings.Join(after, ", "), jn.longest.Round(time.Millisecond))
 	return kills, lastStart
 }
 
@@ -549,6 +549,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 	args := []string{"run", "--base", "main", "--agent", "sh " + agent, "--supervisor", "sh " + agent, "--gate", "sh gate.sh",
 		"--max-parallel", "3", "--max-supervisor-attempts", "8", "--poll-seconds", "1", "roadmap"}
 	journal := filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")
+	jn := &journalTail{path: journal}
 	kills, afterMerged := 0, 0
 	var lastStart time.Time
 	for round := 0; ; round++ {
@@ -574,6 +575,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		inMerge := filepath.Join(arm, "in-merge")
 		deadline := time.After(e2e.Bound(t)) // an upper bound
+		w := newStallWatch(jn, stallAfter)
 		var err error
 		done := false
 	wait:
@@ -586,6 +588,12 @@ func TestKillLoopBaseMerge(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("round %d: driver hung:\n%s", round, out.String())
 			case <-time.After(5 * time.Millisecond):
+				if w.stalled() {
+					why := stallReport(w, repo, out.String())
+					cmd.Process.Kill()
+					<-exited
+					t.Fatalf("round %d: driver hung: %s\nits output:\n%s", round, why, out.String())
+				}
 				if landing && countIn(journal, `"ev":"merged"`) > merged {
 					cmd.Process.Signal(syscall.SIGKILL)
 					<-exited

@@ -143,6 +143,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		return pids
 	}
 	kills := 0
+	jn := &journalTail{path: filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")}
 	args := []string{"run", "--base", "main", "--agent", agent, "--gate", "sh gate.sh", "--max-parallel", fmt.Sprint(trainKillPhases), "roadmap"}
 	for round := 0; ; round++ {
 		if round > 20 {
@@ -158,6 +159,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		deadline := time.Now().Add(e2e.Bound(t))
+		w := newStallWatch(jn, stallAfter)
 		killed := false
 	watch:
 		for {
@@ -171,7 +173,13 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				cmd.Process.Kill()
-				t.Fatalf("round %d: no end within 5 minutes:\n%s", round, out.String())
+				t.Fatalf("round %d: no end within %s:\n%s", round, e2e.Bound(t), out.String())
+			}
+			if w.stalled() {
+				why := stallReport(w, repo, out.String())
+				cmd.Process.Kill()
+				<-exited
+				t.Fatalf("round %d: driver hung: %s\nits output:\n%s", round, why, out.String())
 			}
 			g := gates(round)
 			switch {
