@@ -164,10 +164,14 @@ func (d *Driver) informer(obj runtime.Object, lw *cache.ListWatch) cache.SharedI
 	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
-// Synced waits for the watches' first list (or ctx).
+// Synced waits for the watches' first list (or ctx). It waits on the
+// informers' own "synced" channel: cache.WaitForCacheSync polls it every
+// 100 ms, so every driver start waited about that long for nothing.
 func (d *Driver) Synced(ctx context.Context) error {
 	for _, inf := range d.informers {
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		select {
+		case <-inf.HasSyncedChecker().Done():
+		case <-ctx.Done():
 			return fmt.Errorf("kubernetes: the watch of Jobs and pods did not sync: %w", context.Cause(ctx))
 		}
 	}
