@@ -62,15 +62,8 @@ func AcquireLock(path string) (*Lock, error) {
 	me := LockInfo{PID: os.Getpid(), Host: host, Time: time.Now().UTC()}
 	data, _ := json.Marshal(me)
 	for try := 0; try < 3; try++ {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := createWhole(path, data)
 		if err == nil {
-			_, werr := f.Write(data)
-			serr := f.Sync()
-			f.Close()
-			if werr != nil || serr != nil {
-				os.Remove(path)
-				return nil, fmt.Errorf("write lock %s: %w", path, errors.Join(werr, serr))
-			}
 			return &Lock{path: path}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -88,6 +81,41 @@ func AcquireLock(path string) (*Lock, error) {
 		return nil, &LockedError{Path: path, LockInfo: held}
 	}
 	return nil, fmt.Errorf("lock %s: could not take over a stale lock", path)
+}
+
+// createWhole creates path holding data in one step, failing with
+// fs.ErrExist if it exists: data goes to a file of its own (path+".new",
+// under AcquireLock's flock, so no other driver writes it meanwhile),
+// which is then hard-linked as path. Created and then written, a driver
+// SIGKILLed in between left an empty lock, and a driver started within
+// staleEmpty's 5 s refused to run ("another driver is taking the lock
+// right now"): a crash loop restarts at once. No fsync: after a power cut
+// every lock is stale (its pid dead, or empty and old) and is taken over.
+// A file system without hard links gets the create-then-write.
+func createWhole(path string, data []byte) error {
+	tmp := path + ".new"
+	os.Remove(tmp) // a killed driver's: it may still be linked to its lock
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	err := os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(path)
+		return fmt.Errorf("write lock %s: %w", path, werr)
+	}
+	return nil
 }
 
 // staleEmpty is true for a lock file that holds nothing readable and is

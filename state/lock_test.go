@@ -196,3 +196,45 @@ func TestLockStatusAgreesWithAcquire(t *testing.T) {
 		}
 	}
 }
+
+// A driver killed at any instant leaves no lock or one that names it: the
+// lock appears with its holder in one step. Created and then written, a
+// driver SIGKILLed in between left an empty lock, and a driver restarted
+// within staleEmpty's 5 s (a crash loop, a supervisor restarting it at
+// once) refused to run: "already running (another driver is taking the
+// lock right now)". A reader looking as fast as it can while the lock is
+// taken and freed again and again must never find it unreadable.
+func TestLockNeverSeenWithoutItsHolder(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), LockFile)
+	done := make(chan struct{})
+	seen := make(chan int, 1)
+	go func() {
+		unreadable := 0
+		for {
+			select {
+			case <-done:
+				seen <- unreadable
+				return
+			default:
+			}
+			var li LockInfo
+			if b, err := os.ReadFile(path); err == nil && (json.Unmarshal(b, &li) != nil || li.PID <= 0) {
+				unreadable++
+			}
+		}
+	}()
+	for range 1000 {
+		l, err := AcquireLock(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if n := <-seen; n > 0 {
+		t.Errorf("the driver lock was seen %d times without its holder: a driver killed then leaves a lock that refuses the next start", n)
+	}
+}
