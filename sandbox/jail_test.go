@@ -76,6 +76,9 @@ func newRepo(t *testing.T) *repo {
 // TestMain makes newRepo's repository once for the test binary
 // (templates).
 func TestMain(m *testing.M) {
+	if top := os.Getenv(watchChildEnv); top != "" {
+		os.Exit(watchChild(top)) // TestKilledWatchLeavesNothing's driver
+	}
 	gittest.RunWithTemplates(m, "sandbox-templates-", func(t *gittest.Templates) { templates = t })
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -36,8 +36,8 @@ type notifier struct {
 	file      *os.File
 	fd        int
 	barrier   string // the notifier's own folder, for sync
+	barrierFd int    // open on it: sync files are made in the folder watched, wherever it went
 	barrierWd int
-	token     atomic.Uint64
 	limit     int        // most folder watches (tests); 0: the kernel's
 	setup     sync.Mutex // one checkout's set-up at a time
 
@@ -48,7 +48,7 @@ type notifier struct {
 	roots    map[string]uint64 // checkout → seq its watch was complete at (absent: not watched whole)
 	marks    map[string]mark   // path → its last change
 	overflow uint64            // seq of the last queue overflow: events were lost
-	seen     map[string]uint64 // sync file → seq it was read at
+	seen     map[string]uint64 // sync file awaited → seq it was read at (0: not yet)
 	err      error             // the reader stopped
 }
 
@@ -64,28 +64,58 @@ type mark struct {
 	root string // the checkout whose watch saw it (worktrees sit under the base checkout)
 }
 
-func openNotifier(limit int) (*notifier, error) {
+// openNotifier opens the inotify instance and its sync folder barrier,
+// made afresh: what a killed driver's notifier left there is removed.
+// The folder was os.MkdirTemp's in TMPDIR, one per run, and a driver
+// killed (OOM, a reboot, kill -9) left it there for good.
+func openNotifier(limit int, barrier string) (*notifier, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	n := &notifier{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), limit: limit,
+	n := &notifier{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), limit: limit, barrier: barrier, barrierFd: -1,
 		wds: map[int]watchDir{}, roots: map[string]uint64{}, marks: map[string]mark{}, seen: map[string]uint64{}}
 	n.cond = sync.NewCond(&n.mu)
-	if n.barrier, err = os.MkdirTemp("", "claudopilot-watch-"); err != nil {
-		n.file.Close()
-		return nil, fmt.Errorf("inotify: %w", err)
-	}
-	if n.barrierWd, err = unix.InotifyAddWatch(fd, n.barrier, unix.IN_CREATE|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW); err != nil {
+	if err := n.openBarrier(); err != nil {
 		n.close()
-		return nil, fmt.Errorf("inotify: watch %s: %w", n.barrier, err)
+		return nil, fmt.Errorf("inotify: sync folder %s: %w", barrier, err)
 	}
 	go n.read()
 	return n, nil
 }
 
+// openBarrier makes the sync folder again and watches the folder it
+// opened: through /proc/self/fd, the very inode the sync files are made
+// in, even if an agent (without the sandbox it can write there) swapped
+// the path meanwhile. Otherwise a sync file made in a folder not watched
+// was waited for forever.
+func (n *notifier) openBarrier() error {
+	if err := os.RemoveAll(n.barrier); err != nil {
+		os.Chmod(n.barrier, 0o700) // an agent's chmod 0
+		if err := os.RemoveAll(n.barrier); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(n.barrier, 0o700); err != nil {
+		return err
+	}
+	dfd, err := unix.Open(n.barrier, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	n.barrierFd = dfd
+	if n.barrierWd, err = unix.InotifyAddWatch(n.fd, "/proc/self/fd/"+strconv.Itoa(dfd), unix.IN_CREATE|unix.IN_ONLYDIR); err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	return nil
+}
+
+// close stops the reader and removes the sync folder.
 func (n *notifier) close() {
 	n.file.Close() // the reader's Read returns
+	if n.barrierFd >= 0 {
+		unix.Close(n.barrierFd)
+	}
 	os.RemoveAll(n.barrier)
 }
 
@@ -135,7 +165,12 @@ func (n *notifier) handle(wd int, mask uint32, name string) {
 		return
 	}
 	if wd == n.barrierWd {
-		n.seen[name] = n.seq
+		// Only a sync's own file counts, the first time: one an agent
+		// made there is no sync of the driver's, and it cannot make one
+		// ahead under the name a sync will use (random).
+		if seq, ok := n.seen[name]; ok && seq == 0 {
+			n.seen[name] = n.seq
+		}
 		return
 	}
 	d, ok := n.wds[wd]
@@ -256,25 +291,35 @@ func (n *notifier) unwatchUnder(dir string) {
 }
 
 // sync returns the count of events read once every event queued before
-// the call has been read.
+// the call has been read. It fails, and never returns early, when that
+// cannot be known: the sync file could not be made (an agent removed
+// the folder, or took its write permission), or events were lost
+// meanwhile (its own file's among them, perhaps).
 func (n *notifier) sync() (uint64, error) {
-	name := strconv.FormatUint(n.token.Add(1), 10)
-	p := filepath.Join(n.barrier, name)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("inotify: %w", err)
+	name := rand.Text()
+	n.mu.Lock()
+	n.seen[name] = 0
+	from := n.seq
+	n.mu.Unlock()
+	fd, err := unix.Openat(n.barrierFd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		unix.Close(fd)
+		defer unix.Unlinkat(n.barrierFd, name, 0)
 	}
-	f.Close()
-	defer os.Remove(p)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for n.seen[name] == 0 && n.err == nil {
+	for err == nil && n.seen[name] == 0 && n.overflow <= from && n.err == nil {
 		n.cond.Wait()
 	}
 	seq := n.seen[name]
 	delete(n.seen, name)
-	if seq == 0 {
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("inotify: sync file in %s: %w", n.barrier, err)
+	case seq == 0 && n.err != nil:
 		return 0, n.err
+	case seq == 0:
+		return 0, errors.New("inotify: events lost (the queue overflowed)")
 	}
 	return seq, nil
 }

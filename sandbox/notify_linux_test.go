@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -227,5 +230,178 @@ func TestStrayWatchLostEventsMeanUnknown(t *testing.T) {
 		if !slices.Contains(got, p) {
 			t.Errorf("found %q, not %s", got, p)
 		}
+	}
+}
+
+// A driver killed (SIGKILL: the OOM killer, a reboot, kill -9) while its
+// stray-write watch runs leaves nothing in TMPDIR, and its restart
+// leaves nothing behind either. The watch's sync folder was
+// os.MkdirTemp("", "claudopilot-watch-") per run, removed only by
+// close: /tmp held 331 of them after the crash tests, and nothing ever
+// reclaimed one. It now lives in the driver's folder under a fixed name:
+// the next run's watch removes what a killed one left there (a sync
+// file it was killed making included), and removes it at its end.
+func TestKilledWatchLeavesNothing(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	r := newRepo(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), watchChildEnv+"="+r.top)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Kill()
+	cmd.Wait()
+	if line != "watching\n" {
+		t.Fatalf("the child said %q\n%s", line, stderr.String())
+	}
+	left := func(when string) {
+		t.Helper()
+		ents, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			t.Errorf("%s, TMPDIR holds %s", when, e.Name())
+		}
+	}
+	left("after the kill")
+
+	// The restart reclaims what the killed watch left in the driver's
+	// folder, a sync file it was killed making included.
+	barrier := filepath.Join(r.top, ".claudopilot", "watch")
+	if err := os.MkdirAll(barrier, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(barrier, "17"), nil, 0o600)
+	w := &Watch{}
+	s := w.Begin(ctx, r.git, r.top, r.p1)
+	os.WriteFile(filepath.Join(r.top, "stray"), []byte("stray\n"), 0o644)
+	if got, want := w.End(ctx, r.git, r.top, s), []string{filepath.Join(r.top, "stray")}; !slices.Equal(got, want) {
+		t.Errorf("the restarted run found %q, want %q", got, want)
+	}
+	left("after the restart")
+	if _, err := os.Lstat(barrier); !os.IsNotExist(err) {
+		t.Errorf("the restart left %s (%v)", barrier, err)
+	}
+}
+
+// Without the sandbox an agent can write into the watch's sync folder
+// (.claudopilot/watch). Whatever it does there, an attempt's end never
+// takes "no change" from it: a stray write is still found, and the end
+// does not hang. It may swap the folder for another (the sync file was
+// made by path, in a folder not watched: waited for forever), or remove
+// it (the sync fails, and every file git lists that changed since the
+// start counts).
+func TestStrayWatchAgentInTheSyncFolder(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		agent func(barrier string) error
+	}{
+		{"swapped", func(b string) error {
+			if err := os.Rename(b, b+"-moved"); err != nil {
+				return err
+			}
+			return os.Mkdir(b, 0o700)
+		}},
+		{"swapped for a link", func(b string) error {
+			if err := os.Rename(b, b+"-moved"); err != nil {
+				return err
+			}
+			return os.Symlink(t.TempDir(), b)
+		}},
+		{"removed", func(b string) error {
+			if err := os.Remove(b); err != nil {
+				return err
+			}
+			return os.WriteFile(b, nil, 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.waiting(t, 0)
+			w := &Watch{}
+			s := w.Begin(ctx, r.git, r.top, r.p1)
+			if s.n == nil || s.seq == 0 {
+				t.Fatal("no watch")
+			}
+			if err := tc.agent(barrierDir(r.top)); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(r.top, "stray"), []byte("stray\n"), 0o644)
+			done := make(chan []string, 1)
+			go func() { done <- w.End(ctx, r.git, r.top, s) }()
+			select {
+			case got := <-done:
+				// Removed: more may be reported (every file git lists
+				// that changed in the second before the start), never less.
+				if want := filepath.Join(r.top, "stray"); !slices.Contains(got, want) {
+					t.Errorf("found %q, not %s", got, want)
+				}
+			case <-time.After(time.Minute): // a bound on a failure, not a wait
+				t.Fatal("the attempt's end hangs")
+			}
+		})
+	}
+}
+
+// A sync returns only once its own file's event is read: files an agent
+// made in the sync folder beforehand, under the names syncs used (a
+// count: 1, 2, …), do not end it early, before the agent's writes made
+// after them are read (the attempt's end then missed them). The names
+// are random now, and only a sync's own counts.
+func TestWatchSyncIgnoresAnAgentsFiles(t *testing.T) {
+	r := newRepo(t)
+	n, err := openNotifier(0, barrierDir(r.top))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.close()
+	if err := n.watch(r.top); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		p := filepath.Join(n.barrier, strconv.Itoa(i+1))
+		os.WriteFile(p, nil, 0o600)
+		os.Remove(p)
+	}
+	// The agent's files are read (before a write made after them) …
+	read := func(p string) uint64 {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for n.marks[p].seq == 0 && n.err == nil {
+			n.cond.Wait()
+		}
+		return n.marks[p].seq
+	}
+	os.WriteFile(filepath.Join(r.top, "a"), nil, 0o644)
+	read(filepath.Join(r.top, "a"))
+	// … then the agent writes, and the driver syncs.
+	b := filepath.Join(r.top, "b")
+	os.WriteFile(b, nil, 0o644)
+	seq, err := n.sync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	got := n.marks[b].seq
+	n.mu.Unlock()
+	if got == 0 || got > seq {
+		t.Errorf("the sync returned at event %d, before the write it followed was read (%d)", seq, got)
 	}
 }

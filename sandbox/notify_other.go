@@ -11,7 +11,7 @@ import (
 // git status at each attempt's start and end.
 type notifier struct{}
 
-func openNotifier(int) (*notifier, error) {
+func openNotifier(int, string) (*notifier, error) {
 	return nil, errors.New("no inotify on this system")
 }
 

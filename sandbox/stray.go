@@ -79,7 +79,7 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 		w.active, w.ended, w.users = map[string]int{}, map[string]time.Time{}, map[*Snapshot]bool{}
 	}
 	w.active[wt]++
-	s.n = w.acquire(s)
+	s.n = w.acquire(s, top)
 	w.mu.Unlock()
 	if s.n != nil {
 		s.n.unwatch(wt) // its own agent writes there
@@ -121,9 +121,9 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 
 // acquire returns the run's notifier, opened for the first attempt (w.mu
 // held); nil when inotify cannot be had.
-func (w *Watch) acquire(s *Snapshot) *notifier {
+func (w *Watch) acquire(s *Snapshot, top string) *notifier {
 	if w.n == nil {
-		n, err := openNotifier(w.limit)
+		n, err := openNotifier(w.limit, barrierDir(top))
 		if err != nil {
 			w.fellBackLocked(err)
 			return nil
@@ -165,6 +165,12 @@ func (w *Watch) release(s *Snapshot) {
 		w.n.prune(seq, start)
 	}
 }
+
+// barrierDir is the notifier's sync folder: in the driver's folder,
+// which the watch skips and git status does not list, under a fixed
+// name (one driver per repository: the driver lock), so that the next
+// run removes what a killed one left.
+func barrierDir(top string) string { return filepath.Join(top, ".claudopilot", "watch") }
 
 func (w *Watch) fellBack(err error) {
 	w.mu.Lock()

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,5 +53,33 @@ func TestStrayWatchLooksOnlyWhereNoAttemptRuns(t *testing.T) {
 	// never p2.
 	if len(dirs) != 2 || strings.Contains(string(b), "chdir to '"+r.p2) {
 		t.Errorf("%d statuses, want 2 (the base checkout and p3, at the end):\n%s", len(dirs), b)
+	}
+}
+
+// watchChildEnv names, in a child process of the test binary, the
+// checkout a notifier watches until the test kills it
+// (TestKilledWatchLeavesNothing).
+const watchChildEnv = "SANDBOX_TEST_WATCH_CHILD"
+
+// watchChild is a driver's stray-write watch that syncs until it is
+// killed, perhaps between a sync file's creation and its removal.
+func watchChild(top string) int {
+	n, err := openNotifier(0, barrierDir(top))
+	if err == nil {
+		err = n.watch(top)
+	}
+	if err == nil {
+		_, err = n.sync()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("watching")
+	for {
+		if _, err := n.sync(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 }
