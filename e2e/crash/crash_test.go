@@ -154,7 +154,13 @@ func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
 	trace := filepath.Join(dir, "trace")
-	env := e2e.Env(dir, trace)
+	// The drivers' TMPDIR, empty after the last run: a killed driver
+	// leaves nothing there (its stray-write watch left a folder each).
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(e2e.Env(dir, trace), "TMPDIR="+tmp)
 	write := func(name, body string, mode os.FileMode) {
 		t.Helper()
 		p := filepath.Join(repo, name)
@@ -192,6 +198,9 @@ func crashResume(t *testing.T, bin string, plan crashPlan, extra ...string) {
 		t.Fatalf("only %d kills: the test did not exercise restarts", kills)
 	}
 	checkCrashResume(t, dir, repo, env, trace, plan.phases, lastOut)
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("%d kills left %d entries in TMPDIR, %s first", kills, len(left), left[0].Name())
+	}
 }
 
 // crashLoop starts the driver again and again, killing it as plan says,
