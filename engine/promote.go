@@ -85,7 +85,7 @@ func OpenPromoter(ctx context.Context, git *worktree.Client, base string, qs *Qu
 		return nil, nil, err
 	}
 	if err := promote.CheckRepo(ctx, gh); err != nil {
-		return nil, nil, &SettingsError{err}
+		return nil, nil, &SettingsError{Err: err}
 	}
 	var send func(scheduler.Event)
 	done := func() {}

@@ -39,13 +39,13 @@ func (qs *QueueSetup) build(log io.Writer, git *worktree.Client) (*issues.Queue,
 	ghc.Log = func(line string) { fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05"), line) }
 	gh, err := issues.NewGitHub(ghc)
 	if err != nil {
-		return nil, nil, &SettingsError{err}
+		return nil, nil, &SettingsError{Err: err}
 	}
 	cfg := qs.Cfg
 	cfg.GitHub, cfg.Git, cfg.Log = gh, git, logw
 	q, err := issues.New(cfg)
 	if err != nil {
-		return nil, nil, &SettingsError{err}
+		return nil, nil, &SettingsError{Err: err}
 	}
 	return q, gh, nil
 }
@@ -157,7 +157,7 @@ func (e *Engine) startQueue(ctx context.Context, o Options, qs *QueueSetup, cfg 
 	if len(qs.Promote.To) > 0 {
 		// Refused loudly at start: a promotion is always a merge commit.
 		if err := promote.CheckRepo(ctx, gh); err != nil {
-			return &SettingsError{err}
+			return &SettingsError{Err: err}
 		}
 		if !qs.Cfg.Once {
 			p := newPromoter(q, gh, e.Git, l, qs, e.log, e.notifyEvent)

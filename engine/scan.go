@@ -56,7 +56,7 @@ func (t tracker) FileIssue(ctx context.Context, title, body string, labels []str
 func (e *Engine) newRefill(q *issues.Queue, qs *QueueSetup) (*scanner.Refill, error) {
 	set, err := scanner.Load(e.Layout.Top)
 	if err != nil {
-		return nil, &SettingsError{err}
+		return nil, &SettingsError{Err: err}
 	}
 	sc := qs.Scan
 	agent := e.Settings.Agent

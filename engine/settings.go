@@ -9,6 +9,7 @@ import (
 	"github.com/claudopilot/claudopilot/protect"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
+	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/work"
 	"github.com/claudopilot/claudopilot/worktree"
@@ -93,8 +94,5 @@ type Review struct {
 }
 
 // SettingsError is a setting the engine found wrong only when building on
-// it (the command line reports it as misuse).
-type SettingsError struct{ Err error }
-
-func (e *SettingsError) Error() string { return e.Err.Error() }
-func (e *SettingsError) Unwrap() error { return e.Err }
+// it (settings.BuildError: the command line reports it as misuse).
+type SettingsError = settings.BuildError

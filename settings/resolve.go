@@ -91,6 +91,16 @@ func (e *Error) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// BuildError is a setting found wrong only when something is built on it
+// (the engine's runners, the queue's client): the command line reports it
+// as misuse (exit 64), like an Error of bad values. It lives here, not in
+// the engine, so that the command line's exit codes do not link the engine
+// (issue 23: the suite's link cost).
+type BuildError struct{ Err error }
+
+func (e *BuildError) Error() string { return e.Err.Error() }
+func (e *BuildError) Unwrap() error { return e.Err }
+
 // Unreadable is true when a settings file has a line that cannot be read
 // (exit 3); else every problem is a bad value (exit 64).
 func (e *Error) Unreadable() bool {

@@ -43,23 +43,7 @@ func TestHeavyDepsOnlyWhereNeeded(t *testing.T) {
 	}
 	code, tests := moduleImports(t, root)
 	for _, h := range heavyDeps {
-		reach := map[string]bool{} // memo: does a package's code reach h?
-		var reaches func(p string, seen map[string]bool) bool
-		reaches = func(p string, seen map[string]bool) bool {
-			if strings.HasPrefix(p, h.prefix) {
-				return true
-			}
-			if r, ok := reach[p]; ok {
-				return r
-			}
-			if seen[p] {
-				return false // an import cycle is go's to report
-			}
-			seen[p] = true
-			r := slices.ContainsFunc(code[p], func(q string) bool { return reaches(q, seen) })
-			reach[p] = r
-			return r
-		}
+		reaches := reacher(code, h.prefix)
 		all := maps.Clone(code)
 		maps.Copy(all, tests)
 		for _, p := range slices.Sorted(maps.Keys(all)) {
@@ -70,10 +54,67 @@ func TestHeavyDepsOnlyWhereNeeded(t *testing.T) {
 			if slices.Contains(h.allowed, rel) {
 				continue
 			}
-			if reaches(p, map[string]bool{}) {
+			if reaches(p) {
 				t.Errorf("%s links %s: %s", rel, h.prefix, h.why)
-			} else if i := slices.IndexFunc(tests[p], func(q string) bool { return reaches(q, map[string]bool{}) }); i >= 0 {
+			} else if i := slices.IndexFunc(tests[p], reaches); i >= 0 {
 				t.Errorf("%s's tests link %s (through %s): %s", rel, h.prefix, tests[p][i], h.why)
+			}
+		}
+	}
+}
+
+// reacher answers whether a package's code reaches an import path with
+// prefix, directly or through other packages' code (memoised).
+func reacher(code map[string][]string, prefix string) func(p string) bool {
+	reach := map[string]bool{}
+	var reaches func(p string, seen map[string]bool) bool
+	reaches = func(p string, seen map[string]bool) bool {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+		if r, ok := reach[p]; ok {
+			return r
+		}
+		if seen[p] {
+			return false // an import cycle is go's to report
+		}
+		seen[p] = true
+		r := slices.ContainsFunc(code[p], func(q string) bool { return reaches(q, seen) })
+		reach[p] = r
+		return r
+	}
+	return func(p string) bool { return reaches(p, map[string]bool{}) }
+}
+
+// lightPackages are packages that almost every test binary of the
+// command line links (cmdutil: every command's), so what they reach is
+// linked ~20 times a suite (issue 23): they must not reach the engine or
+// the queue (and through them go-github, net/http's server, the web UI).
+var lightPackages = []struct {
+	pkg, why string
+	not      []string
+}{
+	{"internal/cli/cmdutil", "every command imports cmdutil; the engine comes in through wire, internal/cli/snapshot or the command itself",
+		[]string{module + "/engine", module + "/issues", module + "/internal/cli/wire", "github.com/google/go-github"}},
+}
+
+// TestLightPackagesStayLight: a light package's code and tests reach none
+// of its forbidden imports (lightPackages).
+func TestLightPackagesStayLight(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, tests := moduleImports(t, root)
+	for _, l := range lightPackages {
+		p := module + "/" + l.pkg
+		if _, ok := code[p]; !ok {
+			t.Errorf("%s: no such package (lightPackages is stale)", l.pkg)
+		}
+		for _, not := range l.not {
+			reaches := reacher(code, not)
+			if reaches(p) || slices.ContainsFunc(tests[p], reaches) {
+				t.Errorf("%s (or its tests) reaches %s: %s", l.pkg, not, l.why)
 			}
 		}
 	}

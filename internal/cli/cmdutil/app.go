@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	"github.com/claudopilot/claudopilot/settings"
 )
 
@@ -23,8 +22,8 @@ type App struct {
 	Commands func() []Command
 	// Cluster is the Kubernetes runner (AGENT_RUNNER=kubernetes), which
 	// the command tree's root injects; nil: none (a command's tests), and
-	// such a run refuses (wire.ErrNoCluster).
-	Cluster wire.Cluster
+	// such a run refuses (ErrNoCluster).
+	Cluster Cluster
 }
 
 // Getenv is the environment's value of k.
@@ -32,7 +31,7 @@ func (a *App) Getenv(k string) string { return a.Env[k] }
 
 // GitEnv is the environment for the driver's own git commands and its
 // agents.
-func (a *App) GitEnv() []string { return wire.Env(a.Env).Driver() }
+func (a *App) GitEnv() []string { return Env(a.Env).Driver() }
 
 // Command is one verb of the command tree.
 type Command struct {
@@ -41,9 +40,6 @@ type Command struct {
 	Run     func(ctx context.Context, a *App, args []string) error
 	Hidden  bool
 }
-
-// EnvMap reads "K=V" lines.
-func EnvMap(environ []string) map[string]string { return wire.EnvMap(environ) }
 
 // NewFlags makes a command's flag set. Its usage text is the command's
 // synopsis, the flags, and an example: what --help shows.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
@@ -92,7 +91,7 @@ func ExitCode(err error, sig os.Signal) int {
 	// are misuse (64).
 	case roadmap.IsInvalid(err), errors.Is(err, scheduler.ErrNoProgress), errors.As(err, &set) && set.Unreadable():
 		return ExitInvalid
-	case set != nil, errors.As(err, new(*engine.SettingsError)):
+	case set != nil, errors.As(err, new(*settings.BuildError)):
 		return ExitUsage
 	case errors.Is(err, scheduler.ErrCheckpoint):
 		return ExitCheckpoint

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/cli/snapshot"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -55,7 +56,7 @@ nothing.`,
 // Run explains one node of the snapshot, by its state.
 func Run(ctx context.Context, o *Options) error {
 	a, id := o.App, o.ID
-	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
+	s, err := snapshot.Load(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func Run(ctx context.Context, o *Options) error {
 
 // explainAsked tells the question a node's agent asked, while it waits
 // on the user's answer; false when none is open.
-func explainAsked(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
+func explainAsked(a *cmdutil.App, s *snapshot.Snapshot, id string) bool {
 	h, _ := s.Node(id)
 	if h.Question == "" {
 		return false
@@ -99,7 +100,7 @@ func explainAsked(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
 
 // explainRunning says what a [running] phase is doing: its agent, or its
 // merge; with no run going on, that the next run resumes it.
-func explainRunning(a *cmdutil.App, s *cmdutil.Snapshot, id string) {
+func explainRunning(a *cmdutil.App, s *snapshot.Snapshot, id string) {
 	w := a.S.Out
 	h, _ := s.Node(id)
 	log := s.Rel(s.Layout.LatestLog(id))
@@ -134,7 +135,7 @@ var between = map[string]string{
 // attempts, where its next one starts, by the loop's lane rule from its
 // home lane (the one its last attempt ran on); false when an agent runs,
 // its merge is under way, or the journal shows nothing to relaunch.
-func explainBetween(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
+func explainBetween(a *cmdutil.App, s *snapshot.Snapshot, id string) bool {
 	ph := s.Hist[id]
 	if ph == nil || ph.Waiting != "" {
 		return false
@@ -150,7 +151,7 @@ func explainBetween(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
 		return true
 	}
 	last, ran := ph.LastLane()
-	loads := scheduler.FileLaneLoads(cmdutil.RunRules(a, s), s.Hist, s.Side, s.Cool, s.Now)
+	loads := scheduler.FileLaneLoads(snapshot.RunRules(a, s), s.Hist, s.Side, s.Cool, s.Now)
 	i, held := scheduler.PickLane(loads, scheduler.HomeLane(n.Lane, last, ran))
 	switch {
 	case i < 0:
@@ -165,7 +166,7 @@ func explainBetween(a *cmdutil.App, s *cmdutil.Snapshot, id string) bool {
 
 // explainParked names the reason of a [failed] or [blocked] phase, the
 // phase to retry (the one whose own failure parked it) and its log.
-func explainParked(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
+func explainParked(a *cmdutil.App, s *snapshot.Snapshot, n *roadmap.Node) {
 	w, id := a.S.Out, n.ID
 	h, _ := s.Node(id)
 	log := s.Rel(s.Layout.LatestLog(id))
@@ -195,7 +196,7 @@ func explainParked(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 	}
 	retry := fmt.Sprintf("`claudopilot retry %s`%s", culprit, with)
 	if s.Roadmap.Node(culprit) == nil && roadmap.IsIssueRef(culprit) {
-		retry = cmdutil.RetryIssueText(a, s.Layout.Top, culprit) + with
+		retry = snapshot.RetryIssueText(a, s.Layout.Top, culprit) + with
 	}
 	if log != "" {
 		fmt.Fprintf(w, "Read %s, then %s.\n", log, retry)
@@ -207,9 +208,9 @@ func explainParked(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 // explainPending lists every reason a [pending] phase is held back, as the
 // scheduler's own rules (scheduler.Holds) decide it, over the same View
 // status's eligible list comes from; then the pause switch and the slots.
-func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
+func explainPending(a *cmdutil.App, s *snapshot.Snapshot, n *roadmap.Node) {
 	w, id := a.S.Out, n.ID
-	rules := cmdutil.RunRules(a, s)
+	rules := snapshot.RunRules(a, s)
 	var why []string
 	for _, h := range scheduler.Holds(s.View(rules), n) {
 		switch h.Kind {
@@ -263,12 +264,12 @@ func explainPending(a *cmdutil.App, s *cmdutil.Snapshot, n *roadmap.Node) {
 
 // explainOutside explains a node from outside the manifest (an issue,
 // "#12") from the journal: the driver keeps no manifest line for it.
-func explainOutside(a *cmdutil.App, s *cmdutil.Snapshot, id string) error {
+func explainOutside(a *cmdutil.App, s *snapshot.Snapshot, id string) error {
 	w := a.S.Out
 	n, ok := status.OutsideNode(s.Hist, id, s.Live)
 	if !ok {
 		fmt.Fprintf(w, "%s is an issue, not a phase of %s, and the journal has no record of it: no run has worked on it. A run with --issues (or queue) takes it once it carries the label %q and its deps are done.\n",
-			id, s.Rel(s.Roadmap.ManifestPath), cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+			id, s.Rel(s.Roadmap.ManifestPath), snapshot.IssueLabels(a, s.Layout.Top).Ready)
 		return nil
 	}
 	log := s.Rel(s.Layout.LatestLog(id))
@@ -297,14 +298,14 @@ func explainOutside(a *cmdutil.App, s *cmdutil.Snapshot, id string) error {
 		}
 		fmt.Fprintln(w, ".")
 		if log != "" {
-			fmt.Fprintf(w, "Read %s, then %s.\n", log, cmdutil.RetryIssueText(a, s.Layout.Top, id))
+			fmt.Fprintf(w, "Read %s, then %s.\n", log, snapshot.RetryIssueText(a, s.Layout.Top, id))
 		} else {
-			fmt.Fprintf(w, "Fix the cause, then %s.\n", cmdutil.RetryIssueText(a, s.Layout.Top, id))
+			fmt.Fprintf(w, "Fix the cause, then %s.\n", snapshot.RetryIssueText(a, s.Layout.Top, id))
 		}
 	case status.Away:
-		fmt.Fprintf(w, "%s is an issue that left the driver's hands after %s: %s. Its state is on GitHub now; a run with --issues (or queue) takes it again once it carries the label %q.\n", id, cmdutil.Plural(n.Attempts, "attempt"), orDash(n.Detail), cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+		fmt.Fprintf(w, "%s is an issue that left the driver's hands after %s: %s. Its state is on GitHub now; a run with --issues (or queue) takes it again once it carries the label %q.\n", id, cmdutil.Plural(n.Attempts, "attempt"), orDash(n.Detail), snapshot.IssueLabels(a, s.Layout.Top).Ready)
 	default:
-		fmt.Fprintf(w, "%s is an issue sent back to the queue: a run with --issues (or queue) takes it again once it carries the label %q.\n", id, cmdutil.IssueLabels(a, s.Layout.Top).Ready)
+		fmt.Fprintf(w, "%s is an issue sent back to the queue: a run with --issues (or queue) takes it again once it carries the label %q.\n", id, snapshot.IssueLabels(a, s.Layout.Top).Ready)
 	}
 	return nil
 }

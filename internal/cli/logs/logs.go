@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/cli/snapshot"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/transcript"
 )
@@ -72,7 +73,7 @@ queue is named as in the graph, "#12" (its checks logs are --role checks).`,
 // Run prints the log chosen, or follows it.
 func Run(ctx context.Context, o *Options) error {
 	a, role, attempt, follow := o.App, &o.Role, &o.Attempt, &o.Follow
-	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
+	s, err := snapshot.Load(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}

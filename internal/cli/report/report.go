@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/cli/snapshot"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/status"
@@ -97,7 +98,7 @@ func Run(ctx context.Context, o *Options) error {
 // else (a queue alone) the repository's; live is set while a driver runs
 // there.
 func where(ctx context.Context, o *Options) (*roadmap.Roadmap, state.Layout, bool, error) {
-	s, err := cmdutil.LoadSnapshot(ctx, o.App, o.Dir)
+	s, err := snapshot.Load(ctx, o.App, o.Dir)
 	if err == nil {
 		return s.Roadmap, s.Layout, s.Live, nil
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/progress"
+	"github.com/claudopilot/claudopilot/internal/cli/snapshot"
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/state"
@@ -55,14 +56,14 @@ during a run. See docs/status.md.`,
 }
 
 // Run reads the snapshot (status.Snapshot) and prints its report, by the
-// rules of the last run or those the settings give (cmdutil.RunRules).
+// rules of the last run or those the settings give (snapshot.RunRules).
 func Run(ctx context.Context, o *Options) error {
 	a := o.App
-	s, err := cmdutil.LoadSnapshot(ctx, a, o.Dir)
+	s, err := snapshot.Load(ctx, a, o.Dir)
 	if err != nil {
 		return err
 	}
-	st := s.Report(cmdutil.RunRules(a, s))
+	st := s.Report(snapshot.RunRules(a, s))
 	for i := range st.Phases {
 		st.Phases[i].Log = s.Rel(st.Phases[i].Log)
 	}
@@ -161,7 +162,7 @@ func writeTable(w io.Writer, color bool, st snapstatus.Report) {
 
 // writeFooter writes what runs, what is next, and the run's switches,
 // cost and cooldown.
-func writeFooter(w io.Writer, s *cmdutil.Snapshot, st snapstatus.Report) {
+func writeFooter(w io.Writer, s *snapshot.Snapshot, st snapstatus.Report) {
 	fmt.Fprintf(w, "Running now: %s\n", listOrNone(st.Running))
 	if len(st.Stopped) > 0 {
 		fmt.Fprintf(w, "Stopped mid-way (the next run resumes them): %s\n", strings.Join(st.Stopped, ", "))

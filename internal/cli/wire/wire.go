@@ -8,49 +8,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/pacer"
-	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/sandbox"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// Env is the process environment as given, as a map (nothing below main
-// reads os.Getenv).
-type Env map[string]string
+// Env is the process environment as given, as a map (cmdutil.Env: declared
+// there so that the commands that build no engine do not link it).
+type Env = cmdutil.Env
 
 // EnvMap reads "K=V" lines.
-func EnvMap(environ []string) Env {
-	m := make(Env, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// Driver is the environment for the driver's own git commands and the
-// agents it starts: the caller's, marked so a restarted driver finds this
-// one's processes (work.Reap).
-func (e Env) Driver() []string {
-	out := make([]string, 0, len(e)+1)
-	for _, k := range slices.Sorted(maps.Keys(e)) {
-		out = append(out, k+"="+e[k])
-	}
-	return append(out, proc.Mark("git"))
-}
+func EnvMap(environ []string) Env { return cmdutil.EnvMap(environ) }
 
 // Lanes are the lanes and the pacer's settings (docs/lanes.md).
 func Lanes(s *settings.Settings, env Env) engine.Lanes {

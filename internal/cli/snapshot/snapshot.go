@@ -1,4 +1,9 @@
-package cmdutil
+// Package snapshot is what status, explain, logs and report read of a
+// roadmap (status.Snapshot) as the command line shows it. It is its own
+// package, not part of cmdutil, so that the commands that never read a
+// snapshot do not link the engine and the queue (issue 23: the suite's
+// link cost).
+package snapshot
 
 import (
 	"context"
@@ -6,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/engine"
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/settings"
@@ -14,15 +20,16 @@ import (
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// snapshot is what status, explain and logs read (status.Snapshot), with
+// Snapshot is what status, explain and logs read (status.Snapshot), with
 // where the user stands: paths are shown relative to it.
 type Snapshot struct {
 	*status.Snapshot
 	Cwd string
 }
 
-func LoadSnapshot(ctx context.Context, a *App, arg string) (*Snapshot, error) {
-	dir, err := FindRoadmapDir(ctx, a, arg)
+// Load reads the snapshot of the roadmap arg names (cmdutil.FindRoadmapDir).
+func Load(ctx context.Context, a *cmdutil.App, arg string) (*Snapshot, error) {
+	dir, err := cmdutil.FindRoadmapDir(ctx, a, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -55,14 +62,14 @@ func (s *Snapshot) Rel(p string) string {
 	if p == "" {
 		return ""
 	}
-	return RelTo(s.Cwd, p)
+	return cmdutil.RelTo(s.Cwd, p)
 }
 
-// runRules are the rules status and explain decide eligibility by: the
+// RunRules are the rules status and explain decide eligibility by: the
 // newest run's journal record, which holds its flags too; before any run,
 // the rules of the settings a run would resolve (settings.Rules: the
 // scheduler's own defaults, not a copy of them).
-func RunRules(a *App, s *Snapshot) state.Rules {
+func RunRules(a *cmdutil.App, s *Snapshot) state.Rules {
 	if r := s.Rules; r != nil && len(r.Lanes) > 0 {
 		return *r
 	}
@@ -70,15 +77,15 @@ func RunRules(a *App, s *Snapshot) state.Rules {
 	return set.Rules() // a bad value is doctor's and run's to report; the rest still holds
 }
 
-// issueLabels are the queue's labels as a queue here would resolve them.
-func IssueLabels(a *App, top string) issues.Labels {
+// IssueLabels are the queue's labels as a queue here would resolve them.
+func IssueLabels(a *cmdutil.App, top string) issues.Labels {
 	set, _ := settings.Resolve(settings.Input{Scope: settings.Queue, Env: a.Env, Top: top})
 	return issues.Labels(set.Labels)
 }
 
-// retryIssueText says how to retry an issue: on GitHub, by its labels;
+// RetryIssueText says how to retry an issue: on GitHub, by its labels;
 // no manifest line holds its state.
-func RetryIssueText(a *App, top, id string) string {
+func RetryIssueText(a *cmdutil.App, top, id string) string {
 	l := IssueLabels(a, top)
 	return fmt.Sprintf("retry it on GitHub: remove the label %q from issue %s and add %q (the next run with --issues, or queue, takes it up again on its kept branch)", l.Blocked, id, l.Ready)
 }
