@@ -224,7 +224,7 @@ func TestLockNeverSeenWithoutItsHolder(t *testing.T) {
 			}
 		}
 	}()
-	for range 1000 {
+	for range 300 {
 		l, err := AcquireLock(path)
 		if err != nil {
 			t.Fatal(err)
