@@ -117,7 +117,35 @@ func OpenJournal(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{path: path, f: f, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino), now: time.Now}, nil
+	j := &Journal{path: path, f: f, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino), now: time.Now}
+	// A driver killed mid-record (SIGKILL cuts a write of more than a
+	// page short; a power cut loses a tail) left a torn last line: this
+	// driver's first record must not be glued to it and lost with it.
+	if err := j.endLine(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// endLine ends the file's last line if it is not ended: the next record
+// then starts a line of its own.
+func (j *Journal) endLine() error {
+	if j.size == 0 {
+		return nil
+	}
+	var last [1]byte
+	if _, err := j.f.ReadAt(last[:], j.size-1); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := j.f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("journal append: %w", err)
+	}
+	j.size++
+	return nil
 }
 
 // openAppend opens the journal at path for appending (and reading its
@@ -170,20 +198,7 @@ func (j *Journal) own() error {
 		j.warn(fmt.Sprintf("the journal %s was written by another process while this driver ran (an agent without the sandbox?); its records go on after what that process wrote", j.path))
 	}
 	j.size = st.Size
-	if st.Size == 0 {
-		return nil
-	}
-	var last [1]byte
-	if _, err := j.f.ReadAt(last[:], st.Size-1); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if last[0] != '\n' {
-		if _, err := j.f.Write([]byte{'\n'}); err != nil {
-			return fmt.Errorf("journal append: %w", err)
-		}
-		j.size++
-	}
-	return nil
+	return j.endLine()
 }
 
 // Path is the journal's file.

@@ -375,6 +375,41 @@ func TestJournalRedacts(t *testing.T) {
 	}
 }
 
+// A driver killed in the middle of a record (a write of more than a page
+// is cut short by SIGKILL; a power cut loses a tail) leaves a torn last
+// line. The restarted driver's first record starts a line of its own and
+// is read back: before, it was glued to the torn line and lost with it.
+func TestJournalReopenedAfterATornLine(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "journal.jsonl")
+	torn := `{"phase":"a","ev":"launch"}` + "\n" + `{"phase":"a","ev":"done","detail":"a long`
+	if err := os.WriteFile(p, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jn, err := OpenJournal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	jn.SetWarn(func(s string) { warned = append(warned, s) })
+	appendAll(t, jn, Record{Event: "run"}, Record{Phase: "a", Event: "launch"})
+	jn.Close()
+	recs, err := ReadJournal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []string
+	for _, r := range recs {
+		evs = append(evs, strings.TrimSpace(r.Phase+" "+r.Event))
+	}
+	if want := []string{"a launch", "run", "a launch"}; !reflect.DeepEqual(evs, want) {
+		t.Errorf("records %q, want %q", evs, want)
+	}
+	if len(warned) > 0 {
+		t.Errorf("a torn line of its own driver's warned: %q", warned)
+	}
+}
+
 // TestJournalAfterAnotherWriter: an agent without the sandbox can write
 // the journal before it asks its question. Whatever it wrote, the
 // driver's next record (the question) is read back, after the forged
