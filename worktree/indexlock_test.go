@@ -132,7 +132,7 @@ func TestIndexLockNeverSeenWithoutItsMark(t *testing.T) {
 			}
 		}
 	}()
-	for range 1000 {
+	for range 300 {
 		l, err := c.LockIndex(ctx, "", time.Minute)
 		if err != nil {
 			t.Fatal(err)
