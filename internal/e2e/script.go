@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/cli/root"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -47,6 +48,21 @@ func Main(m *testing.M, after ...func()) {
 		// their fake agents write TRACE files and meet outside their
 		// worktrees.
 		os.Setenv("SANDBOX", "off")
+		// Every script's $WORK, repository and worktrees in memory when
+		// TMPDIR is not set (gittest.MemTempDir says why: on this disk
+		// each new file costs system time; the land tests took 0.89x the
+		// CPU). The drivers, agents and sandboxes the tests start inherit
+		// it; TMPDIR=/tmp go test ./e2e/... runs them on the disk. A short
+		// prefix: a unix socket's path holds at most 107 bytes, and
+		// attach_tmux's .claudopilot/state/attach/a.sock under
+		// /dev/shm/claudopilot-e2e-N/go-test-scriptN/attach_tmux/repo
+		// was 110 (bind: invalid argument).
+		// With -testwork the folder stays, as $WORK should (its path is
+		// in the log).
+		removeMem := gittest.MemTempDir("e2e")
+		if f := flag.Lookup("testwork"); f == nil || f.Value.String() != "true" {
+			after = append(after, removeMem)
+		}
 	}
 	testscript.Main(closing{m, after}, map[string]func(){
 		// root.Main reads os.Args and the real streams; its result is the
