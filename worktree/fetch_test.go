@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/gittest"
@@ -19,12 +20,12 @@ import (
 // worktree HEAD, which is when it reads the half-written one.
 func TestFetchBesideWorktreeAdds(t *testing.T) {
 	t.Parallel()
-	// 16 rounds catch a missing lock in 5 runs of 6 here (a fetch of a
-	// commit already present never did); CLAUDOPILOT_SOAK=1 runs 64.
-	n := 16
-	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
-		n = 64
+	// 64 rounds, 150 processes at 16 (16 rounds caught a missing lock in
+	// 5 runs of 6 here).
+	if os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+		t.Skip("CLAUDOPILOT_SOAK=1 only: TestFetchHoldsTheWorktreeLock proves the lock every time in 6 processes (this race: 148 at 16 rounds)")
 	}
+	n := 64
 	ctx := context.Background()
 	c := newRepo(t)
 	origin := filepath.Join(t.TempDir(), "origin.git")
@@ -63,5 +64,63 @@ func TestFetchBesideWorktreeAdds(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Fetch holds the worktree lock, the one that WithEnv's clients share
+// and that worktree add takes, for as long as its git fetch runs
+// (TestFetchBesideWorktreeAdds's race, under CLAUDOPILOT_SOAK=1, caught
+// a missing lock in 5 runs of 6 with 150 processes; this catches it
+// every time). The remote's upload-pack is a script that says it
+// started and waits: while it waits, the lock must be taken.
+func TestFetchHoldsTheWorktreeLock(t *testing.T) {
+	t.Parallel()
+	c := newRepo(t)
+	dir := t.TempDir()
+	started, goOn := filepath.Join(dir, "started"), filepath.Join(dir, "go")
+	for _, p := range []string{started, goOn} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pack := filepath.Join(dir, "upload-pack")
+	script := "#!/bin/sh\necho started > '" + started + "'\nread -r x < '" + goOn + "'\nexec git upload-pack \"$@\"\n"
+	if err := os.WriteFile(pack, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The remote, by appending to the config: `git remote add` and `git
+	// config` would be two processes.
+	cfg, err := os.OpenFile(filepath.Join(c.Dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(cfg, "[remote \"origin\"]\n\turl = %s\n\tuploadpack = %s\n", c.Dir, pack)
+	if cerr := cfg.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := c.WithEnv(c.Env)
+	done := make(chan error, 1)
+	go func() { done <- net.Fetch(context.Background(), "origin", "+refs/heads/main:refs/remotes/origin/main") }()
+	b, err := os.ReadFile(started) // returns once the script wrote and closed
+	if err != nil || string(b) != "started\n" {
+		t.Fatalf("the remote's upload-pack: %q, %v", b, err)
+	}
+	if c.locks().wt.TryLock() {
+		c.locks().wt.Unlock()
+		t.Error("the worktree lock is free while a fetch runs: a worktree add could write a HEAD the fetch reads half-written")
+	}
+	if err := os.WriteFile(goOn, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if !c.locks().wt.TryLock() {
+		t.Error("the worktree lock is still held after the fetch")
+	} else {
+		c.locks().wt.Unlock()
 	}
 }
