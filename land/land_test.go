@@ -229,8 +229,9 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 // branch cuts auto/<id> from main in the phase's worktree, commits files
 // there with the doc renamed to DONE_, and returns the tip. The live
 // manifest says [running], as the scheduler leaves it. The commit is
-// imported (one git) and the worktree added on it (three): `worktree
-// add -b`, `mv`, `add`, `commit` and `rev-parse` were eight processes.
+// imported (one git) and the worktree linked to it (one, gittest.Worktree):
+// `worktree add -b`, `mv`, `add`, `commit` and `rev-parse` were eight
+// processes, `worktree add` of the imported branch three.
 func (f *fixture) branch(id, doc string, files map[string]string) (wt, tip string) {
 	f.t.Helper()
 	c := gittest.Commit{Ref: f.layout.Branch(id), From: "main^0", Message: "work on " + id, Files: files}
@@ -246,7 +247,7 @@ func (f *fixture) branchCommit(id string, c gittest.Commit) (wt, tip string) {
 	f.t.Helper()
 	wt = f.layout.Worktree(id)
 	tip = gittest.Import(f.t, f.env, f.top, c)[0]
-	f.gitIn(f.top, "worktree", "add", "-q", wt, f.layout.Branch(id))
+	gittest.Worktree(f.t, f.env, f.top, wt, f.layout.Branch(id))
 	if err := f.live.SetState(id, manifest.Running); err != nil {
 		f.t.Fatal(err)
 	}
