@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,25 +127,43 @@ func TestMergeWithTheBaseIndexLocked(t *testing.T) {
 // An IDE running `git status` in a loop in the base checkout while phases
 // land: every merge brings the checkout fully forward, and no commit in
 // the base checkout could fall between the ref move and the checkout's.
+// The loop runs 15 statuses from each merge gate on (the gate wakes it
+// through a named pipe), so they fall on the ref and checkout moves that
+// follow the gate; it ran without pause before, as many statuses as two
+// landings took (57 at load 50), most of them while nothing moved.
 func TestMergeBesideAGitStatusLoop(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
-	stop := filepath.Join(t.TempDir(), "stop")
-	ide := exec.Command("sh", "-c", "until [ -e '"+stop+"' ]; do git status >/dev/null 2>&1; done")
+	wake := filepath.Join(t.TempDir(), "wake")
+	if err := syscall.Mkfifo(wake, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ide := exec.Command("sh", "-c", `while read -r x < "$1"; do
+  [ "$x" = stop ] && exit 0
+  i=0; while [ $i -lt 15 ]; do git status >/dev/null 2>&1; i=$((i + 1)); done
+done; exit 1`, "sh", wake)
 	ide.Dir, ide.Env = f.top, f.env
 	if err := ide.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		os.WriteFile(stop, nil, 0o644)
-		ide.Wait()
+		// Opening the pipe waits for the loop's next read: its
+		// statuses are over.
+		if err := os.WriteFile(wake, []byte("stop\n"), 0o600); err != nil {
+			t.Error(err)
+		}
+		if err := ide.Wait(); err != nil {
+			t.Errorf("the status loop: %v", err)
+		}
 	}()
 	for i, id := range []string{"p1", "p2"} {
 		doc := map[string]string{"p1": "p1-first.md", "p2": "p2-second.md"}[id]
 		wt, _ := f.branch(id, doc, map[string]string{fmt.Sprintf("api/f%d.go", i): "package api\n"})
 		f.gitIn(wt, "rm", "-q", []string{"a.txt", "b.txt"}[i])
 		f.gitIn(wt, "commit", "-q", "-m", "drop a file")
-		f.mustMerge(job(id, "phase", f.rev(f.layout.Branch(id))))
+		j := job(id, "phase", f.rev(f.layout.Branch(id)))
+		j.Gate = "echo go > '" + wake + "'"
+		f.mustMerge(j)
 		for _, l := range f.status() {
 			if !strings.HasSuffix(l, manifestRel) {
 				t.Errorf("git status after merging %s: %q", id, l)
