@@ -1,6 +1,8 @@
 package work
 
 import (
+	"context"
+
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -18,3 +20,9 @@ func QuestionIn(tail []string) string { return questionIn(tail) }
 
 // TakeQuestion is takeQuestion: the question file of wt read and removed.
 func TakeQuestion(wt string) (string, error) { return takeQuestion(wt) }
+
+// DoneCheck is (*Runner).doneCheck, the done rule of j's branch as it
+// is now (for an outside node, outsideDone).
+func DoneCheck(r *Runner, j scheduler.Job) (tip string, ok bool, why string) {
+	return r.doneCheck(context.Background(), j, r.target(j))
+}

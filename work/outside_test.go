@@ -1,6 +1,7 @@
 package work_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/work"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // Attempts at an outside node (an issue of the queue) through the same
@@ -23,15 +26,42 @@ const (
 	originMain  = "refs/remotes/origin/main"
 )
 
-// withOrigin gives the fixture a remote-tracking origin/main one commit
-// behind local main (origin has remote.txt; only local main has
-// local.txt), as a fetch leaves it, and returns origin/main's commit.
-func (f *fixture) withOrigin() string {
-	f.t.Helper()
-	r := f.commitOn(f.top, "on origin", map[string]string{"remote.txt": "remote\n"})
-	f.gitIn(f.top, "update-ref", originMain, r)
-	f.commitOn(f.top, "local only", map[string]string{"local.txt": "local\n"})
-	return r
+// newOriginFixture is newFixture with a remote-tracking origin/main one
+// commit behind local main (origin has remote.txt; only local main has
+// local.txt), as a fetch leaves it, and origin/main's commit. The
+// repository is a template of its own, made once per test binary (its
+// two commits and update-ref were five git processes a test).
+func newOriginFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
+	f := newFixtureWith(t, "origin", func(ctx context.Context, dir string, env []string) error {
+		g, err := worktree.Open(ctx, dir, env)
+		if err != nil {
+			return err
+		}
+		for _, c := range []struct{ file, content, msg string }{{"remote.txt", "remote\n", "on origin"}, {"local.txt", "local\n", "local only"}} {
+			if err := os.WriteFile(filepath.Join(dir, c.file), []byte(c.content), 0o644); err != nil {
+				return err
+			}
+			if _, err := g.Git(ctx, "add", "-A"); err != nil {
+				return err
+			}
+			if _, err := g.Git(ctx, "commit", "-q", "-m", c.msg); err != nil {
+				return err
+			}
+			if c.file == "remote.txt" {
+				if _, err := g.Git(ctx, "update-ref", originMain, "HEAD"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	// update-ref wrote the ref loose: read without a git process.
+	b, err := os.ReadFile(filepath.Join(f.top, ".git", filepath.FromSlash(originMain)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, strings.TrimSpace(string(b))
 }
 
 // commitAt makes a commit with files on top of parent, touching no branch,
@@ -76,8 +106,7 @@ git add "work-$CLAUDOPILOT_ROLE-$CLAUDOPILOT_ATTEMPT.txt" && git commit -q -m "$
 
 func TestRunOutsideWorkerFromRemoteRef(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	from := f.withOrigin()
+	f, from := newOriginFixture(t)
 	seen := filepath.Join(f.tmp, "seen")
 	f.runner.Agent = f.agent(`
 env | grep '^CLAUDOPILOT_' | sort > '` + seen + `.env'
@@ -129,6 +158,49 @@ cp "$CLAUDOPILOT_PHASE_DOC" '` + seen + `.doc'
 
 // The done rule: a commit beyond From, or beyond Since for a repair of red
 // checks, whose branch already has commits beyond From. No DONE_ rename.
+// Read on the step (work.DoneCheck) for each case: the branches are
+// imported (one git), where the whole attempts were six (about 90
+// processes). TestRunOutsideDoneRule runs one whole attempt through the
+// rule; TestRunOutsideWorkerFromRemoteRef and TestRunOutsideSupervisorChecks
+// are attempts that pass it.
+func TestOutsideDone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	// origin/main; the red head a worker left beyond it; a repair's
+	// commit beyond the red head.
+	c := gittest.Import(t, f.runner.Env, f.top,
+		gittest.Commit{Ref: originMain, From: "main^0", Message: "on origin", Files: map[string]string{"remote.txt": "remote\n"}},
+		gittest.Commit{Ref: issueBranch, From: ":1", Message: "#12: work", Files: map[string]string{"work.txt": "worker\n"}},
+		gittest.Commit{Ref: issueBranch + "-repaired", From: ":2", Message: "#12: repair", Files: map[string]string{"work.txt": "repaired\n"}})
+	from, red, repaired := c[0], c[1], c[2]
+	f.gitIn(f.top, "update-ref", "refs/heads/"+issueBranch+"-new", from)
+	for _, tc := range []struct {
+		name, branch, since, tip string
+		ok                       bool
+	}{
+		{"worker without a commit", issueBranch + "-new", "", from, false},
+		{"worker with a commit", issueBranch, "", red, true},
+		{"repair without a commit beyond the red head", issueBranch, red, red, false},
+		{"repair with a commit beyond the red head", issueBranch + "-repaired", red, repaired, true},
+	} {
+		j := issueJob()
+		j.Outside.Branch = tc.branch
+		if tc.since != "" {
+			j.Role, j.Failure, j.Since = state.Supervisor, state.ReasonChecks, tc.since
+		}
+		tip, ok, why := work.DoneCheck(f.runner, j)
+		if tip != tc.tip || ok != tc.ok || ok != (why == "") {
+			t.Errorf("%s: tip %.12s, done %v (%q), want tip %.12s, done %v", tc.name, tip, ok, why, tc.tip, tc.ok)
+		}
+		if !ok && !strings.Contains(why, "without a commit beyond") {
+			t.Errorf("%s: why %q", tc.name, why)
+		}
+	}
+}
+
+// The done rule through whole attempts: a worker that exits 0 without a
+// commit is not done. The other cases are TestOutsideDone's on the step,
+// and whole attempts under CLAUDOPILOT_SOAK=1.
 func TestRunOutsideDoneRule(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -136,16 +208,19 @@ func TestRunOutsideDoneRule(t *testing.T) {
 		since  bool // a supervisor repairing the red head of an earlier worker
 		commit bool
 		want   state.Reason
+		soak   bool // under CLAUDOPILOT_SOAK=1 only
 	}{
-		{"worker without a commit", false, false, state.ReasonNoDone},
-		{"worker with a commit", false, true, state.ReasonNone},
-		{"repair without a commit beyond the red head", true, false, state.ReasonNoDone},
-		{"repair with a commit beyond the red head", true, true, state.ReasonNone},
+		{"worker without a commit", false, false, state.ReasonNoDone, false},
+		{"worker with a commit", false, true, state.ReasonNone, true},
+		{"repair without a commit beyond the red head", true, false, state.ReasonNoDone, true},
+		{"repair with a commit beyond the red head", true, true, state.ReasonNone, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				t.Skip("CLAUDOPILOT_SOAK=1 only; proved on the step by TestOutsideDone (the rule's four cases), through whole attempts by TestRunOutsideWorkerFromRemoteRef (a worker's commit) and TestRunOutsideSupervisorChecks (a repair's commit beyond the red head)")
+			}
 			t.Parallel()
-			f := newFixture(t)
-			f.withOrigin()
+			f, _ := newOriginFixture(t)
 			j := issueJob()
 			if tc.since {
 				f.runner.Agent = f.agent(commitBody)
@@ -175,8 +250,7 @@ func TestRunOutsideDocNeverCommitted(t *testing.T) {
 	for _, excluded := range []bool{true, false} {
 		t.Run(map[bool]string{true: "excluded", false: "not excluded"}[excluded], func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
-			from := f.withOrigin()
+			f, from := newOriginFixture(t)
 			if !excluded {
 				common := f.gitIn(f.top, "rev-parse", "--git-common-dir")
 				if !filepath.IsAbs(common) {
@@ -232,8 +306,7 @@ echo more > more.txt
 // environment, and the issue-supervisor template.
 func TestRunOutsideSupervisorChecks(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	f.withOrigin()
+	f, _ := newOriginFixture(t)
 	f.runner.Agent = f.agent(commitBody)
 	if o := f.run(issueJob()); !o.OK {
 		t.Fatalf("worker = %+v", o)
@@ -290,8 +363,7 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	t.Parallel()
 	t.Run("kept: From merged in", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t)
-		from := f.withOrigin()
+		f, from := newOriginFixture(t)
 		kept := f.commitAt(from, map[string]string{"kept.txt": "kept\n"})
 		f.gitIn(f.top, "branch", issueBranch, kept)
 		moved := f.commitAt(from, map[string]string{"moved.txt": "moved\n"})
@@ -313,8 +385,7 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	})
 	t.Run("conflict with From: the supervisor repairs it", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t)
-		from := f.withOrigin()
+		f, from := newOriginFixture(t)
 		f.gitIn(f.top, "branch", issueBranch, f.commitAt(from, map[string]string{"README.md": "ours\n"}))
 		moved := f.commitAt(from, map[string]string{"README.md": "theirs\n"})
 		f.gitIn(f.top, "update-ref", originMain, moved)
@@ -335,8 +406,7 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	})
 	t.Run("already merged: started afresh", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t)
-		from := f.withOrigin()
+		f, from := newOriginFixture(t)
 		old := f.commitAt(from, map[string]string{"old.txt": "old\n"})
 		f.gitIn(f.top, "branch", issueBranch, old)
 		newer := f.commitAt(old, map[string]string{"newer.txt": "newer\n"})
@@ -356,8 +426,7 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 // to the gate; the agent does not run.
 func TestRunOutsideResumeDone(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	from := f.withOrigin()
+	f, from := newOriginFixture(t)
 	f.gitIn(f.top, "branch", issueBranch, f.commitAt(from, map[string]string{"done.txt": "done\n"}))
 	marker := filepath.Join(f.tmp, "agent-ran")
 	f.runner.Agent = "touch '" + marker + "'"
@@ -374,8 +443,7 @@ func TestRunOutsideResumeDone(t *testing.T) {
 
 func TestRunOutsideRefusesScriptAgent(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	f.withOrigin()
+	f, _ := newOriginFixture(t)
 	f.runner.Agent = "script"
 	o := f.run(issueJob())
 	if o.OK || o.Reason != state.ReasonExit || !strings.Contains(o.Detail, "phase docs only") {
@@ -391,8 +459,7 @@ func TestRunOutsideRefusesScriptAgent(t *testing.T) {
 // outside job is refused.
 func TestRunOutsideRefusesInheritedEnvironment(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	f.withOrigin()
+	f, _ := newOriginFixture(t)
 	f.runner.Env = nil
 	o := f.run(issueJob())
 	if o.OK || o.Reason != state.ReasonExit || !strings.Contains(o.Detail, "token") {

@@ -69,13 +69,26 @@ type fixture struct {
 // committed, and a Runner whose agent is `true` until a test sets one.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, "repo", nil)
+}
+
+// newFixtureWith is newFixture whose repository, once made, is changed
+// by add (nil: not); key names add: the repository is made once per
+// test binary (a template) and copied for each test.
+func newFixtureWith(t *testing.T, key string, add func(ctx context.Context, dir string, env []string) error) *fixture {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "repo")
 	env := testEnv()
-	templates.Copy(t, "repo", dir, func(dir string) error { return makeRepo(ctx, dir, env) })
+	templates.Copy(t, key, dir, func(dir string) error {
+		if err := makeRepo(ctx, dir, env); err != nil || add == nil {
+			return err
+		}
+		return add(ctx, dir, env)
+	})
 	g, err := worktree.Open(ctx, dir, env)
 	if err != nil {
 		t.Fatal(err)
