@@ -26,3 +26,9 @@ func TakeQuestion(wt string) (string, error) { return takeQuestion(wt) }
 func DoneCheck(r *Runner, j scheduler.Job) (tip string, ok bool, why string) {
 	return r.doneCheck(context.Background(), j, r.target(j))
 }
+
+// CheckHead is (*Runner).checkHead: nil while the worktree wt is there
+// and on branch.
+func CheckHead(r *Runner, wt, branch string) error {
+	return r.checkHead(context.Background(), wt, branch)
+}

@@ -386,7 +386,7 @@ func TestRunOutcomes(t *testing.T) {
 		gate   string
 		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
 		reason state.Reason
-		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished proves the outcome
+		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished or TestCheckHead proves the outcome
 	}{
 		{
 			name:  "done and green",
@@ -559,11 +559,13 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "detached HEAD",
+			soak:   true,
 			agent:  "git checkout -q --detach",
 			reason: state.ReasonWorktree,
 		},
 		{
 			name:   "worktree deleted",
+			soak:   true,
 			agent:  `d=$(pwd); cd / && rm -rf "$d"`,
 			reason: state.ReasonWorktree,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -585,7 +587,7 @@ func TestRunOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
-				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output and exit code, and the \"rate limit\", \"leftovers committed on failure\" (exit 1) and \"exit 0 without the rename\" cases of this test that a whole attempt's output and exit reach it")
+				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output and exit code, and the \"rate limit\", \"leftovers committed on failure\" (exit 1) and \"exit 0 without the rename\" cases of this test that a whole attempt's output and exit reach it; TestCheckHead proves a detached HEAD and a deleted worktree fail the check after the agent, and the \"HEAD switched away\" case of this test that a whole attempt's end runs it")
 			}
 			t.Parallel()
 			f := newFixture(t)
@@ -605,6 +607,38 @@ func TestRunOutcomes(t *testing.T) {
 				tc.check(t, f, o)
 			}
 		})
+	}
+}
+
+// The check after an agent's run that its worktree is still there and on
+// its branch, on the step: a HEAD switched to another branch, a detached
+// HEAD and a deleted worktree each fail it, naming what it found.
+// TestRunOutcomes' "HEAD switched away" runs one through a whole attempt.
+func TestCheckHead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"kept.txt": "kept\n"}, true)
+	wt := f.wt()
+	if err := work.CheckHead(f.runner, wt, "auto/p1"); err != nil {
+		t.Fatalf("on its branch: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"HEAD switched away", func() { f.gitIn(wt, "checkout", "-q", "-b", "elsewhere") }, "elsewhere"},
+		{"detached HEAD", func() { f.gitIn(wt, "checkout", "-q", "--detach") }, "a detached HEAD"},
+		{"worktree deleted", func() {
+			if err := os.RemoveAll(wt); err != nil {
+				t.Fatal(err)
+			}
+		}, "gone"},
+	} {
+		c.do()
+		if err := work.CheckHead(f.runner, wt, "auto/p1"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
+		}
 	}
 }
 
