@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/tempdir"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -23,7 +24,7 @@ type Jail struct {
 	objects *Objects
 	links   Links
 	admin   string     // the worktree's admin folder, which the process could write
-	temp    string     // a scratch folder of the jail's own, removed by Leave
+	temp    func()     // removes the jail's own scratch folder (Leave); nil: none
 	copies  []homeCopy // the private copies of the CLI state
 	keep    string     // where the sessions of the phase's agents are kept ("": dropped)
 	home    string     // the folder of the copies, removed by Leave
@@ -103,10 +104,12 @@ func (c *Config) enter(ctx context.Context, git *worktree.Client, wt, branch, sc
 				return nil, err
 			}
 		}
-		if scratch, err = os.MkdirTemp(c.Scratch, ".jail-"); err != nil {
+		// A killed driver's are removed by the next jail made here
+		// (os.MkdirTemp's were left for good, one per killed gate or
+		// reviewer).
+		if scratch, j.temp, err = tempdir.Dir(c.Scratch, ".jail-"); err != nil {
 			return nil, fmt.Errorf("sandbox: a scratch folder: %w", err)
 		}
-		j.temp = scratch
 	}
 	if j.objects, err = PrepareObjects(scratch); err != nil {
 		j.drop()
@@ -197,8 +200,8 @@ func (j *Jail) drop() {
 	if j.net != "" {
 		os.RemoveAll(j.net)
 	}
-	if j.temp != "" {
-		os.RemoveAll(j.temp)
+	if j.temp != nil {
+		j.temp()
 	}
 }
 
