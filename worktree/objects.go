@@ -8,11 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/internal/tempdir"
 )
 
 // zeroOID is used with update-index --index-info mode 0 (remove an entry);
@@ -230,7 +231,8 @@ func ancestors(p string) []string {
 // or submodule in tree, or below a file, to remove a directory, or to name a
 // path in both files and remove.
 //
-// It works in a private temporary index (GIT_INDEX_FILE in a temp dir:
+// It works in a private temporary index (GIT_INDEX_FILE in a folder of
+// TMPDIR that a killed driver's successor reclaims, internal/tempdir:
 // read-tree, hash-object -w, update-index --index-info, write-tree), so it
 // never touches a worktree's index and is safe to run concurrently with
 // anything else.
@@ -251,11 +253,13 @@ func (c *Client) replaceFiles(ctx context.Context, tree string, files map[string
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp("", "claudopilot-index-*")
+	// A killed driver's is removed by the next one made (os.MkdirTemp's
+	// stayed in TMPDIR for good).
+	tmp, release, err := tempdir.Dir("", "claudopilot-index-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
 	if _, err := c.run(ctx, "", nil, env, "read-tree", "--end-of-options", tree); err != nil {
 		return "", err
