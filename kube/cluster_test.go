@@ -395,9 +395,25 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 // process, where the real containers' init, fetch, checkout, agent,
 // add and push are about 25. For the tests of what the driver does
 // with a pod's life and result; TestHappyPath, TestSessionVolume,
-// TestIssueDocInThePod, TestPodBranchMeetsTheLocalChecks and
-// TestPodResolvesAConflict run the real containers.
+// TestPodBranchMeetsTheLocalChecks/honest and TestPodResolvesAConflict
+// run the real containers (and, under CLAUDOPILOT_SOAK=1,
+// TestIssueDocInThePod and TestPodBranchMeetsTheLocalChecks' others).
 func (c *cluster) fakeKubelet(p *corev1.Pod, out io.Writer) (int32, string) {
+	c.t.Helper()
+	return c.importKubelet(gittest.Commit{Message: "p1 done\n", Renames: [][2]string{{"phases/p1.md", "phases/DONE_p1.md"}}})(p, out)
+}
+
+// importKubelet is fakeKubelet whose result is commit (its Ref and From
+// set here: the attempt's branch on the remote, main's tip as
+// newCluster left it).
+func (c *cluster) importKubelet(commit gittest.Commit) func(*corev1.Pod, io.Writer) (int32, string) {
+	return func(p *corev1.Pod, out io.Writer) (int32, string) {
+		c.t.Helper()
+		return c.runImport(p, out, commit)
+	}
+}
+
+func (c *cluster) runImport(p *corev1.Pod, out io.Writer, commit gittest.Commit) (int32, string) {
 	c.t.Helper()
 	job := ""
 	for _, e := range p.Spec.Containers[0].Env {
@@ -409,8 +425,8 @@ func (c *cluster) fakeKubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 		c.t.Fatalf("the pod %s names no job", p.Name)
 	}
 	fmt.Fprintln(out, "agent: working on p1")
-	tip := gittest.Import(c.t, os.Environ(), c.remote, gittest.Commit{Ref: AttemptPrefix + job, From: c.main, Message: "p1 done\n",
-		Renames: [][2]string{{"phases/p1.md", "phases/DONE_p1.md"}}})[0]
+	commit.Ref, commit.From = AttemptPrefix+job, c.main
+	tip := gittest.Import(c.t, os.Environ(), c.remote, commit)[0]
 	fmt.Fprintln(out, "agent: done")
 	return 0, `{"exit":0,"tip":"` + tip + `","pushed":true}`
 }

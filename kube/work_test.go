@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/prompts"
 	"github.com/claudopilot/claudopilot/protect"
@@ -33,17 +34,27 @@ const roadmapSrc = `# Execution Manifest
 // the landing through the one local merge owner. A pod that pushes a
 // branch changing a file outside the phase's scope, or holding a secret,
 // is refused at landing as a local agent's would be; an honest one lands.
+// The honest pod runs its containers for real; the secret one's result is
+// imported on the remote (importKubelet), outside CLAUDOPILOT_SOAK=1: what
+// the landing checks is the branch the driver fetched.
 func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 	t.Parallel()
 	const done = `git mv roadmap/p1-first.md roadmap/DONE_p1-first.md && mkdir -p src && echo 'package src' > src/a.go && `
+	const token = "token = ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 	for _, tc := range []struct {
 		name, agent string
 		want        state.Reason
 		soak        bool // under CLAUDOPILOT_SOAK=1 only
+		// result, when set, is the pod's result imported on the remote
+		// (fakeKubelet: one git) instead of the containers run for real
+		// (about 25 processes): the honest case runs them.
+		result *gittest.Commit
 	}{
-		{"honest", done + `git add -A && git commit -qm p1`, "", false},
-		{"scope", done + `echo out > other.txt && git add -A && git commit -qm p1`, state.ReasonScope, true},
-		{"secret", done + `echo "token = ghp_16C7e42F292c6912E7710c838347Ae178B4a" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret, false},
+		{"honest", done + `git add -A && git commit -qm p1`, "", false, nil},
+		{"scope", done + `echo out > other.txt && git add -A && git commit -qm p1`, state.ReasonScope, true, nil},
+		{"secret", done + `echo "` + token + `" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret, false,
+			&gittest.Commit{Message: "p1\n", Renames: [][2]string{{"roadmap/p1-first.md", "roadmap/DONE_p1-first.md"}},
+				Files: map[string]string{"src/a.go": "package src\n", "src/token.txt": token + "\n"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
@@ -62,7 +73,11 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 			out := make(chan scheduler.Outcome, 1)
 			go func() { out <- r.Run(context.Background(), j, func(int) {}) }()
 			job := <-c.jobs
-			c.runPod(job, job.Name+"-a")
+			kubelet := c.kubelet
+			if tc.result != nil && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				kubelet = c.importKubelet(*tc.result)
+			}
+			c.runPodWith(job, job.Name+"-a", kubelet)
 			c.endJob(job.Name, batchv1.JobComplete, "Completed")
 			o := <-out
 			if !o.OK {
