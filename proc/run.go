@@ -366,12 +366,10 @@ func promptInput(s Spec) (*os.File, error) {
 	if len(s.Prompt) == 0 {
 		return nil, nil
 	}
-	f, err := os.CreateTemp("", "claudopilot-prompt-*")
+	f, err := anonFile("claudopilot-prompt")
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: prompt temp file: %w", err)
 	}
-	// Unlinked at once: the open descriptor is all the child needs.
-	os.Remove(f.Name())
 	if _, err := f.Write(s.Prompt); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("supervisor: write prompt: %w", err)
