@@ -8,12 +8,8 @@ package promote
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,32 +17,34 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/promote/record"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
-// LedgerName is the promote ledger's file in the state folder.
-const LedgerName = "promote.jsonl"
-
-// Step outcomes.
+// The promote ledger's format and its reading are package record's
+// (status reads them without linking the queue's GitHub client).
 const (
-	Promoted = "promoted" // the pull request was merged
-	Red      = "red"      // checks red, timed out, or the merge refused: tried again next interval
-	Waiting  = "waiting"  // the source's checks are still running: tried again at the next tick
-	Current  = "current"  // nothing to promote: the target has the source's head
-	NotDue   = "not due"  // within PROMOTE_EVERY_HOURS of the step's last try
+	LedgerName = record.LedgerName
+	Promoted   = record.Promoted
+	Red        = record.Red
+	Waiting    = record.Waiting
+	Current    = record.Current
+	NotDue     = record.NotDue
 )
 
-// Result is one step's outcome.
-type Result struct {
-	At        time.Time `json:"at"`
-	Kind      string    `json:"kind"`
-	From      string    `json:"from"`
-	To        string    `json:"to"`
-	PR        int       `json:"pr,omitempty"`
-	SHA       string    `json:"sha,omitempty"`
-	Why       string    `json:"why,omitempty"`
-	Changelog string    `json:"changelog,omitempty"`
-}
+// Result is one step's outcome (record.Result).
+type Result = record.Result
+
+// ReadLedger reads the promote ledger (record.ReadLedger).
+func ReadLedger(path string) ([]Result, error) { return record.ReadLedger(path) }
+
+// Latest is each step's newest outcome (record.Latest).
+func Latest(rs []Result) []Result { return record.Latest(rs) }
+
+// ReadLatest is Latest of the ledger in stateDir (record.ReadLatest).
+func ReadLatest(stateDir string) ([]Result, error) { return record.ReadLatest(stateDir) }
+
+func (p *Promoter) record(r Result) error { return record.Append(p.Ledger, r) }
 
 // Promoter runs the chain.
 type Promoter struct {
@@ -308,64 +306,6 @@ func (p *Promoter) lastTried() (map[string]time.Time, error) {
 		out[r.From+"\x00"+r.To] = r.At
 	}
 	return out, err
-}
-
-// ReadLedger reads the promote ledger (none: empty); a torn line is
-// skipped.
-func ReadLedger(path string) ([]Result, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []Result
-	for _, line := range strings.Split(string(b), "\n") {
-		var r Result
-		if json.Unmarshal([]byte(line), &r) == nil && r.Kind != "" {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// Latest is each step's newest outcome in the ledger (promoted or red),
-// in the order the steps first appear: what `status` and the page show
-// of the promote loop. The changelog is left out.
-func Latest(rs []Result) []Result {
-	var out []Result
-	at := map[string]int{}
-	for _, r := range rs {
-		r.Changelog = ""
-		k := r.From + "\x00" + r.To
-		if i, ok := at[k]; ok {
-			out[i] = r
-			continue
-		}
-		at[k] = len(out)
-		out = append(out, r)
-	}
-	return out
-}
-
-// ReadLatest is Latest of the ledger in stateDir.
-func ReadLatest(stateDir string) ([]Result, error) {
-	rs, err := ReadLedger(filepath.Join(stateDir, LedgerName))
-	return Latest(rs), err
-}
-
-func (p *Promoter) record(r Result) error {
-	if err := os.MkdirAll(filepath.Dir(p.Ledger), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p.Ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	b, _ := json.Marshal(r)
-	_, err = f.Write(append(b, '\n'))
-	return errors.Join(err, f.Close())
 }
 
 func (p *Promoter) remote() string {

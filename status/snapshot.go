@@ -10,7 +10,7 @@ import (
 	"github.com/claudopilot/claudopilot/land"
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
-	"github.com/claudopilot/claudopilot/promote"
+	"github.com/claudopilot/claudopilot/promote/record"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -124,7 +124,7 @@ type Report struct {
 	// Promote is each promote step's newest outcome (PROMOTE_TO; the
 	// promote ledger, docs/queue.md): a red one waits for the next
 	// interval.
-	Promote []promote.Result `json:"promote,omitempty"`
+	Promote []record.Result `json:"promote,omitempty"`
 }
 
 // Phase is one row of the report: a manifest phase, or after them a node
@@ -226,7 +226,7 @@ func (s *Snapshot) Report(rules state.Rules) Report {
 	if until := s.Cool.Latest(state.Worker); until.After(s.Now) {
 		r.Cooldown = until.Format(time.RFC3339)
 	}
-	r.Promote, _ = promote.ReadLatest(s.Layout.StateDir()) // unreadable: none shown
+	r.Promote, _ = record.ReadLatest(s.Layout.StateDir()) // unreadable: none shown
 	if mv, err := land.Pending(s.Layout); err == nil && mv != nil {
 		r.PendingMove = &PendingMove{Dir: mv.Dir, From: mv.Old, To: mv.New}
 	}

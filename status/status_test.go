@@ -10,7 +10,7 @@ import (
 
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
-	"github.com/claudopilot/claudopilot/promote"
+	"github.com/claudopilot/claudopilot/promote/record"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/state"
@@ -196,11 +196,11 @@ func TestReportShowsRedPromoteStep(t *testing.T) {
 	if err := os.MkdirAll(s.Layout.StateDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(s.Layout.StateDir(), promote.LedgerName), []byte(strings.Join(ledger, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Layout.StateDir(), record.LedgerName), []byte(strings.Join(ledger, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := s.Report(state.Rules{}).Promote
-	if len(got) != 2 || got[0].Kind != promote.Promoted || got[0].Changelog != "" || got[1].Kind != promote.Red || got[1].To != "production" || got[1].Why != "checks red on the pull request: e2e" {
+	if len(got) != 2 || got[0].Kind != record.Promoted || got[0].Changelog != "" || got[1].Kind != record.Red || got[1].To != "production" || got[1].Why != "checks red on the pull request: e2e" {
 		t.Fatalf("promote %+v, want main→staging promoted and staging→production red", got)
 	}
 }

@@ -86,16 +86,20 @@ func reacher(code map[string][]string, prefix string) func(p string) bool {
 	return func(p string) bool { return reaches(p, map[string]bool{}) }
 }
 
-// lightPackages are packages that almost every test binary of the
-// command line links (cmdutil: every command's), so what they reach is
-// linked ~20 times a suite (issue 23): they must not reach the engine or
-// the queue (and through them go-github, net/http's server, the web UI).
+// lightPackages are packages that many test binaries link (cmdutil:
+// every command's; status: the page's and every command showing a run),
+// so what they reach is linked many times a suite (issue 23): they must
+// not reach the engine or the queue (and through them go-github).
 var lightPackages = []struct {
 	pkg, why string
 	not      []string
 }{
 	{"internal/cli/cmdutil", "every command imports cmdutil; the engine comes in through wire, internal/cli/snapshot or the command itself",
 		[]string{module + "/engine", module + "/issues", module + "/internal/cli/wire", "github.com/google/go-github"}},
+	{"status", "every command showing a run and the web page read the status snapshot; the promote ledger is promote/record's, not the promoter's",
+		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
+	{"promote/record", "status reads the promote ledger through it",
+		[]string{module + "/issues", "github.com/google/go-github"}},
 }
 
 // TestLightPackagesStayLight: a light package's code and tests reach none
