@@ -221,15 +221,14 @@ func (c *Config) Probe(ctx context.Context) error {
 	defer cancel()
 	probe := *c
 	probe.Bwrap = path
-	args := probe.Args(Attempt{}, "true")
 	// A second try before the verdict: on a loaded machine bwrap's own
 	// set-up of the sandbox's loopback has failed now and then ("loopback:
 	// Failed RTM_NEWADDR"), and a failed probe is not harmless: SANDBOX=auto
 	// would run the night unconfined, SANDBOX_NET's default on the host's
 	// network. A bwrap that cannot work fails both tries.
-	msg, err := probeOnce(ctx, args)
+	msg, err := probe.probeOnce(ctx)
 	if err != nil && ctx.Err() == nil {
-		msg, err = probeOnce(ctx, args)
+		msg, err = probe.probeOnce(ctx)
 	}
 	if err != nil {
 		if c.Outside != "" && !c.Net {
@@ -240,9 +239,24 @@ func (c *Config) Probe(ctx context.Context) error {
 	return nil
 }
 
-// probeOnce runs the probe's command line once and returns its output on
-// one line when it fails.
-func probeOnce(ctx context.Context, args []string) (string, error) {
+// probeOnce runs the probe once and returns its output on one line when
+// it fails. The network launcher's fifos are in a folder of TMPDIR that a
+// killed driver's successor reclaims (internal/tempdir): the launcher's
+// own mktemp folder, removed by its exit trap, stayed when a kill of the
+// driver's process group took the launcher too.
+func (c *Config) probeOnce(ctx context.Context) (string, error) {
+	var a Attempt
+	if c.usesNet() {
+		d, release, err := tempdir.Dir("", "claudopilot-probe-")
+		if err != nil {
+			return "", fmt.Errorf("sandbox: the probe's folder: %w", err)
+		}
+		defer release()
+		if a.netFifos, err = makeNetFifos(d); err != nil {
+			return "", err
+		}
+	}
+	args := c.Args(a, "true")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,5 +41,32 @@ func TestJailScratchOfAKilledDriverIsReclaimed(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".jail-") {
 			t.Errorf("left %s", e.Name())
 		}
+	}
+}
+
+// The probe's network launcher had fifos of its own in a mktemp folder of
+// TMPDIR, removed by its exit trap: a kill of the driver's process group
+// during the probe left it. They are in a reclaimable folder now: the
+// next probe removes a killed one's, and leaves nothing of its own.
+func TestProbeFifosOfAKilledDriverAreReclaimed(t *testing.T) {
+	needBwrap(t)
+	slirp, err := exec.LookPath("slirp4netns")
+	if err != nil {
+		t.Skip("slirp4netns is not installed")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := filepath.Join(tmp, "claudopilot-probe-1234")
+	if err := os.MkdirAll(filepath.Join(dead, "net"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(dead, old, old)
+	if err := (&Config{Outside: slirp}).Probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		t.Errorf("TMPDIR holds %s", e.Name())
 	}
 }
