@@ -15,18 +15,30 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // waiting adds k worktrees of phases waiting to land (on a branch, no
 // attempt in them) and hides the driver's folder from git status, as
-// the driver does.
+// the driver does. Each branch is a ref file at main's tip and each
+// worktree one git (gittest.Worktree), where a worktree add -b was three
+// processes.
 func (r *repo) waiting(t *testing.T, k int) []string {
 	t.Helper()
 	os.WriteFile(filepath.Join(r.top, ".git", "info", "exclude"), []byte("/.claudopilot/\n"), 0o644)
+	main, ok := gittest.Head(r.top)
+	if !ok {
+		t.Fatalf("no HEAD read in %s", r.top)
+	}
 	var wts []string
 	for i := range k {
+		branch := fmt.Sprintf("auto/w%d", i)
+		if err := os.WriteFile(filepath.Join(r.top, ".git", "refs", "heads", filepath.FromSlash(branch)), []byte(main+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		p := filepath.Join(r.top, ".claudopilot", "worktrees", fmt.Sprintf("w%d", i))
-		r.gitOut(t, r.top, "worktree", "add", "-q", "-b", fmt.Sprintf("auto/w%d", i), p)
+		gittest.Worktree(t, r.env, r.top, p, branch)
 		wts = append(wts, p)
 	}
 	return wts
