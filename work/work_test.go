@@ -377,6 +377,12 @@ func TestRunPrepareFails(t *testing.T) {
 	}
 }
 
+// The proofs TestRunOutcomes' cases under CLAUDOPILOT_SOAK=1 name.
+const (
+	unfinishedProof = "TestUnfinished (the outcome from this output and exit code) and the \"rate limit\", \"leftovers committed on failure\" (exit 1) and \"exit 0 without the rename\" cases of this test (a whole attempt's output and exit reach it)"
+	checkHeadProof  = "TestCheckHead (a detached HEAD and a deleted worktree fail the check after the agent) and the \"HEAD switched away\" case of this test (a whole attempt's end runs it)"
+)
+
 func TestRunOutcomes(t *testing.T) {
 	t.Parallel()
 	leftover := "claudopilot: commit work left uncommitted by worker attempt 1 of p1"
@@ -386,10 +392,11 @@ func TestRunOutcomes(t *testing.T) {
 		gate   string
 		check  func(t *testing.T, f *fixture, o scheduler.Outcome)
 		reason state.Reason
-		soak   bool // whole attempt under CLAUDOPILOT_SOAK=1 only: TestUnfinished or TestCheckHead proves the outcome
+		soak   string // whole attempt under CLAUDOPILOT_SOAK=1 only: the tests that prove it
 	}{
 		{
 			name:  "done and green",
+			soak:  "TestRunGateLogsNumbered (a gate's log, gate-N.log), TestRunFreshWorktreeAndContract and TestRunGitCalls (a done attempt is OK at the branch's tip) and the \"gate red\" case of this test (the gate after a done agent)",
 			agent: "echo work > feature.txt\n" + doneBody,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !o.OK || o.Tip != f.rev("auto/p1") {
@@ -419,7 +426,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "exit 1",
-			soak:   true,
+			soak:   unfinishedProof,
 			agent:  "echo giving up; exit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -446,7 +453,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "exit 0 having done nothing",
-			soak:   true,
+			soak:   unfinishedProof,
 			agent:  "exit 0",
 			reason: state.ReasonNoDone,
 		},
@@ -471,8 +478,10 @@ func TestRunOutcomes(t *testing.T) {
 			},
 		},
 		{
+			// The rename left uncommitted too: the leftover commit
+			// takes it with the rest, then the phase is done.
 			name:  "leftovers committed when done",
-			agent: doneBody + "echo late > late.txt\n",
+			agent: `git mv "$CLAUDOPILOT_PHASE_DOC" roadmap/DONE_p1-first.md` + "\necho late > late.txt\n",
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !o.OK || !f.hasFile(o.Tip, "late.txt") {
 					t.Errorf("outcome = %+v; late.txt committed: %v", o, o.Tip != "" && f.hasFile(o.Tip, "late.txt"))
@@ -484,6 +493,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:  "the rename left uncommitted is committed for the agent",
+			soak:  "the \"leftovers committed when done\" case of this test (its agent leaves the rename uncommitted too)",
 			agent: `git mv "$CLAUDOPILOT_PHASE_DOC" roadmap/DONE_p1-first.md`,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
 				if !o.OK {
@@ -506,7 +516,7 @@ func TestRunOutcomes(t *testing.T) {
 			// an exec --json error event: a reset time, so the detail
 			// names it.
 			name:   "a usage limit with its reset",
-			soak:   true,
+			soak:   unfinishedProof,
 			agent:  `echo '{"type":"error","message":"{\"type\":\"error\",\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":5400}}"}'` + "\nexit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -517,7 +527,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "rate limit without a hint",
-			soak:   true,
+			soak:   unfinishedProof,
 			agent:  "echo '429 Too Many Requests'\nexit 2",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -538,7 +548,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "overloaded",
-			soak:   true,
+			soak:   unfinishedProof,
 			agent:  "echo 'API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}'\nexit 1",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -559,13 +569,13 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "detached HEAD",
-			soak:   true,
+			soak:   checkHeadProof,
 			agent:  "git checkout -q --detach",
 			reason: state.ReasonWorktree,
 		},
 		{
 			name:   "worktree deleted",
-			soak:   true,
+			soak:   checkHeadProof,
 			agent:  `d=$(pwd); cd / && rm -rf "$d"`,
 			reason: state.ReasonWorktree,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -576,6 +586,7 @@ func TestRunOutcomes(t *testing.T) {
 		},
 		{
 			name:   "agent command not found",
+			soak:   "TestUnfinished (a non-zero exit is reason exit with its code) and the \"leftovers committed on failure\" case of this test (a whole attempt's non-zero exit reaches it)",
 			agent:  "no-such-agent-command-xyz",
 			reason: state.ReasonExit,
 			check: func(t *testing.T, f *fixture, o scheduler.Outcome) {
@@ -586,8 +597,8 @@ func TestRunOutcomes(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.soak && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
-				t.Skip("CLAUDOPILOT_SOAK=1 only; TestUnfinished proves the outcome from this output and exit code, and the \"rate limit\", \"leftovers committed on failure\" (exit 1) and \"exit 0 without the rename\" cases of this test that a whole attempt's output and exit reach it; TestCheckHead proves a detached HEAD and a deleted worktree fail the check after the agent, and the \"HEAD switched away\" case of this test that a whole attempt's end runs it")
+			if tc.soak != "" && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				t.Skip("CLAUDOPILOT_SOAK=1 only; proved by " + tc.soak)
 			}
 			t.Parallel()
 			f := newFixture(t)
