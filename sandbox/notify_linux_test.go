@@ -252,7 +252,8 @@ func TestStrayWatchLostEventsMeanUnknown(t *testing.T) {
 // close: /tmp held 331 of them after the crash tests, and nothing ever
 // reclaimed one. It now lives in the driver's folder under a fixed name:
 // the next run's watch removes what a killed one left there (a sync
-// file it was killed making included), and removes it at its end.
+// file it was killed making included), and removes it at its end; it
+// removes the TMPDIR folders earlier versions left too.
 func TestKilledWatchLeavesNothing(t *testing.T) {
 	needGit(t)
 	ctx := context.Background()
@@ -291,6 +292,11 @@ func TestKilledWatchLeavesNothing(t *testing.T) {
 		}
 	}
 	left("after the kill")
+	// An earlier version's, left in TMPDIR by each killed driver.
+	legacy := filepath.Join(tmp, "claudopilot-watch-80259942")
+	os.Mkdir(legacy, 0o700)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(legacy, old, old)
 
 	// The restart reclaims what the killed watch left in the driver's
 	// folder, a sync file it was killed making included.

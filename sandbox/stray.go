@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/tempdir"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -39,7 +40,8 @@ type Watch struct {
 	users  map[*Snapshot]bool   // the attempts using n
 	log    io.Writer
 	warned bool
-	limit  int // most folder watches (tests); 0: the kernel's
+	swept  bool // TMPDIR's claudopilot-watch-* of earlier versions
+	limit  int  // most folder watches (tests); 0: the kernel's
 }
 
 // LogTo names where the watch says, once, that it fell back to git
@@ -123,6 +125,13 @@ func (w *Watch) Begin(ctx context.Context, git *worktree.Client, top, wt string)
 // held); nil when inotify cannot be had.
 func (w *Watch) acquire(s *Snapshot, top string) *notifier {
 	if w.n == nil {
+		if !w.swept {
+			// Earlier versions' sync folders, one left by each killed
+			// driver: no process holds one (a running earlier driver's,
+			// taken, makes its sync fail: git status instead).
+			w.swept = true
+			tempdir.Reclaim(os.TempDir(), "claudopilot-watch-", time.Hour)
+		}
 		n, err := openNotifier(w.limit, barrierDir(top))
 		if err != nil {
 			w.fellBackLocked(err)
