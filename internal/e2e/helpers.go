@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/settings"
 )
 
@@ -30,7 +31,8 @@ func SelfAs(t *testing.T, name string) string {
 
 // Env is the environment of a driver run by a Go test: the test's own
 // without git's or claudopilot's variables and knobs, with home as $HOME,
-// a fixed git identity, no git configuration, and trace as $TRACE.
+// a fixed git identity, no git configuration (and no automatic
+// maintenance, gittest.NoAutoMaintenance), and trace as $TRACE.
 func Env(home, trace string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -40,12 +42,12 @@ func Env(home, trace string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
+	return append(append(env,
 		"HOME="+home, "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1", "SANDBOX=off", // unless a test asks for it
 		"GIT_AUTHOR_NAME=Crash Test", "GIT_AUTHOR_EMAIL=crash@example.com",
 		"GIT_COMMITTER_NAME=Crash Test", "GIT_COMMITTER_EMAIL=crash@example.com",
 		"TRACE="+trace, "NO_COLOR=1",
-	)
+	), gittest.NoAutoMaintenance()...)
 }
 
 // Git runs git in dir with env and returns its output; it fails the test

@@ -151,6 +151,13 @@ func setup(e *testscript.Env, agents string) error {
 	e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
 	e.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	// No `git maintenance run --auto` after each commit, merge and fetch
+	// of the scripts, their agents and the drivers (gittest.NoAutoMaintenance
+	// says why): 48 of e2e/run's 774 git processes, 31 of e2e/cli's 653.
+	for _, kv := range gittest.NoAutoMaintenance() {
+		k, v, _ := strings.Cut(kv, "=")
+		e.Setenv(k, v)
+	}
 	e.Setenv("SANDBOX", "off") // unless a script asks for it (--sandbox)
 	e.Setenv("GIT_AUTHOR_NAME", "Test Author")
 	e.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
