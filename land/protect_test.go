@@ -203,10 +203,13 @@ func newProtectFixture(t *testing.T) *fixture {
 	})
 }
 
-// What is the phase's own lands: its doc (renamed to DONE_ and edited),
-// its manifest edit (dropped: the landing writes the base's manifest with
-// the phase's flip), and a protected path its (owns: …) names;
-// PROTECTED_PATHS=none lets anything through.
+// What is the phase's own lands: its doc (renamed to DONE_ and edited)
+// and its manifest edit (dropped: the landing writes the base's manifest
+// with the phase's flip), end to end; the landing's check lets through
+// a protected path its (owns: …) names, and anything under
+// PROTECTED_PATHS=none (the check is the only step that reads the
+// protected set: a whole landing each of these two was ~20 processes
+// more).
 func TestMergeLetsItsOwnProtectedChangesThrough(t *testing.T) {
 	t.Parallel()
 	t.Run("own doc and manifest", func(t *testing.T) {
@@ -220,25 +223,29 @@ func TestMergeLetsItsOwnProtectedChangesThrough(t *testing.T) {
 			t.Errorf("committed manifest:\n%s", got)
 		}
 	})
-	t.Run("owns names it", func(t *testing.T) {
+	t.Run("check", func(t *testing.T) {
 		t.Parallel()
 		f := newProtectFixture(t)
-		tip := f.hostileBranch("p3", "p3-settings.md",
-			add("claudopilot.config", "GATE_CMD=make test\n"),
-			add("roadmap/prompts/worker.md", "the project's own worker prompt\n"))
-		j := job("p3", "owns a setting", tip)
-		j.Owns = []string{"claudopilot.config", "roadmap/prompts/", "work/"}
-		f.mustMerge(j)
-		if got := f.committed("main", "claudopilot.config"); got != "GATE_CMD=make test\n" {
-			t.Errorf("claudopilot.config on main = %q", got)
+		base := f.rev("main")
+		src := []byte(f.committed("main", manifestRel))
+		tips := gittest.Import(t, f.env, f.top,
+			f.hostileCommit("case/owns", "p3", "p3-settings.md",
+				add("claudopilot.config", "GATE_CMD=make test\n"),
+				add("roadmap/prompts/worker.md", "the project's own worker prompt\n")),
+			f.hostileCommit("case/none", "p1", "p1-first.md", add("claudopilot.config", "SANDBOX=off\n")))
+		owns := job("p3", "owns a setting", tips[0])
+		owns.Owns = []string{"claudopilot.config", "roadmap/prompts/", "work/"}
+		if out, stop := land.Check(f.owner, f.ctx, owns, base, tips[0], src); stop || out.Reason != "" || out.Err != nil {
+			t.Errorf("owns names it: stop %v, outcome %+v; want it through", stop, out)
 		}
-	})
-	t.Run("PROTECTED_PATHS=none", func(t *testing.T) {
-		t.Parallel()
-		f := newProtectFixture(t)
+		none := job("p1", "first phase", tips[1])
+		if out, stop := land.Check(f.owner, f.ctx, none, base, tips[1], src); !stop || out.Reason != state.ReasonProtected {
+			t.Errorf("with the protected set on: stop %v, outcome %+v; want it refused (else the next case proves nothing)", stop, out)
+		}
 		f.owner.Protect.Off = true
-		tip := f.hostileBranch("p1", "p1-first.md", add("claudopilot.config", "SANDBOX=off\n"))
-		f.mustMerge(job("p1", "first phase", tip))
+		if out, stop := land.Check(f.owner, f.ctx, none, base, tips[1], src); stop || out.Reason != "" || out.Err != nil {
+			t.Errorf("PROTECTED_PATHS=none: stop %v, outcome %+v; want it through", stop, out)
+		}
 	})
 }
 
