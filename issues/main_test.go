@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // TestMain runs 8 parallel tests at a time (at least four times
@@ -14,7 +16,12 @@ import (
 // so two at a time (the default on 2 cores) leaves the CPU idle. On an
 // otherwise idle 2-core machine the package took 22.5 s with 2, 15.8 s
 // with 4, 12.1 s with 8 (BENCHMARKS.md, section 5).
+//
+// Its temporary folders (the fixture, every test's origin, clones and
+// worktrees) are on /dev/shm when TMPDIR is not set (gittest.MemTempDir):
+// no agent here runs sandboxed, and no test is about what a disk keeps.
 func TestMain(m *testing.M) {
+	mem := gittest.MemTempDir("issues-")
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
@@ -23,5 +30,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	removeFixture()
+	mem()
 	os.Exit(code)
 }
