@@ -398,6 +398,15 @@ func (e *env) github(mod func(*GitHubConfig)) *GitHub {
 	return g
 }
 
+// testPoll is a test queue's POLL_SECONDS. An issue's end and a claim
+// that failed wake the poll at once (Source.kick); the timer serves only
+// what changes outside while issues run (an issue closed or answered, a
+// new one), and each poll reads the open issues and every held one: at
+// 50 ms a one-issue run made ~400 of its ~430 requests polling at load 30,
+// their CPU growing with the run's wall time (BENCHMARKS.md §5, session
+// 10). A test that waits on such a change is bounded, never timed.
+const testPoll = 250 * time.Millisecond
+
 // queue builds a Queue on a fresh clone; mod adjusts the config.
 func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 	e.t.Helper()
@@ -413,7 +422,7 @@ func (e *env) queueAt(dir string, log *syncBuf, mod func(*Config)) *Queue {
 	}
 	cfg := Config{
 		GitHub: e.github(nil), Git: git, Base: "main", Agent: e.script("ok.sh", okAgent),
-		Poll: 50 * time.Millisecond, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
+		Poll: testPoll, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
 		Env: append(e.genv, "GITHUB_TOKEN="+token, "GH_TOKEN="+token), Token: token, Clock: e.clock, Log: log,
 		KillGrace: time.Second, Protect: testProtect(),
 	}
