@@ -220,7 +220,7 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		start := jn.count()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out bytes.Buffer
+		var out outBuf
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -262,9 +262,9 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 // the driver, and the driver's exit otherwise. A round that adds nothing
 // to the journal for stallAfter fails with stallReport (what the driver
 // waits for), not at go test's deadline.
-func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer) (bool, error) {
+func killWhen(t *testing.T, cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *outBuf) (bool, error) {
 	t.Helper()
-	end := watchRound(cmd, exited, jn, kill, sig, out, e2e.Bound(t), stallAfter)
+	end := watchRound(cmd, exited, jn, kill, sig, out, e2e.Bound(t), stallAfter, lockStall)
 	if end.hung != "" {
 		t.Fatalf("driver hung: %s\nits output:\n%s", end.hung, out.String())
 	}
@@ -284,9 +284,9 @@ type roundEnd struct {
 
 // watchRound is killWhen's loop, the bounds given: bound for the whole
 // round, stall for a still journal. A hung driver is killed.
-func watchRound(cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *bytes.Buffer, bound, stall time.Duration) roundEnd {
+func watchRound(cmd *exec.Cmd, exited <-chan error, jn *journalTail, kill func() bool, sig syscall.Signal, out *outBuf, bound, stall, lockAfter time.Duration) roundEnd {
 	deadline := time.After(bound) // an upper bound, never a wait
-	w := newStallWatch(jn, stall)
+	w := newStallWatch(jn, out.String, stall, lockAfter)
 	defer func() { jn.longest = max(jn.longest, w.longest) }()
 	for {
 		select {

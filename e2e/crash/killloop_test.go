@@ -1,7 +1,6 @@
 package crash
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -259,7 +258,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out bytes.Buffer
+		var out outBuf
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -566,7 +565,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out bytes.Buffer
+		var out outBuf
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -575,7 +574,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		inMerge := filepath.Join(arm, "in-merge")
 		deadline := time.After(e2e.Bound(t)) // an upper bound
-		w := newStallWatch(jn, stallAfter)
+		w := newStallWatch(jn, out.String, stallAfter, lockStall)
 		var err error
 		done := false
 	wait:

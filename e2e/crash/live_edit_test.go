@@ -122,13 +122,24 @@ func TestLiveEdits(t *testing.T) {
 			must(os.WriteFile(mpath, nb, 0o644))
 		}
 	}
-	waitFor := func(what string, cond func(string) bool) {
+	// until waits for cond, polling; no fixed bound (60 s broke at load
+	// 30-60 while the driver worked: TestLiveEdits "timed out waiting for
+	// late to be merged" with a worker of a 0.3 s agent taking 47 s): the
+	// wait fails when the driver exits, when its journal is still for
+	// stallAfter (stallReport says what it waits for) or at e2e.Bound.
+	jn := &journalTail{path: filepath.Join(repo, ".claudopilot", "state", "journal.jsonl")}
+	watch := newStallWatch(jn, out.String, stallAfter, lockStall)
+	deadline := time.Now().Add(e2e.Bound(t))
+	until := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			b, _ := os.ReadFile(mpath)
-			if cond(string(b)) {
-				return
+		for !cond() {
+			hung := watch.stalled()
+			if hung || time.Now().After(deadline) {
+				why := stallReport(watch, repo, out.String())
+				cmd.Process.Kill()
+				<-exited
+				b, _ := os.ReadFile(mpath)
+				t.Fatalf("no %s: %s\nthe manifest:\n%s\nthe output:\n%s", what, why, b, out.String())
 			}
 			select {
 			case err := <-exited:
@@ -137,8 +148,13 @@ func TestLiveEdits(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		b, _ := os.ReadFile(mpath)
-		t.Fatalf("timed out waiting for %s:\n%s\n%s", what, b, out.String())
+	}
+	waitFor := func(what string, cond func(string) bool) {
+		t.Helper()
+		until(what, func() bool {
+			b, _ := os.ReadFile(mpath)
+			return cond(string(b))
+		})
 	}
 
 	// Edits begin once the run has read the manifest and started.
@@ -157,17 +173,7 @@ func TestLiveEdits(t *testing.T) {
 	edit(func(s string) string {
 		return strings.Replace(s, "**a3** — three", "**a3** — three (deps: nope", 1)
 	}, true)
-	waitOut := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the output:\n%s", what, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitOut("manifest edit ignored")
+	until(`"manifest edit ignored" in the output`, func() bool { return strings.Contains(out.String(), "manifest edit ignored") })
 	edit(func(s string) string {
 		return strings.Replace(s, "**a3** — three (deps: nope", "**a3** — three", 1)
 	}, true)

@@ -8,37 +8,71 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// stallAfter is how long a driver round may add nothing to the journal
-// before the kill loops end it as hung. A driver waiting on something
-// that will never change (an index.lock no live process holds: CI's soak,
-// TestCrashResumeStacked/shift1 at stop 34, 1,657 s) journals its wait
-// once and then nothing: the round used to wait for go test's own
-// deadline (e2e.Bound, 28 minutes) and ate CI's whole clock. A working
-// driver journals every launch, end, gate and landing: the longest gap
-// measured under load is in the report of the round (longest quiet),
-// seconds, not minutes.
-const stallAfter = 5 * time.Minute
+// stallAfter and lockStall bound how long a driver round may add nothing
+// to the journal before the kill loops end it as hung: stallAfter in any
+// case, lockStall when the driver's last wait line names a lock file that
+// stays the same file (inode, size, times) for lockStall too. A driver
+// waiting on something that will never change (an index.lock no live
+// process holds: CI's soak, TestCrashResumeStacked/shift1 at stop 34,
+// 1,657 s) journals its wait once and then nothing: the round waited for
+// go test's own deadline (e2e.Bound) and ate CI's whole clock. A working
+// driver journals every launch, end, gate and landing, but a merge that
+// waits for a contested lock (TestKillLoop's IDE runs git status back to
+// back) journals nothing between its tries for up to a minute and a half:
+// the longest still journal measured at load 40-60 was 91 s (TestKillLoop;
+// 43 s TestCrashResume), logged as "longest quiet" by each loop. A lock
+// that git takes and frees again and again is a new file each time.
+const (
+	stallAfter = 10 * time.Minute
+	lockStall  = time.Minute
+)
+
+// outBuf is a driver's output, read while the driver writes it.
+type outBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *outBuf) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *outBuf) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
 
 // stallWatch tells a round that makes progress from one that hangs: a new
-// journal line is progress.
+// journal line is progress; a lock file the driver waits for that stays
+// the same file is none.
 type stallWatch struct {
-	jn      *journalTail
-	after   time.Duration
-	n       int       // journal lines at the last progress
-	at      time.Time // when it was seen
-	longest time.Duration
+	jn               *journalTail
+	out              func() string // the driver's output so far
+	after, lockAfter time.Duration
+	n                int       // journal lines at the last progress
+	at               time.Time // when it was seen
+	longest          time.Duration
+	lock             string    // the lock the last wait line names
+	lockID           string    // its identity when first seen
+	lockAt, looked   time.Time // since when it is the same file; the last look
 }
 
-func newStallWatch(jn *journalTail, after time.Duration) *stallWatch {
-	return &stallWatch{jn: jn, after: after, n: jn.count(), at: time.Now()}
+func newStallWatch(jn *journalTail, out func() string, after, lockAfter time.Duration) *stallWatch {
+	return &stallWatch{jn: jn, out: out, after: after, lockAfter: lockAfter, n: jn.count(), at: time.Now()}
 }
 
-// stalled says whether the journal has not grown for w.after.
+// stalled says whether the journal has not grown for w.after, or for
+// w.lockAfter while the lock the driver waits for stayed the same file
+// for w.lockAfter.
 func (w *stallWatch) stalled() bool {
 	now := time.Now()
 	if n := w.jn.count(); n != w.n {
@@ -46,7 +80,36 @@ func (w *stallWatch) stalled() bool {
 		w.n, w.at = n, now
 		return false
 	}
-	return now.Sub(w.at) >= w.after
+	quiet := now.Sub(w.at)
+	if quiet >= w.after {
+		return true
+	}
+	if quiet < w.lockAfter || now.Sub(w.looked) < w.lockAfter/20 {
+		return false // the output is read only when the journal is still, a few times a stall
+	}
+	w.looked = now
+	waits := waitLine.FindAllString(w.out(), -1)
+	lock, id := "", ""
+	if len(waits) > 0 {
+		if ps := lockPath.FindAllString(waits[len(waits)-1], -1); len(ps) > 0 {
+			lock, id = ps[len(ps)-1], fileIdentity(ps[len(ps)-1])
+		}
+	}
+	if lock != w.lock || id != w.lockID || id == "" {
+		w.lock, w.lockID, w.lockAt = lock, id, now
+		return false
+	}
+	return now.Sub(w.lockAt) >= w.lockAfter
+}
+
+// fileIdentity is what changes when a file is made anew or written: ""
+// when there is none.
+func fileIdentity(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprint(st.Dev, st.Ino, st.Size, st.Mtim, st.Ctim)
 }
 
 // quiet is how long the journal has been still.
@@ -65,6 +128,9 @@ var lockPath = regexp.MustCompile(`/\S+\.lock\b`)
 func stallReport(w *stallWatch, repo, out string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "no journal progress for %s (%d lines)\n", w.quiet(), w.n)
+	if w.lock != "" && w.lockID != "" {
+		fmt.Fprintf(&b, "the lock it waits for has stayed the same file for %s: %s\n", time.Since(w.lockAt).Round(100*time.Millisecond), w.lock)
+	}
 	waits := waitLine.FindAllString(out, -1)
 	if len(waits) == 0 {
 		b.WriteString("the driver printed no wait line\n")
@@ -123,10 +189,12 @@ func procsIn(repo string) []string {
 }
 
 // A driver that waits on something that never changes ends its round with
-// its wait line and the state of what it waits on, as soon as the journal
-// has been still for the stall bound, not at go test's deadline (CI's soak
-// at stop 34: an empty index.lock, 1,657 s). A driver whose journal grows
-// is left alone.
+// its wait line and the state of what it waits on, as soon as the lock
+// it names has stayed the same file for the lock bound (CI's soak at stop
+// 34: an empty index.lock, 1,657 s), and a driver with a still journal
+// and no such lock at the stall bound; never at go test's deadline. A
+// driver whose journal grows, or that waits for a lock git takes and
+// frees again and again (an IDE's git status), is left alone.
 func TestStalledRoundEndsWithItsWaitLine(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
@@ -136,18 +204,15 @@ func TestStalledRoundEndsWithItsWaitLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(repo, ".git", "index.lock"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	journal := filepath.Join(state, "journal.jsonl")
 	if err := os.WriteFile(journal, []byte(`{"ev":"gate","phase":"p6"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(script string, stall time.Duration) (roundEnd, time.Duration) {
+	run := func(script string, after, lockAfter time.Duration) (roundEnd, time.Duration) {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Dir = repo
-		var out bytes.Buffer
+		var out outBuf
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -156,24 +221,47 @@ func TestStalledRoundEndsWithItsWaitLine(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		jn := &journalTail{path: journal}
 		began := time.Now()
-		end := watchRound(cmd, exited, jn, func() bool { return false }, syscall.SIGKILL, &out, time.Minute, stall)
+		end := watchRound(cmd, exited, jn, func() bool { return false }, syscall.SIGKILL, &out, time.Minute, after, lockAfter)
 		return end, time.Since(began)
 	}
-	// Stuck: prints its wait and sleeps past the test's bound.
-	end, took := run(`echo "15:08:57 p6           wait: waiting: the base checkout's $PWD/.git/index.lock is held by another git"; exec sleep 120`, 300*time.Millisecond)
+	lock := filepath.Join(repo, ".git", "index.lock")
+	const wait = `echo "15:08:57 p6           wait: waiting: the base checkout's $PWD/.git/index.lock is held by another git"; exec sleep 120`
+	// A lock git takes and frees again and again (made anew every 20 ms
+	// for 1.5 s), and then a stale one (an empty index.lock nobody frees):
+	// the round ends as hung, after the lock bound of the stale lock.
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for i := 0; i < 75; i++ {
+			os.WriteFile(lock, []byte(fmt.Sprint(i)), 0o644)
+			time.Sleep(20 * time.Millisecond) // the other git's pace, not a wait
+		}
+		os.WriteFile(lock, nil, 0o644)
+	}()
+	end, took := run(wait, time.Minute, 500*time.Millisecond)
+	<-renewed
 	if end.hung == "" || took > 30*time.Second {
-		t.Fatalf("a stuck round was not ended as hung within the stall bound: %+v after %s", end, took)
+		t.Fatalf("a round waiting on a stale lock was not ended as hung within the lock bound: %+v after %s", end, took)
 	}
-	for _, want := range []string{"the driver waits: 15:08:57 p6", "index.lock: EMPTY", "sleep 120", `{"ev":"gate","phase":"p6"}`} {
+	if took < 1500*time.Millisecond {
+		t.Errorf("a round waiting on a lock made anew every 20 ms was ended as hung after %s:\n%s", took, end.hung)
+	}
+	for _, want := range []string{"the driver waits: 15:08:57 p6", "index.lock: EMPTY", "has stayed the same file", "sleep 120", `{"ev":"gate","phase":"p6"}`} {
 		if !strings.Contains(end.hung, want) {
 			t.Errorf("the report lacks %q:\n%s", want, end.hung)
 		}
 	}
 	t.Logf("the report:\n%s", end.hung)
+	os.Remove(lock)
+	// Still, no lock named: the stall bound.
+	end, _ = run(`exec sleep 120`, 300*time.Millisecond, time.Minute)
+	if !strings.Contains(end.hung, "the driver printed no wait line") {
+		t.Errorf("a still round without a wait line: %+v", end)
+	}
 	// Working: journals a line every 100 ms for a second, its journal
-	// still for longer than the stuck one's stall bound in all (a loaded
-	// machine's gaps stay far below 5 s).
-	end, _ = run(`for i in 1 2 3 4 5 6 7 8 9 10; do echo '{"ev":"launch"}' >> .claudopilot/state/journal.jsonl; sleep 0.1; done`, 5*time.Second)
+	// still for longer than the bounds above in all (a loaded machine's
+	// gaps stay far below 5 s).
+	end, _ = run(`for i in 1 2 3 4 5 6 7 8 9 10; do echo '{"ev":"launch"}' >> .claudopilot/state/journal.jsonl; sleep 0.1; done`, 5*time.Second, 5*time.Second)
 	if end.hung != "" || end.err != nil || end.stopped {
 		t.Errorf("a round whose journal grows ended as %+v", end)
 	}

@@ -1,7 +1,6 @@
 package crash
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,7 +150,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, append(env, fmt.Sprint("ROUND=", round))
-		var out bytes.Buffer
+		var out outBuf
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -159,7 +158,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		deadline := time.Now().Add(e2e.Bound(t))
-		w := newStallWatch(jn, stallAfter)
+		w := newStallWatch(jn, out.String, stallAfter, lockStall)
 		killed := false
 	watch:
 		for {
