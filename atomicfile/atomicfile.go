@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // Option changes how Write writes.
@@ -38,8 +37,7 @@ func Mode() Option { return func(o *options) { o.forceMode = true } }
 // Write replaces path with data. An existing file keeps its mode (unless
 // Mode); a new one gets perm. The temp file is made exclusively (a link
 // planted at its name is never followed) and named "."+base+".tmp*" beside
-// path, so a killed writer's leftovers can be found (TempGlob); the next
-// write of path removes those older than a minute. The rename
+// path, so a killed writer's leftovers can be found (TempGlob). The rename
 // replaces whatever is at path, a link included, without following it.
 func Write(path string, data []byte, perm fs.FileMode, opts ...Option) error {
 	var o options
@@ -83,7 +81,6 @@ func Temp(path string, data []byte, perm fs.FileMode, opts ...Option) (name stri
 // writeTemp writes data to a new temp file beside path with mode perm,
 // fsynced when sync, and returns its name.
 func writeTemp(path string, data []byte, perm fs.FileMode, sync bool) (name string, err error) {
-	removeStale(path)
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return "", err
@@ -106,22 +103,6 @@ func writeTemp(path string, data []byte, perm fs.FileMode, sync bool) (name stri
 		}
 	}
 	return tmp.Name(), tmp.Close()
-}
-
-// staleAge is how old a temp file beside path must be to be taken for a
-// killed writer's: a live writer renames its own within milliseconds.
-const staleAge = time.Minute
-
-// removeStale removes the temp files a killed writer of path left (one
-// per kill between the temp file's creation and its rename, which nothing
-// else removed but the manifest's own sweep).
-func removeStale(path string) {
-	matches, _ := filepath.Glob(TempGlob(path))
-	for _, m := range matches {
-		if fi, err := os.Lstat(m); err == nil && time.Since(fi.ModTime()) > staleAge {
-			os.Remove(m)
-		}
-	}
 }
 
 // TempGlob is the pattern of the temp files Write and Temp leave beside

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 func TestWrite(t *testing.T) {
@@ -67,31 +66,5 @@ func TestWriteOptions(t *testing.T) {
 	}
 	if fi, _ := os.Lstat(link); !fi.Mode().IsRegular() {
 		t.Errorf("the link was not replaced by a file: %v", fi.Mode())
-	}
-}
-
-// A temp file a killed writer left beside the file (killed between its
-// creation and its rename) is removed by the next write; a young one (a
-// live writer's, about to be renamed) stays.
-func TestWriteRemovesAKilledWritersTemp(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "switches.json")
-	dead := filepath.Join(dir, ".switches.json.tmp123")
-	live := filepath.Join(dir, ".switches.json.tmp456")
-	for _, p := range []string{dead, live} {
-		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := time.Now().Add(-2 * staleAge)
-	os.Chtimes(dead, old, old)
-	if err := Write(path, []byte("{}\n"), 0o644, NoSync()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(dead); !os.IsNotExist(err) {
-		t.Errorf("the killed writer's %s is still there (%v)", dead, err)
-	}
-	if _, err := os.Lstat(live); err != nil {
-		t.Errorf("a live writer's temp file was removed: %v", err)
 	}
 }
