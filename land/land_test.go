@@ -254,6 +254,16 @@ func (f *fixture) branchCommit(id string, c gittest.Commit) (wt, tip string) {
 	return wt, tip
 }
 
+// fresh cuts auto/<id> at main with nothing committed, in its worktree
+// (a running phase before its first commit): the ref file written as git
+// writes a loose ref, the worktree linked by gittest.Worktree, one
+// process where `git worktree add -b` is three.
+func (f *fixture) fresh(id string) {
+	f.t.Helper()
+	f.write(filepath.Join(f.top, ".git", "refs", "heads"), f.layout.Branch(id), f.rev("main")+"\n")
+	gittest.Worktree(f.t, f.env, f.top, f.layout.Worktree(id), f.layout.Branch(id))
+}
+
 func (f *fixture) committed(rev, rel string) string {
 	f.t.Helper()
 	b, ok, err := f.git.ReadFile(f.ctx, rev, rel)

@@ -17,7 +17,7 @@ func TestPredictFindsConflicts(t *testing.T) {
 	f.branch("t1", "", map[string]string{"a.txt": "one\n", manifestRel: "edited by t1\n"})
 	f.branch("t2", "", map[string]string{"a.txt": "two\n", manifestRel: "edited by t2\n"})
 	f.branch("t3", "", map[string]string{"b.txt": "three\n"})
-	f.gitIn(f.top, "worktree", "add", "-q", "-b", f.layout.Branch("t4"), f.layout.Worktree("t4"), "main")
+	f.fresh("t4")
 	f.commitOn(f.top, "human", map[string]string{"b.txt": "human\n"})
 	status := f.status()
 	all := func(a, b string) bool { return true }

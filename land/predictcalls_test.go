@@ -14,7 +14,7 @@ func TestPredictSkipsBranchesAtOneCommit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, trainManifest)
 	for _, id := range []string{"t1", "t2"} {
-		f.gitIn(f.top, "worktree", "add", "-q", "-b", f.layout.Branch(id), f.layout.Worktree(id), "main")
+		f.fresh(id)
 	}
 	f.commitOn(f.top, "human", map[string]string{"b.txt": "human\n"})
 	trace := filepath.Join(t.TempDir(), "trace")
