@@ -38,9 +38,11 @@ func TestAwayMidRun(t *testing.T) {
 			e := newEnv(t)
 			n := e.fake.NewIssue("alice", "goes away", "work", []string{"agent-ready"}, "")
 			started := filepath.Join(e.dir, "started")
+			// One sleep until the driver stops it (a loop of short
+			// sleeps was a process every 50 ms until then); not
+			// stopped within the bound, it finishes and the test fails.
 			agent := e.script("long.sh", `touch "`+started+`"
-i=0
-while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+sleep 60
 `+okAgent)
 			log := &syncBuf{}
 			q := e.queue("w", log, func(c *Config) { c.Agent = agent })
