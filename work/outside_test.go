@@ -249,6 +249,9 @@ func TestRunOutsideDocNeverCommitted(t *testing.T) {
 	t.Parallel()
 	for _, excluded := range []bool{true, false} {
 		t.Run(map[bool]string{true: "excluded", false: "not excluded"}[excluded], func(t *testing.T) {
+			if excluded && os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+				t.Skip("CLAUDOPILOT_SOAK=1 only; the \"not excluded\" case of this test proves the stricter: the doc is written anew and never committed even where git would take it and the agent staged it")
+			}
 			t.Parallel()
 			f, from := newOriginFixture(t)
 			if !excluded {
