@@ -227,23 +227,25 @@ func TestStalledRoundEndsWithItsWaitLine(t *testing.T) {
 	lock := filepath.Join(repo, ".git", "index.lock")
 	const wait = `echo "15:08:57 p6           wait: waiting: the base checkout's $PWD/.git/index.lock is held by another git"; exec sleep 120`
 	// A lock git takes and frees again and again (made anew every 20 ms
-	// for 1.5 s), and then a stale one (an empty index.lock nobody frees):
-	// the round ends as hung, after the lock bound of the stale lock.
+	// for 3 s), and then a stale one (an empty index.lock nobody frees):
+	// the round ends as hung, after the lock bound of the stale lock. The
+	// bound is 1.5 s, 75 times the renewal's pace: at load 60 a goroutine
+	// can wait hundreds of milliseconds for a core (500 ms was too close).
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		for i := 0; i < 75; i++ {
+		for i := 0; i < 150; i++ {
 			os.WriteFile(lock, []byte(fmt.Sprint(i)), 0o644)
 			time.Sleep(20 * time.Millisecond) // the other git's pace, not a wait
 		}
 		os.WriteFile(lock, nil, 0o644)
 	}()
-	end, took := run(wait, time.Minute, 500*time.Millisecond)
+	end, took := run(wait, time.Minute, 1500*time.Millisecond)
 	<-renewed
 	if end.hung == "" || took > 30*time.Second {
 		t.Fatalf("a round waiting on a stale lock was not ended as hung within the lock bound: %+v after %s", end, took)
 	}
-	if took < 1500*time.Millisecond {
+	if took < 3*time.Second {
 		t.Errorf("a round waiting on a lock made anew every 20 ms was ended as hung after %s:\n%s", took, end.hung)
 	}
 	for _, want := range []string{"the driver waits: 15:08:57 p6", "index.lock: EMPTY", "has stayed the same file", "sleep 120", `{"ev":"gate","phase":"p6"}`} {
