@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,12 @@ func TestQueueHostileIssueReviewed(t *testing.T) {
 		wrap = []string{"setpriv", "--bounding-set=-all", "--inh-caps=-all"}
 	}
 	t.Parallel()
-	const tok = "tok-scan-31c9e7" // the scanner's pattern
+	// The token is this run's own: the scanner and procsHolding look for
+	// it in every process on the machine, and a second suite's run of
+	// this test holds its token in its driver's environ until launch.Hide
+	// re-executes it (soakhunt saw one at load 60).
+	scanID := fmt.Sprintf("31c9e7%x", rand.Uint64())
+	tok := "tok-scan-" + scanID // the scanner's pattern
 	bin := e2e.SelfAs(t, "claudopilot")
 	agents := e2e.Agents(t)
 	dir := t.TempDir()
@@ -112,7 +118,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = work
 	cmd.Env = append(env, "SANDBOX=off", "GIT_TERMINAL_PROMPT=0", "GITHUB_TOKEN="+tok, "GITHUB_API_URL="+fake.URL(), "GH_REPO=acme/widgets",
-		"AGENTS="+agents, "THIEF_REPORT="+thief, "SCAN="+map[bool]string{true: "1"}[e2e.Soak()], "REPORT="+report, "STOP="+stop, "DONE="+done, "SCANNER="+filepath.Join(dir, "scanner.sh"))
+		"AGENTS="+agents, "THIEF_REPORT="+thief, "SCAN="+map[bool]string{true: "1"}[e2e.Soak()], "SCAN_ID="+scanID, "REPORT="+report, "STOP="+stop, "DONE="+done, "SCANNER="+filepath.Join(dir, "scanner.sh"))
 	out := runWithin(t, cmd, "queue")
 
 	// The thief: nothing read from the driver.

@@ -5,10 +5,11 @@
 # and reads every process's /proc/<pid>/environ and cmdline in a loop,
 # appending each one that holds the token to $REPORT, until $STOP exists;
 # then it writes $DONE. It marks $SCANNER.up once it runs there. The token's shape is split so that the scanner's
-# own files and arguments do not hold it (grep reads it from a file). Then the agent commits a change, which the
+# own files and arguments do not hold it (grep reads it from a file); $SCAN_ID is the
+# run's own part of it, so another run's token on the same machine is not this one's. Then the agent commits a change, which the
 # driver commits, pushes and merges while the scanner looks.
 set -u
-printf '%s%s\n' tok-sc an- >"$SCANNER.pat"
+printf '%s%s%s\n' tok-sc an- "$SCAN_ID" >"$SCANNER.pat"
 cat >"$SCANNER" <<'SCAN'
 : >"$SCANNER.up"
 n=0
