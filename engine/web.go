@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/claudopilot/claudopilot/proc"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,7 +220,7 @@ func laneFigures(ls Lanes, stateDir string, board *planBoard) []web.Lane {
 // attach` without --write does.
 func screenOf(l state.Layout) func(id string) (io.ReadCloser, error) {
 	return func(id string) (io.ReadCloser, error) {
-		c, err := net.Dial("unix", l.AttachSocket(id))
+		c, err := proc.DialUnix(l.AttachSocket(id))
 		if err != nil {
 			return nil, fmt.Errorf("no agent of %s runs on a terminal now (ATTACH=1)", id)
 		}

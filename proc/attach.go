@@ -89,7 +89,7 @@ func serveScreen(path string, input io.Writer) (*screen, error) {
 	os.Remove(path) // a socket a killed driver left
 	// The folder is the user's only (0700), so the socket is never
 	// reachable by others, even before its own mode is set.
-	ln, err := net.Listen("unix", path)
+	ln, err := ListenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("attach: listen on %s: %w", path, err)
 	}

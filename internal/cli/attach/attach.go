@@ -65,9 +65,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	c, err := net.Dial("unix", state.AttachSocketIn(dir, o.ID))
+	c, err := proc.DialUnix(state.AttachSocketIn(dir, o.ID))
 	if err != nil {
-		return fmt.Errorf("attach: no agent of %s runs on a terminal now (ATTACH=1 runs agents on one; claudopilot status shows what runs): %w", o.ID, errors.Unwrap(err))
+		if u := errors.Unwrap(err); u != nil {
+			err = u // the cause, without the socket's address
+		}
+		return fmt.Errorf("attach: no agent of %s runs on a terminal now (ATTACH=1 runs agents on one; claudopilot status shows what runs): %w", o.ID, err)
 	}
 	defer c.Close()
 	if f, ok := a.S.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
