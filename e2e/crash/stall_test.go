@@ -105,11 +105,17 @@ func (w *stallWatch) stalled() bool {
 // fileIdentity is what changes when a file is made anew or written: ""
 // when there is none.
 func fileIdentity(path string) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprint(st.Dev, st.Ino, st.Size, st.Mtim, st.Ctim)
+	id := fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	// The device and inode tell a file made anew. Through os.Stat, not
+	// Stat_t's times: their names differ on macOS, which CI vets too.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id = fmt.Sprint(st.Dev, st.Ino, id)
+	}
+	return id
 }
 
 // quiet is how long the journal has been still.
