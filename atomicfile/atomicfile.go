@@ -6,7 +6,8 @@
 // switches and lanes, the instance name, the lane marker, the base-merge
 // intent, the guard's notes (work), the login write-back (sandbox), the
 // repository files put back (worktree's guard, sandbox's links), the web
-// address file and the base-moved note.
+// address file and the base-moved note. CreateWhole is its way to make a
+// lock file that appears whole (the run lock, a checkout's index.lock).
 package atomicfile
 
 import (

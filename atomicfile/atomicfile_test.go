@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,5 +68,25 @@ func TestWriteOptions(t *testing.T) {
 	}
 	if fi, _ := os.Lstat(link); !fi.Mode().IsRegular() {
 		t.Errorf("the link was not replaced by a file: %v", fi.Mode())
+	}
+}
+
+// CreateWhole makes the file with its bytes, refuses one that exists
+// (fs.ErrExist, the file untouched), and leaves no side file behind.
+func TestCreateWhole(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, side := filepath.Join(dir, "x.lock"), filepath.Join(dir, "x.lock.new")
+	if err := CreateWhole(path, side, []byte("mine\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateWhole(path, side, []byte("theirs\n")); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("CreateWhole over an existing file = %v, want fs.ErrExist", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "mine\n" {
+		t.Errorf("the file holds %q, %v", b, err)
+	}
+	if _, err := os.Stat(side); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the side file is left: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // LockInfo is what the lock file records about its holder.
@@ -83,39 +85,18 @@ func AcquireLock(path string) (*Lock, error) {
 	return nil, fmt.Errorf("lock %s: could not take over a stale lock", path)
 }
 
-// createWhole creates path holding data in one step, failing with
-// fs.ErrExist if it exists: data goes to a file of its own (path+".new",
-// under AcquireLock's flock, so no other driver writes it meanwhile),
-// which is then hard-linked as path. Created and then written, a driver
-// SIGKILLed in between left an empty lock, and a driver started within
-// staleEmpty's 5 s refused to run ("another driver is taking the lock
-// right now"): a crash loop restarts at once. No fsync: after a power cut
-// every lock is stale (its pid dead, or empty and old) and is taken over.
-// A file system without hard links gets the create-then-write.
+// createWhole creates the lock path holding data in one step
+// (atomicfile.CreateWhole through path+".new", which AcquireLock's flock
+// keeps to one driver): created and then written, a driver SIGKILLed in
+// between left an empty lock, and a driver started within staleEmpty's
+// 5 s refused to run ("another driver is taking the lock right now"), as
+// a crash loop restarts at once.
 func createWhole(path string, data []byte) error {
-	tmp := path + ".new"
-	os.Remove(tmp) // a killed driver's: it may still be linked to its lock
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
+	err := atomicfile.CreateWhole(path, path+".new", data)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("write lock %s: %w", path, err)
 	}
-	defer os.Remove(tmp)
-	err := os.Link(tmp, path)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(path)
-		return fmt.Errorf("write lock %s: %w", path, werr)
-	}
-	return nil
+	return err
 }
 
 // staleEmpty is true for a lock file that holds nothing readable and is

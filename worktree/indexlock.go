@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // ErrIndexLocked is returned by LockIndex when another process held the
@@ -50,7 +52,9 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 	deadline := time.Now().Add(wait)
 	delay := 5 * time.Millisecond
 	for {
-		err := takeMarked(l.lock, filepath.Join(gd, "index.claudopilot-mark"))
+		// The lock appears with its mark in one step: a driver killed at
+		// any instant leaves no lock or one ClearOwnIndexLock knows.
+		err := atomicfile.CreateWhole(l.lock, filepath.Join(gd, "index.claudopilot-mark"), []byte(lockMark))
 		if err == nil {
 			return l, nil
 		}
@@ -69,37 +73,6 @@ func (c *Client) LockIndex(ctx context.Context, dir string, wait time.Duration) 
 		}
 		delay = min(delay*2, 200*time.Millisecond)
 	}
-}
-
-// takeMarked creates lock holding lockMark in one step: the mark is
-// written to a file of its own (mark) which is then hard-linked as lock,
-// so that a driver killed at any instant leaves no lock or a marked one.
-// Creating lock and then writing the mark into it left an empty lock when
-// the kill came in between, which a restarted driver took for another
-// git's and waited for forever. A file system without hard links gets the
-// create-then-write. The error wraps fs.ErrExist while someone holds lock.
-func takeMarked(lock, mark string) error {
-	os.Remove(mark) // a killed driver's: it may still be linked to its lock
-	if err := os.WriteFile(mark, []byte(lockMark), 0o644); err != nil {
-		return err
-	}
-	defer os.Remove(mark)
-	err := os.Link(mark, lock)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.WriteString(lockMark)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(lock)
-	}
-	return werr
 }
 
 // Advance is AdvanceCheckout under the lock: the files on disk move at
