@@ -220,13 +220,7 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		start := jn.count()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out outBuf
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		out, exited := startRound(t, cmd)
 		// Kill right after the round's first new event of a kind, the
 		// kinds in turn (crashKinds): every kind gets a kill right after
 		// it, and each turn lands a phase at least (its merged).
@@ -238,7 +232,7 @@ func crashLoop(t *testing.T, bin, repo string, env, args []string, plan crashPla
 		if kills >= plan.maxKills {
 			kill = func() bool { return false } // enough kills: let this run end
 		}
-		killed, err := killWhen(t, cmd, exited, jn, kill, syscall.SIGKILL, &out)
+		killed, err := killWhen(t, cmd, exited, jn, kill, syscall.SIGKILL, out)
 		lastOut = out.String()
 		if !killed {
 			if err != nil {

@@ -258,13 +258,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out outBuf
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		out, exited := startRound(t, cmd)
 		kill := killLoopStop(jn, start, round)
 		if rounds == 1 {
 			kill = func() bool { return jn.since(start, `"phase":"k4"`, `"ev":"done"`) }
@@ -272,7 +266,7 @@ func killLoop(t *testing.T, bin, repo string, env, args []string, rounds int) (k
 		if kills >= rounds {
 			kill = func() bool { return false }
 		}
-		stopped, err := killWhen(t, cmd, exited, jn, kill, signals[kills%len(signals)], &out)
+		stopped, err := killWhen(t, cmd, exited, jn, kill, signals[kills%len(signals)], out)
 		if !stopped {
 			if err != nil {
 				t.Fatalf("round %d: driver failed: %v\n%s", round, err, out.String())
@@ -565,13 +559,7 @@ func TestKillLoopBaseMerge(t *testing.T) {
 		lastStart = time.Now()
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, env
-		var out outBuf
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		out, exited := startRound(t, cmd)
 		inMerge := filepath.Join(arm, "in-merge")
 		deadline := time.After(e2e.Bound(t)) // an upper bound
 		w := newStallWatch(jn, out.String, stallAfter, lockStall)

@@ -33,6 +33,20 @@ const (
 	lockStall  = time.Minute
 )
 
+// startRound starts a round's driver (cmd) with its output in an outBuf
+// and its exit on a channel.
+func startRound(t *testing.T, cmd *exec.Cmd) (*outBuf, <-chan error) {
+	t.Helper()
+	out := &outBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return out, exited
+}
+
 // outBuf is a driver's output, read while the driver writes it.
 type outBuf struct {
 	mu sync.Mutex
@@ -218,16 +232,10 @@ func TestStalledRoundEndsWithItsWaitLine(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Dir = repo
-		var out outBuf
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		out, exited := startRound(t, cmd)
 		jn := &journalTail{path: journal}
 		began := time.Now()
-		end := watchRound(cmd, exited, jn, func() bool { return false }, syscall.SIGKILL, &out, time.Minute, after, lockAfter)
+		end := watchRound(cmd, exited, jn, func() bool { return false }, syscall.SIGKILL, out, time.Minute, after, lockAfter)
 		return end, time.Since(began)
 	}
 	lock := filepath.Join(repo, ".git", "index.lock")

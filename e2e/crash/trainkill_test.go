@@ -150,13 +150,7 @@ func TestKillUnderSpeculativeGates(t *testing.T) {
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Dir, cmd.Env = repo, append(env, fmt.Sprint("ROUND=", round))
-		var out outBuf
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		out, exited := startRound(t, cmd)
 		deadline := time.Now().Add(e2e.Bound(t))
 		w := newStallWatch(jn, out.String, stallAfter, lockStall)
 		killed := false
