@@ -113,7 +113,7 @@ func (o *Owner) fetchUp(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("PUSH_BASE: fetch %s from %s: %w", o.Layout.Base, u.Remote, err)
 	}
-	return o.Git.RevParseAlone(ctx, o.trackRef())
+	return o.Git.RevParse(ctx, o.trackRef())
 }
 
 // level brings the base level with the remote's before a landing: a base
@@ -130,7 +130,7 @@ func (o *Owner) level(ctx context.Context) (out scheduler.MergeOutcome, moved bo
 		out.Err = err
 		return out, false
 	}
-	base, err := o.Git.RevParseAlone(ctx, "refs/heads/"+o.Layout.Base)
+	base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 	if err != nil {
 		out.Err = fmt.Errorf("base branch %s: %w", o.Layout.Base, err)
 		return out, false
@@ -138,15 +138,19 @@ func (o *Owner) level(ctx context.Context) (out scheduler.MergeOutcome, moved bo
 	if remote == base {
 		return out, false
 	}
-	if in, err := o.Git.IsAncestor(ctx, remote, base); err != nil || in {
-		out.Err = err // the base is ahead (pushed after the landing)
+	// One merge-base says which is ahead (two merge-base --is-ancestor
+	// before): a commit that is the other's ancestor is their only best
+	// common ancestor. No common commit at all stops the landing.
+	mb, err := o.Git.MergeBase(ctx, remote, base)
+	if err != nil {
+		out.Err = fmt.Errorf("PUSH_BASE: where %s/%s (%.12s) and %s (%.12s) diverged (unrelated histories have no such commit): %w", o.Upstream.Remote, o.Layout.Base, remote, o.Layout.Base, base, err)
 		return out, false
 	}
+	if mb == remote {
+		return out, false // the base is ahead (pushed after the landing)
+	}
 	to := remote
-	if ff, err := o.Git.IsAncestor(ctx, base, remote); err != nil {
-		out.Err = err
-		return out, false
-	} else if !ff {
+	if mb != base {
 		if to, out = o.mergeUp(ctx, base, remote); to == "" {
 			return out, false
 		}
@@ -202,7 +206,7 @@ func (o *Owner) mergeUp(ctx context.Context, base, remote string) (string, sched
 func (o *Owner) pushUp(ctx context.Context, js []scheduler.MergeJob) (note string, err error) {
 	u := o.Upstream
 	for try := 0; ; try++ {
-		base, err := o.Git.RevParseAlone(ctx, "refs/heads/"+o.Layout.Base)
+		base, err := o.Git.RevParse(ctx, "refs/heads/"+o.Layout.Base)
 		if err != nil {
 			return "", err
 		}
@@ -234,7 +238,7 @@ func (o *Owner) pushUp(ctx context.Context, js []scheduler.MergeJob) (note strin
 // are. A scan that cannot run stops the push.
 func (o *Owner) scanPush(ctx context.Context, base string) error {
 	from := o.trackRef()
-	if _, err := o.Git.RevParseAlone(ctx, from); err != nil {
+	if _, err := o.Git.RevParse(ctx, from); err != nil {
 		// The remote has no such branch: a first push would publish the
 		// whole history, which is the user's to decide.
 		return fmt.Errorf("PUSH_BASE: %s has no branch %s: push it once by hand (git push %s %s)", o.Upstream.Remote, o.Layout.Base, o.Upstream.Remote, o.Layout.Base)

@@ -134,7 +134,23 @@ func TestPushBase(t *testing.T) {
 	u := newUpstream(t)
 	o0 := u.push("o0.txt") // main is behind origin's
 	_, tip := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
+	trace := filepath.Join(t.TempDir(), "trace")
+	git := u.owner.Git
+	u.owner.Git = git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 	u.mustMerge(u.job("p1", "first phase", tip))
+	u.owner.Git = git
+	// The base and origin's are read through the shared resolver, and one
+	// merge-base tells a base behind from one ahead or diverged: four
+	// rev-parse and two merge-base --is-ancestor before, per landing.
+	var reads []string
+	for _, c := range gitCalls(t, trace) {
+		if strings.HasPrefix(c, "rev-parse") || strings.HasPrefix(c, "merge-base") {
+			reads = append(reads, c)
+		}
+	}
+	if len(reads) != 1 {
+		t.Errorf("%d rev-parse and merge-base processes in a landing that levels and pushes, want 1 merge-base:\n%s", len(reads), strings.Join(reads, "\n"))
+	}
 	if got, want := u.originMain(), u.rev("main"); got != want {
 		t.Fatalf("origin main %.12s, want the landed %.12s", got, want)
 	}
