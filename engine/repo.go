@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/claudopilot/claudopilot/land"
@@ -25,31 +24,10 @@ func NotRepo(dir string) error {
 	return fmt.Errorf("%w: %s is not inside one; run claudopilot in your repository (git init makes one)", worktree.ErrNotRepo, dir)
 }
 
-// MakeLayout places the run: the roadmap must be inside the repository.
+// MakeLayout places the run: the roadmap must be inside the repository
+// (state.MakeLayout, the rule's home, at the repository's top level).
 func MakeLayout(git *worktree.Client, dir, base string) (state.Layout, error) {
-	top, _ := filepath.EvalSymlinks(git.Dir)
-	abs, _ := filepath.EvalSymlinks(dir)
-	rel, err := filepath.Rel(top, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return state.Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, git.Dir)
-	}
-	l := state.Layout{Top: git.Dir, RoadmapRel: filepath.ToSlash(rel), Base: base}
-	// A symlinked manifest: the driver commits its states into the file
-	// the link names, never into the link (a merge wrote the manifest's
-	// text as the link's target).
-	link := filepath.Join(abs, roadmap.ManifestName)
-	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		target, err := filepath.EvalSymlinks(link)
-		if err != nil {
-			return state.Layout{}, &roadmap.InvalidError{Path: link, Problems: []roadmap.Problem{{Msg: fmt.Sprintf("the manifest is a symlink that leads nowhere: %v", err)}}}
-		}
-		trel, err := filepath.Rel(top, target)
-		if err != nil || trel == ".." || strings.HasPrefix(trel, ".."+string(filepath.Separator)) {
-			return state.Layout{}, &roadmap.InvalidError{Path: link, Problems: []roadmap.Problem{{Msg: fmt.Sprintf("the manifest is a symlink to %s, outside the repository %s: the driver commits the phases' states with each merge, so the file must be in the repository", target, top)}}}
-		}
-		l.Manifest = filepath.ToSlash(trel)
-	}
-	return l, nil
+	return state.MakeLayout(git.Dir, dir, base)
 }
 
 // CheckCommitted makes sure the base holds the manifest and the doc of every

@@ -2,11 +2,13 @@ package state
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/claudopilot/claudopilot/manifest"
+	"github.com/claudopilot/claudopilot/roadmap"
 )
 
 // Layout says where a run keeps things. Everything of the driver's lives
@@ -19,6 +21,36 @@ type Layout struct {
 	// EXECUTION-MANIFEST.md is a symlink: the file it points to is the
 	// one committed and flipped. "": the file in the roadmap folder.
 	Manifest string
+}
+
+// MakeLayout places the run of the roadmap in dir, in the repository
+// whose top level is top: the roadmap must be inside the repository. Here,
+// not in the engine, so that status, explain and logs place a run without
+// linking the engine (#23: the suite's link cost).
+func MakeLayout(top, dir, base string) (Layout, error) {
+	etop, _ := filepath.EvalSymlinks(top)
+	abs, _ := filepath.EvalSymlinks(dir)
+	rel, err := filepath.Rel(etop, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return Layout{}, fmt.Errorf("the roadmap %s is outside the repository %s", dir, top)
+	}
+	l := Layout{Top: top, RoadmapRel: filepath.ToSlash(rel), Base: base}
+	// A symlinked manifest: the driver commits its states into the file
+	// the link names, never into the link (a merge wrote the manifest's
+	// text as the link's target).
+	link := filepath.Join(abs, roadmap.ManifestName)
+	if fi, err := os.Lstat(link); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(link)
+		if err != nil {
+			return Layout{}, &roadmap.InvalidError{Path: link, Problems: []roadmap.Problem{{Msg: fmt.Sprintf("the manifest is a symlink that leads nowhere: %v", err)}}}
+		}
+		trel, err := filepath.Rel(etop, target)
+		if err != nil || trel == ".." || strings.HasPrefix(trel, ".."+string(filepath.Separator)) {
+			return Layout{}, &roadmap.InvalidError{Path: link, Problems: []roadmap.Problem{{Msg: fmt.Sprintf("the manifest is a symlink to %s, outside the repository %s: the driver commits the phases' states with each merge, so the file must be in the repository", target, etop)}}}
+		}
+		l.Manifest = filepath.ToSlash(trel)
+	}
+	return l, nil
 }
 
 // Dir is the driver's folder.

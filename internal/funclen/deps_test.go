@@ -100,6 +100,10 @@ var lightPackages = []struct {
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
 	{"promote/record", "status reads the promote ledger through it",
 		[]string{module + "/issues", "github.com/google/go-github"}},
+	{"internal/cli/snapshot", "status, explain, logs and report read a run's snapshot through it; the run's layout is state.MakeLayout's, not the engine's",
+		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
+	{"internal/cli/logs", "logs reads a phase's logs: its test binary needs neither the engine nor the queue",
+		[]string{module + "/engine", module + "/issues", "github.com/google/go-github", "net/http"}},
 }
 
 // TestLightPackagesStayLight: a light package's code and tests reach none

@@ -1,8 +1,9 @@
 // Package snapshot is what status, explain, logs and report read of a
 // roadmap (status.Snapshot) as the command line shows it. It is its own
 // package, not part of cmdutil, so that the commands that never read a
-// snapshot do not link the engine and the queue (issue 23: the suite's
-// link cost).
+// snapshot do not link the worktree client; it links neither the engine
+// nor the queue (issue 23: the suite's link cost; internal/funclen's
+// TestLightPackagesStayLight).
 package snapshot
 
 import (
@@ -10,9 +11,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/claudopilot/claudopilot/engine"
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
-	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
@@ -43,7 +42,7 @@ func Load(ctx context.Context, a *cmdutil.App, arg string) (*Snapshot, error) {
 		return nil, err
 	}
 	layout := state.Layout{Top: git.Dir}
-	if rel, err := engine.MakeLayout(git, dir, ""); err == nil {
+	if rel, err := state.MakeLayout(git.Dir, dir, ""); err == nil {
 		layout = rel
 	}
 	lockPath := ""
@@ -78,9 +77,9 @@ func RunRules(a *cmdutil.App, s *Snapshot) state.Rules {
 }
 
 // IssueLabels are the queue's labels as a queue here would resolve them.
-func IssueLabels(a *cmdutil.App, top string) issues.Labels {
+func IssueLabels(a *cmdutil.App, top string) settings.Labels {
 	set, _ := settings.Resolve(settings.Input{Scope: settings.Queue, Env: a.Env, Top: top})
-	return issues.Labels(set.Labels)
+	return set.Labels
 }
 
 // RetryIssueText says how to retry an issue: on GitHub, by its labels;
