@@ -2,9 +2,13 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // BranchChanges reads from one diff what DiffNames and MarkerCandidates
@@ -16,20 +20,22 @@ func TestBranchChanges(t *testing.T) {
 	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
-	from := commitFiles(t, c, "", "one", map[string]string{"keep.txt": "k\n", "sp ace.txt": "a\n", "link": "x\n", "mode.sh": "m\n", "gone.txt": "g\n"})
-	writeFile(t, c.Dir, "sp ace.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")
-	writeFile(t, c.Dir, "ta\tb \"q\" \\ é.md", "Title\n=======\n")
-	writeFile(t, c.Dir, "empty", "")
-	writeFile(t, c.Dir, "bin.dat", "\x00\x01<<<<<<< x\n>>>>>>> y\n")
-	writeFile(t, c.Dir, "deep/er/m.go", "x\n|||||||\n")
-	mustGit(t, c, "", "rm", "-q", "link", "gone.txt")
-	if err := os.Symlink("target", c.abs("link")); err != nil {
-		t.Fatal(err)
-	}
-	mustGit(t, c, "", "add", "-A")
-	mustGit(t, c, "", "update-index", "--chmod=+x", "mode.sh")
-	mustGit(t, c, "", "commit", "-q", "-m", "two")
-	to := mustGit(t, c, "", "rev-parse", "HEAD")
+	// The branch's commits (and, below, side's and alone's) in one
+	// fast-import: nothing here reads the checkout (commits, checkouts, a
+	// git rm, a chmod and the config's seven values were 21 processes).
+	ids := gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "main", From: "main^0", Message: "one", Files: map[string]string{"keep.txt": "k\n", "sp ace.txt": "a\n", "link": "x\n", "mode.sh": "m\n", "gone.txt": "g\n"}},
+		gittest.Commit{Ref: "main", Message: "two", Delete: []string{"link", "gone.txt"}, Files: map[string]string{
+			"sp ace.txt":          "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n",
+			"ta\tb \"q\" \\ é.md": "Title\n=======\n",
+			"empty":               "",
+			"bin.dat":             "\x00\x01<<<<<<< x\n>>>>>>> y\n",
+			"deep/er/m.go":        "x\n|||||||\n",
+			"mode.sh":             "m\n",
+		}, Exec: []string{"mode.sh"}, Links: map[string]string{"link": "target"}},
+		gittest.Commit{Ref: "side", From: ":1", Message: "side", Files: map[string]string{"side.txt": "<<<<<<< s\n"}},
+		gittest.Commit{Ref: "alone", Message: "alone", Files: map[string]string{"a.txt": "a\n"}})
+	from, to, side, alone := ids[0], ids[1], ids[2], ids[3]
 	got, err := c.BranchChanges(ctx, from, to)
 	if err != nil {
 		t.Fatal(err)
@@ -56,18 +62,20 @@ func TestBranchChanges(t *testing.T) {
 		t.Error("a diff that cannot run is no error")
 	}
 	// From the merge base: what the base did since is not the branch's,
-	// and the user's diff config changes nothing that is read.
-	for k, v := range map[string]string{"diff.noprefix": "true", "diff.mnemonicPrefix": "true", "diff.ignoreSubmodules": "all",
-		"color.ui": "always", "diff.external": "false", "diff.relative": "true", "diff.renames": "copies"} {
-		mustGit(t, c, "", "config", k, v)
+	// and the user's diff config (appended to the repository's config
+	// as `git config` writes it) changes nothing that is read.
+	cf, err := os.OpenFile(filepath.Join(c.Dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = cf.WriteString("[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\tignoreSubmodules = all\n" +
+			"\texternal = false\n\trelative = true\n\trenames = copies\n[color]\n\tui = always\n")
+		err = errors.Join(err, cf.Close())
 	}
-	mustGit(t, c, "", "checkout", "-q", "-f", "-b", "side", from)
-	side := commitFiles(t, c, "", "side", map[string]string{"side.txt": "<<<<<<< s\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got, err := c.BranchChanges(ctx, to, side); err != nil || !slices.Equal(got.Paths, []string{"side.txt"}) || !slices.Equal(got.Markers, []string{"side.txt"}) {
 		t.Errorf("BranchChanges(%.7s, side) = %+v, %v; want side.txt alone, marked", to, got, err)
 	}
-	mustGit(t, c, "", "checkout", "-q", "-f", "--orphan", "alone")
-	alone := commitFiles(t, c, "", "alone", map[string]string{"a.txt": "a\n"})
 	if got, err := c.BranchChanges(ctx, to, alone); err == nil {
 		t.Errorf("no merge base: %+v, no error", got)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 func TestDirty(t *testing.T) {
@@ -104,17 +106,14 @@ func TestMergeTree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	commitFiles(t, c, "", "base", map[string]string{"a.txt": "1\n2\n3\n", "b.txt": "b\n", "c.txt": "c\n"})
-	mustGit(t, c, "", "branch", "left")
-	mustGit(t, c, "", "branch", "right")
-	mustGit(t, c, "", "branch", "clash")
-	mustGit(t, c, "", "checkout", "-q", "left")
-	left := commitFiles(t, c, "", "left", map[string]string{"a.txt": "1\n2\n3 left\n", "b.txt": "b left\n"})
-	mustGit(t, c, "", "checkout", "-q", "right")
-	right := commitFiles(t, c, "", "right", map[string]string{"a.txt": "1 right\n2\n3\n", "new.txt": "n\n"})
-	mustGit(t, c, "", "checkout", "-q", "clash")
-	clash := commitFiles(t, c, "", "clash", map[string]string{"b.txt": "b clash\n", "c.txt": "c clash\n"})
-	mustGit(t, c, "", "checkout", "-q", "main")
+	// The base and its three children in one fast-import (nothing here
+	// reads a checkout): 15 processes as commits and checkouts.
+	ids := gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "base", From: "main^0", Message: "base", Files: map[string]string{"a.txt": "1\n2\n3\n", "b.txt": "b\n", "c.txt": "c\n"}},
+		gittest.Commit{Ref: "left", From: ":1", Message: "left", Files: map[string]string{"a.txt": "1\n2\n3 left\n", "b.txt": "b left\n"}},
+		gittest.Commit{Ref: "right", From: ":1", Message: "right", Files: map[string]string{"a.txt": "1 right\n2\n3\n", "new.txt": "n\n"}},
+		gittest.Commit{Ref: "clash", From: ":1", Message: "clash", Files: map[string]string{"b.txt": "b clash\n", "c.txt": "c clash\n"}})
+	left, right, clash := ids[1], ids[2], ids[3]
 
 	tree, conflicts, err := c.MergeTree(ctx, left, right)
 	if err != nil || conflicts != nil || !shaRE.MatchString(tree) {
@@ -147,12 +146,13 @@ func TestMergeCommitFlow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	base := commitFiles(t, c, "", "manifest", map[string]string{"MANIFEST.md": "- [ ] task\n", "src.go": "package x\n"})
-	wt := filepath.Join(t.TempDir(), "task")
-	if err := c.AddWorktree(ctx, wt, "task", "main"); err != nil {
-		t.Fatal(err)
-	}
-	branch := commitFiles(t, c, wt, "work", map[string]string{"src.go": "package x\n\nfunc F() {}\n"})
+	// main's commit and the task's on it in one fast-import: nothing
+	// here reads a checkout (a commit, a worktree add and a commit in the
+	// task's worktree were 8 processes; TestAddWorktree* add worktrees).
+	ids := gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "main", From: "main^0", Message: "manifest", Files: map[string]string{"MANIFEST.md": "- [ ] task\n", "src.go": "package x\n"}},
+		gittest.Commit{Ref: "task", From: ":1", Message: "work", Files: map[string]string{"src.go": "package x\n\nfunc F() {}\n"}})
+	base, branch := ids[0], ids[1]
 
 	tree, conflicts, err := c.MergeTree(ctx, base, branch)
 	if err != nil || len(conflicts) > 0 {
@@ -349,13 +349,13 @@ func TestHistoryQueries(t *testing.T) {
 	ctx := context.Background()
 	c := newRepo(t)
 	first, _ := c.RevParse(ctx, "HEAD")
-	mustGit(t, c, "", "checkout", "-q", "-b", "side")
-	c1 := commitFiles(t, c, "", "c1", map[string]string{"a": "1"})
-	c2 := commitFiles(t, c, "", "c2", map[string]string{"b/c": "2", "a": "1b"})
-	mustGit(t, c, "", "mv", "a", "renamed")
-	mustGit(t, c, "", "commit", "-q", "-m", "rename")
-	c3, _ := c.RevParse(ctx, "HEAD")
-	mustGit(t, c, "", "checkout", "-q", "main")
+	// side's three commits in one fast-import, main checked out (8
+	// processes as checkouts, commits and a git mv).
+	ids := gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "side", From: "main^0", Message: "c1", Files: map[string]string{"a": "1"}},
+		gittest.Commit{Ref: "side", Message: "c2", Files: map[string]string{"b/c": "2", "a": "1b"}},
+		gittest.Commit{Ref: "side", Message: "rename", Renames: [][2]string{{"a", "renamed"}}})
+	c1, c2, c3 := ids[0], ids[1], ids[2]
 
 	for _, tc := range []struct {
 		a, b string

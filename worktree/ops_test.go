@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // The typed operations over a real conflict: merge, see it, resolve it
@@ -13,10 +15,12 @@ func TestOpsConflictFlow(t *testing.T) {
 	t.Parallel()
 	c := newRepo(t)
 	ctx := context.Background()
-	mustGit(t, c, "", "checkout", "-q", "-b", "side")
-	commitFiles(t, c, "", "side", map[string]string{"a.txt": "side\n"})
-	mustGit(t, c, "", "checkout", "-q", "main")
-	commitFiles(t, c, "", "main", map[string]string{"a.txt": "main\n"})
+	// side's and main's commits in one fast-import, then main's checkout
+	// follows (two checkouts and two commits were 6 processes).
+	gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "side", From: "main^0", Message: "side", Files: map[string]string{"a.txt": "side\n"}},
+		gittest.Commit{Ref: "main", From: "main^0", Message: "main", Files: map[string]string{"a.txt": "main\n"}})
+	mustGit(t, c, "", "reset", "-q", "--hard")
 
 	if c.MergeInProgress(ctx, "") {
 		t.Fatal("a merge in progress before any")
