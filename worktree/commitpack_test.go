@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // ReplaceFileCommit writes the commit git commit-tree writes (the same
@@ -29,8 +31,12 @@ func TestReplaceFileCommitIsCommitTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			head := commitFiles(t, c, "", "files", map[string]string{"roadmap/M.md": "a\n", "top.txt": "t\n"})
-			side := commitFiles(t, c, "", "side", map[string]string{"top.txt": "side\n"})
+			// Both parents in one fast-import (nothing reads a checkout;
+			// two commits were 4 processes).
+			ids := gittest.Import(t, c.Env, c.Dir,
+				gittest.Commit{Ref: "main", Message: "files", Files: map[string]string{"roadmap/M.md": "a\n", "top.txt": "t\n"}},
+				gittest.Commit{Ref: "main", Message: "side", Files: map[string]string{"top.txt": "side\n"}})
+			head, side := ids[0], ids[1]
 			trace := filepath.Join(t.TempDir(), "trace")
 			traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 			for i, msg := range []string{"Merge p1: first", "Merge p2: second\n\nClaudopilot-Lanes: worker 1 claude\n"} {

@@ -3,8 +3,12 @@ package worktree
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 func TestBranchTips(t *testing.T) {
@@ -12,9 +16,10 @@ func TestBranchTips(t *testing.T) {
 	c := newRepo(t)
 	ctx := context.Background()
 	head := mustGit(t, c, "", "rev-parse", "HEAD")
-	mustGit(t, c, "", "branch", "auto/a")
-	mustGit(t, c, "", "branch", "auto/b/c")
-	mustGit(t, c, "", "branch", "other")
+	// The three branches in one update-ref (3 processes as git branch).
+	if _, err := c.run(ctx, "", []byte("create refs/heads/auto/a HEAD\ncreate refs/heads/auto/b/c HEAD\ncreate refs/heads/other HEAD\n"), nil, "update-ref", "--stdin"); err != nil {
+		t.Fatal(err)
+	}
 	tips, err := c.BranchTips(ctx, "auto/")
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +41,20 @@ func TestMoveRef(t *testing.T) {
 	c := newRepo(t)
 	ctx := context.Background()
 	old := mustGit(t, c, "", "rev-parse", "HEAD")
-	tip := commitFiles(t, c, "", "tip", map[string]string{"a.txt": "a\n"})
-	mustGit(t, c, "", "update-ref", "refs/heads/main", old)
-	mustGit(t, c, "", "branch", "auto/a", tip)
-	mustGit(t, c, "", "branch", "auto/b", tip)
-	mustGit(t, c, "", "config", "branch.auto/a.description", "lane\n")
-	mustGit(t, c, "", "config", "branch.auto/ab.description", "another\n")
+	// The tip on auto/a by fast-import, auto/b by update-ref, the two
+	// descriptions appended to the config as git config writes them (a
+	// commit, an update-ref, two branches and two git config were 8
+	// processes).
+	tip := gittest.Import(t, c.Env, c.Dir, gittest.Commit{Ref: "auto/a", From: "main^0", Message: "tip", Files: map[string]string{"a.txt": "a\n"}})[0]
+	mustGit(t, c, "", "update-ref", "refs/heads/auto/b", tip)
+	cf, err := os.OpenFile(filepath.Join(c.Dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = cf.WriteString("[branch \"auto/a\"]\n\tdescription = lane\\n\n[branch \"auto/ab\"]\n\tdescription = another\\n\n")
+		err = errors.Join(err, cf.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	dropped, err := c.MoveRef(ctx, "refs/heads/main", tip, old, map[string]string{"refs/heads/auto/a": tip, "refs/heads/auto/b": old})
 	if err != nil || dropped {

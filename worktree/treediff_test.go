@@ -2,11 +2,11 @@ package worktree
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // readTreeDiff answers as git diff-tree -r --no-renames --raw -z does:
@@ -18,21 +18,17 @@ func TestReadTreeDiffIsDiffTrees(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	old := commitFiles(t, c, "", "old", map[string]string{
+	// old and mid in one fast-import, mid then read into the index for
+	// the gitlink below (commits, a git rm were 6 processes).
+	ids := gittest.Import(t, c.Env, c.Dir, gittest.Commit{Ref: "main", From: "main^0", Message: "old", Files: map[string]string{
 		"a": "a\n", "a.b": "ab\n", "d/a/x.txt": "x\n", "d/b.txt": "b\n", "gone/deep/f": "f\n",
 		"keep/k.txt": "k\n", "mode.sh": "echo\n", "link": "target\n", "file-then-dir": "f\n", "z": "z\n",
-	})
-	mustGit(t, c, "", "rm", "-q", "-r", "gone", "link", "file-then-dir", "a")
-	if err := os.Symlink("keep/k.txt", filepath.Join(c.Dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Join(c.Dir, "mode.sh"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mid := commitFiles(t, c, "", "new", map[string]string{
+	}}, gittest.Commit{Ref: "main", Message: "new", Delete: []string{"gone", "link", "file-then-dir", "a"}, Files: map[string]string{
 		"a/inner": "now a folder\n", "a.b": "ab2\n", "d/a/x.txt": "x2\n", "d/a/y.txt": "y\n",
 		"new/deep/n.txt": "n\n", "file-then-dir/g": "g\n", "mode.sh": "echo\n",
-	})
+	}, Exec: []string{"mode.sh"}, Links: map[string]string{"link": "keep/k.txt"}})
+	old, mid := ids[0], ids[1]
+	mustGit(t, c, "", "read-tree", mid)
 	for _, pair := range [][2]string{{old, mid}, {mid, old}, {old, old}} {
 		got, err := c.readTreeDiff(ctx, pair[0], pair[1])
 		if err != nil {
