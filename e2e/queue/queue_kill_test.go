@@ -23,7 +23,7 @@ import (
 // --issues --once (the issue a node of the roadmap's scheduler).
 func TestQueueKillResume(t *testing.T) {
 	if !e2e.Soak() {
-		t.Skip("proven in package tests (issues TestStableInstance: the clone's instance name kept; TestOwnEarlierClaimIsResumed: a killed run's own claim resumed at once, one claim, its end in round 0; work TestReapStopsWhatAnEarlierDriverLeft: the killed driver's processes stopped at the next start; scheduler TestOutsideResumeTakesItsCounts); TestCrashResume kills and resumes a driver end to end; CLAUDOPILOT_SOAK=1 runs it")
+		t.Skip("proven in package tests (issues TestStableInstance: the clone's instance name kept; TestOwnEarlierClaimIsResumed: a killed run's own claim resumed at once, one claim, its end in round 0; work TestReapStopsWhatAnEarlierDriverLeft: the killed driver's processes stopped at the next start; scheduler TestOutsideResumeTakesItsCounts); TestKillLoop kills and resumes a driver end to end; CLAUDOPILOT_SOAK=1 runs it")
 	}
 	if testing.Short() {
 		t.Skip("kills and restarts the driver against a fake GitHub")
