@@ -1,30 +1,31 @@
 #!/bin/sh
 # i21-probe.sh: issue 21's probe of the sandbox table (docs/sandbox.md,
 # "What an agent can read, write and reach"): one read and one write try
-# for each row, each outcome ("<id> read|write 1|0") in $OUT. Network rows
-# are judged by the test's listeners; branches and objects by the test on
-# the host. Then it does its phase's work and finishes.
-. "$(dirname "$0")/lib.sh"
+# for each row, each outcome ("probe <id> read|write 1|0") on its output,
+# which the driver keeps in the attempt's log (a file in the worktree was
+# a leftover commit of four git processes a run). Network rows are judged
+# by the test's listeners; branches and objects by the test on the host.
+# Then it does its phase's work and finishes.
+. "${0%/*}/lib.sh"
 check_contract
-: >"$OUT"
-r() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "$id read 1"; else echo "$id read 0"; fi >>"$OUT"; }
-w() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "$id write 1"; else echo "$id write 0"; fi >>"$OUT"; }
+r() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "probe $id read 1"; else echo "probe $id read 0"; fi; }
+w() { id=$1; shift; if "$@" >/dev/null 2>&1; then echo "probe $id write 1"; else echo "probe $id write 0"; fi; }
 # rd ID FILE, wr ID FILE [LINE], ap ID FILE LINE: read FILE, write LINE
 # ("probe") to it or append LINE, by the shell's own redirections: a cat
 # or an sh -c was one process a row, in each of the test's probe runs.
-rd() { if { IFS= read -r _l || [ -n "$_l" ]; } 2>/dev/null <"$2"; then echo "$1 read 1"; else echo "$1 read 0"; fi >>"$OUT"; }
-wr() { if { echo "${3:-probe}" >"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
-ap() { if { echo "$3" >>"$2"; } 2>/dev/null; then echo "$1 write 1"; else echo "$1 write 0"; fi >>"$OUT"; }
+rd() { if { IFS= read -r _l || [ -n "$_l" ]; } 2>/dev/null <"$2"; then echo "probe $1 read 1"; else echo "probe $1 read 0"; fi; }
+wr() { if { echo "${3:-probe}" >"$2"; } 2>/dev/null; then echo "probe $1 write 1"; else echo "probe $1 write 0"; fi; }
+ap() { if { echo "$3" >>"$2"; } 2>/dev/null; then echo "probe $1 write 1"; else echo "probe $1 write 0"; fi; }
 probe_net() {
 	for a in $ADDRS; do
 		GIT_TERMINAL_PROMPT=0 git ls-remote "http://$a/probe.git" >/dev/null 2>&1 || true
 	done
 }
 # NET_ONLY: the test reads only the network rows of this run (another
-# run of the same mode probes the files): the reach, then the phase's end.
+# run of the same mode probes the files): the reach, and no phase's end
+# (its commit, absorb, done check and gate were seven processes a run).
 if [ -n "${NET_ONLY:-}" ]; then
 	probe_net
-	finish
 	exit 0
 fi
 admin=$(git rev-parse --absolute-git-dir)
@@ -65,7 +66,7 @@ wr rest "$REST/probe"
 rd webtoken "$TOP/.claudopilot/state/web-token"
 ap webtoken "$TOP/.claudopilot/state/web-token" "probe"
 r environ grep -q PATH "/proc/$DRIVER/environ"
-echo "environ write 0" >>"$OUT"
+echo "probe environ write 0"
 r process test -d "/proc/$DRIVER"
 w process kill -0 "$DRIVER"
 probe_net
