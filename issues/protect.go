@@ -30,15 +30,14 @@ func (w *worker) protected(ctx context.Context) *failure {
 	}
 	base := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
 	tip := "refs/heads/" + w.branch
-	mb, err := q.git.MergeBase(ctx, base, tip)
+	// One git diff base...tip, as the local landing reads it (a merge-base
+	// and a diff-tree were two processes per push); no merge base is an
+	// error, so the check fails closed.
+	ch, err := q.git.BranchChanges(ctx, base, tip)
 	if err != nil {
 		return fail(fmt.Sprintf("the protected-file check could not run: %v", err))
 	}
-	changed, err := q.git.DiffNames(ctx, mb, tip)
-	if err != nil {
-		return fail(fmt.Sprintf("the protected-file check could not run: %v", err))
-	}
-	if hits := q.cfg.Protect.Check(changed, nil); len(hits) > 0 {
+	if hits := q.cfg.Protect.Check(ch.Paths, nil); len(hits) > 0 {
 		w.unpushed = "it changes files that steer the next run"
 		q.logIssue(w.n, "not pushed: %s", protect.Describe(hits))
 		return fail(protect.Describe(hits))
