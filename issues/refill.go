@@ -32,11 +32,10 @@ func (q *Queue) refill(ctx context.Context, st *pollState, held func(int) bool) 
 // BaseTip fetches the base from the remote and returns its tip: the
 // commit a scanner reads.
 func (q *Queue) BaseTip(ctx context.Context) (string, error) {
-	b, r := q.cfg.Base, q.cfg.Remote
-	if err := q.net.Fetch(ctx, r, fmt.Sprintf("+refs/heads/%s:refs/remotes/%s/%s", b, r, b)); err != nil {
-		return "", fmt.Errorf("fetch %s/%s: %w", r, b, err)
+	if err := q.syncBase(ctx); err != nil {
+		return "", err
 	}
-	return q.git.RevParse(ctx, "refs/remotes/"+r+"/"+b)
+	return q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base)
 }
 
 // AgentEnvironment is the environment agents get: the driver's without

@@ -51,7 +51,7 @@ func (w *worker) liveInputs(ctx context.Context) (reviewInputs, error) {
 	if err != nil {
 		return in, fmt.Errorf("read issue %s: %w", w.id, err)
 	}
-	if err := q.fetch(ctx, q.cfg.Base); err != nil {
+	if err := q.syncBase(ctx); err != nil {
 		return in, err
 	}
 	base, err := q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base)

@@ -434,21 +434,18 @@ func (s *Source) claim(ctx context.Context, n int) string {
 }
 
 // bringIn fetches the base, and the branch where the remote has
-// it (another machine's attempt): a branch this clone lacks is made from
-// it. A worktree where older versions put it is moved to the layout's.
+// it (another machine's attempt), each only when it moved (one ls-remote
+// asks for both: sync): a branch this clone lacks is made from it. A worktree where older versions put it is moved to the layout's.
 func (q *Queue) bringIn(ctx context.Context, n int) error {
-	if err := q.fetch(ctx, q.cfg.Base); err != nil {
-		return err
-	}
 	branch := Branch(n)
-	onRemote, err := q.remoteHas(ctx, branch)
+	tips, err := q.sync(ctx, q.cfg.Base, branch)
 	if err != nil {
 		return err
 	}
-	if onRemote {
-		if err := q.fetch(ctx, branch); err != nil {
-			return err
-		}
+	if tips[q.cfg.Base] == "" {
+		return fmt.Errorf("%s has no branch %s", q.cfg.Remote, q.cfg.Base)
+	}
+	if tips[branch] != "" {
 		local, err := q.git.BranchExists(ctx, branch)
 		if err != nil {
 			return err

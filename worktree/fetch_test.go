@@ -124,3 +124,49 @@ func TestFetchHoldsTheWorktreeLock(t *testing.T) {
 		c.locks().wt.Unlock()
 	}
 }
+
+// RemoteTips answers each branch's tip on the remote from one ls-remote:
+// a missing branch is absent (not an error), and a ref that only ends in
+// refs/heads/<branch> (ls-remote matches patterns as tails) is not taken
+// for it. A remote that cannot be read is an error.
+func TestRemoteTips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	main := mustGit(t, c, "", "rev-parse", "main")
+	mustGit(t, c, "", "commit", "-q", "--allow-empty", "-m", "b1")
+	b1 := mustGit(t, c, "", "rev-parse", "HEAD")
+	mustGit(t, c, "", "push", "-q", origin, main+":refs/heads/main", b1+":refs/heads/b1", b1+":refs/heads/x/refs/heads/gone")
+	mustGit(t, c, "", "remote", "add", "origin", origin)
+	tips, err := c.RemoteTips(ctx, "origin", "main", "b1", "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tips) != 2 || tips["main"] != main || tips["b1"] != b1 {
+		t.Errorf("tips %v, want main %s and b1 %s only", tips, main, b1)
+	}
+	if _, err := c.RemoteTips(ctx, filepath.Join(t.TempDir(), "none.git"), "main"); err == nil {
+		t.Error("a remote that is not there gave no error")
+	}
+}
+
+// RemoteHasBranch is RemoteTips' answer: a branch whose name only ends a
+// ref of the remote's is not there.
+func TestRemoteHasBranchIsExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	mustGit(t, c, "", "push", "-q", origin, "main:refs/heads/x/refs/heads/gone")
+	for _, tc := range []struct {
+		branch string
+		want   bool
+	}{{"gone", false}, {"x/refs/heads/gone", true}} {
+		if has, err := c.RemoteHasBranch(ctx, origin, tc.branch); err != nil || has != tc.want {
+			t.Errorf("RemoteHasBranch(%s) = %v, %v; want %v", tc.branch, has, err, tc.want)
+		}
+	}
+}

@@ -264,13 +264,41 @@ func (c *Client) AddedLines(ctx context.Context, from, to string, history bool) 
 	return c.GitIn(ctx, "", args...)
 }
 
-// RemoteHasBranch is true when remote has branch (no hook runs).
+// RemoteHasBranch is true when remote has branch (no hook runs): exactly
+// refs/heads/<branch>, not a ref that only ends so (RemoteTips).
 func (c *Client) RemoteHasBranch(ctx context.Context, remote, branch string) (bool, error) {
-	out, err := c.remote(ctx, "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	tips, err := c.RemoteTips(ctx, remote, branch)
 	if err != nil {
 		return false, err
 	}
-	return strings.TrimSpace(out) != "", nil
+	return tips[branch] != "", nil
+}
+
+// RemoteTips reads the tips of branches on remote from one ls-remote (no
+// hook runs): branch name to object id, a branch the remote lacks absent.
+// ls-remote matches its patterns as tails of the remote's refs, so only
+// refs/heads/<branch> exactly is taken. Where the caller would fetch a
+// branch that has not moved, this answers from one process fewer (the
+// fetch's connectivity check) and tells a missing branch from an error.
+func (c *Client) RemoteTips(ctx context.Context, remote string, branches ...string) (map[string]string, error) {
+	args := []string{"-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", remote}
+	want := map[string]string{}
+	for _, b := range branches {
+		args = append(args, "refs/heads/"+b)
+		want["refs/heads/"+b] = b
+	}
+	out, err := c.remote(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	tips := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		id, ref, ok := strings.Cut(line, "\t")
+		if b, mine := want[ref]; ok && mine {
+			tips[b] = id
+		}
+	}
+	return tips, nil
 }
 
 // PushBranch pushes branch to the same name on remote, never forced (no
