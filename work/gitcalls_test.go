@@ -4,10 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/sandbox"
+	"github.com/claudopilot/claudopilot/work"
 )
 
 // One worker attempt that finishes and passes its gate runs at most
@@ -40,17 +43,19 @@ func TestRunGitCalls(t *testing.T) {
 			calls = append(calls, c)
 		}
 	}
-	// 5 of the driver's (1 of them the watch's: a worktree list; no
+	// 4 of the driver's (1 of them the watch's: a worktree list; no
 	// status where its inotify watch saw nothing change, issue 25 §1;
 	// before, a status of the base checkout before and after; 1 the leftover
 	// check's status), 3 that `git worktree add` runs itself (branch,
-	// symbolic-ref, reset); 11 until the look for a repository at a
+	// symbolic-ref, reset); 8 until the done check found the base's tip
+	// among the tip's parents rather than by rev-list --count
+	// (TestDoneCheckOnTopOfBase); 11 until the look for a repository at a
 	// gitlink before git status (issue 21) read the index file, not
 	// `ls-files --stage`; 16 before issue 25 (the branch looked up by show-ref, not the
 	// resolver; a status for the attempt's start note of a worktree just
 	// made; add -A, diff --cached and diff --check where status lists
 	// nothing left), 10 before the watch's inotify, 27 before issue 17.
-	const budget = 8
+	const budget = 7
 	if len(calls) > budget {
 		t.Errorf("%d git processes for one attempt, want at most %d:\n%s", len(calls), budget, strings.Join(calls, "\n"))
 	}
@@ -80,5 +85,52 @@ func TestRunSandboxedDoneCheckCountsNothing(t *testing.T) {
 	}
 	if strings.Contains(string(b), "built-in: git rev-list") {
 		t.Errorf("the done check counted commits with git:\n%s", b)
+	}
+}
+
+// The done check's "at least one commit beyond the base" asks no git
+// process when the base's tip is among the tip's first few first-parent
+// ancestors (the tip then cannot be reachable from the base); any other
+// branch is counted, and a branch the base holds is still not done.
+func TestDoneCheckOnTopOfBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	base := f.rev("main")
+	more := func(n int) []gittest.Commit {
+		var cs []gittest.Commit
+		for i := range n {
+			cs = append(cs, gittest.Commit{Ref: "scratch", Message: "more", Files: map[string]string{"more.txt": strconv.Itoa(i)}})
+		}
+		return cs
+	}
+	// c[0]: the DONE_ rename on the base; c[1..5] on top of it.
+	c := gittest.Import(t, f.runner.Env, f.top, append([]gittest.Commit{{Ref: "scratch", From: "main^0", Message: "done", Renames: [][2]string{{docRel, doneRel}}}}, more(5)...)...)
+	for _, tc := range []struct {
+		name          string
+		branch, main  string
+		done, revList bool
+	}{
+		{"one commit on the base", c[0], base, true, false},
+		{"four commits on the base", c[3], base, true, false},
+		{"six commits on the base: counted", c[5], base, true, true},
+		{"the base moved on to the tip: counted", c[5], c[5], false, true},
+		{"the base moved on past the tip: counted", c[2], c[4], false, true},
+	} {
+		f.gitIn(f.top, "update-ref", "refs/heads/auto/p1", tc.branch)
+		f.gitIn(f.top, "update-ref", "refs/heads/main", tc.main)
+		trace := filepath.Join(t.TempDir(), "trace")
+		f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+		tip, ok, why := work.DoneCheck(f.runner, job())
+		f.runner.Git.Close()
+		if tip != tc.branch || ok != tc.done {
+			t.Errorf("%s: DoneCheck = %s, %v (%s); want %s, %v", tc.name, tip, ok, why, tc.branch, tc.done)
+		}
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counted := strings.Contains(string(b), "built-in: git rev-list"); counted != tc.revList {
+			t.Errorf("%s: rev-list ran: %v, want %v", tc.name, counted, tc.revList)
+		}
 	}
 }

@@ -828,7 +828,7 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip 
 	}
 	// A tip the sandbox's absorb brought in new is beyond the base
 	// (worktree.NoteFresh); any other is counted.
-	if r.Git.TakeFresh(tip) {
+	if r.Git.TakeFresh(tip) || r.onTopOfBase(ctx, tip) {
 		return tip, true, ""
 	}
 	n, err := r.Git.CountCommits(ctx, "refs/heads/"+r.Layout.Base, tip)
@@ -837,6 +837,35 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip 
 	}
 	return tip, true, ""
 }
+
+// onTopOfBase is true when the base's tip is one of tip's first
+// onTopSteps first-parent ancestors (not tip itself): then tip is beyond
+// the base (were it reachable from the base, the two would each descend
+// from the other). The lookups go through the resolver already running
+// for the done check, where a rev-list --count was one git process an
+// attempt; anything else (the base moved on, a longer branch, a lookup
+// that fails) is left to the count.
+func (r *Runner) onTopOfBase(ctx context.Context, tip string) bool {
+	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
+	if err != nil || base == tip {
+		return false
+	}
+	for k := 1; k <= onTopSteps; k++ {
+		up, err := r.Git.RevParse(ctx, tip+"~"+strconv.Itoa(k))
+		if err != nil {
+			return false
+		}
+		if up == base {
+			return true
+		}
+	}
+	return false
+}
+
+// onTopSteps bounds onTopOfBase's walk: an agent's few commits (its work,
+// its DONE_ rename, the driver's leftover commit) on the base it started
+// from.
+const onTopSteps = 4
 
 func (r *Runner) contractEnv(j scheduler.Job, t target) []string {
 	env := make([]string, 0, len(r.Env)+12)
