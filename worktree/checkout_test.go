@@ -15,34 +15,30 @@ import (
 )
 
 // mergeSetup builds main (checked out in c.Dir) with a.txt, b.txt and
-// MANIFEST.md, a task branch (in its own worktree) changing a.txt and adding
-// new/c.txt, and a merge commit of both with the manifest flipped. main is
-// NOT moved. It returns the old main and the merge commit.
+// MANIFEST.md, a task branch changing a.txt and adding new/c.txt, and a
+// merge commit of both with the manifest flipped. main is NOT moved. It
+// returns the old main and the merge commit.
 func mergeSetup(t *testing.T, c *Client, taskFiles map[string]string) (oldSHA, newSHA string) {
 	t.Helper()
-	ctx := context.Background()
-	oldSHA = commitFiles(t, c, "", "base", map[string]string{
-		"a.txt": "a\n", "b.txt": "b\n", "MANIFEST.md": "- [ ] task\n",
-	})
 	if taskFiles == nil {
 		taskFiles = map[string]string{"a.txt": "a from task\n", "new/c.txt": "c\n"}
 	}
-	// The task branch is one imported commit: no test reads its
-	// checkout (a worktree add, git add, commit were five processes).
-	branch := gittest.Import(t, c.Env, c.Dir, gittest.Commit{Ref: "task", From: "main^0", Message: "task", Files: taskFiles})[0]
-	tree, conflicts, err := c.MergeTree(ctx, oldSHA, branch)
-	if err != nil || len(conflicts) > 0 {
-		t.Fatalf("MergeTree = %q, %v", conflicts, err)
+	// The three commits are one fast-import and main's checkout follows
+	// by a reset: no test reads the task's checkout, and the merge's
+	// tree is main's with the task's files (which only add or change
+	// files) and the flipped manifest, as a merge of the two writes it
+	// (a commit, a worktree add, a merge-tree, a ReplaceFiles and a
+	// commit-tree were 10 processes; TestMergeCommitFlow builds one so).
+	merged := map[string]string{"MANIFEST.md": "- [x] task\n"}
+	for p, content := range taskFiles {
+		merged[p] = content
 	}
-	tree, err = c.ReplaceFiles(ctx, tree, map[string][]byte{"MANIFEST.md": []byte("- [x] task\n")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newSHA, err = c.CommitTree(ctx, tree, []string{oldSHA, branch}, "Merge task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return oldSHA, newSHA
+	ids := gittest.Import(t, c.Env, c.Dir,
+		gittest.Commit{Ref: "main", From: "main^0", Message: "base", Files: map[string]string{"a.txt": "a\n", "b.txt": "b\n", "MANIFEST.md": "- [ ] task\n"}},
+		gittest.Commit{Ref: "task", From: ":1", Message: "task", Files: taskFiles},
+		gittest.Commit{Ref: "refs/merged/task", From: ":1", Merge: []string{":2"}, Message: "Merge task", Files: merged})
+	mustGit(t, c, "", "reset", "-q", "--hard")
+	return ids[0], ids[2]
 }
 
 func moveMain(t *testing.T, c *Client, oldSHA, newSHA string) {
@@ -274,16 +270,15 @@ func TestAdvanceCheckoutWritesBeforeDeleting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	oldSHA := commitFiles(t, c, "", "base", map[string]string{
+	// Both commits in one fast-import, main's checkout at the first by a
+	// reset (two commits, a git mv and a git rm were 7 processes).
+	ids := gittest.Import(t, c.Env, c.Dir, gittest.Commit{Ref: "main", From: "main^0", Message: "base", Files: map[string]string{
 		"rm/phase-1.md": "# p1\n", "rm/x": "a file\n", "rm/y/z": "in a folder\n",
 		"rm/keep": "keeps the watched folder alive\n",
-	})
-	mustGit(t, c, "", "mv", "rm/phase-1.md", "rm/DONE_phase-1.md")
-	mustGit(t, c, "", "rm", "-q", "rm/x", "rm/y/z")
-	writeFile(t, c.Dir, "rm/x/inside", "x is a folder now\n")
-	writeFile(t, c.Dir, "rm/y", "y is a file now\n")
-	newSHA := commitFiles(t, c, "", "done", nil)
-	mustGit(t, c, "", "reset", "-q", "--hard", oldSHA)
+	}}, gittest.Commit{Ref: "refs/done/p1", From: ":1", Message: "done", Renames: [][2]string{{"rm/phase-1.md", "rm/DONE_phase-1.md"}},
+		Delete: []string{"rm/x", "rm/y/z"}, Files: map[string]string{"rm/x/inside": "x is a folder now\n", "rm/y": "y is a file now\n"}})
+	oldSHA, newSHA := ids[0], ids[1]
+	mustGit(t, c, "", "reset", "-q", "--hard")
 	moveMain(t, c, oldSHA, newSHA)
 
 	w, err := fsnotify.NewWatcher()

@@ -19,11 +19,14 @@ import (
 // "refs/heads/auto/p1"), whose tip becomes it, with parent From (any
 // revision, for example "main^0"; "" = Ref's tip as this Import left
 // it, or no parent: a Ref that exists before the Import needs From).
+// Merge names further parents (any revision or mark, as From), for a
+// merge commit whose tree is From's with the changes below.
 // Renames (old → new path) apply first, then Delete, then Files
 // (path → content, mode 100644; Exec paths 100755), then Links (path →
 // a symbolic link's target, mode 120000).
 type Commit struct {
 	Ref, From, Message string
+	Merge              []string
 	Renames            [][2]string
 	Delete             []string
 	Files              map[string]string
@@ -99,6 +102,9 @@ func importStream(env []string, commits []Commit) []byte {
 		fmt.Fprintf(&b, "data %d\n%s\n", len(c.Message), c.Message)
 		if c.From != "" {
 			fmt.Fprintf(&b, "from %s\n", c.From)
+		}
+		for _, m := range c.Merge {
+			fmt.Fprintf(&b, "merge %s\n", m)
 		}
 		for _, r := range c.Renames {
 			fmt.Fprintf(&b, "R %s %s\n", quote(r[0]), quote(r[1]))

@@ -23,7 +23,14 @@ func TestImport(t *testing.T) {
 	odd := "sp ace/q\"uote\\back\u00e9.txt"
 	h := Import(t, env, repo,
 		Commit{Ref: "auto/p1", From: "main^0", Message: "one", Renames: [][2]string{{"a.txt", "b.txt"}}, Files: map[string]string{odd: "x\n", "run.sh": "#!/bin/sh\n"}, Exec: []string{"run.sh"}, Links: map[string]string{"ln": "../evil"}},
-		Commit{Ref: "auto/p1", Message: "two", Delete: []string{"b.txt"}})
+		Commit{Ref: "auto/p1", Message: "two", Delete: []string{"b.txt"}},
+		Commit{Ref: "m", From: "main^0", Merge: []string{":2"}, Message: "merge", Files: map[string]string{"c.txt": "c\n"}})
+	if got := git("-C", repo, "rev-list", "--parents", "-n1", "m"); got != h[2]+" "+git("-C", repo, "rev-parse", "main")+" "+h[1] {
+		t.Errorf("the merge and its parents = %q, want %s, main and %s", got, h[2], h[1])
+	}
+	if got := git("-C", repo, "ls-tree", "--name-only", h[2]); got != "a.txt\nc.txt" {
+		t.Errorf("the merge's tree (main's and c.txt): %q", got)
+	}
 	if got := git("-C", repo, "rev-parse", "auto/p1", "auto/p1^", "auto/p1^^"); got != h[1]+"\n"+h[0]+"\n"+git("-C", repo, "rev-parse", "main") {
 		t.Errorf("auto/p1, its parent and grandparent = %q, want %v and main", got, h)
 	}
