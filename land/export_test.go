@@ -34,3 +34,8 @@ func HoldBaseRead(o *Owner, hold func(string)) { o.baseRead = hold }
 
 // ScanCheck is the secret scan with the checks on what a merge changes.
 var ScanCheck = (*Owner).scan
+
+// WaitCleanups waits for the background cleanups of landed phases, as
+// Wait does, without Wait's prune of the registrations they left (one git
+// process a landing in the tests that do not look at the registrations).
+func WaitCleanups(o *Owner) { o.cleaning.Wait() }

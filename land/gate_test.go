@@ -18,7 +18,7 @@ func TestMergeGatesATipThatMovedAfterGating(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
 	base := f.rev("main")
-	wt, gated := f.branch("p1", "p1-first.md", map[string]string{"feature.txt": "f\n"})
+	wt, gated := f.branchOut("p1", "p1-first.md", map[string]string{"feature.txt": "f\n"})
 	f.commitOn(wt, "a daemon's late commit", map[string]string{"broken": "x\n"})
 	j := job("p1", "first phase", gated)
 	j.Gate = "test ! -e broken"

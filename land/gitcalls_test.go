@@ -45,6 +45,7 @@ func TestMergeGitCalls(t *testing.T) {
 	f.owner.Git.KeepResolvers(true)
 	t.Cleanup(func() { f.owner.Git.KeepResolvers(false) })
 	f.mustMerge(job("p2", "second phase", tip))
+	f.owner.Wait() // the prune of its worktree's registration counts too
 	calls := gitCalls(t, trace)
 	// 32 before: a second read of the base, a merge-base --is-ancestor
 	// before the build, an ls-tree of the manifest when the base checkout

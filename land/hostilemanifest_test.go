@@ -38,7 +38,7 @@ func TestMergeDropsHostileManifests(t *testing.T) {
 			} else {
 				c.Files[manifestRel] = m
 			}
-			_, tip := f.branchCommit(tc.id, c)
+			_, tip := f.branchCommit(tc.id, c, false)
 			f.mustMerge(job(tc.id, "a phase", tip))
 			want := flipped(tc.src, tc.id)
 			if got := f.committed("main", manifestRel); got != want {

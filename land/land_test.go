@@ -113,8 +113,9 @@ func newFixtureWith(t *testing.T, src, rel string, more map[string]string) *fixt
 	f.live = roadmap.NewFile(filepath.Join(g.Dir, filepath.FromSlash(f.layout.ManifestRel())))
 	f.owner = &land.Owner{Git: g, Layout: f.layout, Live: f.live, Env: env, KillGrace: 2 * time.Second}
 	// Before the temp folder goes: cleanups of landed phases run in the
-	// background.
-	t.Cleanup(func() { f.owner.Wait() })
+	// background. The registrations they leave go with the folder: no
+	// prune (Wait's), one git process a test that landed.
+	t.Cleanup(func() { land.WaitCleanups(f.owner) })
 	f.owner.Protect = f.protectedSet()
 	return f
 }
@@ -226,28 +227,49 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 	return f.gitIn(dir, "rev-parse", "HEAD")
 }
 
-// branch cuts auto/<id> from main in the phase's worktree, commits files
-// there with the doc renamed to DONE_, and returns the tip. The live
-// manifest says [running], as the scheduler leaves it. The commit is
-// imported (one git) and the worktree linked to it (one, gittest.Worktree):
-// `worktree add -b`, `mv`, `add`, `commit` and `rev-parse` were eight
-// processes, `worktree add` of the imported branch three.
+// branch cuts auto/<id> from main, commits files there with the doc
+// renamed to DONE_, links the phase's worktree to it and returns both. The
+// live manifest says [running], as the scheduler leaves it. The commit is
+// imported (one git) and the worktree linked without a checkout
+// (gittest.LinkWorktree, no git): a landing reads the branch and removes
+// the folder, never looks inside it. A test that works in the worktree,
+// or whose landing runs a command there (a lockfile regeneration), uses
+// branchOut. `worktree add -b`, `mv`, `add`, `commit` and `rev-parse`
+// were eight processes, `worktree add` of the imported branch three, its
+// `reset --hard` one.
 func (f *fixture) branch(id, doc string, files map[string]string) (wt, tip string) {
 	f.t.Helper()
+	return f.branchCommit(id, f.work(id, doc, files), false)
+}
+
+// branchOut is branch with the worktree checked out (gittest.Worktree:
+// one git).
+func (f *fixture) branchOut(id, doc string, files map[string]string) (wt, tip string) {
+	f.t.Helper()
+	return f.branchCommit(id, f.work(id, doc, files), true)
+}
+
+// work is branch's commit on auto/<id>.
+func (f *fixture) work(id, doc string, files map[string]string) gittest.Commit {
 	c := gittest.Commit{Ref: f.layout.Branch(id), From: "main^0", Message: "work on " + id, Files: files}
 	if doc != "" {
 		c.Renames = [][2]string{{f.layout.DocRel(doc), f.layout.DocRel(roadmap.DonePrefix + doc)}}
 	}
-	return f.branchCommit(id, c)
+	return c
 }
 
 // branchCommit imports c (on auto/<id>) and adds the phase's worktree on
-// it, the live manifest saying [running].
-func (f *fixture) branchCommit(id string, c gittest.Commit) (wt, tip string) {
+// it, checked out or only linked (branch), the live manifest saying
+// [running].
+func (f *fixture) branchCommit(id string, c gittest.Commit, checkout bool) (wt, tip string) {
 	f.t.Helper()
 	wt = f.layout.Worktree(id)
 	tip = gittest.Import(f.t, f.env, f.top, c)[0]
-	gittest.Worktree(f.t, f.env, f.top, wt, f.layout.Branch(id))
+	if checkout {
+		gittest.Worktree(f.t, f.env, f.top, wt, f.layout.Branch(id))
+	} else {
+		gittest.LinkWorktree(f.t, f.top, wt, f.layout.Branch(id))
+	}
 	if err := f.live.SetState(id, manifest.Running); err != nil {
 		f.t.Fatal(err)
 	}
@@ -304,7 +326,10 @@ func flipped(src, id string) string {
 func (f *fixture) mustMerge(j scheduler.MergeJob) scheduler.MergeOutcome {
 	f.t.Helper()
 	out := f.owner.Merge(f.ctx, j)
-	f.owner.Wait() // the cleanup runs in the background
+	// The cleanup runs in the background. Its registration stays until
+	// a prune (Owner.Wait, which TestMergeClean and
+	// TestLandedWorktreesPrunedOnce call): not one a landing.
+	land.WaitCleanups(f.owner)
 	if !out.OK || out.Err != nil || out.Reason != "" || len(out.Wait) > 0 {
 		f.t.Fatalf("Merge(%s) = %+v, want OK", j.ID, out)
 	}
@@ -381,6 +406,7 @@ func TestMergeClean(t *testing.T) {
 	if exists(wt) {
 		t.Errorf("worktree %s still there", wt)
 	}
+	f.owner.Wait() // the prune of the removed worktree's registration
 	if list := f.gitIn(f.top, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
 		t.Errorf("worktree still registered:\n%s", list)
 	}
@@ -490,7 +516,7 @@ func TestMergeConflict(t *testing.T) {
 func TestMergeConflictMarkersLeftIn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
-	wt, _ := f.branch("p1", "p1-first.md", map[string]string{"README.md": "readme from p1\n"})
+	wt, _ := f.branchOut("p1", "p1-first.md", map[string]string{"README.md": "readme from p1\n"})
 	base := f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
 	// The worker merged the base and concluded the merge with the markers
 	// still in.
@@ -666,7 +692,7 @@ func TestInScope(t *testing.T) {
 func TestMergeGateRedOnTheMergeCommit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
-	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	wt, tip := f.branchOut("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
 	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "b\n"})
 	j := job("p1", "first phase", tip)
 	// Green on either side alone, red on their merge.
@@ -882,7 +908,7 @@ func TestMergeLockfileOnlyConflict(t *testing.T) {
 	setup := func(t *testing.T) (*fixture, string, string) {
 		f := newFixture(t, manifestSrc)
 		f.commitOn(f.top, "deps", map[string]string{"go.sum": "a v1\n"})
-		_, tip := f.branch("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
+		_, tip := f.branchOut("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
 		base := f.commitOn(f.top, "human deps", map[string]string{"go.sum": "a v1\nb v1\n"})
 		return f, tip, base
 	}
@@ -938,7 +964,7 @@ func TestMergeDerivedConflictFiles(t *testing.T) {
 	setup := func(t *testing.T, branchFiles map[string]string) (*fixture, string, string) {
 		f := newFixture(t, manifestSrc)
 		f.commitOn(f.top, "gen", map[string]string{"gen/schema.json": "v1\n", "x.txt": "x\n"})
-		_, tip := f.branch("p1", "p1-first.md", branchFiles)
+		_, tip := f.branchOut("p1", "p1-first.md", branchFiles)
 		base := f.commitOn(f.top, "human gen", map[string]string{"gen/schema.json": "v1 human\n", "x.txt": "x human\n"})
 		return f, tip, base
 	}
@@ -1028,7 +1054,7 @@ func TestMergeLockfileConflictWithManifestConflict(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
 	f.commitOn(f.top, "deps", map[string]string{"sub/go.sum": "a v1\n"})
-	_, tip := f.branch("p1", "p1-first.md", map[string]string{
+	_, tip := f.branchOut("p1", "p1-first.md", map[string]string{
 		"sub/go.sum": "a v1\nc v1\n",
 		manifestRel:  strings.Replace(manifestSrc, "Some prose the driver keeps.", "The worker's prose.", 1),
 	})

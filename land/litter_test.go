@@ -21,6 +21,7 @@ func TestCleanupLandedSweepsLitter(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a by p1\n"})
 	f.mustMerge(job("p1", "first", tip))
+	f.owner.Wait() // its registration pruned, as after a run
 	for _, p := range work.PhaseNotes(f.layout, "p1") {
 		f.write(filepath.Dir(p), filepath.Base(p), "left by a killed driver\n")
 	}

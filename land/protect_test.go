@@ -100,7 +100,7 @@ func (f *fixture) hostileCommit(ref, id, doc string, changes ...change) gittest.
 // DONE_ and what the changes do, in its worktree; it returns the tip.
 func (f *fixture) hostileBranch(id, doc string, changes ...change) string {
 	f.t.Helper()
-	_, tip := f.branchCommit(id, f.hostileCommit(f.layout.Branch(id), id, doc, changes...))
+	_, tip := f.branchCommit(id, f.hostileCommit(f.layout.Branch(id), id, doc, changes...), false)
 	return tip
 }
 

@@ -92,7 +92,7 @@ func TestMergeWithTheBaseIndexLocked(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	base := f.rev("main")
 	f.owner.LockWait = time.Millisecond
-	f.branch("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
+	f.branchOut("p1", "p1-first.md", map[string]string{"feature/f.txt": "feature\n", "a.txt": "a from p1\n"})
 	f.gitIn(f.layout.Worktree("p1"), "rm", "-q", "b.txt")
 	f.gitIn(f.layout.Worktree("p1"), "commit", "-q", "-m", "drop b")
 	tip := f.rev("auto/p1")
@@ -158,7 +158,7 @@ done; exit 1`, "sh", wake)
 	}()
 	for i, id := range []string{"p1", "p2"} {
 		doc := map[string]string{"p1": "p1-first.md", "p2": "p2-second.md"}[id]
-		wt, _ := f.branch(id, doc, map[string]string{fmt.Sprintf("api/f%d.go", i): "package api\n"})
+		wt, _ := f.branchOut(id, doc, map[string]string{fmt.Sprintf("api/f%d.go", i): "package api\n"})
 		f.gitIn(wt, "rm", "-q", []string{"a.txt", "b.txt"}[i])
 		f.gitIn(wt, "commit", "-q", "-m", "drop a file")
 		j := job(id, "phase", f.rev(f.layout.Branch(id)))

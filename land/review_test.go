@@ -12,7 +12,7 @@ import (
 func TestMergeReviewedHeadAndBase(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
-	wt, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
+	wt, tip := f.branchOut("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
 	// The base moved after the review; the branch did not.
 	reviewedBase := f.rev("main")
 	moved := f.commitOn(f.top, "human after the review", map[string]string{"base.txt": "b\n"})

@@ -26,7 +26,7 @@ func TestMergeLockfileCmdInTheSandbox(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, manifestSrc)
 			f.commitOn(f.top, "deps", map[string]string{"go.sum": "a v1\n"})
-			_, tip := f.branch("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
+			_, tip := f.branchOut("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
 			f.commitOn(f.top, "human deps", map[string]string{"go.sum": "a v1\nb v1\n"})
 			f.owner.Sandbox = &sandbox.Config{Gate: gate, Hide: []string{sandbox.Real(f.top)}}
 			stray := filepath.Join(f.top, "lockfile-stray")

@@ -23,6 +23,21 @@ import (
 // must not ask for one.
 func Worktree(t testing.TB, env []string, top, path, branch string) {
 	t.Helper()
+	abs := LinkWorktree(t, top, path, branch)
+	cmd := exec.Command("git", "reset", "-q", "--hard")
+	cmd.Dir, cmd.Env = abs, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gittest.Worktree %s: %v", path, fmt.Errorf("git reset --hard: %w\n%s", err, out))
+	}
+}
+
+// LinkWorktree is Worktree without the checkout, and no git process: the
+// worktree is registered and linked to branch, with neither an index nor
+// files, for a test whose code under test never looks inside it (a
+// landing reads the branch, and removes the folder). It returns path,
+// absolute.
+func LinkWorktree(t testing.TB, top, path, branch string) string {
+	t.Helper()
 	common := filepath.Join(top, ".git")
 	if fi, err := os.Stat(common); err != nil || !fi.IsDir() {
 		t.Fatalf("gittest.Worktree: %s is not a main worktree with a .git folder", top)
@@ -57,9 +72,5 @@ func Worktree(t testing.TB, env []string, top, path, branch string) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("git", "reset", "-q", "--hard")
-	cmd.Dir, cmd.Env = abs, env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gittest.Worktree %s: %v", path, fmt.Errorf("git reset --hard: %w\n%s", err, out))
-	}
+	return abs
 }
