@@ -14,10 +14,7 @@ import (
 func TestLandedWorktreesPrunedOnce(t *testing.T) {
 	t.Parallel()
 	src := strings.Replace(manifestSrc, " (owns: api/)", "", 1) + "3. [pending] **p3** — third phase (deps: none)\n"
-	f := newFixture(t, src)
-	// The first landing makes the gate worktree.
-	_, tip := f.branch("p1", "p1-first.md", map[string]string{"p1.txt": "p1\n"})
-	f.mustMerge(job("p1", "p1", tip))
+	f := newFixture(t, src) // the gate worktree made (no worktree add)
 	ids := []string{"p2", "p3"}
 	docs := []string{"p2-second.md", ""}
 	tips := make([]string, len(ids))

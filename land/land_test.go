@@ -73,7 +73,8 @@ type fixture struct {
 
 // newFixture makes a repository with main checked out, README.md, a.txt,
 // b.txt and the roadmap (manifest src, docs p1-first.md and p2-second.md)
-// committed, .claudopilot/ excluded, and an Owner for it.
+// committed, .claudopilot/ excluded, the gate worktree (land.GateDir) at
+// main, and an Owner for it.
 func newFixture(t *testing.T, src string) *fixture {
 	t.Helper()
 	return newFixtureAt(t, src, "roadmap")
@@ -131,7 +132,7 @@ func TestMain(m *testing.M) {
 // makeRepo makes newFixtureWith's repository in dir: main checked out,
 // README.md, a.txt, b.txt, the roadmap in folder rel (manifest src, docs
 // p1-first.md and p2-second.md) and the more files committed,
-// .claudopilot/ excluded.
+// .claudopilot/ excluded, the gate worktree added.
 func makeRepo(ctx context.Context, dir string, env []string, src, rel string, more map[string]string) error {
 	cmd := exec.Command("git", "init", "-q", "-b", "main", dir)
 	cmd.Env = env
@@ -161,7 +162,14 @@ func makeRepo(ctx context.Context, dir string, env []string, src, rel string, mo
 	if _, err := g.Git(ctx, "commit", "-q", "-m", "initial"); err != nil {
 		return err
 	}
-	return g.Exclude(ctx, "/.claudopilot/")
+	if err := g.Exclude(ctx, "/.claudopilot/"); err != nil {
+		return err
+	}
+	// The gate worktree a run's first landing makes (git worktree add:
+	// three processes), made once here: each test's landings find it as
+	// a run's later ones do. TestMergeGateWorktreeRebuilt makes it anew.
+	_, err = g.Git(ctx, "worktree", "add", "--quiet", "--detach", land.GateDir(l), "main")
+	return err
 }
 
 func (f *fixture) gitIn(dir string, args ...string) string {
