@@ -102,6 +102,8 @@ var lightPackages = []struct {
 		[]string{module + "/issues", "github.com/google/go-github"}},
 	{"internal/cli/snapshot", "status, explain, logs and report read a run's snapshot through it; the run's layout is state.MakeLayout's, not the engine's",
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
+	{"internal/cli/status", "status shows a run: the promote ledger through promote/record, the queue's summary lines are run's (internal/cli/run)",
+		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
 	{"internal/cli/logs", "logs reads a phase's logs: its test binary needs neither the engine nor the queue",
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github", "net/http"}},
 }

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
-	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/ledger"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
@@ -247,28 +246,4 @@ func PrintSummary(w io.Writer, sum scheduler.Summary, cwd string) {
 			fmt.Fprintf(w, "  %-*s  log %s\n", width[0], "", cmdutil.RelTo(cwd, ph.LogPath))
 		}
 	}
-}
-
-func PrintQueueSummary(w io.Writer, sum issues.Summary) {
-	for _, r := range sum.Results {
-		switch r.Kind {
-		case issues.Merged:
-			fmt.Fprintf(w, "#%d merged (pull request #%d)\n", r.Number, r.PR)
-		case issues.Review:
-			fmt.Fprintf(w, "#%d ready for review (pull request #%d)\n", r.Number, r.PR)
-		case issues.Blocked:
-			fmt.Fprintf(w, "#%d blocked: %s\n", r.Number, r.Reason)
-		case issues.Dropped:
-			fmt.Fprintf(w, "#%d dropped: %s\n", r.Number, r.Reason)
-		case issues.Interrupted:
-			fmt.Fprintf(w, "#%d interrupted; claim released\n", r.Number)
-		}
-	}
-	for _, n := range sum.Skipped {
-		fmt.Fprintf(w, "#%d skipped: not trusted\n", n)
-	}
-	for _, n := range sum.Released {
-		fmt.Fprintf(w, "#%d: stale claim released\n", n)
-	}
-	fmt.Fprintf(w, "queue: %d merged, %d for review, %d blocked\n", sum.Count(issues.Merged), sum.Count(issues.Review), sum.Count(issues.Blocked))
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/progress"
 	"github.com/claudopilot/claudopilot/internal/cli/wire"
+	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/scheduler"
 	"github.com/claudopilot/claudopilot/settings"
@@ -112,7 +114,7 @@ func Run(ctx context.Context, o *Options) error {
 		// The roadmap is done; the queue goes on until it is (--once)
 		// or until interrupted.
 		qsum, qerr := eng.WaitQueue(ctx)
-		progress.PrintQueueSummary(a.S.Out, qsum)
+		printQueueSummary(a.S.Out, qsum)
 		if runErr == nil {
 			runErr = qerr
 		}
@@ -255,4 +257,31 @@ func noteRefill(a *cmdutil.App, s *settings.Settings) {
 	if n := wire.RefillNote(s); n != "" {
 		fmt.Fprintf(a.S.Err, "claudopilot: note: %s\n", n)
 	}
+}
+
+// printQueueSummary is the queue's end-of-run lines: each issue's outcome
+// and the counts. Here, not in progress, so that progress (which status
+// and the page's tests link) does not link the queue (#23: link cost).
+func printQueueSummary(w io.Writer, sum issues.Summary) {
+	for _, r := range sum.Results {
+		switch r.Kind {
+		case issues.Merged:
+			fmt.Fprintf(w, "#%d merged (pull request #%d)\n", r.Number, r.PR)
+		case issues.Review:
+			fmt.Fprintf(w, "#%d ready for review (pull request #%d)\n", r.Number, r.PR)
+		case issues.Blocked:
+			fmt.Fprintf(w, "#%d blocked: %s\n", r.Number, r.Reason)
+		case issues.Dropped:
+			fmt.Fprintf(w, "#%d dropped: %s\n", r.Number, r.Reason)
+		case issues.Interrupted:
+			fmt.Fprintf(w, "#%d interrupted; claim released\n", r.Number)
+		}
+	}
+	for _, n := range sum.Skipped {
+		fmt.Fprintf(w, "#%d skipped: not trusted\n", n)
+	}
+	for _, n := range sum.Released {
+		fmt.Fprintf(w, "#%d: stale claim released\n", n)
+	}
+	fmt.Fprintf(w, "queue: %d merged, %d for review, %d blocked\n", sum.Count(issues.Merged), sum.Count(issues.Review), sum.Count(issues.Blocked))
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/progress"
 	"github.com/claudopilot/claudopilot/internal/cli/snapshot"
 	"github.com/claudopilot/claudopilot/ledger"
-	"github.com/claudopilot/claudopilot/promote"
+	"github.com/claudopilot/claudopilot/promote/record"
 	"github.com/claudopilot/claudopilot/state"
 )
 
@@ -203,14 +203,14 @@ func writeFooter(w io.Writer, s *snapshot.Snapshot, st snapstatus.Report) {
 
 // writePromote writes each promote step's newest outcome; a red one says
 // it is tried again at the next interval, never repaired by agents.
-func writePromote(w io.Writer, steps []promote.Result) {
+func writePromote(w io.Writer, steps []record.Result) {
 	for _, r := range steps {
 		pr := ""
 		if r.PR > 0 {
 			pr = fmt.Sprintf(" (pull request #%d)", r.PR)
 		}
 		at := r.At.Local().Format("Jan 2 15:04")
-		if r.Kind == promote.Red {
+		if r.Kind == record.Red {
 			fmt.Fprintf(w, "Promote %s→%s: RED since %s%s: %s; tried again after PROMOTE_EVERY_HOURS (agents do not repair it)\n", r.From, r.To, at, pr, r.Why)
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claudopilot/claudopilot/promote"
+	"github.com/claudopilot/claudopilot/promote/record"
 	snapstatus "github.com/claudopilot/claudopilot/status"
 )
 
@@ -15,9 +15,9 @@ func TestPromoteLines(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 5, 3, 40, 0, 0, time.Local)
 	var b strings.Builder
-	writePromote(&b, []promote.Result{
-		{At: at, Kind: promote.Promoted, From: "main", To: "staging", PR: 4},
-		{At: at, Kind: promote.Red, From: "staging", To: "production", PR: 5, Why: "checks red: e2e"},
+	writePromote(&b, []record.Result{
+		{At: at, Kind: record.Promoted, From: "main", To: "staging", PR: 4},
+		{At: at, Kind: record.Red, From: "staging", To: "production", PR: 5, Why: "checks red: e2e"},
 	})
 	want := "Promote main→staging: promoted Dec 5 03:40 (pull request #4)\n" +
 		"Promote staging→production: RED since Dec 5 03:40 (pull request #5): checks red: e2e; tried again after PROMOTE_EVERY_HOURS (agents do not repair it)\n"
