@@ -39,3 +39,7 @@ var ScanCheck = (*Owner).scan
 // Wait does, without Wait's prune of the registrations they left (one git
 // process a landing in the tests that do not look at the registrations).
 func WaitCleanups(o *Owner) { o.cleaning.Wait() }
+
+// SetAttempts bounds how often one Merge rebuilds a merge because the
+// base moved under it (the constant attempts otherwise).
+func SetAttempts(o *Owner, n int) { o.tries = n }

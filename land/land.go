@@ -98,6 +98,7 @@ type ownerState struct {
 	cleaning  sync.WaitGroup  // cleanups of landed phases under way
 	pred      predictCache    // conflict prediction's merge-tree answers
 	drops     dropped         // landed worktrees removed, not yet pruned
+	tries     int             // tests: the bound of attempts (0: attempts)
 	baseRead  func(string)    // tests: called between checkBase's read and its judgement
 }
 
@@ -123,7 +124,11 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 	} else if moved {
 		known = ""
 	}
-	for try := 0; try < attempts; try++ {
+	n := attempts
+	if o.tries > 0 {
+		n = o.tries
+	}
+	for try := 0; try < n; try++ {
 		res, again := o.try(ctx, j, known)
 		if !again {
 			return res
@@ -132,7 +137,7 @@ func (o *Owner) Merge(ctx context.Context, j scheduler.MergeJob) scheduler.Merge
 	}
 	// Never fatal: the scheduler tries again after a pause, and the merge
 	// lands once the base settles.
-	out.Waiting = "the base keeps moving (" + o.Layout.Base + " moved during each of the last " + fmt.Sprint(attempts) + " tries); the merge lands when it settles"
+	out.Waiting = "the base keeps moving (" + o.Layout.Base + " moved during each of the last " + fmt.Sprint(n) + " tries); the merge lands when it settles"
 	return out
 }
 

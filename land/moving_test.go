@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claudopilot/claudopilot/land"
 )
 
 // A human committing on the base during every merge gate: the merge used to
@@ -16,13 +18,15 @@ func TestMergeWaitsWhileTheBaseKeepsMoving(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	_, tip := f.branch("p1", "p1-first.md", map[string]string{"branch.txt": "b\n"})
 	state := t.TempDir()
-	// The gate plays the human: its first 6 runs each commit on main,
-	// one more than a Merge tries (attempts), so the second Merge too
-	// sees the base move once before it lands. Its count is read by the
-	// shell's read, not a cat: no process.
+	// A Merge tries twice here (attempts, 5, in a run: each try is
+	// about nine processes). The gate plays the human: its first 3 runs
+	// each commit on main, one more than a Merge tries, so the second
+	// Merge too sees the base move once before it lands. Its count is
+	// read by the shell's read, not a cat: no process.
+	land.SetAttempts(f.owner, 2)
 	j := job("p1", "first phase", tip)
 	j.Gate = "n=0; read -r n < '" + state + "/n' 2>/dev/null; n=$((n + 1)); echo $n > '" + state + "/n'\n" +
-		"if [ $n -le 6 ]; then\n" +
+		"if [ $n -le 3 ]; then\n" +
 		"  echo $n > '" + f.top + "/human.txt'\n" +
 		"  if [ $n -eq 1 ]; then git -C '" + f.top + "' add human.txt || exit 9; fi\n" +
 		// human.txt tracked, a commit of the path is one process.
@@ -30,17 +34,17 @@ func TestMergeWaitsWhileTheBaseKeepsMoving(t *testing.T) {
 		"fi\n"
 
 	out := f.owner.Merge(f.ctx, j)
-	if out.OK || out.Err != nil || !strings.Contains(out.Waiting, "the base keeps moving") {
+	if out.OK || out.Err != nil || !strings.Contains(out.Waiting, "the base keeps moving (main moved during each of the last 2 tries)") {
 		t.Fatalf("outcome = %+v, want a wait: the base keeps moving", out)
 	}
 	f.refused(out, "p1", f.rev("main"))
 	f.mustMerge(j)
-	if got := f.gitIn(f.top, "log", "-1", "--format=%s", "main^1"); got != "human 6" {
+	if got := f.gitIn(f.top, "log", "-1", "--format=%s", "main^1"); got != "human 3" {
 		t.Errorf("the merge's first parent is %q, want the human's last commit", got)
 	}
 	b, _ := os.ReadFile(filepath.Join(state, "n"))
-	if n := strings.TrimSpace(string(b)); n != "7" {
-		t.Errorf("the gate ran %s times, want 7 (each new base tip gated once)", n)
+	if n := strings.TrimSpace(string(b)); n != "4" {
+		t.Errorf("the gate ran %s times, want 4 (each new base tip gated once)", n)
 	}
 	for _, l := range f.status() {
 		if !strings.HasSuffix(l, manifestRel) {

@@ -1,6 +1,7 @@
 package land_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,10 +23,6 @@ func TestChecksReadTheScansDiff(t *testing.T) {
 	f := newProtectFixture(t)
 	base := f.rev("main")
 	src := []byte(f.committed("main", manifestRel))
-	merge := func(tip string) string {
-		tree := strings.SplitN(f.gitIn(f.top, "merge-tree", "--write-tree", "--no-messages", base, tip), "\n", 2)[0]
-		return f.gitIn(f.top, "commit-tree", tree, "-p", base, "-p", tip, "-m", "merge")
-	}
 	cases := []struct {
 		name    string
 		changes []change
@@ -41,15 +38,25 @@ func TestChecksReadTheScansDiff(t *testing.T) {
 		{"conflict markers", []change{add("work/m.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")}, state.ReasonConflict, "work/m.txt"},
 		{"its own work", nil, "", ""},
 	}
-	// Every case's branch in one git fast-import.
-	commits := make([]gittest.Commit, len(cases))
+	// Every case's branch, and its merge on the base, in one git
+	// fast-import (a merge-tree and a commit-tree a case before): the
+	// branch is the base with the case's changes, so the merge's tree is
+	// the base's with the same changes, its parents the base and the tip.
+	commits := make([]gittest.Commit, 0, 2*len(cases))
 	for i, tc := range cases {
-		commits[i] = f.hostileCommit("scan/"+strings.ReplaceAll(tc.name, " ", "-"), "p1", "p1-first.md", tc.changes...)
+		name := strings.ReplaceAll(tc.name, " ", "-")
+		commits = append(commits, f.hostileCommit("scan/"+name, "p1", "p1-first.md", tc.changes...))
+		m := f.hostileCommit("scanmerge/"+name, "p1", "p1-first.md", tc.changes...)
+		m.Merge, m.Message = []string{fmt.Sprintf(":%d", 2*i+1)}, "merge" // the tip's mark
+		commits = append(commits, m)
 	}
-	tips := gittest.Import(t, f.env, f.top, commits...)
+	made := gittest.Import(t, f.env, f.top, commits...)
 	for i, tc := range cases {
-		tip := tips[i]
-		_, out, stop := land.ScanCheck(f.owner, f.ctx, job("p1", "first phase", tip), base, merge(tip), src, true)
+		tip, merge := made[2*i], made[2*i+1]
+		if f.rev(merge+"^{tree}") != f.rev(tip+"^{tree}") || f.rev(merge+"^1") != base {
+			t.Fatalf("%s: the imported merge is not the base merged with its branch", tc.name)
+		}
+		_, out, stop := land.ScanCheck(f.owner, f.ctx, job("p1", "first phase", tip), base, merge, src, true)
 		if out.Err != nil || stop != (tc.reason != "") || out.Reason != tc.reason || !strings.Contains(out.Detail, tc.want) {
 			t.Errorf("%s: stop %v, outcome %+v; want reason %q naming %q", tc.name, stop, out, tc.reason, tc.want)
 		}
