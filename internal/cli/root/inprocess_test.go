@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 // repoFixture is a throwaway git repository on branch main with files
@@ -129,9 +130,15 @@ func TestDoctorLeftovers(t *testing.T) {
 		"roadmap/DONE_phase-01.md": "", "roadmap/phase-02.md": "", "roadmap/phase-03.md": "",
 		"roadmap/DONE_phase-04.md": "", "roadmap/DONE_phase-06.md": "", "check.sh": "exit 0\n",
 	})
+	// The six branches in one update-ref, each worktree by
+	// gittest.Worktree (a git worktree add -b was 4 processes).
+	ids := []string{"phase-01", "phase-02", "phase-03", "phase-04", "phase-06", "gone-phase"}
 	r.sh(`echo /.claudopilot/ >> .git/info/exclude
-w=.claudopilot/worktrees
-for p in phase-01 phase-02 phase-03 phase-04 phase-06 gone-phase; do git worktree add -q -b auto/$p $w/$p main; done
+for p in ` + strings.Join(ids, " ") + `; do echo "create refs/heads/auto/$p main"; done | git update-ref --stdin`)
+	for _, id := range ids {
+		gittest.Worktree(t, r.env, r.dir, filepath.Join(r.dir, ".claudopilot", "worktrees", id), "auto/"+id)
+	}
+	r.sh(`w=.claudopilot/worktrees
 rm -rf $w/phase-04
 git -C $w/phase-06 commit -q --allow-empty -m 'after the merge'`)
 	r.lock(2147483000)
@@ -238,16 +245,16 @@ func TestDoctorBaseCheckout(t *testing.T) {
 	match(t, "doctor", out, `^ok   base checkout .* is clean$`)
 
 	// A merge moved main, and the checkout did not follow yet.
-	r.sh(`old=$(git rev-parse main)
-git checkout -q -b side
-echo side > side.txt
-git add side.txt
-git commit -q -m side
-new=$(git rev-parse HEAD)
-git checkout -q main
-mkdir -p .claudopilot/state
-printf '{"ref":"refs/heads/main","dir":"%s","old":"%s","new":"%s"}' "$PWD" "$old" "$new" > .claudopilot/state/advance.json
-git update-ref refs/heads/main "$new" "$old"`)
+	// side's commit by one fast-import (two checkouts, an add, a commit
+	// and two rev-parse were 6 processes).
+	old, ok := gittest.Head(r.dir)
+	if !ok {
+		t.Fatal("main's commit is not in the ref files")
+	}
+	side := gittest.Import(t, r.env, r.dir, gittest.Commit{Ref: "side", From: "main^0", Message: "side", Files: map[string]string{"side.txt": "side\n"}})[0]
+	r.sh(`mkdir -p .claudopilot/state
+printf '{"ref":"refs/heads/main","dir":"%s","old":"%s","new":"%s"}' "$PWD" ` + old + " " + side + ` > .claudopilot/state/advance.json
+git update-ref refs/heads/main ` + side + " " + old)
 	out, _, _ = r.run(r.dir, doctor...)
 	match(t, "doctor with a move pending", out,
 		"^warn base checkout .* has not followed main to [0-9a-f]{12} yet: a merge's move of it is pending;", "the next `claudopilot run`")
@@ -286,15 +293,18 @@ func TestCleanParked(t *testing.T) {
 		"roadmap/EXECUTION-MANIFEST.md": "1. [merged] **phase-01** — one (deps: none)\n2. [blocked] **phase-02** — two (deps: phase-01)\n" +
 			"3. [pending] **phase-03** — three (deps: phase-01)\n7. [failed] **phase-07** — seven (deps: none)\n",
 	})
+	// The three branches in one update-ref, the two worktrees by
+	// gittest.Worktree (a git worktree add -b was 4 processes).
 	r.sh(`echo /.claudopilot/ >> .git/info/exclude
-w=.claudopilot/worktrees
-git worktree add -q -b auto/phase-02 $w/phase-02 main
+printf 'create refs/heads/auto/phase-0%s main\n' 2 3 7 | git update-ref --stdin`)
+	for _, id := range []string{"phase-02", "phase-03"} {
+		gittest.Worktree(t, r.env, r.dir, filepath.Join(r.dir, ".claudopilot", "worktrees", id), "auto/"+id)
+	}
+	r.sh(`w=.claudopilot/worktrees
 echo work > $w/phase-02/work.txt
 git -C $w/phase-02 add work.txt
 git -C $w/phase-02 commit -q -m 'phase-02: work'
-echo more > $w/phase-02/more.txt
-git worktree add -q -b auto/phase-03 $w/phase-03 main
-git branch auto/phase-07 main`)
+echo more > $w/phase-02/more.txt`)
 	branches := func() string {
 		return r.sh("git branch --list 'auto/*' --format '%(refname:short)'")
 	}
