@@ -595,6 +595,9 @@ func (r *Runner) gate(ctx context.Context, j scheduler.Job, wt, tip string, o sc
 // RunGateIn is RunGate under sb's sandbox for gates, or as it is when sb
 // is nil or SANDBOX_GATE is off. What the sandbox undid goes to the log.
 func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l state.Layout, id, gate, dir string, env []string, red *secret.Redactor, logCap int64, grace time.Duration) (ok bool, log string, err error) {
+	if NoGateCommand(gate) {
+		return RunGate(ctx, l, id, gate, dir, env, red, logCap, grace) // nothing runs: no jail
+	}
 	jail, err := sb.EnterGate(ctx, git, dir, l.LogDir(id))
 	if err != nil {
 		return false, "", fmt.Errorf("gate: %w", err)
@@ -610,11 +613,22 @@ func RunGateIn(ctx context.Context, sb *sandbox.Config, git *worktree.Client, l 
 // RunGate runs a gate command in dir, logging to the phase's next
 // gate-<n>.log through red (the redaction funnel; nil: none). ok is
 // false when the gate exits non-zero. wrap, when given, is the sandbox's
-// command prefix (sandbox.Jail.Wrap).
+// command prefix (sandbox.Jail.Wrap). A gate with no command
+// (NoGateCommand) starts no process.
 func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []string, red *secret.Redactor, logCap int64, grace time.Duration, wrap ...string) (ok bool, log string, err error) {
 	log = l.LogPath(id, "gate", proc.NextLog(l.LogDir(id), "gate"))
-	if gate == "" {
-		gate = "true"
+	if NoGateCommand(gate) {
+		if err := ctx.Err(); err != nil {
+			return false, log, err
+		}
+		if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+			return false, log, fmt.Errorf("gate: %w", err)
+		}
+		note := fmt.Sprintf("=== claudopilot: the gate is %q: no command, nothing to run; green\n", gate)
+		if err := os.WriteFile(log, []byte(note), 0o644); err != nil {
+			return false, log, fmt.Errorf("gate: %w", err)
+		}
+		return true, log, nil
 	}
 	res := proc.Run(ctx, proc.Spec{Command: gate, Dir: dir, Env: env, LogPath: log, LogCap: logCap, Redact: red, KillGrace: grace, Wrap: wrap})
 	if res.Reason == "start" {
@@ -624,6 +638,16 @@ func RunGate(ctx context.Context, l state.Layout, id, gate, dir string, env []st
 		return false, log, ctx.Err()
 	}
 	return res.ExitCode == 0, log, nil
+}
+
+// NoGateCommand is true for a gate that checks nothing: empty, or
+// `true` (GATE_CMD's default), which sh runs as a builtin that exits 0.
+// Such a gate starts no process (it was an `sh -c true`, and under
+// SANDBOX_GATE a bubblewrap jail, for every phase and merge gate): its
+// gate-<n>.log says so and it is green. Any other command runs.
+func NoGateCommand(gate string) bool {
+	g := strings.TrimSpace(gate)
+	return g == "" || g == "true"
 }
 
 // ensureWorktree finds or makes the phase's worktree. fresh is true when it

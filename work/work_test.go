@@ -1092,9 +1092,22 @@ func TestRunGateLogsNumbered(t *testing.T) {
 			t.Errorf("gate %d log = %q", i, log)
 		}
 	}
-	// An empty gate is `true`.
-	if ok, _, err := work.RunGate(f.ctx, f.layout, "p1", "", dir, testEnv(), nil, 0, time.Second); !ok || err != nil {
-		t.Errorf("empty gate: %v, %v", ok, err)
+	// A gate with no command (empty, or GATE_CMD's default `true`) is
+	// green and starts no process: not even in a folder that is not
+	// there, where any process fails to start. Its log is numbered on
+	// and says so. A real command there still fails to start.
+	missing := filepath.Join(f.tmp, "not-there")
+	for i, gate := range []string{"", "true", " true\n"} {
+		ok, log, err := work.RunGate(f.ctx, f.layout, "p1", gate, missing, testEnv(), nil, 0, time.Second)
+		if !ok || err != nil {
+			t.Errorf("gate %q: %v, %v", gate, ok, err)
+		}
+		if log != f.layout.LogPath("p1", "gate", 4+i) || !strings.Contains(f.read(log), "nothing to run") {
+			t.Errorf("gate %q: log %q", gate, log)
+		}
+	}
+	if ok, _, err := work.RunGate(f.ctx, f.layout, "p1", "true; true", missing, testEnv(), nil, 0, time.Second); ok || err == nil {
+		t.Errorf("a gate command in a missing folder: %v, %v; want a start error", ok, err)
 	}
 }
 
