@@ -104,6 +104,8 @@ var lightPackages = []struct {
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
 	{"internal/cli/status", "status shows a run: the promote ledger through promote/record, the queue's summary lines are run's (internal/cli/run)",
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
+	{"internal/cli/explain", "explain reads a run's snapshot; retry's misuse is tested in internal/cli/root, which links every command anyway",
+		[]string{module + "/engine", module + "/issues", "github.com/google/go-github"}},
 	{"internal/cli/logs", "logs reads a phase's logs: its test binary needs neither the engine nor the queue",
 		[]string{module + "/engine", module + "/issues", "github.com/google/go-github", "net/http"}},
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
-	"github.com/claudopilot/claudopilot/internal/cli/retry"
 )
 
 // explain reads issues ("#N", nodes from outside the manifest) from the
@@ -18,11 +17,10 @@ import (
 // the queue's own labels when set), landed, away, stopped mid-way,
 // unknown; and a phase waiting on them: a parked issue holds it, a landed
 // one does not, a LOOP-CHECKPOINT holds what is below it. No run is going
-// on. retry of an issue needs the queue's GitHub settings: without a
-// token, or without a GitHub origin, it is flag misuse (64) and changes
-// nothing, even beside a phase it could flip; a manifest with issue deps
-// loads for retry. The script status_outside runs the same through the
-// binary under CLAUDOPILOT_SOAK=1.
+// on. (retry of an issue without the queue's GitHub settings is
+// internal/cli/root's TestRetryIssueWithoutQueueSettings: here it linked
+// the engine into explain's test binary, #23.) The script status_outside
+// runs the same through the binary under CLAUDOPILOT_SOAK=1.
 func TestExplainOutsideNodes(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -106,32 +104,6 @@ func TestExplainOutsideNodes(t *testing.T) {
 			}
 		}
 	}
-	manifest := files["roadmap/EXECUTION-MANIFEST.md"]
-	for _, c := range []struct {
-		args []string
-		env  []string
-		want string
-	}{
-		{[]string{"#12"}, nil, "retry of an issue needs a GitHub token: set GITHUB_TOKEN or GH_TOKEN"},
-		{[]string{"p3", "#12"}, nil, "retry of an issue needs a GitHub token"},
-		{[]string{"#12"}, []string{"GITHUB_TOKEN=tok"}, "cannot tell the GitHub repository from the origin remote"},
-	} {
-		var out bytes.Buffer
-		a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Cwd: dir, Env: cmdutil.EnvMap(append(env, c.env...))}
-		err := retry.NewCmd(nil).Run(context.Background(), a, c.args)
-		if code := cmdutil.ExitCode(err, nil); code != 64 || !strings.Contains(err.Error()+out.String(), c.want) {
-			t.Errorf("retry %v %v: exit %d (%v)\n%s; want 64 and %q", c.args, c.env, code, err, out.String(), c.want)
-		}
-		if b, _ := os.ReadFile(filepath.Join(dir, "roadmap/EXECUTION-MANIFEST.md")); string(b) != manifest {
-			t.Fatalf("retry %v changed the manifest:\n%s", c.args, b)
-		}
-	}
-	var out bytes.Buffer
-	a := &cmdutil.App{S: &cmdutil.Streams{Out: &out, Err: &out}, Cwd: dir, Env: cmdutil.EnvMap(env)}
-	if err := retry.NewCmd(nil).Run(context.Background(), a, []string{"p3"}); err != nil || !strings.Contains(out.String(), "p3 is already [pending]") {
-		t.Errorf("retry p3: %v\n%s; want p3 is already [pending]", err, out.String())
-	}
-
 	if out, err := explain("nope"); err == nil || !strings.Contains(err.Error()+out, `no phase "nope"`) {
 		t.Errorf("explain nope: %v\n%s; want no phase \"nope\"", err, out)
 	}
