@@ -522,12 +522,9 @@ func (e *env) originCommit(branch, path, body, msg string) string {
 	return sha
 }
 
-// onMain reports whether origin's main has path.
-func (e *env) onMain(path string) bool {
-	cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", "main:"+path)
-	cmd.Env = e.genv
-	return cmd.Run() == nil
-}
+// onMain reports whether origin's main has path (ghfake.Server.Has: no
+// git process of its own, 49 in the package's run).
+func (e *env) onMain(path string) bool { return e.fake.Has("main", path) }
 
 func commentsWith(is ghfake.Issue, sub string) int {
 	n := 0

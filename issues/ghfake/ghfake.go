@@ -294,7 +294,18 @@ func New(opt Options) *Server {
 func (s *Server) URL() string { return s.srv.URL + "/" }
 
 // Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+func (s *Server) Close() {
+	s.srv.Close()
+	s.git.Close() // its long-lived cat-file (Has, the merges' reads)
+}
+
+// Has reports whether origin's ref (a branch name, or any name git
+// resolves) has path: asked of the origin's long-lived cat-file, which a
+// test's merges have started already, not a git process of its own.
+func (s *Server) Has(ref, path string) bool {
+	_, err := s.git.RevParse(context.Background(), ref+":"+path)
+	return err == nil
+}
 
 // AddUser makes login known with a repository permission: admin,
 // maintain, write, triage, read or none.
