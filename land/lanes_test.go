@@ -1,6 +1,7 @@
 package land_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/claudopilot/claudopilot/work"
@@ -14,12 +15,12 @@ func TestMergeCommitNamesTheLanes(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a from p1\n"})
 	br := f.layout.Branch("p1")
-	f.gitIn(f.top, "config", "branch."+br+".description", "a person's note\n")
-	for _, l := range []string{work.LaneLine("worker", 1, "claude"), work.LaneLine("worker", 1, "codex"), work.LaneLine("supervisor", 1, "codex")} {
-		if err := f.git.AppendBranchDescription(f.ctx, br, l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// A person's note and the lines the runner appends
+	// (AppendBranchDescription, proven in worktree's
+	// TestAppendBranchDescription), written in one git config: the
+	// appends were two processes each.
+	lanes := []string{work.LaneLine("worker", 1, "claude"), work.LaneLine("worker", 1, "codex"), work.LaneLine("supervisor", 1, "codex")}
+	f.gitIn(f.top, "config", "branch."+br+".description", "a person's note\n"+strings.Join(lanes, "\n")+"\n")
 	f.mustMerge(job("p1", "first phase", tip))
 	want := "Merge p1: first phase\n\nClaudopilot-Lanes: worker 1 claude; worker 1 codex; supervisor 1 codex"
 	if got := f.gitIn(f.top, "log", "-1", "--format=%B", "main"); got != want {
