@@ -46,8 +46,9 @@ func writeLoosePack(w io.Writer, loose []string) error {
 	if _, err := bw.Write(hdr); err != nil {
 		return err
 	}
+	zw := zlib.NewWriter(bw) // one compressor, reset per entry (see writePack)
 	for _, p := range loose {
-		if err := writeEntry(bw, p); err != nil {
+		if err := writeEntry(bw, zw, p); err != nil {
 			return err
 		}
 	}
@@ -58,8 +59,9 @@ func writeLoosePack(w io.Writer, loose []string) error {
 	return err
 }
 
-// writeEntry writes the loose object file p as one pack entry.
-func writeEntry(w io.Writer, p string) error {
+// writeEntry writes the loose object file p as one pack entry to w,
+// compressed by zw (reset here to write to w).
+func writeEntry(w io.Writer, zw *zlib.Writer, p string) error {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
@@ -86,7 +88,7 @@ func writeEntry(w io.Writer, p string) error {
 	if _, err := w.Write(entryHeader(t, n)); err != nil {
 		return err
 	}
-	zw := zlib.NewWriter(w)
+	zw.Reset(w)
 	if c, err := io.CopyN(zw, br, int64(n)); err != nil {
 		return fmt.Errorf("%s: %d of %d bytes: %w", p, c, n, err)
 	}

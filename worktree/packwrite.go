@@ -31,6 +31,10 @@ func writePack(objs []packObject, hashLen int) ([]byte, error) {
 	b.WriteString("PACK")
 	binary.Write(&b, binary.BigEndian, uint32(2))
 	binary.Write(&b, binary.BigEndian, uint32(len(objs)))
+	// One compressor for the pack, reset per object: a zlib.NewWriter
+	// allocates ~800 KB of fresh pages, which cost 23% of the land test
+	// binary's own CPU when it was one per object (land's profile).
+	z := zlib.NewWriter(&b)
 	for _, o := range objs {
 		size := uint64(len(o.data))
 		c := byte(o.kind<<4) | byte(size&0x0f)
@@ -41,7 +45,7 @@ func writePack(objs []packObject, hashLen int) ([]byte, error) {
 			size >>= 7
 		}
 		b.WriteByte(c)
-		z := zlib.NewWriter(&b)
+		z.Reset(&b)
 		if _, err := z.Write(o.data); err != nil {
 			return nil, err
 		}
