@@ -28,8 +28,9 @@ import (
 //     driver merged it. The driver runs as a user without capabilities
 //     (as root: setpriv drops them all, as for any user, the agent the
 //     same uid as the driver); the agent first runs i24-token-thief.sh,
-//     which reads every ancestor's environ, cmdline and memory and
-//     commits whatever token it finds. No token reaches origin.
+//     which reads the environ, cmdline and memory of every ancestor up to
+//     the driver and commits whatever token it finds. No token reaches
+//     origin.
 //   - No git command of the driver has GITHUB_TOKEN in its environment
 //     (follow-up of issue 24 §1): while the driver fetches and pushes to
 //     the fake GitHub's origin over smart HTTP (which wants the token,
