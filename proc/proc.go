@@ -308,8 +308,9 @@ func markOf(pid int) string {
 	return ""
 }
 
-// marked lists the live processes whose mark satisfies keep.
-func marked(keep func(mark string) bool) ([]procStat, error) {
+// marked lists the live processes whose mark satisfies keep, of those
+// started at or after since (clock ticks since boot; 0: all).
+func marked(since uint64, keep func(mark string) bool) ([]procStat, error) {
 	procs, err := scanProcs()
 	if err != nil {
 		return nil, err
@@ -317,7 +318,7 @@ func marked(keep func(mark string) bool) ([]procStat, error) {
 	self := os.Getpid()
 	var out []procStat
 	for _, p := range procs {
-		if p.pid == self || p.state == 'Z' {
+		if p.pid == self || p.state == 'Z' || p.start < since {
 			continue
 		}
 		if m := markOf(p.pid); m != "" && keep(m) {

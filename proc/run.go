@@ -161,7 +161,7 @@ func runOnce(ctx context.Context, s Spec) (res Result) {
 	}
 
 	reason, cause := watch(ctx, s, exited, c.base, &c.lastOutput)
-	groupErr := stopAll(pid, l.mark, reason == "", s.KillGrace, exited)
+	groupErr := stopAll(pid, l.mark, l.since, reason == "", s.KillGrace, exited)
 
 	// The group is dead, so the pipe hits EOF as soon as the buffered output
 	// is read, unless an escaped process still holds it.
@@ -193,6 +193,11 @@ type launched struct {
 	log   *cappedLog
 	sc    *screen // the terminal's clients (Attach), or nil
 	mark  string
+	// since is the started process's start (clock ticks since boot; 0:
+	// unknown): everything of the run forked from it, so nothing that
+	// started before can carry its mark (stopMarked reads no environ
+	// of those).
+	since uint64
 }
 
 // launch opens the prompt, the log and the output pipe and starts the
@@ -229,6 +234,8 @@ func launch(s Spec, started *time.Time) (*launched, error) {
 		*started = time.Now()
 		if err = l.cmd.Start(); err != nil {
 			err = fmt.Errorf("supervisor: start %q: %w", s.Command, err)
+		} else if st, ok := readStat(l.cmd.Process.Pid); ok {
+			l.since = st.start // not yet waited for: its /proc entry is there
 		}
 	}
 	// Only the child may hold the write end, or we would never see EOF.
@@ -323,14 +330,14 @@ func (c *copier) start(pr *os.File) <-chan struct{} {
 // in the worktree), then what escaped the group, found by its mark, on
 // every path: nothing of the run may go on writing in its folder once Run
 // returns (the gate runs there next).
-func stopAll(pid int, mark string, shellExited bool, grace time.Duration, exited <-chan struct{}) error {
+func stopAll(pid int, mark string, since uint64, shellExited bool, grace time.Duration, exited <-chan struct{}) error {
 	var err error
 	if shellExited {
 		err = KillGroup(pid, grace)
 	} else {
 		err = terminate(pid, grace, exited)
 	}
-	return errors.Join(err, stopMarked(mark, grace))
+	return errors.Join(err, stopMarked(mark, since, grace))
 }
 
 // outputFiles are the ends the driver reads and the child writes: a pipe,
@@ -468,11 +475,14 @@ func terminate(pgid int, grace time.Duration, exited <-chan struct{}) error {
 // forked after a scan (a daemon's next `git commit`, started just before
 // the daemon got its signal) is not in that scan's list and would outlive
 // the stop, holding the worktree's index.lock; so it scans again until none
-// is left.
-func stopMarked(mark string, grace time.Duration) error {
+// is left. since (0: none) is the run's first process's start: a process
+// that started earlier is no descendant of the run, and its environ is not
+// read (on a busy host most are such, and reading each environ after every
+// agent, gate and prepare was most of the scan).
+func stopMarked(mark string, since uint64, grace time.Duration) error {
 	_, want, _ := strings.Cut(mark, "=")
 	for pass := 0; ; pass++ {
-		ps, err := marked(func(m string) bool { return m == want })
+		ps, err := marked(since, func(m string) bool { return m == want })
 		if errors.Is(err, ErrNoProcs) {
 			// Without /proc (macOS) marks cannot be read: the group is all.
 			return nil
