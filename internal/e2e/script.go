@@ -12,6 +12,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"sort"
@@ -29,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
 	"github.com/claudopilot/claudopilot/internal/cli/root"
 	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -139,6 +142,7 @@ func RunScripts(t *testing.T, dir string) {
 			"concurrency": cmdConcurrency,
 			"gitsnap":     cmdGitsnap,
 			"unwork":      cmdUnwork,
+			"inproc":      cmdInproc,
 		},
 	})
 }
@@ -168,8 +172,13 @@ func setup(e *testscript.Env, agents string) error {
 	e.Setenv("NO_COLOR", "1")
 	e.Setenv("AGENTS", agents)
 	e.Setenv("PATH", agents+string(os.PathListSeparator)+e.Getenv("PATH"))
+	e.Values[setupPath{}] = e.Getenv("PATH")
 	return nil
 }
+
+// setupPath keys the script's $PATH as setup left it (inproc refuses a
+// changed one).
+type setupPath struct{}
 
 // Root is the module's root folder (the one holding go.mod), found from
 // the test's working folder (its package's folder).
@@ -600,4 +609,60 @@ func cmdUnwork(ts *testscript.TestScript, neg bool, args []string) {
 // readText returns stdout, stderr or a file's contents, as cmp names them.
 func readText(ts *testscript.TestScript, name string) string {
 	return ts.ReadFile(name) // ReadFile knows "stdout" and "stderr"
+}
+
+// inproc [-exit=N] ARGS...
+//
+// Runs `claudopilot ARGS...` in the test process (root.RunIn) in the
+// script's folder with its environment, and fails unless it exits with N
+// (default 0; with !, any code but 0). Its stdout and stderr are then there
+// for the stdout and stderr commands, the error message as the binary
+// prints it (cmdutil.Exit). For the short commands that only read and print
+// (plan, explain, status, logs, doctor, init, retry, help, completion): a
+// driver start costs ~40 ms of CPU on the test VM and the scripts had ~100
+// (#23). What only the binary does (hide the token, the signals, the
+// terminal streams) is proven by the scripts that `exec claudopilot`; each
+// command keeps at least one such line.
+func cmdInproc(ts *testscript.TestScript, neg bool, args []string) {
+	want := 0
+	if len(args) > 0 && strings.HasPrefix(args[0], "-exit=") {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "-exit="))
+		if err != nil || neg {
+			ts.Fatalf("usage: inproc [-exit=N] ARGS... (no ! with -exit)")
+		}
+		want, args = n, args[1:]
+	}
+	if ts.Getenv("PATH") != ts.Value(setupPath{}) {
+		// A few lookups (bwrap, slirp4netns, git) use the process's PATH,
+		// not the App's: a script that puts a fake on $PATH needs the
+		// binary.
+		ts.Fatalf("inproc: the script changed $PATH, which commands run in process would not see: use exec claudopilot")
+	}
+	var out, errb strings.Builder
+	s := &cmdutil.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
+	err := root.RunIn(context.Background(), ts.MkAbs("."), args, s, scriptEnv(ts))
+	got := cmdutil.Exit(&errb, err, nil) // as root.Main gives it
+	fmt.Fprint(ts.Stdout(), out.String())
+	fmt.Fprint(ts.Stderr(), errb.String())
+	switch {
+	case neg && got == 0:
+		ts.Fatalf("claudopilot %s (in process) exited 0, want another code", strings.Join(args, " "))
+	case !neg && got != want:
+		ts.Fatalf("claudopilot %s (in process) exited %d, want %d", strings.Join(args, " "), got, want)
+	}
+}
+
+// scriptEnv is the script's environment as its exec would pass it, read
+// from testscript's own list (it has no exported one; go.mod pins the
+// version, and a renamed field fails every inproc line loudly).
+func scriptEnv(ts *testscript.TestScript) []string {
+	f := reflect.ValueOf(ts).Elem().FieldByName("env")
+	if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.String {
+		ts.Fatalf("inproc: testscript.TestScript has no env []string field any more: read the environment another way")
+	}
+	env := make([]string, f.Len())
+	for i := range env {
+		env[i] = f.Index(i).String()
+	}
+	return env
 }

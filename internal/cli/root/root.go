@@ -78,13 +78,21 @@ func Launch(environ []string) ([]string, error) { return launch.Hide(environ) }
 // given; the error it returns becomes the exit code in one place
 // (cmdutil.ExitCode).
 func Run(ctx context.Context, args []string, s *cmdutil.Streams, environ []string) error {
-	// The one Kubernetes runner, injected here: only the binary links
-	// k8s.io, not the commands' own packages (issue 23).
-	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Commands: Commands, Cluster: kubewire.Cluster{}}
-	var err error
-	if a.Cwd, err = os.Getwd(); err != nil {
+	cwd, err := os.Getwd()
+	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
+	return RunIn(ctx, cwd, args, s, environ)
+}
+
+// RunIn is Run in the working directory cwd (absolute) instead of the
+// process's: nothing below it reads the process's own (cmdutil.App.Cwd),
+// so the end-to-end scripts run short commands in their test process,
+// several at once, without a driver start each (internal/e2e, #23).
+func RunIn(ctx context.Context, cwd string, args []string, s *cmdutil.Streams, environ []string) error {
+	// The one Kubernetes runner, injected here: only the binary links
+	// k8s.io, not the commands' own packages (issue 23).
+	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Cwd: cwd, Commands: Commands, Cluster: kubewire.Cluster{}}
 	if len(args) == 0 {
 		printTopHelp(a)
 		return cmdutil.UsageErrorf("no command given")
