@@ -28,8 +28,7 @@ func TestFetchBesideWorktreeAdds(t *testing.T) {
 	n := 64
 	ctx := context.Background()
 	c := newRepo(t)
-	origin := filepath.Join(t.TempDir(), "origin.git")
-	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	origin := bareOrigin(t, c)
 	mustGit(t, c, "", "push", "-q", origin, "main")
 	mustGit(t, c, "", "remote", "add", "origin", origin)
 	// n commits in a row on origin, branch fi at the i-th, none of them
@@ -133,8 +132,7 @@ func TestRemoteTips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	origin := filepath.Join(t.TempDir(), "origin.git")
-	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	origin := bareOrigin(t, c)
 	main := mustGit(t, c, "", "rev-parse", "main")
 	mustGit(t, c, "", "commit", "-q", "--allow-empty", "-m", "b1")
 	b1 := mustGit(t, c, "", "rev-parse", "HEAD")
@@ -158,8 +156,7 @@ func TestRemoteHasBranchIsExact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newRepo(t)
-	origin := filepath.Join(t.TempDir(), "origin.git")
-	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	origin := bareOrigin(t, c)
 	mustGit(t, c, "", "push", "-q", origin, "main:refs/heads/x/refs/heads/gone")
 	for _, tc := range []struct {
 		branch string
@@ -169,4 +166,13 @@ func TestRemoteHasBranchIsExact(t *testing.T) {
 			t.Errorf("RemoteHasBranch(%s) = %v, %v; want %v", tc.branch, has, err, tc.want)
 		}
 	}
+}
+
+// bareOrigin makes an empty bare repository (branch main) for c's tests
+// to push to and fetch from.
+func bareOrigin(t *testing.T, c *Client) string {
+	t.Helper()
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	mustGit(t, c, "", "init", "-q", "--bare", "-b", "main", origin)
+	return origin
 }
