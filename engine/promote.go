@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/syncw"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/notify"
 	"github.com/claudopilot/claudopilot/promote"
@@ -27,7 +28,7 @@ type PromoteSettings struct {
 // ledger, and announce through send (nil: none).
 func newPromoter(q *issues.Queue, gh *issues.GitHub, git *worktree.Client, l state.Layout, qs *QueueSetup, log io.Writer, send func(scheduler.Event)) *promote.Promoter {
 	c := qs.Cfg
-	logw := &lockedWriter{w: log}
+	logw := syncw.New(log)
 	return &promote.Promoter{
 		GitHub: gh, Git: git, Remote: c.Remote, Base: q.Base, To: qs.Promote.To, Every: cmp.Or(qs.Promote.Every, 24*time.Hour),
 		Grace: cmp.Or(c.ChecksGrace, 120*time.Second), Timeout: cmp.Or(c.ChecksTimeout, 2*time.Hour), Poll: cmp.Or(c.CheckPoll, c.Poll, time.Minute),

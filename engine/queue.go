@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/syncw"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/promote"
@@ -34,7 +34,7 @@ type QueueSetup struct {
 
 // build makes the GitHub client and the queue.
 func (qs *QueueSetup) build(log io.Writer, git *worktree.Client) (*issues.Queue, *issues.GitHub, error) {
-	logw := &lockedWriter{w: log}
+	logw := syncw.New(log)
 	ghc := qs.GitHub
 	ghc.Log = func(line string) { fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05"), line) }
 	gh, err := issues.NewGitHub(ghc)
@@ -280,18 +280,6 @@ func (r *queueRun) done(id string) bool { return (*r.snap.Load())[id] }
 
 // working is true while the queue polls: waiting on an issue may still pay.
 func (r *queueRun) working() bool { return r.src.Working() }
-
-// lockedWriter serializes writes from the queue's goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
 
 // errHalfSaved: the manifest did not load (an editor or the driver is
 // part-way through saving it).

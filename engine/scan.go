@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/syncw"
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/scanner"
 	"github.com/claudopilot/claudopilot/state"
@@ -66,7 +67,7 @@ func (e *Engine) newRefill(q *issues.Queue, qs *QueueSetup) (*scanner.Refill, er
 	labels := qs.Cfg.Labels
 	refused := []string{labels.Ready, labels.Claim, labels.Blocked, labels.Review, labels.Approval}
 	ledger := &scanner.Ledger{Path: scanner.LedgerPath(e.Layout.StateDir())}
-	logw := &lockedWriter{w: e.log}
+	logw := syncw.New(e.log)
 	return &scanner.Refill{
 		Set: set, Ledger: ledger, Threshold: sc.Threshold, Interval: sc.Interval,
 		Log: func(format string, args ...any) {

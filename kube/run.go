@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/claudopilot/claudopilot/internal/syncw"
 	"github.com/claudopilot/claudopilot/proc"
 )
 
@@ -65,7 +65,7 @@ type podResult struct {
 func (d *Driver) Run(ctx context.Context, a Attempt, out io.Writer) Result {
 	name := JobName(d.cfg.Repository, a.Phase, a.Role, a.Attempt)
 	res := Result{Job: name, ExitCode: -1}
-	w := &follower{d: d, out: &syncWriter{w: out}, streamed: map[string]bool{}, ended: map[string]bool{}, evicted: map[string]bool{}, done: make(chan string, 8)}
+	w := &follower{d: d, out: syncw.New(out), streamed: map[string]bool{}, ended: map[string]bool{}, evicted: map[string]bool{}, done: make(chan string, 8)}
 	adopt, err := d.settle(ctx, a, name, w)
 	if err != nil {
 		res.Reason, res.Err = proc.ReasonStart, err
@@ -196,7 +196,7 @@ func localRef(job string) string { return "refs/claudopilot/attempt/" + job }
 type follower struct {
 	d        *Driver
 	name     string
-	out      *syncWriter
+	out      *syncw.Writer
 	created  time.Time
 	seen     bool            // the Job was in the cache once
 	streamed map[string]bool // pods whose log is (or was) followed
@@ -534,16 +534,4 @@ func agentRunning(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// syncWriter lets the log streams and the driver's notes share the log.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
