@@ -632,6 +632,15 @@ func GateDir(l state.Layout) string { return filepath.Join(l.Dir(), "gate") }
 // prepare fails). The merge owner's dir is GateDir; MERGE_BATCH_GATE=each
 // gates a train's prefixes side by side, each in a worktree of its own.
 func (o *Owner) gateIn(ctx context.Context, j scheduler.MergeJob, commit, dir string) (bool, string, error) {
+	if o.Prepare == "" && work.NoGateCommand(j.Gate) {
+		// Nothing runs in the gate worktree (GATE_CMD's default, true):
+		// no checkout of it, two git processes a landing (and the run's
+		// first landing's worktree add). The log says the gate is green.
+		if j.Gating != nil {
+			j.Gating()
+		}
+		return work.RunGate(ctx, o.Layout, j.ID, j.Gate, dir, o.Env, o.Redact, o.LogCap, o.KillGrace)
+	}
 	if err := o.Git.CleanCheckout(ctx, dir, commit); err != nil {
 		return false, "", fmt.Errorf("gate the merge of %s: %w", j.ID, err)
 	}
