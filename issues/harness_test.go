@@ -50,6 +50,13 @@ func (h harness) reviewGate() scheduler.ReviewConfig {
 // ctx is done, running agents stop, this instance's claims are released,
 // and it returns an error wrapping ctx's.
 func runQueue(ctx context.Context, q *Queue, h harness) (Summary, error) {
+	// The run keeps its long-lived git cat-file from start to end, as
+	// engine.Run does.
+	q.git.KeepResolvers(true)
+	defer func() {
+		q.git.KeepResolvers(false)
+		q.git.Close()
+	}()
 	bctx, endBooks := context.WithCancel(context.WithoutCancel(ctx))
 	defer endBooks()
 	booked := q.Bookkeep(bctx)

@@ -286,6 +286,10 @@ func New(opt Options) *Server {
 		"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
 		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
 	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
+	// One long-lived cat-file for the server's life (Close ends it), not
+	// one per burst of requests: a test's pauses (an agent, a reviewer)
+	// outlast its idle time, and each start is a git process.
+	s.git.KeepResolvers(true)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handler))
 	return s
 }
@@ -296,6 +300,7 @@ func (s *Server) URL() string { return s.srv.URL + "/" }
 // Close stops the server.
 func (s *Server) Close() {
 	s.srv.Close()
+	s.git.KeepResolvers(false)
 	s.git.Close() // its long-lived cat-file (Has, the merges' reads)
 }
 
