@@ -354,33 +354,40 @@ func (d *Driver) sessionDir(phase string) string {
 func ptr[T any](v T) *T { return &v }
 
 // initScript fetches the attempt's start from the remote and checks it is
-// the commit the driver named (a remote that moved is no start).
+// the commit the driver named (a remote that moved is no start). One
+// fetch takes every ref the driver pushed and one rev-parse reads them
+// all: a repair's pod made three of each, and a fetch from K8S_REMOTE is
+// a round trip to the git server (issue 23: a git process is the cost).
 const initScript = `set -eu
 git init -q "$CLAUDOPILOT_WORKTREE"
 cd "$CLAUDOPILOT_WORKTREE"
 git remote add origin "$CLAUDOPILOT_REMOTE"
-git fetch -q --no-tags origin "+refs/heads/` + basePrefix + `$CLAUDOPILOT_JOB:refs/heads/$CLAUDOPILOT_BASE"
-test "$(git rev-parse "refs/heads/$CLAUDOPILOT_BASE")" = "$CLAUDOPILOT_BASE_SHA"
-start="$CLAUDOPILOT_BASE_SHA"
+set -- "+refs/heads/` + basePrefix + `$CLAUDOPILOT_JOB:refs/heads/$CLAUDOPILOT_BASE"
+refs="refs/heads/$CLAUDOPILOT_BASE" want="$CLAUDOPILOT_BASE_SHA" start="$CLAUDOPILOT_BASE_SHA"
 if [ -n "$CLAUDOPILOT_START_SHA" ]; then
-  git fetch -q --no-tags origin "+refs/heads/` + startPrefix + `$CLAUDOPILOT_JOB:refs/claudopilot/start"
-  test "$(git rev-parse refs/claudopilot/start)" = "$CLAUDOPILOT_START_SHA"
-  start="$CLAUDOPILOT_START_SHA"
+  set -- "$@" "+refs/heads/` + startPrefix + `$CLAUDOPILOT_JOB:refs/claudopilot/start"
+  refs="$refs refs/claudopilot/start" want="$want $CLAUDOPILOT_START_SHA" start="$CLAUDOPILOT_START_SHA"
 fi
+if [ -n "$CLAUDOPILOT_MERGE_SHA" ]; then
+  set -- "$@" "+refs/heads/` + mergePrefix + `$CLAUDOPILOT_JOB:refs/claudopilot/merge"
+  refs="$refs refs/claudopilot/merge" want="$want $CLAUDOPILOT_MERGE_SHA"
+fi
+git fetch -q --no-tags origin "$@"
+# A ref name holds no blank: the words are the refs, the lines their ids.
+got=$(git rev-parse $refs)
+test "$(echo $got)" = "$want"
 git checkout -q -B "$CLAUDOPILOT_BRANCH" "$start"
 if [ -n "$CLAUDOPILOT_MERGE_SHA" ]; then
   # The merge the driver could not finish: made again, conflicts left
   # in place for the agent (a merge that stops at conflicts exits 1).
-  git fetch -q --no-tags origin "+refs/heads/` + mergePrefix + `$CLAUDOPILOT_JOB:refs/claudopilot/merge"
-  test "$(git rev-parse refs/claudopilot/merge)" = "$CLAUDOPILOT_MERGE_SHA"
-  git merge -q --no-ff --no-commit "$CLAUDOPILOT_MERGE_SHA" || git rev-parse -q --verify MERGE_HEAD >/dev/null
+  git merge -q --no-ff --no-commit "$CLAUDOPILOT_MERGE_SHA" || test -f .git/MERGE_HEAD
 fi
 # The files the driver writes into a worktree and never commits (an
 # issue's doc): written, and kept out of the result's commits.
 i=0
 while [ "$i" -lt "$CLAUDOPILOT_DOCS" ]; do
   eval "rel=\"\$CLAUDOPILOT_DOC_$i\" file=\"\$CLAUDOPILOT_DOC_FILE_$i\""
-  mkdir -p "$(dirname "$rel")"
+  case "$rel" in */*) mkdir -p "${rel%/*}" ;; esac
   cp "$file" "$rel"
   printf '/%s\n' "$rel" >> .git/info/exclude
   i=$((i+1))
@@ -390,17 +397,22 @@ mkdir -p "$HOME"
 
 // agentScript runs the agent, commits what it left, pushes the result
 // and says how it ended in the termination message. The driver checks
-// all of it again.
+// all of it again. The pod made the repository (git init: .git is a
+// folder), so a merge in progress is .git/MERGE_HEAD, read without a
+// git process (an agent that swaps .git fools this check as it could
+// fool rev-parse: the driver's own checks are what count). A commit
+// with nothing to commit fails and says so on stdout, dropped: one
+// process where git diff --cached --quiet and a commit were two.
 const agentScript = `set -u
 cd "$CLAUDOPILOT_WORKTREE"
 sh -c "$CLAUDOPILOT_AGENT" < "$CLAUDOPILOT_PROMPT_FILE"
 code=$?
 # A merge whose conflicts are still there is not concluded (the markers
 # would be committed): given up, as the driver does with a local one.
-if git rev-parse -q --verify MERGE_HEAD >/dev/null && [ -n "$(git diff --name-only --diff-filter=U)" ]; then
+if [ -f .git/MERGE_HEAD ] && [ -n "$(git diff --name-only --diff-filter=U)" ]; then
   git merge --abort
 fi
-git add -A && { git diff --cached --quiet || git commit -q -m "claudopilot: what the agent left uncommitted"; }
+git add -A && git commit -q -m "claudopilot: what the agent left uncommitted" >/dev/null
 pushed=true
 git push -q --force origin "HEAD:refs/heads/` + AttemptPrefix + `$CLAUDOPILOT_JOB" || pushed=false
 printf '{"exit":%d,"tip":"%s","pushed":%s}' "$code" "$(git rev-parse HEAD)" "$pushed" > "$CLAUDOPILOT_RESULT"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/proc"
 )
 
@@ -628,5 +630,37 @@ func TestIssueDocInThePod(t *testing.T) {
 	}
 	if files := run(t, c.repo, "git", "ls-tree", "-r", "--name-only", res.Tip); strings.Contains(files, "issue-7") || !strings.Contains(files, "fix.txt") {
 		t.Fatalf("the result's files:\n%s", files)
+	}
+}
+
+// TestFetchRefusesAMovedRef: the fetch container's one fetch and one
+// rev-parse check every ref the driver pushed against the id it named:
+// a start ref that moved on the remote ends the container before the
+// checkout (a remote that moved is no start). Run as sh -c initScript
+// with the environment the pod would get. TestPodResolvesAConflict's pod
+// passes the same check with a base, a start and a merge as named.
+func TestFetchRefusesAMovedRef(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	remote := filepath.Join(dir, "remote.git")
+	run(t, dir, "git", "init", "-q", "--bare", remote)
+	job := "cp-p1-w2-0123abcd"
+	ids := gittest.Import(t, os.Environ(), remote,
+		gittest.Commit{Ref: basePrefix + job, Message: "base\n", Files: map[string]string{"a": "a\n"}},
+		gittest.Commit{Ref: startPrefix + job, Message: "start\n", Files: map[string]string{"a": "b\n"}})
+	initPod := func(name, startSHA string) (int, string) { // a pod whose worktree is dir/name
+		cmd := exec.Command("/bin/sh", "-c", initScript)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CLAUDOPILOT_WORKTREE="+filepath.Join(dir, name), "CLAUDOPILOT_REMOTE="+remote, "CLAUDOPILOT_JOB="+job,
+			"CLAUDOPILOT_BASE=main", "CLAUDOPILOT_BASE_SHA="+ids[0], "CLAUDOPILOT_START_SHA="+startSHA, "CLAUDOPILOT_MERGE_SHA=",
+			"CLAUDOPILOT_BRANCH=auto/p1", "CLAUDOPILOT_DOCS=0", "HOME="+filepath.Join(dir, "home"))
+		out, err := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), fmt.Sprintf("%v: %s", err, out)
+	}
+	if code, out := initPod("moved", ids[0]); code == 0 {
+		t.Fatalf("the fetch container took a start ref that is not the named commit: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "moved", "a")); err == nil {
+		t.Error("the moved start was checked out")
 	}
 }
