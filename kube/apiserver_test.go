@@ -2,9 +2,11 @@ package kube
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 var (
@@ -31,15 +32,14 @@ var (
 
 // apiServer is a fake API server for the calls the driver makes: the
 // real REST paths (lists, watches with their initial events, creates,
-// deletes, pods/log?follow) over client-go's object tracker, so the
-// driver's own client (API) is what the tests drive. There is no Job
-// controller and no kubelet: the test plays both, writing to the
-// tracker directly.
+// deletes, pods/log?follow) over a store of objects, so the driver's own
+// client (API) is what the tests drive. There is no Job controller and no
+// kubelet: the test plays both, writing to the store directly.
 type apiServer struct {
 	t       testing.TB
 	srv     *httptest.Server
 	codecs  serializer.CodecFactory
-	tracker k8stesting.ObjectTracker
+	tracker *store
 	logs    *feed
 	created func(*batchv1.Job) // each Job created, as created
 	closing chan struct{}
@@ -51,7 +51,7 @@ type apiServer struct {
 }
 
 // watcher is one watch's queue: unbounded, so a burst of writes never
-// blocks or drops (the tracker's own watch panics past 100).
+// blocks or drops.
 type watcher struct {
 	gvr  schema.GroupVersionResource
 	ns   string
@@ -89,7 +89,7 @@ type apiCall struct {
 func newAPIServer(t testing.TB, logs *feed, created func(*batchv1.Job)) *apiServer {
 	s := NewScheme()
 	a := &apiServer{t: t, codecs: serializer.NewCodecFactory(s), logs: logs, created: created, closing: make(chan struct{}), watchers: map[*watcher]bool{}}
-	a.tracker = k8stesting.NewObjectTracker(s, a.codecs.UniversalDecoder())
+	a.tracker = newStore(s)
 	a.srv = httptest.NewServer(a)
 	t.Cleanup(func() { close(a.closing); a.srv.Close() })
 	return a
@@ -388,4 +388,108 @@ func (a *apiServer) fail(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(int(st.Code))
 	w.Write(b)
+}
+
+// store is the API server's objects by resource, namespace and name, with
+// the semantics of client-go's object tracker (k8s.io/client-go/testing)
+// for the calls the tests make: a deep copy in and out, AlreadyExists on a
+// second create, NotFound on an update, get or delete of what is not
+// there, lists sorted by namespace and name with the resource's version.
+// Not the tracker itself: it took in ~95 packages (protobuf, kube-openapi,
+// structured-merge-diff) and ~35% of this test binary's link (#23).
+type store struct {
+	scheme *runtime.Scheme
+	mu     sync.Mutex
+	objs   map[schema.GroupVersionResource]map[string]runtime.Object // by "ns/name"
+	rv     map[schema.GroupVersionResource]int64                     // the last write's version, from 1 (none)
+}
+
+func newStore(s *runtime.Scheme) *store {
+	return &store{scheme: s, objs: map[schema.GroupVersionResource]map[string]runtime.Object{}, rv: map[schema.GroupVersionResource]int64{}}
+}
+
+func (s *store) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string) error {
+	return s.put(gvr, obj, ns, false)
+}
+
+func (s *store) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string) error {
+	return s.put(gvr, obj, ns, true)
+}
+
+func (s *store) put(gvr schema.GroupVersionResource, obj runtime.Object, ns string, replace bool) error {
+	obj = obj.DeepCopyObject()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	if m.GetNamespace() == "" {
+		m.SetNamespace(ns)
+	}
+	if m.GetNamespace() != ns {
+		return apierrors.NewBadRequest(fmt.Sprintf("request namespace does not match object namespace, request: %q object: %q", ns, m.GetNamespace()))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := ns + "/" + m.GetName()
+	_, there := s.objs[gvr][key]
+	switch {
+	case there && !replace:
+		return apierrors.NewAlreadyExists(gvr.GroupResource(), m.GetName())
+	case !there && replace:
+		return apierrors.NewNotFound(gvr.GroupResource(), m.GetName())
+	}
+	if s.objs[gvr] == nil {
+		s.objs[gvr] = map[string]runtime.Object{}
+	}
+	s.objs[gvr][key] = obj
+	s.rv[gvr] = max(s.rv[gvr], 1) + 1
+	return nil
+}
+
+func (s *store) Get(gvr schema.GroupVersionResource, ns, name string) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.objs[gvr][ns+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return obj.DeepCopyObject(), nil
+}
+
+func (s *store) Delete(gvr schema.GroupVersionResource, ns, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objs[gvr][ns+"/"+name]; !ok {
+		return apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	delete(s.objs[gvr], ns+"/"+name)
+	return nil
+}
+
+// List is the namespace's objects of gvr (every namespace's when ns is
+// "") in a new gvk+"List", sorted by namespace and name.
+func (s *store) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string) (runtime.Object, error) {
+	list, err := s.scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	lm.SetResourceVersion(strconv.FormatInt(max(s.rv[gvr], 1), 10))
+	keys := make([]string, 0, len(s.objs[gvr]))
+	for k := range s.objs[gvr] {
+		if ns == "" || strings.HasPrefix(k, ns+"/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	items := make([]runtime.Object, len(keys))
+	for i, k := range keys {
+		items[i] = s.objs[gvr][k].DeepCopyObject()
+	}
+	return list, meta.SetList(list, items)
 }
