@@ -178,13 +178,25 @@ func (q *Queue) sync(ctx context.Context, branches ...string) (tips map[string]s
 	return tips, nil
 }
 
-// syncBase is sync of the base alone; a remote without it is an error.
-func (q *Queue) syncBase(ctx context.Context) error {
-	tips, err := q.sync(ctx, q.cfg.Base)
-	if err == nil && tips[q.cfg.Base] == "" {
-		err = fmt.Errorf("%s has no branch %s", q.cfg.Remote, q.cfg.Base)
+// liveBase brings refs/remotes/<remote>/<base> to the base's tip on
+// GitHub and returns that ref's commit: GitHub is asked for the tip
+// (GitHub.BranchTip, one request where an ls-remote was 3 processes), and
+// the base fetched only when the local ref is not that tip. A base moved
+// again before the fetch is fetched as it is then, as a sync would. A tip
+// that cannot be read is an error: nothing is taken as live then.
+func (q *Queue) liveBase(ctx context.Context) (string, error) {
+	tip, err := q.gh.BranchTip(ctx, q.cfg.Base)
+	if err != nil {
+		return "", fmt.Errorf("the tip of %s: %w", q.cfg.Base, err)
 	}
-	return err
+	ref := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
+	if have, err := q.git.RevParse(ctx, ref); err == nil && have == tip {
+		return tip, nil
+	}
+	if err := q.fetch(ctx, q.cfg.Base); err != nil {
+		return "", err
+	}
+	return q.git.RevParse(ctx, ref)
 }
 
 // ensureWorktree makes or finds the worktree on its branch: a

@@ -1208,6 +1208,25 @@ func baseModified(err error) bool {
 	return errors.As(err, &er) && strings.Contains(strings.ToLower(er.Message), "base branch was modified")
 }
 
+// BranchTip returns branch's tip on GitHub (GET git/ref/heads/<branch>):
+// one request on the client's kept-alive connection, where a git
+// ls-remote is git, its transport helper and a credential helper, over a
+// new connection. A branch GitHub does not have is ErrNotFound.
+func (g *GitHub) BranchTip(ctx context.Context, branch string) (string, error) {
+	var ref *github.Reference
+	err := g.do(ctx, "read the tip of "+branch, func(ctx context.Context) (r *github.Response, err error) {
+		ref, r, err = g.c.Git.GetRef(ctx, g.owner, g.repo, "heads/"+branch)
+		return r, err
+	}, nil)
+	if err != nil {
+		return "", err
+	}
+	if sha := ref.GetObject().GetSHA(); ref.GetRef() == "refs/heads/"+branch && len(sha) >= 40 {
+		return sha, nil
+	}
+	return "", fmt.Errorf("read the tip of %s: GitHub answered %q at %q", branch, ref.GetObject().GetSHA(), ref.GetRef())
+}
+
 // BehindBase returns how many commits of branch base sha lacks (0: sha
 // contains base's tip, so merging sha gives sha's own tree).
 func (g *GitHub) BehindBase(ctx context.Context, base, sha string) (int, error) {

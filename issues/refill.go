@@ -29,14 +29,9 @@ func (q *Queue) refill(ctx context.Context, st *pollState, held func(int) bool) 
 	q.cfg.Refill(ctx, len(seen))
 }
 
-// BaseTip fetches the base from the remote and returns its tip: the
-// commit a scanner reads.
-func (q *Queue) BaseTip(ctx context.Context) (string, error) {
-	if err := q.syncBase(ctx); err != nil {
-		return "", err
-	}
-	return q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base)
-}
+// BaseTip brings the base to its tip on GitHub (liveBase) and returns
+// it: the commit a scanner reads.
+func (q *Queue) BaseTip(ctx context.Context) (string, error) { return q.liveBase(ctx) }
 
 // AgentEnvironment is the environment agents get: the driver's without
 // the token and secret-named variables.

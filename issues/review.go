@@ -39,7 +39,8 @@ func (in reviewInputs) fingerprint() string {
 }
 
 // liveInputs reads the fingerprint's inputs as they are now: the pull
-// request's head and body, the base's tip on the remote, the issue body.
+// request's head and body, the base's tip on GitHub (fetched here when
+// this clone lacks it), the issue body.
 func (w *worker) liveInputs(ctx context.Context) (reviewInputs, error) {
 	q := w.q
 	var in reviewInputs
@@ -51,10 +52,7 @@ func (w *worker) liveInputs(ctx context.Context) (reviewInputs, error) {
 	if err != nil {
 		return in, fmt.Errorf("read issue %s: %w", w.id, err)
 	}
-	if err := q.syncBase(ctx); err != nil {
-		return in, err
-	}
-	base, err := q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base)
+	base, err := q.liveBase(ctx)
 	if err != nil {
 		return in, err
 	}

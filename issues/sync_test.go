@@ -2,17 +2,20 @@ package issues
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// TestSyncFetchesOnlyWhatMoved: sync (bringIn, the review's live base,
-// BaseTip) asks the remote once and fetches only a branch whose tip is
-// not already its remote-tracking ref: nothing when nothing moved (no
-// FETCH_HEAD written), the base once it moved, an issue's branch the
-// clone has never fetched; a branch the remote lacks is absent from the
-// tips, and a base the remote lacks is an error.
+// TestSyncFetchesOnlyWhatMoved: sync (bringIn) asks the remote once and
+// fetches only a branch whose tip is not already its remote-tracking ref:
+// nothing when nothing moved (no FETCH_HEAD written), the base once it
+// moved, an issue's branch the clone has never fetched; a branch the
+// remote lacks is absent from the tips. liveBase (the review's live base,
+// BaseTip) asks GitHub for the base's tip and fetches only when the
+// clone's ref is not that tip; a base GitHub lacks is an error.
 func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -26,6 +29,9 @@ func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		return sha
+	}
+	if tip, err := q.liveBase(ctx); err != nil || tip != e.originRef("refs/heads/main") {
+		t.Fatalf("liveBase: %s, %v: want origin's main", tip, err)
 	}
 	tips, err := q.sync(ctx, "main", Branch(1))
 	if err != nil || len(tips) != 1 || tips["main"] != e.originRef("refs/heads/main") {
@@ -42,11 +48,30 @@ func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 	if tracking("main") != moved || tracking(Branch(1)) != branch {
 		t.Errorf("remote-tracking refs: main %s, the branch %s", tracking("main"), tracking(Branch(1)))
 	}
-	if err := q.syncBase(ctx); err != nil {
-		t.Errorf("syncBase: %v", err)
+	if err := os.Remove(fetchHead); err != nil {
+		t.Fatal(err)
+	}
+	if tip, err := q.liveBase(ctx); err != nil || tip != moved {
+		t.Errorf("liveBase: %s, %v: want %s", tip, err, moved)
+	}
+	if _, err := os.Stat(fetchHead); err == nil {
+		t.Error("liveBase fetched a base the clone has at its tip")
+	}
+	again := e.originCommit("main", "base.txt", "again\n", "the base moves again")
+	if tip, err := q.liveBase(ctx); err != nil || tip != again || tracking("main") != again {
+		t.Errorf("liveBase: %s, %v: want the base fetched at %s", tip, err, again)
+	}
+	asked := 0
+	for _, r := range e.fake.Requests() {
+		if r.Method == "GET" && strings.HasSuffix(r.Path, "/git/ref/heads/main") {
+			asked++
+		}
+	}
+	if asked != 3 {
+		t.Errorf("GitHub asked %d times for main's tip, want 3 (once per liveBase)", asked)
 	}
 	q.cfg.Base = "trunk"
-	if err := q.syncBase(ctx); err == nil {
-		t.Error("a base the remote lacks gave no error")
+	if _, err := q.liveBase(ctx); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a base GitHub lacks: %v, want ErrNotFound", err)
 	}
 }

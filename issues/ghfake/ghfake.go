@@ -950,6 +950,7 @@ var routes = sync.OnceValue(func() []route {
 		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/reviews$`), (*Server).listReviews},
 		{"PUT", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/update-branch$`), (*Server).updateBranch},
 		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([^/]+)$`), (*Server).compare},
+		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/git/ref/heads/(.+)$`), (*Server).getRef},
 		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs$`), (*Server).checkRuns},
 		{"GET", regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/commits/([^/]+)/statuses$`), (*Server).statuses},
 	}
@@ -2007,6 +2008,18 @@ func (s *Server) updateBranch(c *call) {
 	}
 	s.headSHA(p)
 	c.json(http.StatusAccepted, map[string]string{"message": "Updating pull request branch.", "url": s.htmlURL("pull", p.Number)})
+}
+
+// getRef answers GET /git/ref/heads/{branch}: the branch's tip in the
+// origin, read by its long-lived cat-file (no git process), or 404.
+func (s *Server) getRef(c *call) {
+	b := c.args[2]
+	sha, err := s.git.RevParse(context.Background(), "refs/heads/"+b)
+	if err != nil {
+		c.fail(http.StatusNotFound, "Not Found")
+		return
+	}
+	c.json(http.StatusOK, &github.Reference{Ref: github.Ptr("refs/heads/" + b), Object: &github.GitObject{SHA: github.Ptr(sha), Type: github.Ptr("commit")}})
 }
 
 // compare answers GET /compare/{base}...{head} with the counts only.
