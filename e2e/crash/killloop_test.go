@@ -80,7 +80,7 @@ if [ ! -f "$f" ]; then
 fi
 sleep 0.2
 if [ -f "$CLAUDOPILOT_PHASE_DOC" ]; then
-  d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+  d=${CLAUDOPILOT_PHASE_DOC%/*}; b=${CLAUDOPILOT_PHASE_DOC##*/} # roadmap/<id>.md
   git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b"
   git commit -qm "agent: $p done"
   rec
@@ -100,21 +100,22 @@ fi
 // and waiting 1 s: on a busy machine the agent took longer, the daemon's
 // commits raced its own, and they were on the branch before any driver
 // could stop anything.)
-const killGate = `#!/bin/sh
-for f in work/*.txt; do
-  [ -e "$f" ] || continue
-  p=$(basename "$f" .txt)
-  grep -qx "work of $p" "$f" || { echo "bad $f"; exit 1; }
-done
-if [ -f shared.txt ] && grep -qE '^(<<<<<<<|=======|>>>>>>>)' shared.txt; then echo "markers in shared.txt"; exit 1; fi
-pf="$(dirname "$TRACE")/daemon.pid"
+const killGate = "#!/bin/sh\n" + gateWorkFiles + `if [ -f shared.txt ]; then
+  while IFS= read -r l || [ -n "$l" ]; do
+    case $l in '<<<<<<<'* | '======='* | '>>>>>>>'*) echo "markers in shared.txt"; exit 1 ;; esac
+  done < shared.txt
+fi
+pf="${TRACE%/*}/daemon.pid"
 if [ -s "$pf" ]; then
   # Dead: gone, a zombie (waiting for an init that does not reap), or its
   # pid reused by a later process (the pid is written with its start time:
-  # under load the pids wrap, pid_max 32768).
+  # under load the pids wrap, pid_max 32768). Fields after "pid (comm) ":
+  # the state first, the start time 20th.
   read -r p start < "$pf"
-  st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null || true)
-  if [ -n "$st" ] && [ "$(echo "$st" | cut -d' ' -f20)" = "$start" ] && [ "$(echo "$st" | cut -d' ' -f1)" != Z ]; then
+  { read -r st < "/proc/$p/stat"; } 2>/dev/null || st=
+  st=${st##*) }
+  set -- $st
+  if [ -n "$st" ] && [ "${20:-}" = "$start" ] && [ "$1" != Z ]; then
     echo "the agent's daemon still runs"; exit 1
   fi
 fi
