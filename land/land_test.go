@@ -102,10 +102,13 @@ func newFixtureWith(t *testing.T, src, rel string, more map[string]string) *fixt
 		key += "\x00" + p + "\x00" + more[p]
 	}
 	templates.Copy(t, key, dir, func(dir string) error { return makeRepo(ctx, dir, env, src, rel, more) })
-	g, err := worktree.Open(ctx, dir, env)
+	// The copy is a repository with dir its top level and its own .git:
+	// no rev-parse to say so (worktree.Known; Open's one git a test).
+	top, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := worktree.Known(top, filepath.Join(top, ".git"), env)
 	// The long-lived cat-file ends with the test (after the cleanups
 	// below), before the test's folder goes.
 	t.Cleanup(g.Close)
