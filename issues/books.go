@@ -147,17 +147,25 @@ func (q *Queue) fetch(ctx context.Context, branch string) error {
 	return nil
 }
 
-// sync brings refs/remotes/<remote>/<branch> to the remote's tip for
-// each branch the remote has, from one ls-remote, fetching (all in one
-// fetch) only the branches whose tip is not already that ref: a fetch
-// that brings nothing was 4 processes (git, its upload-pack through sh,
-// the connectivity check), the ls-remote is 3. tips is each branch's tip
-// on the remote; a branch the remote lacks is absent.
+// sync brings refs/remotes/<remote>/<branch> to the branch's tip on
+// GitHub for each branch GitHub has (GitHub.BranchTip, one request each
+// on the kept-alive connection), fetching (all in one fetch) only the
+// branches whose tip is not already that ref: a fetch that brings
+// nothing was 4 processes (git, its upload-pack through sh, the
+// connectivity check), an ls-remote 3. tips is each branch's tip; a
+// branch GitHub lacks is absent. A tip that cannot be read is an error.
 func (q *Queue) sync(ctx context.Context, branches ...string) (tips map[string]string, err error) {
 	r := q.cfg.Remote
-	tips, err = q.net.RemoteTips(ctx, r, branches...)
-	if err != nil {
-		return nil, fmt.Errorf("ls-remote %s: %w", r, err)
+	tips = map[string]string{}
+	for _, b := range branches {
+		tip, err := q.gh.BranchTip(ctx, b)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("the tip of %s: %w", b, err)
+		}
+		tips[b] = tip
 	}
 	var specs []string
 	for _, b := range branches {
@@ -179,24 +187,19 @@ func (q *Queue) sync(ctx context.Context, branches ...string) (tips map[string]s
 }
 
 // liveBase brings refs/remotes/<remote>/<base> to the base's tip on
-// GitHub and returns that ref's commit: GitHub is asked for the tip
-// (GitHub.BranchTip, one request where an ls-remote was 3 processes), and
-// the base fetched only when the local ref is not that tip. A base moved
-// again before the fetch is fetched as it is then, as a sync would. A tip
-// that cannot be read is an error: nothing is taken as live then.
+// GitHub (sync: one request, a fetch only when the clone's ref is not
+// that tip) and returns that ref's commit; a base moved again before the
+// fetch is fetched as it is then. A tip that cannot be read is an error
+// (a base GitHub lacks: ErrNotFound): nothing is taken as live then.
 func (q *Queue) liveBase(ctx context.Context) (string, error) {
-	tip, err := q.gh.BranchTip(ctx, q.cfg.Base)
+	tips, err := q.sync(ctx, q.cfg.Base)
 	if err != nil {
-		return "", fmt.Errorf("the tip of %s: %w", q.cfg.Base, err)
-	}
-	ref := "refs/remotes/" + q.cfg.Remote + "/" + q.cfg.Base
-	if have, err := q.git.RevParse(ctx, ref); err == nil && have == tip {
-		return tip, nil
-	}
-	if err := q.fetch(ctx, q.cfg.Base); err != nil {
 		return "", err
 	}
-	return q.git.RevParse(ctx, ref)
+	if tips[q.cfg.Base] == "" {
+		return "", fmt.Errorf("the tip of %s: %w: GitHub has no such branch", q.cfg.Base, ErrNotFound)
+	}
+	return q.git.RevParse(ctx, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base)
 }
 
 // ensureWorktree makes or finds the worktree on its branch: a

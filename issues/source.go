@@ -433,9 +433,10 @@ func (s *Source) claim(ctx context.Context, n int) string {
 	return ""
 }
 
-// bringIn fetches the base, and the branch where the remote has
-// it (another machine's attempt), each only when it moved (one ls-remote
-// asks for both: sync): a branch this clone lacks is made from it. A worktree where older versions put it is moved to the layout's.
+// bringIn fetches the base, and the branch where GitHub has it
+// (another machine's attempt), each only when it moved (sync asks GitHub
+// for both tips): a branch this clone lacks is made from it. A worktree
+// where older versions put it is moved to the layout's.
 func (q *Queue) bringIn(ctx context.Context, n int) error {
 	branch := Branch(n)
 	tips, err := q.sync(ctx, q.cfg.Base, branch)
@@ -443,7 +444,7 @@ func (q *Queue) bringIn(ctx context.Context, n int) error {
 		return err
 	}
 	if tips[q.cfg.Base] == "" {
-		return fmt.Errorf("%s has no branch %s", q.cfg.Remote, q.cfg.Base)
+		return fmt.Errorf("GitHub has no branch %s", q.cfg.Base)
 	}
 	if tips[branch] != "" {
 		local, err := q.git.BranchExists(ctx, branch)

@@ -9,13 +9,12 @@ import (
 	"testing"
 )
 
-// TestSyncFetchesOnlyWhatMoved: sync (bringIn) asks the remote once and
+// TestSyncFetchesOnlyWhatMoved: sync (bringIn) asks GitHub for the tips and
 // fetches only a branch whose tip is not already its remote-tracking ref:
 // nothing when nothing moved (no FETCH_HEAD written), the base once it
-// moved, an issue's branch the clone has never fetched; a branch the
-// remote lacks is absent from the tips. liveBase (the review's live base,
-// BaseTip) asks GitHub for the base's tip and fetches only when the
-// clone's ref is not that tip; a base GitHub lacks is an error.
+// moved, an issue's branch the clone has never fetched; a branch GitHub
+// lacks is absent from the tips. liveBase (the review's live base,
+// BaseTip) is sync of the base, and a base GitHub lacks is an error.
 func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -67,8 +66,8 @@ func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 			asked++
 		}
 	}
-	if asked != 3 {
-		t.Errorf("GitHub asked %d times for main's tip, want 3 (once per liveBase)", asked)
+	if asked != 5 {
+		t.Errorf("GitHub asked %d times for main's tip, want 5 (once per sync and liveBase)", asked)
 	}
 	q.cfg.Base = "trunk"
 	if _, err := q.liveBase(ctx); !errors.Is(err, ErrNotFound) {
