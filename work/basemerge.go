@@ -109,17 +109,21 @@ func readIntent(path string) (*mergeIntent, error) {
 // leaves is the driver's own. Conflicts are left in place and their paths
 // returned; a merge already in progress is left alone.
 func (r *Runner) mergeRef(ctx context.Context, j scheduler.Job, wt, ref string) ([]string, error) {
-	if _, err := OwnGitDir(ctx, r.Git, wt); err != nil {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
 		return nil, err
 	}
-	if r.Git.MergeInProgress(ctx, wt) {
+	// The admin folder just checked says whether a merge is under way
+	// (no MERGE_HEAD file there: none, no git asked; a rev-parse a merge
+	// of the base before).
+	if r.Git.MergeInProgressIn(ctx, wt, gd) {
 		return r.unmerged(ctx, wt)
 	}
 	msg := fmt.Sprintf("claudopilot: commit work left uncommitted in %s's worktree before merging %s into it", j.ID, ref)
 	if err := r.commitLeft(ctx, j, wt, msg); err != nil {
 		return nil, fmt.Errorf("before merging %s into the branch: %w", ref, err)
 	}
-	err := GuardedMerge(ctx, r.Git, r.Layout, j.ID, wt, ref)
+	err = GuardedMerge(ctx, r.Git, r.Layout, j.ID, wt, ref)
 	if err == nil {
 		return nil, nil
 	}

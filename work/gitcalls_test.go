@@ -134,3 +134,33 @@ func TestDoneCheckOnTopOfBase(t *testing.T) {
 		}
 	}
 }
+
+// A retry over the phase's kept worktree, resumed after a killed driver,
+// reads from the worktree's admin folder what git was asked before: that
+// it is listed, unlocked and populated (a `git worktree list`), and
+// whether a merge is under way, on resume and before the base is merged
+// in (a `rev-parse MERGE_HEAD` each). A locked or unpopulated worktree is
+// still set aside (TestRunRecreatesUnpopulatedWorktree), an unfinished
+// merge still found (TestRunResumeOverUnfinishedMerge).
+func TestRunRetryReadsTheAdminFolder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.parkBranch(map[string]string{"kept.txt": "kept\n"}, true)
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	f.runner.Agent = f.agent(doneBody)
+	j := job()
+	j.Retry, j.Resume = true, true
+	if o := f.run(j); !o.OK {
+		t.Fatalf("outcome %+v", o)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"built-in: git worktree list", "built-in: git rev-parse -q --verify MERGE_HEAD"} {
+		if strings.Contains(string(b), c) {
+			t.Errorf("%s ran:\n%s", strings.TrimPrefix(c, "built-in: "), b)
+		}
+	}
+}

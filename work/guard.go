@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -81,21 +82,22 @@ func noNested(ctx context.Context, git *worktree.Client, wt string) error {
 // populated (it has an index). "" means usable. A HEAD moved off the
 // branch is not repaired here: that is an agent's doing, and checkHead
 // fails the attempt for it.
+//
+// All three are read from the admin folder, as `git worktree list` reads
+// them (one git process per reused worktree before): OwnGitDir checked
+// that it is a folder of the repository's worktrees/ (git lists each),
+// whose gitdir names wt's .git, which is there (so git would not call it
+// prunable), with a commondir and a HEAD; git's "locked" is a locked file
+// there.
 func (r *Runner) usable(ctx context.Context, wt string) (string, error) {
 	gd, err := OwnGitDir(ctx, r.Git, wt)
 	if err != nil {
 		return err.Error(), nil
 	}
-	wts, err := r.Git.Worktrees(ctx)
-	if err != nil {
-		return "", err
-	}
-	i := slices.IndexFunc(wts, func(w worktree.Worktree) bool { return samePath(w.Path, wt) })
-	switch {
-	case i < 0 || wts[i].Prunable:
-		return "git does not list it", nil
-	case wts[i].Locked:
+	if _, err := os.Lstat(filepath.Join(gd, "locked")); err == nil {
 		return "it is locked (a worktree add that did not finish)", nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
 	}
 	if _, err := os.Stat(filepath.Join(gd, "index")); err != nil {
 		return "its checkout was never populated", nil
@@ -447,14 +449,4 @@ func (r *Runner) clearStaleLocks(ctx context.Context, wt, gd, branch string) err
 		}
 	}
 	return nil
-}
-
-// samePath compares two paths, resolving symlinks where possible.
-func samePath(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ra, err1 := filepath.EvalSymlinks(a)
-	rb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ra == rb
 }

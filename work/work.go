@@ -818,9 +818,16 @@ func (r *Runner) mergeBase(ctx context.Context, j scheduler.Job, wt string, t ta
 }
 
 // unfinishedMerge lists the conflicting paths of a merge in progress in
-// wt (none when no merge is in progress).
+// wt (none when no merge is in progress). Whether one is under way is
+// read from the worktree's own admin folder (OwnGitDir, no git process;
+// git is asked only when a MERGE_HEAD is there): a rev-parse per resumed
+// attempt before.
 func (r *Runner) unfinishedMerge(ctx context.Context, wt string) ([]string, error) {
-	if !r.Git.MergeInProgress(ctx, wt) {
+	gd, err := OwnGitDir(ctx, r.Git, wt)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Git.MergeInProgressIn(ctx, wt, gd) {
 		return nil, nil
 	}
 	return r.unmerged(ctx, wt)
