@@ -31,7 +31,7 @@ import (
 //     `attach --write`) types does, and the page shows it.
 //   - An issue of the queue (an outside node, "#7") is a running node of
 //     the graph and a row of the table, and the Drain button (said yes
-//     to) reaches the driver's actions. The root package's
+//     to), Pause and Resume reach the driver's actions. The root package's
 //     TestQueueListenServesIssues drives the same page against a live
 //     queue under CLAUDOPILOT_SOAK=1 (by default through the API).
 func TestPageTerminalAndQuestion(t *testing.T) {
@@ -96,6 +96,31 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the Drain button reached no action")
 	}
+	// Pause and Resume reach the driver's actions. The page says PAUSED
+	// once the loop says it paused (the event a running driver sends when
+	// it takes the switch), and only then is Resume enabled. e2e/queue
+	// TestQueueListenServesIssues pauses and resumes a live queue through
+	// the same API; TestWebPageDrivesARun clicks both against a live run
+	// under CLAUDOPILOT_SOAK=1.
+	heard := func(button, want string) {
+		t.Helper()
+		select {
+		case a := <-acted:
+			if a != want {
+				t.Errorf("the %s button did %q", button, a)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the %s button reached no action", button)
+		}
+	}
+	step("click Pause", chromedp.Click(chromedp.CSS("#btn-pause")))
+	heard("Pause", "pause")
+	paused := scheduler.Event{Kind: scheduler.EvPaused, Time: asked}
+	f.srv.Model.Apply(paused)
+	f.srv.Hub.Publish(paused)
+	step("the page says paused", chromedp.WaitVisible(chromedp.Search(`//span[@id="status"][contains(., "PAUSED")]`)))
+	step("click Resume", chromedp.Click(chromedp.CSS("#btn-resume")))
+	heard("Resume", "resume")
 	// The drain re-renders the table: a Click that found the row before
 	// the re-render sends its click to a node that is gone ("Could not find
 	// node with given id", once in a quiet suite). The page clicks the row

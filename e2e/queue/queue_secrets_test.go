@@ -221,17 +221,24 @@ func procsHolding(s string) []string {
 // waitForFile waits until path exists and returns what it holds.
 func waitForFile(t *testing.T, path string, bound time.Duration) string {
 	t.Helper()
+	return waitForText(t, path, "", bound)
+}
+
+// waitForText waits until path holds text (any content, text "") and
+// returns what it holds.
+func waitForText(t *testing.T, path, text string, bound time.Duration) string {
+	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	end := time.After(bound)
 	for {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && strings.Contains(string(b), text) {
 			return strings.TrimSpace(string(b))
 		}
 		select {
 		case <-tick.C:
 		case <-end:
-			t.Fatalf("%s did not appear within %s", path, bound)
+			t.Fatalf("%s did not appear (or hold %q) within %s", path, text, bound)
 		}
 	}
 }

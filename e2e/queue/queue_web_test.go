@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,12 +26,15 @@ import (
 // queue --listen without a roadmap serves the page and the API: the issue
 // is a node of /api/v1/state while its agent runs (and, with chromium under
 // CLAUDOPILOT_SOAK=1, a running node of the page's graph and a row of its
-// table), and a drain (the page's button under soak; the API's by default)
-// reaches the queue's scheduler through the same control.json switches as
-// a run's: the issue's work still merges, then the queue ends, exit 0.
-// By default no browser starts here: web TestPageTerminalAndQuestion
-// shows an issue's node in the graph and the table and clicks Drain in
-// Chromium, and TestWebPageDrivesARun drives the page against a live run.
+// table); pause and resume reach the running loop (the state follows its
+// paused and resumed events); the agent's output is in its log, followed
+// live (the log pane's source); and a drain (the page's button under soak;
+// the API's by default) reaches the queue's scheduler through the same
+// control.json switches as a run's: the issue's work still merges, then
+// the queue ends, exit 0. By default no browser starts here: web
+// TestPageTerminalAndQuestion shows an issue's node in the graph and the
+// table and clicks Drain, Pause and Resume in Chromium;
+// TestWebPageDrivesARun drives the page against a live run under soak.
 func TestQueueListenServesIssues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the driver against a fake GitHub")
@@ -66,6 +70,7 @@ func TestQueueListenServesIssues(t *testing.T) {
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 set -e
+echo "hello from the issue's agent"
 read -r _ <"$RELEASE"
 mkdir -p work && echo issue > work/issue.txt
 git add -A && git commit -qm "issue work"
@@ -162,6 +167,28 @@ git add -A && git commit -qm "issue work"
 	st := waitState("#1 running", func(st web.State) bool { return issue(st).Activity == "worker" })
 	if p := issue(st); !p.Outside || p.State != "running" || p.Attempts != 1 || len(st.Running) != 1 || st.Running[0] != "#1" {
 		t.Errorf("#1 in the state: %+v, running %v", p, st.Running)
+	}
+	// Pause and Resume reach the running queue's loop: the state says
+	// paused only once the loop has taken the switch (its paused event),
+	// and not paused once it has taken the resume.
+	for _, a := range []struct {
+		action string
+		paused bool
+	}{{"pause", true}, {"resume", false}} {
+		if resp := call("POST", "/api/v1/actions", `{"action":"`+a.action+`"}`); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", a.action, resp.Status)
+		}
+		waitState(a.action, func(st web.State) bool { return st.Paused == a.paused })
+	}
+	// The log pane's source: the running agent's output, through the API
+	// once the agent has said it (its log file is where the driver writes
+	// it: the API must find the same).
+	waitForText(t, filepath.Join(work, ".claudopilot", "logs", "%231", "worker-1.log"), "hello from the issue's agent", e2e.Bound(t))
+	logs := call("GET", "/api/v1/logs/%231?role=worker", "")
+	b, _ := io.ReadAll(logs.Body)
+	logs.Body.Close()
+	if logs.StatusCode != http.StatusOK || !strings.Contains(string(b), "hello from the issue's agent") {
+		t.Errorf("the log of #1 through the API (%s):\n%s", logs.Status, b)
 	}
 	if browser := findChromium(); browser != "" && e2e.Soak() {
 		// The page shows the issue in the graph and the table, and its
