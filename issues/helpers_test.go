@@ -419,12 +419,17 @@ func (e *env) queue(name string, log *syncBuf, mod func(*Config)) *Queue {
 }
 
 // queueAt builds a Queue on the clone dir (a driver started again there).
+//
+// The clone is the test's own (e.clone), so its top level and .git are
+// known: worktree.Known, not Open's rev-parse (one git per queue, 76 in
+// the package's run). TestFixtureCloneIsAClone shows what e.clone makes.
 func (e *env) queueAt(dir string, log *syncBuf, mod func(*Config)) *Queue {
 	e.t.Helper()
-	git, err := worktree.Open(context.Background(), dir, append(e.genv, "GITHUB_TOKEN="+token))
+	top, err := filepath.EvalSymlinks(dir) // as git's --show-toplevel gives it
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	git := worktree.Known(top, filepath.Join(top, ".git"), append(e.genv, "GITHUB_TOKEN="+token))
 	cfg := Config{
 		GitHub: e.github(nil), Git: git, Base: "main", Agent: e.script("ok.sh", okAgent),
 		Poll: testPoll, CheckPoll: 20 * time.Millisecond, ChecksGrace: 40 * time.Millisecond, Once: true, AutoMerge: true,
