@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/land"
 )
 
@@ -29,12 +30,10 @@ func TestCheckBaseReportsForeignMoves(t *testing.T) {
 	}
 	// An agent moves the base ref with update-ref to a commit that
 	// deletes a file; the checkout stays where it was.
+	// (Its commit is imported on a side branch: one process, where a
+	// worktree add -b, an rm, a commit and a rev-parse were six.)
 	before := f.rev("main")
-	wt := f.layout.Worktree("p2")
-	f.gitIn(f.top, "worktree", "add", "-q", "-b", "side", wt, "main")
-	f.gitIn(wt, "rm", "-q", "b.txt")
-	f.gitIn(wt, "commit", "-q", "-m", "drop b")
-	side := f.gitIn(wt, "rev-parse", "HEAD")
+	side := gittest.Import(t, f.env, f.top, gittest.Commit{Ref: "side", From: "main^0", Message: "drop b", Delete: []string{"b.txt"}})[0]
 	f.gitIn(f.top, "update-ref", "refs/heads/main", side)
 	m, err := f.owner.CheckBase(f.ctx)
 	if err != nil || m == nil {
@@ -127,7 +126,7 @@ func TestCheckBaseTakesAForwardMoveToItsOwnMerge(t *testing.T) {
 		t.Fatalf("first CheckBase = %v, %v", m, err)
 	}
 	old := f.rev("main")
-	tree := f.gitIn(f.top, "rev-parse", "main^{tree}")
+	tree := f.rev("main^{tree}")
 	own := f.gitIn(f.top, "commit-tree", "-p", old, "-m", "Merge p1: first", tree)
 	land.OwnMove(f.owner, func() { f.gitIn(f.top, "update-ref", "refs/heads/main", own, old) }, own, false)
 	if m, err := f.owner.CheckBase(f.ctx); m != nil || err != nil {

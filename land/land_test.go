@@ -232,7 +232,14 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 	}
 	f.gitIn(dir, append([]string{"add", "--"}, paths...)...)
 	f.gitIn(dir, "commit", "-q", "-m", msg)
-	if h, ok := gittest.Head(dir); ok { // the files the commit wrote: no rev-parse
+	return f.head(dir)
+}
+
+// head is the commit HEAD names in worktree dir, read from its files
+// where they say it plainly (gittest.Head: no rev-parse).
+func (f *fixture) head(dir string) string {
+	f.t.Helper()
+	if h, ok := gittest.Head(dir); ok {
 		return h
 	}
 	return f.gitIn(dir, "rev-parse", "HEAD")
@@ -251,6 +258,30 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 func (f *fixture) branch(id, doc string, files map[string]string) (wt, tip string) {
 	f.t.Helper()
 	return f.branchCommit(id, f.work(id, doc, files), false)
+}
+
+// phase is one branch of branches: the phase, its doc, its files.
+type phase struct {
+	id, doc string
+	files   map[string]string
+}
+
+// branches is branch for several phases at once, their commits in one
+// git fast-import (one process a branch fewer); it returns their tips.
+func (f *fixture) branches(ps ...phase) []string {
+	f.t.Helper()
+	cs := make([]gittest.Commit, len(ps))
+	for i, p := range ps {
+		cs[i] = f.work(p.id, p.doc, p.files)
+	}
+	tips := gittest.Import(f.t, f.env, f.top, cs...)
+	for _, p := range ps {
+		gittest.LinkWorktree(f.t, f.top, f.layout.Worktree(p.id), f.layout.Branch(p.id))
+		if err := f.live.SetState(p.id, manifest.Running); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return tips
 }
 
 // branchOut is branch with the worktree checked out (gittest.Worktree:
@@ -538,7 +569,7 @@ func TestMergeConflictMarkersLeftIn(t *testing.T) {
 		t.Fatal("no markers in README.md")
 	}
 	f.gitIn(wt, "commit", "-q", "-a", "--no-edit")
-	tip := f.gitIn(wt, "rev-parse", "HEAD")
+	tip := f.head(wt)
 
 	out := f.owner.Merge(f.ctx, job("p1", "first phase", tip))
 	if out.Reason != state.ReasonConflict || !strings.Contains(out.Detail, "conflict markers left in") || !strings.Contains(out.Detail, "README.md") {
@@ -724,7 +755,7 @@ func TestMergeGateRedOnTheMergeCommit(t *testing.T) {
 	if head := f.gitIn(wt, "symbolic-ref", "HEAD"); head != "refs/heads/auto/p1" {
 		t.Errorf("worktree HEAD = %s", head)
 	}
-	if h := f.gitIn(wt, "rev-parse", "HEAD"); h != tip {
+	if h := f.head(wt); h != tip {
 		t.Errorf("worktree at %s, want %s", h, tip)
 	}
 	if st := f.gitIn(wt, "status", "--porcelain"); st != "" {
@@ -744,8 +775,8 @@ func TestMergeGateRunsOncePerTree(t *testing.T) {
 		}
 		return strings.Count(string(b), "run")
 	}
-	_, tip1 := f.branch("p1", "p1-first.md", map[string]string{"one.txt": "1\n"})
-	_, tip2 := f.branch("p2", "p2-second.md", map[string]string{"api/two.go": "package api\n"})
+	tips := f.branches(phase{"p1", "p1-first.md", map[string]string{"one.txt": "1\n"}}, phase{"p2", "p2-second.md", map[string]string{"api/two.go": "package api\n"}})
+	tip1, tip2 := tips[0], tips[1]
 
 	// A wait after the gate: the same merge tried again is not gated
 	// again.
@@ -787,7 +818,7 @@ func TestMergeGateWithoutWorktree(t *testing.T) {
 	if b, err := os.ReadFile(where); err != nil || strings.TrimSpace(string(b)) != land.GateDir(f.layout) {
 		t.Errorf("the gate did not run in the gate worktree: %q, %v", b, err)
 	}
-	if got := f.gitIn(f.top, "rev-parse", out.Commit+"^1"); got != base {
+	if got := f.rev(out.Commit + "^1"); got != base {
 		t.Errorf("first parent %s, want %s", got, base)
 	}
 	if f.branchExists("p1") {
@@ -914,11 +945,19 @@ func TestMergeKeepsUnrelatedChangesAndLiveEdits(t *testing.T) {
 	}
 }
 
+// newLockfileFixture is newFixture with go.sum ("a v1") in the
+// template's commit: a commit of its own was two processes in each of
+// the four tests that use it, the template is made once (about six; a
+// template for one or two tests costs more than their commits).
+func newLockfileFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureWith(t, manifestSrc, "roadmap", map[string]string{"go.sum": "a v1\n"})
+}
+
 func TestMergeLockfileOnlyConflict(t *testing.T) {
 	t.Parallel()
 	setup := func(t *testing.T) (*fixture, string, string) {
-		f := newFixture(t, manifestSrc)
-		f.commitOn(f.top, "deps", map[string]string{"go.sum": "a v1\n"})
+		f := newLockfileFixture(t)
 		_, tip := f.branchOut("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
 		base := f.commitOn(f.top, "human deps", map[string]string{"go.sum": "a v1\nb v1\n"})
 		return f, tip, base
@@ -931,12 +970,12 @@ func TestMergeLockfileOnlyConflict(t *testing.T) {
 		if got := f.committed("main", "go.sum"); got != "regenerated\n" {
 			t.Errorf("go.sum on main = %q", got)
 		}
-		if got := f.gitIn(f.top, "rev-parse", out.Commit+"^1"); got != base {
+		if got := f.rev(out.Commit + "^1"); got != base {
 			t.Errorf("first parent %s, want the base %s", got, base)
 		}
 		// The second parent is the branch's own merge of the base, on top
 		// of the gated tip.
-		if got := f.gitIn(f.top, "rev-parse", out.Commit+"^2^1"); got != tip {
+		if got := f.rev(out.Commit + "^2^1"); got != tip {
 			t.Errorf("the landed branch does not carry the gated tip: %s", got)
 		}
 		if !exists(filepath.Join(f.layout.LogDir("p1"), "lockfile-1.log")) {
@@ -962,7 +1001,7 @@ func TestMergeLockfileOnlyConflict(t *testing.T) {
 		if _, err := f.git.GitIn(f.ctx, wt, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
 			t.Errorf("the failed regeneration left a merge in progress")
 		}
-		if h := f.gitIn(wt, "rev-parse", "HEAD"); h != tip {
+		if h := f.head(wt); h != tip {
 			t.Errorf("branch moved to %s", h)
 		}
 	})

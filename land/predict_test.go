@@ -14,9 +14,9 @@ import (
 func TestPredictFindsConflicts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, trainManifest)
-	f.branch("t1", "", map[string]string{"a.txt": "one\n", manifestRel: "edited by t1\n"})
-	f.branch("t2", "", map[string]string{"a.txt": "two\n", manifestRel: "edited by t2\n"})
-	f.branch("t3", "", map[string]string{"b.txt": "three\n"})
+	f.branches(phase{"t1", "", map[string]string{"a.txt": "one\n", manifestRel: "edited by t1\n"}},
+		phase{"t2", "", map[string]string{"a.txt": "two\n", manifestRel: "edited by t2\n"}},
+		phase{"t3", "", map[string]string{"b.txt": "three\n"}})
 	f.fresh("t4")
 	f.commitOn(f.top, "human", map[string]string{"b.txt": "human\n"})
 	status := f.status()

@@ -188,9 +188,8 @@ func TestPushBaseTrain(t *testing.T) {
 	u := newUpstream(t)
 	u.commitOn(u.top, "someone here: h.txt", map[string]string{"h.txt": "h\n"})
 	u.push("o1.txt")
-	_, tip1 := u.branch("p1", "p1-first.md", map[string]string{"a.txt": "a1\n"})
-	_, tip2 := u.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
-	js := []scheduler.MergeJob{u.job("p1", "first phase", tip1), u.job("p2", "second phase", tip2)}
+	tips := u.branches(phase{"p1", "p1-first.md", map[string]string{"a.txt": "a1\n"}}, phase{"p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"}})
+	js := []scheduler.MergeJob{u.job("p1", "first phase", tips[0]), u.job("p2", "second phase", tips[1])}
 	b := u.mustBuild("", js)
 	g := u.owner.GateCar(u.ctx, scheduler.CarGate{Commit: b.Commit, Tree: b.Tree, Jobs: js})
 	if !g.OK {

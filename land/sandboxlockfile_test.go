@@ -24,8 +24,7 @@ func TestMergeLockfileCmdInTheSandbox(t *testing.T) {
 	for _, gate := range []bool{true, false} {
 		t.Run(map[bool]string{true: "SANDBOX_GATE=1", false: "SANDBOX_GATE=0"}[gate], func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, manifestSrc)
-			f.commitOn(f.top, "deps", map[string]string{"go.sum": "a v1\n"})
+			f := newLockfileFixture(t)
 			_, tip := f.branchOut("p1", "p1-first.md", map[string]string{"go.sum": "a v1\nc v1\n", "c.go": "package c\n"})
 			f.commitOn(f.top, "human deps", map[string]string{"go.sum": "a v1\nb v1\n"})
 			f.owner.Sandbox = &sandbox.Config{Gate: gate, Hide: []string{sandbox.Real(f.top)}}
