@@ -32,6 +32,9 @@ func OwnMove(o *Owner, move func(), sha string, ok bool) {
 // read and its judgement of it.
 func HoldBaseRead(o *Owner, hold func(string)) { o.baseRead = hold }
 
+// Flip is the manifest flip a landing commits and writes to the live file.
+var Flip = flip
+
 // ScanCheck is the secret scan with the checks on what a merge changes.
 var ScanCheck = (*Owner).scan
 

@@ -482,10 +482,40 @@ func TestMergeCompleteOnLastPhase(t *testing.T) {
 	}
 }
 
-// Complete=false never marks the manifest complete, even when every phase
-// is merged after the flip.
+// The flip (one function for the committed manifest and the live file)
+// marks the manifest complete only when asked (Complete) and every phase
+// is merged after it: Complete=false never does, even when every phase is
+// merged.
+func TestFlipCompletesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	p1Merged := strings.Replace(manifestSrc, "[pending] **p1**", "[merged] **p1**", 1)
+	for _, tc := range []struct {
+		name, src, id string
+		complete      bool
+		want          string
+	}{
+		{"last phase, asked", p1Merged, "p2", true, "complete"},
+		{"last phase, not asked", p1Merged, "p2", false, "in-progress"},
+		{"a phase left, asked", manifestSrc, "p1", true, "in-progress"},
+	} {
+		j := job(tc.id, "phase", "")
+		j.Complete = tc.complete
+		b, err := land.Flip([]byte(tc.src), j)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := string(b); !strings.Contains(got, "[merged] **"+tc.id+"**") || !strings.Contains(got, "**Status:** "+tc.want+"\n") {
+			t.Errorf("%s: flipped manifest:\n%s\nwant %s merged and status %s", tc.name, got, tc.id, tc.want)
+		}
+	}
+}
+
+// Complete=false never marks the manifest complete, end to end.
 func TestMergeNotCompleteUnlessAsked(t *testing.T) {
 	t.Parallel()
+	if os.Getenv("CLAUDOPILOT_SOAK") != "1" {
+		t.Skip("end to end only under CLAUDOPILOT_SOAK=1: TestFlipCompletesOnlyWhenAsked proves the flip (the committed and the live manifest's) leaves the status without Complete; TestMergeCompleteOnLastPhase lands a flip end to end")
+	}
 	src := strings.Replace(manifestSrc, "[pending] **p1**", "[merged] **p1**", 1)
 	f := newFixture(t, src)
 	_, tip := f.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
@@ -1130,19 +1160,20 @@ func TestMergeLockfileConflictWithManifestConflict(t *testing.T) {
 }
 
 // With the roadmap at the repository's top level (RoadmapRel "."), the doc
-// rename and the manifest are still not out of scope.
+// rename and the manifest are still not out of scope: the landing's
+// check lets through a branch that renames its doc, edits the manifest
+// and writes in its scope (a check, not a whole landing: the scope check
+// is the check's, and TestMergeProtectsDocsAtTheTopLevel lands from a
+// top-level roadmap end to end).
 func TestMergeScopeRoadmapAtTop(t *testing.T) {
 	t.Parallel()
 	f := newFixtureAt(t, manifestSrc, ".")
-	_, tip := f.branch("p2", "p2-second.md", map[string]string{"api/x.go": "package api\n"})
+	base := f.rev("main")
+	tip := f.hostileBranch("p2", "p2-second.md", add("api/x.go", "package api\n"), add("EXECUTION-MANIFEST.md", "edited by p2\n"))
 	j := job("p2", "second phase", tip)
-	j.Owns = []string{"api/"}
-	out := f.owner.Merge(f.ctx, j)
-	if !out.OK {
-		t.Fatalf("Merge = %+v; the phase doc's DONE_ rename was taken for an out-of-scope change", out)
-	}
-	if got := f.committed("main", "EXECUTION-MANIFEST.md"); got != flipped(manifestSrc, "p2") {
-		t.Errorf("committed manifest:\n%s", got)
+	j.Owns = []string{"api/", "work/"}
+	if out, stop := land.Check(f.owner, f.ctx, j, base, tip, []byte(manifestSrc)); stop || out.Reason != "" || out.Err != nil {
+		t.Fatalf("stop %v, outcome %+v; the phase doc's DONE_ rename or the manifest was taken for an out-of-scope change", stop, out)
 	}
 }
 
