@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -2010,6 +2011,33 @@ func (s *Server) updateBranch(c *call) {
 	c.json(http.StatusAccepted, map[string]string{"message": "Updating pull request branch.", "url": s.htmlURL("pull", p.Number)})
 }
 
+// reach is the set of commits reachable from tip, tip included: each
+// commit's parents (<id>^1, ^2, … until one does not resolve) asked of
+// the origin's long-lived cat-file.
+func (s *Server) reach(ctx context.Context, tip string) (map[string]bool, error) {
+	seen := map[string]bool{}
+	todo := []string{tip}
+	for len(todo) > 0 {
+		id := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		for i := 1; ; i++ {
+			p, err := s.git.RevParse(ctx, fmt.Sprintf("%s^%d", id, i))
+			if errors.Is(err, worktree.ErrNoRev) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			todo = append(todo, p)
+		}
+	}
+	return seen, nil
+}
+
 // getRef answers GET /git/ref/heads/{branch}: the branch's tip in the
 // origin, read by its long-lived cat-file (no git process), or 404.
 func (s *Server) getRef(c *call) {
@@ -2043,13 +2071,26 @@ func (s *Server) compare(c *call) {
 		c.fail(http.StatusNotFound, "Not Found")
 		return
 	}
-	// Both counts from one git process (a test's cost is its processes):
-	// "behind<TAB>ahead", the commits only b has, then those only h has.
-	out, err := s.git.Git(ctx, "rev-list", "--left-right", "--count", "--end-of-options", b+"..."+h)
-	var ahead, behind int
-	if _, serr := fmt.Sscanf(out, "%d\t%d", &behind, &ahead); err != nil || serr != nil {
+	// The commits only b has (behind) and those only h has (ahead), as
+	// rev-list --left-right --count b...h counts them, from each side's
+	// history read through the origin's long-lived cat-file: no git
+	// process (a test's cost is its processes; a test's history is short).
+	rb, err1 := s.reach(ctx, b)
+	rh, err2 := s.reach(ctx, h)
+	if err1 != nil || err2 != nil {
 		c.fail(http.StatusInternalServerError, "compare failed")
 		return
+	}
+	var ahead, behind int
+	for id := range rb {
+		if !rh[id] {
+			behind++
+		}
+	}
+	for id := range rh {
+		if !rb[id] {
+			ahead++
+		}
 	}
 	status := "diverged"
 	switch {
