@@ -45,7 +45,7 @@ printf '<!-- claudopilot-review:v1 {"fingerprint":"%s","phase":"%s","head":"%s",
 `)
 			r := &work.Reviewer{Git: f.git, Layout: f.layout, Cmd: cmd, Env: testEnv(), KillGrace: time.Second, Timeout: time.Minute}
 			if confined {
-				r.Sandbox = &sandbox.Config{Hide: []string{sandbox.Real(f.top)}, Keep: sandbox.ToolPaths("", strings.Trim(strings.TrimPrefix(cmd, "sh "), "'"))}
+				r.Sandbox = &sandbox.Config{Hide: []string{sandbox.Real(f.top)}, Keep: sandbox.ToolPaths("", strings.Trim(strings.TrimPrefix(cmd, ". "), "'"))}
 			}
 			o := f.runReview(r, scheduler.ReviewJob{ID: "p1", Title: "first phase", Doc: "p1-first.md", Gate: "true", Round: 1, Index: 1, Of: 1})
 			if o.Verdict.Kind != review.PassKind || o.Err != nil {

@@ -89,10 +89,13 @@ func newFixtureWith(t *testing.T, key string, add func(ctx context.Context, dir 
 		}
 		return add(ctx, dir, env)
 	})
-	g, err := worktree.Open(ctx, dir, env)
+	// The test made the copy: its top level and .git are known, and
+	// Open's rev-parse was one git a test (worktree.Known).
+	top, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := worktree.Known(top, filepath.Join(top, ".git"), env)
 	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, tmp: t.TempDir()}
 	f.layout = state.Layout{Top: g.Dir, RoadmapRel: "roadmap", Base: "main"}
 	f.runner = &work.Runner{
@@ -208,8 +211,23 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 	return fs[len(fs)-1]
 }
 
-// agent writes a fake agent script and returns the command that runs it.
+// agent writes a fake agent script and returns the command that runs it:
+// read by the shell the runner starts (`. 'path'`), where `sh 'path'`
+// was a second shell per agent start. Its exit is the command's; a
+// script that reads arguments ($1) takes argAgent.
 func (f *fixture) agent(body string) string {
+	f.t.Helper()
+	return ". '" + f.agentFile(body) + "'"
+}
+
+// argAgent is agent for a script that reads its arguments (a resume
+// command's {session}): a shell of its own, which `.` does not give.
+func (f *fixture) argAgent(body string) string {
+	f.t.Helper()
+	return "sh '" + f.agentFile(body) + "'"
+}
+
+func (f *fixture) agentFile(body string) string {
 	f.t.Helper()
 	dir, err := os.MkdirTemp(f.tmp, "agent")
 	if err != nil {
@@ -219,7 +237,7 @@ func (f *fixture) agent(body string) string {
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
 		f.t.Fatal(err)
 	}
-	return "sh '" + p + "'"
+	return p
 }
 
 // doneBody finishes the phase the way the contract asks. The doc's folder
@@ -1425,7 +1443,7 @@ func TestRunResumesSessionWithNudge(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.runner.Agent = f.agent("echo fresh; exit 9")
-	f.runner.ResumeCmd = f.agent(`echo "session=$1"; cat`+doneBody) + " {session}"
+	f.runner.ResumeCmd = f.argAgent(`echo "session=$1"; cat`+doneBody) + " {session}"
 	j := job()
 	j.Session = "sess-1"
 	o := f.run(j)
@@ -1448,7 +1466,7 @@ func TestLaneResumesWithItsOwnCommand(t *testing.T) {
 	f.runner.ResumeCmd = f.agent("echo global; exit 9") + " {session}"
 	j := job()
 	j.Lane, j.Cmd, j.Session = "claude", f.agent("echo fresh-lane; exit 9"), "sess-1"
-	j.ResumeCmd = f.agent(`echo "lane-session=$1"; cat`+doneBody) + " {session}"
+	j.ResumeCmd = f.argAgent(`echo "lane-session=$1"; cat`+doneBody) + " {session}"
 	o := f.run(j)
 	log := f.read(o.LogPath)
 	if !o.OK || !strings.Contains(log, "lane-session=sess-1\n") {
