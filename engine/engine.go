@@ -37,6 +37,9 @@ type Options struct {
 	NoRoadmap bool
 	// Env is the driver's environment, for git and for agents.
 	Env []string
+	// Git is the repository holding Dir, opened already with Env (the
+	// command's: one git process fewer per run); nil: opened here.
+	Git *worktree.Client
 	// Log receives notes and warnings, one line each.
 	Log io.Writer
 	// Rel shows a path to the user (relative to where they are).
@@ -178,12 +181,15 @@ func Open(ctx context.Context, o Options) (_ *Engine, err error) {
 // open opens the repository, takes the lock and the journal, loads the
 // roadmap (an empty one for the queue alone) and resolves the settings.
 func (e *Engine) open(ctx context.Context, o Options) (*QueueSetup, *state.Journal, error) {
-	git, err := worktree.Open(ctx, o.Dir, o.Env)
-	if err != nil {
-		if errors.Is(err, worktree.ErrNotRepo) {
-			return nil, nil, NotRepo(o.Dir)
+	git := o.Git
+	var err error
+	if git == nil {
+		if git, err = worktree.Open(ctx, o.Dir, o.Env); err != nil {
+			if errors.Is(err, worktree.ErrNotRepo) {
+				return nil, nil, NotRepo(o.Dir)
+			}
+			return nil, nil, err
 		}
-		return nil, nil, err
 	}
 	e.Git = git
 	if err := recoverCheckout(ctx, git); err != nil {

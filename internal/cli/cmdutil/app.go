@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
 	"github.com/claudopilot/claudopilot/settings"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // App is what every command gets: streams, the environment as given, and
@@ -24,6 +27,43 @@ type App struct {
 	// the command tree's root injects; nil: none (a command's tests), and
 	// such a run refuses (ErrNoCluster).
 	Cluster Cluster
+
+	// Repos remembers the repository a command opened (OpenRepo); nil:
+	// every OpenRepo asks git (a command's own tests). A copy of the App
+	// (demo's, completion's) shares it: OpenRepo checks that a folder is
+	// of the remembered work tree before it answers from it.
+	Repos *Repos
+}
+
+// Repos is the repository a command opened first (App.OpenRepo).
+type Repos struct {
+	mu    sync.Mutex
+	first *worktree.Client
+}
+
+// OpenRepo opens the repository holding dir (worktree.Open) for the
+// driver's git (GitEnv). A command opens its repository once: a later
+// call for a folder git would find the same work tree from gets a client
+// of it without a git process (worktree.Client.Within); the roadmap
+// folder's and the current folder's were a git process each (issue 23).
+func (a *App) OpenRepo(ctx context.Context, dir string) (*worktree.Client, error) {
+	env := a.GitEnv()
+	r := a.Repos
+	if r == nil {
+		return worktree.Open(ctx, dir, env)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first != nil && filepath.IsAbs(dir) {
+		if c, ok := r.first.Within(dir, env); ok {
+			return c, nil
+		}
+	}
+	c, err := worktree.Open(ctx, dir, env)
+	if err == nil && r.first == nil {
+		r.first = c
+	}
+	return c, err
 }
 
 // Getenv is the environment's value of k.

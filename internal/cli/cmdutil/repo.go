@@ -33,7 +33,7 @@ func FindRoadmapDir(ctx context.Context, a *App, arg string) (string, error) {
 		return arg, nil
 	}
 	bases := []string{a.Cwd}
-	if top, err := GitTopLevel(ctx, a.Cwd); err == nil {
+	if top, err := GitTopLevel(ctx, a, a.Cwd); err == nil {
 		dir, err := settings.RoadmapDir(a.Env, top)
 		if err != nil || dir != "" {
 			return dir, err
@@ -54,8 +54,9 @@ func FindRoadmapDir(ctx context.Context, a *App, arg string) (string, error) {
 	return filepath.Join(a.Cwd, "roadmap"), nil
 }
 
-func GitTopLevel(ctx context.Context, dir string) (string, error) {
-	c, err := worktree.Open(ctx, dir, nil)
+// GitTopLevel is the top of the work tree holding dir (App.OpenRepo).
+func GitTopLevel(ctx context.Context, a *App, dir string) (string, error) {
+	c, err := a.OpenRepo(ctx, dir)
 	if err != nil {
 		return "", err
 	}
@@ -120,7 +121,7 @@ func OpenRepoFor(ctx context.Context, a *App, dir string) (*worktree.Client, err
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		at = a.Cwd
 	}
-	git, err := worktree.Open(ctx, at, a.GitEnv())
+	git, err := a.OpenRepo(ctx, at)
 	if errors.Is(err, worktree.ErrNotRepo) {
 		return nil, fmt.Errorf("%s is not inside a git repository", at)
 	}
@@ -157,7 +158,7 @@ func LockHolder(info state.LockInfo) string {
 
 // stateDirOf finds the state folder of the repository holding dir.
 func StateDirOf(ctx context.Context, a *App, dir string) (*worktree.Client, string, error) {
-	git, err := worktree.Open(ctx, dir, a.GitEnv())
+	git, err := a.OpenRepo(ctx, dir)
 	if err != nil {
 		return nil, "", err
 	}

@@ -86,7 +86,7 @@ func (f *scaffold) report(made bool, path, why string) {
 // an existing file, and says what to do next.
 func Run(ctx context.Context, o *Options) error {
 	a := o.App
-	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
+	git, err := a.OpenRepo(ctx, a.Cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotRepo) {
 			return fmt.Errorf("init: %s is not inside a git repository; create one first: git init", a.Cwd)

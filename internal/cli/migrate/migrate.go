@@ -58,7 +58,7 @@ func parse(ctx context.Context, a *cmdutil.App, args []string) (*Options, error)
 // repository's top level (never over an existing one).
 func Run(ctx context.Context, o *Options) error {
 	a := o.App
-	top, err := cmdutil.GitTopLevel(ctx, a.Cwd)
+	top, err := cmdutil.GitTopLevel(ctx, a, a.Cwd)
 	if err != nil {
 		return fmt.Errorf("migrate: %s is not inside a git repository: %w", a.Cwd, err)
 	}

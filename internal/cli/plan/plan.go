@@ -72,7 +72,7 @@ func Run(ctx context.Context, o *Options) error {
 	// problem at once, the manifest's and the settings'.
 	r, rerr := roadmap.Load(dir, roadmap.Options{RequireDocs: true})
 	var serr error
-	if top, err := cmdutil.GitTopLevel(ctx, dir); err == nil {
+	if top, err := cmdutil.GitTopLevel(ctx, a, dir); err == nil {
 		_, serr = settings.Resolve(settings.Input{Scope: settings.Run, Env: a.Env, Top: top, Manifest: cmdutil.LooseManifest(dir)})
 	}
 	if err := errors.Join(rerr, serr); err != nil {

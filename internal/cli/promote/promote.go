@@ -11,7 +11,6 @@ import (
 	"github.com/claudopilot/claudopilot/internal/cli/wire"
 	pr "github.com/claudopilot/claudopilot/promote"
 	"github.com/claudopilot/claudopilot/settings"
-	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // Options are what promote's flags say.
@@ -61,7 +60,7 @@ commits allowed).`, "  PROMOTE_TO='staging production' claudopilot promote\n  cl
 // Run runs one round and prints each step's outcome.
 func Run(ctx context.Context, o *Options) error {
 	a := o.App
-	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
+	git, err := a.OpenRepo(ctx, a.Cwd)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func parse(ctx context.Context, a *cmdutil.App, args []string) (*run.Options, er
 	if err := settings.CheckFlags(fs, settings.Queue); err != nil {
 		return nil, err
 	}
-	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
+	git, err := a.OpenRepo(ctx, a.Cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotRepo) {
 			return nil, fmt.Errorf("%s is not inside a git repository (the queue works in a clone of the repository): %w", a.Cwd, err)

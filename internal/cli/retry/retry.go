@@ -14,7 +14,6 @@ import (
 	"github.com/claudopilot/claudopilot/issues"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/settings"
-	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // Options are what retry's flags and arguments say.
@@ -98,7 +97,7 @@ func Run(ctx context.Context, o *Options) error {
 // resolveIssueRetry resolves the GitHub client and labels as the queue
 // does (the one settings model).
 func resolveIssueRetry(ctx context.Context, a *cmdutil.App, fs settings.Flags) (*engine.IssueRetry, error) {
-	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
+	git, err := a.OpenRepo(ctx, a.Cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -360,3 +360,39 @@ echo more > $w/phase-02/more.txt`)
 	}
 	match(t, "clean --parked --yes", out, `^deleted branch auto/phase-07 `)
 }
+
+// TestCommandOpensItsRepositoryOnce: a command asks git where its
+// repository is once, though it looks from the current folder and from the
+// roadmap folder (cmdutil.App.OpenRepo; each was a git process, issue 23).
+// From a subfolder: the same work tree, found without git.
+func TestCommandOpensItsRepositoryOnce(t *testing.T) {
+	r := newRepoFixture(t, map[string]string{
+		"roadmap/EXECUTION-MANIFEST.md": "1. [pending] **phase-01** — one (deps: none)\n",
+		"roadmap/phase-01.md":           "# phase-01\n",
+		"sub/keep":                      "",
+	})
+	trace := filepath.Join(t.TempDir(), "trace")
+	r.env = append(r.env, "GIT_TRACE="+trace)
+	for _, c := range []struct {
+		dir  string
+		args []string
+	}{
+		{r.dir, []string{"status"}},
+		{filepath.Join(r.dir, "sub"), []string{"plan"}},
+		{r.dir, []string{"doctor", "--agent", "sh", "--base", "main"}},
+	} {
+		if err := os.WriteFile(trace, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, errs, code := r.run(c.dir, c.args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", c.args, code, out, errs)
+		}
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "rev-parse --is-inside-work-tree"); n != 1 {
+			t.Errorf("%v opened its repository %d times, want 1:\n%s", c.args, n, b)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func Run(ctx context.Context, args []string, s *cmdutil.Streams, environ []strin
 func RunIn(ctx context.Context, cwd string, args []string, s *cmdutil.Streams, environ []string) error {
 	// The one Kubernetes runner, injected here: only the binary links
 	// k8s.io, not the commands' own packages (issue 23).
-	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Cwd: cwd, Commands: Commands, Cluster: kubewire.Cluster{}}
+	a := &cmdutil.App{S: s, Env: cmdutil.EnvMap(environ), Cwd: cwd, Commands: Commands, Cluster: kubewire.Cluster{}, Repos: &cmdutil.Repos{}}
 	if len(args) == 0 {
 		printTopHelp(a)
 		return cmdutil.UsageErrorf("no command given")

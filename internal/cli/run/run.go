@@ -98,8 +98,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	git, err := a.OpenRepo(ctx, o.Dir) // resolveRun's repository: no git process
+	if err != nil {
+		return err
+	}
 	eng, err := engine.Open(ctx, engine.Options{
-		Dir: o.Dir, NoRoadmap: o.Alone, Env: a.GitEnv(), Log: a.S.Err, Rel: func(p string) string { return cmdutil.RelTo(a.Cwd, p) },
+		Dir: o.Dir, NoRoadmap: o.Alone, Env: a.GitEnv(), Git: git, Log: a.S.Err, Rel: func(p string) string { return cmdutil.RelTo(a.Cwd, p) },
 		Resolve: func(context.Context, *worktree.Client, *roadmap.Roadmap) (engine.Settings, error) {
 			return cfg, nil
 		},
@@ -154,7 +158,7 @@ func render(ctx context.Context, a *cmdutil.App, o *Options, eng *engine.Engine)
 // roadmap's: nothing is reported in rounds.
 func resolveRun(ctx context.Context, a *cmdutil.App, o *Options) (engine.Settings, *engine.QueueSetup, error) {
 	var cfg engine.Settings
-	git, err := worktree.Open(ctx, o.Dir, a.GitEnv())
+	git, err := a.OpenRepo(ctx, o.Dir)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotRepo) {
 			return cfg, nil, engine.NotRepo(o.Dir)
@@ -230,7 +234,7 @@ func checkRoadmapDir(ctx context.Context, a *cmdutil.App, dir string) error {
 	if err == nil && st.IsDir() {
 		return nil
 	}
-	if _, gerr := cmdutil.GitTopLevel(ctx, a.Cwd); errors.Is(gerr, worktree.ErrNotRepo) {
+	if _, gerr := cmdutil.GitTopLevel(ctx, a, a.Cwd); errors.Is(gerr, worktree.ErrNotRepo) {
 		return engine.NotRepo(a.Cwd)
 	}
 	msg := "roadmap folder not found: pass the folder that holds " + roadmap.ManifestName + ", or make one with claudopilot init"

@@ -74,7 +74,7 @@ GitHub failed; 64 misuse (no such scanner).`,
 // Run lists, runs or switches the scanners.
 func Run(ctx context.Context, o *Options) error {
 	a := o.App
-	git, err := worktree.Open(ctx, a.Cwd, a.GitEnv())
+	git, err := a.OpenRepo(ctx, a.Cwd)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/claudopilot/claudopilot/settings"
 	"github.com/claudopilot/claudopilot/state"
 	"github.com/claudopilot/claudopilot/status"
-	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // Snapshot is what status, explain and logs read (status.Snapshot), with
@@ -37,7 +36,7 @@ func Load(ctx context.Context, a *cmdutil.App, arg string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	git, err := worktree.Open(ctx, dir, a.GitEnv())
+	git, err := a.OpenRepo(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
