@@ -54,15 +54,15 @@ func newRepo(t *testing.T) *Client {
 		}
 		return nil
 	})
-	// The client is built as Open builds it, without Open's rev-parse (a
-	// git process in each of ~80 tests): the top is the copy's folder
-	// (its real path, as git prints it) and the common dir its .git.
-	// TestOpen checks that Open finds the same from a subfolder.
+	// Known, not Open's rev-parse (a git process in each of ~80 tests):
+	// the top is the copy's folder (its real path, as git prints it) and
+	// the common dir its .git. TestOpen checks that Open finds the same
+	// from a subfolder.
 	top, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Client{Dir: top, Env: env, commonDir: filepath.Join(top, ".git")}
+	c := Known(top, filepath.Join(top, ".git"), env)
 	// The long-lived cat-file a test's reads start ends with the test,
 	// before its folder goes.
 	t.Cleanup(c.Close)
