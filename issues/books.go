@@ -12,6 +12,7 @@ import (
 	"github.com/claudopilot/claudopilot/proc"
 	"github.com/claudopilot/claudopilot/secret"
 	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // failure is why an attempt did not succeed.
@@ -239,10 +240,11 @@ func (q *Queue) moveOldWorktree(ctx context.Context, w *worker) error {
 // once scanPush found nothing in it to hide.
 func (w *worker) push(ctx context.Context) *failure {
 	q := w.q
-	if f := w.scanPush(ctx); f != nil {
+	var tree worktree.ChangeReader
+	if f := w.scanPush(ctx, &tree); f != nil {
 		return f
 	}
-	if f := w.protected(ctx); f != nil {
+	if f := w.protected(ctx, &tree); f != nil {
 		return f // never pushed: merged, it would steer every clone's next run
 	}
 	err := q.net.PushBranch(ctx, q.cfg.Remote, w.branch)
@@ -262,9 +264,14 @@ func (w *worker) push(ctx context.Context) *failure {
 // failure with reason secret naming file and line, never the value; a
 // scan that cannot run is one too (it fails closed). Nothing is pushed
 // then: unpushed says why, for the block comment.
-func (w *worker) scanPush(ctx context.Context) *failure {
+//
+// tree reads the lines the branch's tree adds over <remote>/<base>'s, as
+// the scan reads them (Scanner.Tree): the protected-file check's changes
+// when <remote>/<base> is the branch's merge base.
+func (w *worker) scanPush(ctx context.Context, tree *worktree.ChangeReader) *failure {
 	q := w.q
-	found, err := secret.Push(ctx, q.git, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch, q.known())
+	rep, err := (&secret.Scanner{Known: q.known(), Tree: tree}).Landing(ctx, q.git, "refs/remotes/"+q.cfg.Remote+"/"+q.cfg.Base, "refs/heads/"+w.branch)
+	found := rep.Found
 	switch {
 	case ctx.Err() != nil:
 		return &failure{interrupted: true}

@@ -4,6 +4,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/state"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // An issue's branch that changes a protected file is never pushed: the
@@ -56,4 +59,40 @@ func TestNoProtectedSetPushesNothing(t *testing.T) {
 	if sum.Count(Blocked) != 1 || len(e.fake.Pulls()) != 0 || e.onMain("work/issue-1.txt") {
 		t.Fatalf("summary %+v, pulls %+v\nlog:\n%s\n%s", sum, e.fake.Pulls(), log, dump(e, n))
 	}
+}
+
+// TestProtectedReadsThePushScansDiff: the protected-file check before a
+// push reads the secret scan's diff of the branch against the base when
+// the branch holds the base (no git diff of its own), and asks git for
+// the changes since the merge base once the base moved on: the base's own
+// change to a protected file is not the branch's.
+func TestProtectedReadsThePushScansDiff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := e.fake.NewIssue("alice", "x", "x", []string{"agent-ready"}, "")
+	l := newLander(t, e, n, nil)
+	l.commit(t, "work.txt", "work\n")
+	l.commit(t, "claudopilot.config", "SANDBOX=off\n")
+	w := &worker{q: l.q, n: n, id: l.id, branch: Branch(n)}
+	base, tip := "refs/remotes/origin/main", "refs/heads/"+Branch(n)
+	check := func(holds bool) {
+		t.Helper()
+		if got := holdsBase(l.ctx, l.q.git, base, tip); got != holds {
+			t.Fatalf("holdsBase = %v, want %v", got, holds)
+		}
+		var tree worktree.ChangeReader
+		if f := w.scanPush(l.ctx, &tree); f != nil {
+			t.Fatalf("scan: %+v", f)
+		}
+		f := w.protected(l.ctx, &tree)
+		if f == nil || f.reason != state.ReasonProtected || !strings.Contains(f.detail, "claudopilot.config") || strings.Contains(f.detail, ".claudopilot/") {
+			t.Fatalf("protected: %+v, want claudopilot.config alone", f)
+		}
+	}
+	check(true)
+	e.originCommit("main", ".claudopilot/notes.md", "the base's own\n", "the base moves")
+	if err := l.q.fetch(l.ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	check(false)
 }
