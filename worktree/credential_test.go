@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/claudopilot/claudopilot/issues/ghfake"
+	"github.com/claudopilot/claudopilot/internal/githttp"
 	"github.com/claudopilot/claudopilot/worktree"
 )
 
@@ -20,7 +22,10 @@ import (
 // cmdline holds it (every process of the same user reads them), the
 // driver's GITHUB_TOKEN is not in git's environment, and a credential
 // helper planted in the repository's config is not asked. The remote is
-// the fake GitHub's origin over smart HTTP, which wants the token.
+// an origin over smart HTTP that wants the token, as GitHub's (and the
+// fake GitHub's, issues/ghfake: the same githttp behind its token check;
+// not ghfake itself, whose GitHub client was a third of this test
+// binary's link, #23).
 func TestRemoteCredentialComesOverAPipe(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -39,20 +44,26 @@ func TestRemoteCredentialComesOverAPipe(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	fake := ghfake.New(ghfake.Options{Owner: "acme", Repo: "widgets", Origin: origin, GitEnv: env})
-	t.Cleanup(fake.Close)
-	fake.AddToken(tok, "bot")
 	var mu sync.Mutex
 	var seen []string
 	var asked int
-	fake.OnGitRequest(func() {
+	const prefix = "/acme/widgets.git"
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pass, ok := r.BasicAuth(); !ok || pass != tok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
+			http.Error(w, "Invalid username or token.", http.StatusUnauthorized)
+			return
+		}
+		// While the client's git waits for the answer.
 		hits := procsHolding(tok)
 		mu.Lock()
-		defer mu.Unlock()
 		asked++
 		seen = append(seen, hits...)
-	})
-	for _, args := range [][]string{{"-C", work, "remote", "add", "origin", fake.GitURL()},
+		mu.Unlock()
+		githttp.Serve(w, r, env, origin, prefix, "bot")
+	}))
+	t.Cleanup(fake.Close)
+	for _, args := range [][]string{{"-C", work, "remote", "add", "origin", fake.URL + prefix},
 		{"-C", work, "config", "credential.helper", "!f() { echo username=agent; echo password=planted; }; f"},
 		{"-C", work, "commit", "-q", "--allow-empty", "-m", "b1"}, {"-C", work, "branch", "b1"}} {
 		if out, err := gitCmd(env, args...); err != nil {

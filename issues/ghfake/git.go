@@ -2,10 +2,9 @@ package ghfake
 
 import (
 	"net/http"
-	"net/http/cgi"
-	"os/exec"
-	"path/filepath"
 	"strings"
+
+	"github.com/claudopilot/claudopilot/internal/githttp"
 )
 
 // GitURL is the origin's clone URL over HTTP, as github.com serves a
@@ -53,20 +52,5 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	if on != nil {
 		on()
 	}
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	r.Header.Del("Authorization") // not handed to the backend's environment
-	h := &cgi.Handler{
-		Path: gitPath, Args: []string{"http-backend"},
-		Env: append(append([]string(nil), s.git.Env...),
-			"GIT_PROJECT_ROOT="+filepath.Dir(s.opt.Origin), "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER="+login),
-	}
-	// http-backend finds the repository from PATH_INFO, under
-	// GIT_PROJECT_ROOT: the origin's own name in place of owner/repo.git.
-	r2 := r.Clone(r.Context())
-	r2.URL.Path = "/" + filepath.Base(s.opt.Origin) + strings.TrimPrefix(r.URL.Path, s.gitPrefix())
-	h.ServeHTTP(w, r2)
+	githttp.Serve(w, r, s.git.Env, s.opt.Origin, s.gitPrefix(), login)
 }
