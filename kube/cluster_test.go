@@ -394,10 +394,10 @@ func (c *cluster) kubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 // (phase p1 done on main's tip as newCluster left it) in one git
 // process, where the real containers' init, fetch, checkout, agent,
 // add and push are about 25. For the tests of what the driver does
-// with a pod's life and result; TestHappyPath, TestSessionVolume,
-// TestPodBranchMeetsTheLocalChecks/honest and TestPodResolvesAConflict
-// run the real containers (and, under CLAUDOPILOT_SOAK=1,
-// TestIssueDocInThePod and TestPodBranchMeetsTheLocalChecks' others).
+// with a pod's life and result; TestHappyPath and
+// TestPodResolvesAConflict run the real containers (and, under
+// CLAUDOPILOT_SOAK=1, TestIssueDocInThePod, TestSessionVolume and
+// TestPodBranchMeetsTheLocalChecks' cases).
 func (c *cluster) fakeKubelet(p *corev1.Pod, out io.Writer) (int32, string) {
 	c.t.Helper()
 	return c.importKubelet(gittest.Commit{Message: "p1 done\n", Renames: [][2]string{{"phases/p1.md", "phases/DONE_p1.md"}}})(p, out)

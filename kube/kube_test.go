@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -548,7 +549,9 @@ func TestProbe(t *testing.T) {
 // attempt, and another phase's is not. Two attempts of p1 run; p2's Job
 // is only made (the test's kubelet maps a claim's subPath to a folder of
 // its own, so another subPath is another folder: running p2's pod proved
-// nothing more, for about 30 processes).
+// nothing more, for about 30 processes). By default the pods are
+// fakeKubelet's: the driver's part is the Job's spec (the claim, the
+// mounts, HOME); under CLAUDOPILOT_SOAK=1 the containers run for real.
 func TestSessionVolume(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -568,10 +571,23 @@ func TestSessionVolume(t *testing.T) {
 			if m.MountPath != homeDir || m.SubPath == "" {
 				t.Fatalf("%s mounts %+v", ctr.Name, ctr.VolumeMounts)
 			}
+			// The agent's HOME is the mount: its CLI keeps its
+			// sessions there.
+			if !slices.Contains(ctr.Env, corev1.EnvVar{Name: "HOME", Value: homeDir}) {
+				t.Fatalf("%s's HOME is not %s: %+v", ctr.Name, homeDir, ctr.Env)
+			}
 			if ctr.Name == agentName {
 				subs = append(subs, m.SubPath)
 			}
 		}
+	}
+	// The containers run for real under CLAUDOPILOT_SOAK=1 (the second
+	// attempt's agent reads what the first left in $HOME); by default the
+	// pods' results are imported (fakeKubelet): the Job's spec above is
+	// the driver's part, the claim's folder staying put Kubernetes'.
+	kubelet := c.fakeKubelet
+	if os.Getenv("CLAUDOPILOT_SOAK") == "1" {
+		kubelet = c.kubelet
 	}
 	for n := range 2 {
 		a := c.attempt(n+1, agent)
@@ -579,11 +595,11 @@ func TestSessionVolume(t *testing.T) {
 		b := start(context.Background(), d, a)
 		j := <-c.jobs
 		agentSub(j)
-		c.runPod(j, j.Name+"-a")
+		c.runPodWith(j, j.Name+"-a", kubelet)
 		c.endJob(j.Name, batchv1.JobComplete, "Completed")
 		res := <-b.res
 		out := b.out.String()
-		if n == 1 && !strings.Contains(out, "session of attempt 1") {
+		if os.Getenv("CLAUDOPILOT_SOAK") == "1" && n == 1 && !strings.Contains(out, "session of attempt 1") {
 			t.Fatalf("the second attempt of p1 did not find the first one's session:\n%s", out)
 		}
 		if res.Reason != "" {

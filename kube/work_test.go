@@ -47,10 +47,13 @@ func TestPodBranchMeetsTheLocalChecks(t *testing.T) {
 		soak        bool // under CLAUDOPILOT_SOAK=1 only
 		// result, when set, is the pod's result imported on the remote
 		// (fakeKubelet: one git) instead of the containers run for real
-		// (about 25 processes): the honest case runs them.
+		// (about 25 processes), but under CLAUDOPILOT_SOAK=1. What the
+		// containers do with an honest agent's work is TestHappyPath's
+		// (its pod's commit is the result) and TestPodResolvesAConflict's.
 		result *gittest.Commit
 	}{
-		{"honest", done + `git add -A && git commit -qm p1`, "", false, nil},
+		{"honest", done + `git add -A && git commit -qm p1`, "", false,
+			&gittest.Commit{Message: "p1\n", Renames: [][2]string{{"roadmap/p1-first.md", "roadmap/DONE_p1-first.md"}}, Files: map[string]string{"src/a.go": "package src\n"}}},
 		{"scope", done + `echo out > other.txt && git add -A && git commit -qm p1`, state.ReasonScope, true, nil},
 		{"secret", done + `echo "` + token + `" > src/token.txt && git add -A && git commit -qm p1`, state.ReasonSecret, false,
 			&gittest.Commit{Message: "p1\n", Renames: [][2]string{{"roadmap/p1-first.md", "roadmap/DONE_p1-first.md"}},
