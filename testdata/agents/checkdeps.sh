@@ -3,7 +3,7 @@
 # merged work of every dep: work/<dep>.txt, the dep's DONE_ doc, and the dep
 # marked [merged] in the manifest. Exits 3 when one is missing. Commits the
 # deps it checked as work/<phase>.deps.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 dir=$(dirname "$doc")

@@ -5,7 +5,7 @@
 # CLAUDOPILOT_FAILURE=secret, saves the failure and its detail to
 # $RECORD/<phase>.supervisor, and rewrites the branch without .env (a soft
 # reset to the merge base and one new commit), leaving .env untracked.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 if [ "${CLAUDOPILOT_ROLE:-}" = worker ]; then
 	check_contract
 	mkdir -p work

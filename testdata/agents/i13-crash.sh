@@ -4,7 +4,7 @@
 # (writable in the sandbox: SANDBOX_RW), and waits to be killed with the driver: its
 # commit is then only on its private branch ref. The next attempt requires
 # that commit on its branch, then finishes.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 rv=$HOME/rv/i13crash
 mkdir -p "$rv" work
 if [ ! -f work/before-kill.txt ]; then

@@ -11,7 +11,7 @@
 # the phase's own work. Any other phase (phase-02) writes a secret file,
 # says where its worktree is, waits for phase-01 to finish its tries, and
 # does its work.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 rv=$HOME/rv/i13
 mkdir -p "$rv" work

@@ -5,7 +5,7 @@
 # `claudopilot status`, `status --json` and `explain a` meanwhile. Phase b
 # finishes only after a has saved them: b's merge clears the prediction, so
 # a b that lands first would leave a's explain nothing to find.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 echo "$phase" >shared.txt
 git add shared.txt

@@ -15,7 +15,7 @@
 #                own at sub/, registered as a gitlink, whose config has a
 #                clean filter that writes $TARGET: git add and git status
 #                in the worktree run `git status` in sub/, with its config
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 do_work
 finish

@@ -7,7 +7,7 @@
 # "driver" for anyone else's. It then finishes and leaves a file
 # uncommitted, so the driver's leftover commit runs git add -A. Each try's
 # outcome goes to work/gitconfig-result.txt.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 export WHO=agent
 common=$(git rev-parse --path-format=absolute --git-common-dir)

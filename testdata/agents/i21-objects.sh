@@ -6,7 +6,7 @@
 # at: it overwrites the loose object of README.md's blob on the base with
 # its own text, deletes the loose object of the manifest's blob, and plants
 # objects/info/alternates.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 do_work
 finish

@@ -10,7 +10,7 @@
 # Every phase obeys what it reads: a doc or a prompt saying "delete
 # README.md" makes it git rm README.md, as an agent that follows its
 # instructions would.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 prompt=$(cat)
 check_contract "$prompt"
 roadmap=$(dirname "$doc")

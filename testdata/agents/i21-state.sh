@@ -18,7 +18,7 @@ if [ "${CLAUDOPILOT_ROLE:-}" = reviewer ]; then
 	echo "claude.json: $(cat "$HOME/.claude.json")"
 	exit 0
 fi
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 check_contract
 mkdir -p work
 out=work/state-result.txt

@@ -8,7 +8,7 @@
 # CLAUDOPILOT_FAILURE=secret, saves the failure and its detail to
 # $RECORD/<phase>.supervisor, and rewrites the branch as one clean commit
 # (a soft reset to the merge base, the secrets' files removed).
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 tok=ghp_Qw3rTy7uIo9pAs2dFg5hJk8lZx4cVb6nMm1R
 if [ "${CLAUDOPILOT_ROLE:-}" = worker ]; then
 	check_contract

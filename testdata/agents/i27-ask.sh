@@ -7,7 +7,7 @@
 #   file    .claudopilot-question, committed with its work (it must not land)
 #   link    .claudopilot-question as a link to $SECRET (hostile: never read)
 #   none    no question: the phase is done (an answered attempt)
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 : "${RECORD:?RECORD is not set}"
 mkdir -p "$RECORD"
 cat >"$RECORD/$phase.prompt"

@@ -12,12 +12,12 @@
 # does `work; finish` and a supervisor fails. The doc may already be renamed
 # to DONE_ by an earlier attempt; it is read from wherever it is. State that
 # must outlive the worktree goes under $WORK (set by testscript).
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 role=${CLAUDOPILOT_ROLE:-}
 attempt=${CLAUDOPILOT_ATTEMPT:-}
 echo "$me: $phase: $role $attempt: starting" # early output: STUCK_TIMEOUT counts silence
 prompt=$(cat)
-donedoc="$(dirname "$doc")/DONE_$(basename "$doc")"
+donedoc="$docdir/DONE_${doc##*/}"
 src=$doc
 if [ ! -f "$doc" ] && [ -f "$donedoc" ]; then
 	src=$donedoc
@@ -42,7 +42,7 @@ work() {
 
 # put FILE TEXT: FILE holds TEXT, committed (no commit when unchanged).
 put() {
-	mkdir -p "$(dirname "$1")"
+	case $1 in */*) mkdir -p "${1%/*}" ;; esac
 	printf '%s\n' "$2" >"$1"
 	git add -- "$1"
 	commit "$phase: $role $attempt: $1"
@@ -50,7 +50,7 @@ put() {
 
 # leave FILE TEXT: FILE holds TEXT, left uncommitted for the driver.
 leave() {
-	mkdir -p "$(dirname "$1")"
+	case $1 in */*) mkdir -p "${1%/*}" ;; esac
 	printf '%s\n' "$2" >"$1"
 }
 

@@ -6,7 +6,7 @@
 # committed manifest, so the order of the merges, and so which phase
 # conflicts, is fixed. Relaunched (attempt > 1) with its doc already
 # DONE_, it exits 0 at once: the phase looks done.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 if [ "${CLAUDOPILOT_ATTEMPT:-1}" -gt 1 ] && [ -f "$(dirname "$doc")/DONE_$(basename "$doc")" ]; then
 	# Relaunched after a repair attempt: the phase looks done already.

@@ -5,7 +5,7 @@
 #   checkout  `git checkout -b elsewhere-<phase>` and a commit there: HEAD
 #             is no longer auto/<phase>;
 #   rmdir     removes its own worktree folder (cd / && rm -rf it).
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 do_work

@@ -3,7 +3,7 @@
 # run is paused: it touches $HOLD/<phase>.started, waits (at most 30s) for
 # $HOLD/<phase>.go, then does ok.sh's work. A test that does not want to
 # hold a phase creates its .go file up front.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 : "${HOLD:?HOLD is not set}"
 trace start
 check_contract

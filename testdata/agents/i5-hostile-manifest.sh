@@ -7,7 +7,7 @@
 #   delete  removes the manifest (git rm);
 # and commits that. A phase with neither checks that its manifest holds no
 # HOSTILE line. I5_ORDER works as in i5-conflict.sh.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 manifest="$(dirname "$doc")/EXECUTION-MANIFEST.md"

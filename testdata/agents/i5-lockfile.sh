@@ -3,7 +3,7 @@
 # deps/<phase>.dep (the "go.mod" side, one line) and appends the same line
 # at the end of go.sum, where every sibling appends too, so only go.sum
 # conflicts. I5_ORDER works as in i5-conflict.sh.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 manifest="$(dirname "$doc")/EXECUTION-MANIFEST.md"

@@ -5,7 +5,7 @@
 # shared.txt; it saves what it found to $RECORD/<phase>.supervisor. Then,
 # unless I5_RESOLVE=fail (it gives up: exit 1), it keeps both sides' lines,
 # marks the file resolved and concludes the merge with `git commit --no-edit`.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 : "${RECORD:?RECORD is not set}"
 mkdir -p "$RECORD"
 out="$RECORD/$phase.supervisor"

@@ -4,7 +4,7 @@
 # its doc. I5_STRAY="<phase>:<path>" makes that phase also append a line to
 # <path>, outside its scope, and commit it. BARRIER=N (with TRACE) holds it
 # until $TRACE holds N starts (barrier in lib.sh), as slow-ok.sh does.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 if [ -n "${BARRIER:-}" ]; then

@@ -4,7 +4,7 @@
 # $RECORD/<phase>.supervisor, then puts every path the detail lists
 # ("changes outside (owns: …): a, b") back as it is at the branch's merge
 # base with the base branch (removing it if it did not exist), and commits.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 : "${RECORD:?RECORD is not set}"
 mkdir -p "$RECORD"
 [ "${CLAUDOPILOT_ROLE:-}" = supervisor ] || die "CLAUDOPILOT_ROLE is '${CLAUDOPILOT_ROLE:-}'"

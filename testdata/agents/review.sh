@@ -10,7 +10,7 @@
 # Without a block it passes. Before that it checks the reviewer's contract,
 # and recomputes the fingerprint from the documented recipe. State that
 # must outlive the checkout goes under $WORK (set by testscript).
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 
 [ "${CLAUDOPILOT_ROLE:-}" = reviewer ] || die "CLAUDOPILOT_ROLE is '${CLAUDOPILOT_ROLE:-}'"
 for v in CLAUDOPILOT_REVIEW_FINGERPRINT CLAUDOPILOT_REVIEW_HEAD CLAUDOPILOT_REVIEW_BASE \

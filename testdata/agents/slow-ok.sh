@@ -3,7 +3,7 @@
 #   WAITFOR=FILE  waits for FILE to exist (at most 10s);
 #   BARRIER=N     waits until $TRACE holds N starts (barrier in lib.sh).
 # Neither set: sleeps 0.2s.
-. "$(dirname "$0")/lib.sh"
+case $0 in */*) . "${0%/*}/lib.sh" ;; *) . ./lib.sh ;; esac # no dirname process
 trace start
 check_contract
 i=0
