@@ -1671,7 +1671,7 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
 		return
 	}
-	tree, conflicts, err := s.git.MergeTree(ctx, base, head)
+	tree, conflicts, err := s.mergeTree(ctx, base, head)
 	if err != nil || len(conflicts) > 0 {
 		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
@@ -1779,7 +1779,7 @@ func (s *Server) advanceQueue(p *Pull) {
 		return
 	}
 	if e.group == "" || e.base != base {
-		tree, conflicts, err := s.git.MergeTree(ctx, base, s.headSHA(p))
+		tree, conflicts, err := s.mergeTree(ctx, base, s.headSHA(p))
 		if err != nil || len(conflicts) > 0 {
 			s.dequeue(p, "merge conflict")
 			return
@@ -1990,7 +1990,7 @@ func (s *Server) updateBranch(c *call) {
 		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
 		return
 	}
-	if ok, _ := s.git.IsAncestor(ctx, base, head); ok {
+	if rh, err := s.reach(ctx, head); err == nil && rh[base] {
 		c.fail(http.StatusUnprocessableEntity, "There are no new commits on the base branch.")
 		return
 	}
@@ -2009,6 +2009,17 @@ func (s *Server) updateBranch(c *call) {
 	}
 	s.headSHA(p)
 	c.json(http.StatusAccepted, map[string]string{"message": "Updating pull request branch.", "url": s.htmlURL("pull", p.Number)})
+}
+
+// mergeTree is the tree of base and head merged: head's own when head
+// holds base (a landing merges only such a head; its tree read through
+// the origin's long-lived cat-file), else git merge-tree's.
+func (s *Server) mergeTree(ctx context.Context, base, head string) (string, []string, error) {
+	if rh, err := s.reach(ctx, head); err == nil && rh[base] {
+		tree, err := s.git.RevParse(ctx, head+"^{tree}")
+		return tree, nil, err
+	}
+	return s.git.MergeTree(ctx, base, head)
 }
 
 // reach is the set of commits reachable from tip, tip included: each
