@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/claudopilot/claudopilot/internal/gittest"
 )
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -256,6 +258,60 @@ func TestDriverGitGetsNoSecrets(t *testing.T) {
 	for _, k := range []string{"PLAIN=1", "LANE_a_CREDENTIALS=/p"} {
 		if !strings.Contains(out, k) {
 			t.Errorf("git lost %s", k)
+		}
+	}
+}
+
+// CurrentBranch reads HEAD from its file where git wrote it as a branch
+// or a detached id, in the main worktree and in a linked one, without a
+// git process; any other HEAD is git's answer (symbolic-ref, the oracle).
+func TestCurrentBranchReadsTheHeadFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	linked := filepath.Join(t.TempDir(), "linked")
+	gittest.LinkWorktree(t, c.Dir, linked, "main")
+	trace := filepath.Join(t.TempDir(), "trace")
+	tc := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	lc := Known(linked, filepath.Join(c.Dir, ".git"), tc.Env)
+	admin := filepath.Join(c.Dir, ".git", "worktrees", "linked")
+	id := strings.Repeat("ab", 20)
+	for _, h := range []struct {
+		cl                 *Client
+		gitDir, head, want string
+	}{
+		{tc, filepath.Join(c.Dir, ".git"), "ref: refs/heads/main\n", "main"},
+		{tc, filepath.Join(c.Dir, ".git"), "ref: refs/heads/auto/p-1.2_x\n", "auto/p-1.2_x"},
+		{tc, filepath.Join(c.Dir, ".git"), id + "\n", ""},
+		{lc, admin, "ref: refs/heads/feature\n", "feature"},
+		{lc, admin, id + "\n", ""},
+	} {
+		if err := os.WriteFile(filepath.Join(h.gitDir, "HEAD"), []byte(h.head), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(trace, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := h.cl.CurrentBranch(ctx); err != nil || b != h.want {
+			t.Errorf("HEAD %q: CurrentBranch = %q, %v; want %q", h.head, b, err, h.want)
+		}
+		if b, _ := os.ReadFile(trace); len(b) > 0 {
+			t.Errorf("HEAD %q: CurrentBranch ran git:\n%s", h.head, b)
+		}
+	}
+	// Anything else: git's answer.
+	for _, head := range []string{"ref: refs/remotes/origin/x\n", "ref: refs/heads/a..b\n", "ref: refs/heads/main", "ref: refs/heads/.x\n", "ref: refs/heads/-x\n", strings.ToUpper(id) + "\n"} {
+		if err := os.WriteFile(filepath.Join(c.Dir, ".git", "HEAD"), []byte(head), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, gerr := c.run(ctx, "", nil, nil, "symbolic-ref", "-q", "HEAD")
+		want := strings.TrimPrefix(trimNL(out), "refs/heads/")
+		if exitCode(gerr) == 1 {
+			want, gerr = "", nil // detached
+		}
+		got, err := c.CurrentBranch(ctx)
+		if got != want || (err == nil) != (gerr == nil) {
+			t.Errorf("HEAD %q: CurrentBranch = %q, %v; git says %q, %v", head, got, err, want, gerr)
 		}
 	}
 }

@@ -35,7 +35,15 @@ func (c *Client) CommonDir(ctx context.Context) (string, error) {
 
 // CurrentBranch returns the branch checked out in c.Dir (short name, e.g.
 // "main"), or "" when HEAD is detached. An unborn branch is still returned.
+//
+// HEAD is read from its file where the files backend wrote it as git
+// writes it (every command's base rule asks: one git process a command,
+// issue 23); anything else (a ref outside refs/heads, an odd name, a
+// symlink, no .git file to follow) asks git, so the answer is git's.
 func (c *Client) CurrentBranch(ctx context.Context) (string, error) {
+	if b, ok := headBranchFile(c.Dir); ok {
+		return b, nil
+	}
 	out, err := c.run(ctx, "", nil, nil, "symbolic-ref", "-q", "HEAD")
 	if err != nil {
 		if exitCode(err) == 1 {
@@ -45,6 +53,77 @@ func (c *Client) CurrentBranch(ctx context.Context) (string, error) {
 	}
 	ref := trimNL(out)
 	return strings.TrimPrefix(ref, "refs/heads/"), nil
+}
+
+// headBranchFile reads the branch HEAD names in the worktree whose top is
+// top from the files: "ref: refs/heads/<name>" gives name, a detached
+// object id "". ok is false wherever git might answer otherwise.
+func headBranchFile(top string) (branch string, ok bool) {
+	gitDir := filepath.Join(top, ".git")
+	fi, err := os.Lstat(gitDir)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.Mode().IsRegular(): // a linked worktree's "gitdir: " link
+		b, err := os.ReadFile(gitDir)
+		link, found := strings.CutPrefix(string(b), "gitdir: ")
+		link = strings.TrimSuffix(link, "\n")
+		if err != nil || !found || !filepath.IsAbs(link) || strings.ContainsAny(link, "\n\r") {
+			return "", false
+		}
+		gitDir = link
+	case !fi.IsDir():
+		return "", false
+	}
+	fi, err = os.Lstat(filepath.Join(gitDir, "HEAD"))
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	head, found := strings.CutSuffix(string(b), "\n")
+	if !found {
+		return "", false
+	}
+	if name, found := strings.CutPrefix(head, "ref: refs/heads/"); found {
+		return name, plainBranchName(name)
+	}
+	return "", hexID(head)
+}
+
+// plainBranchName is true for a branch name of letters, digits and
+// "._-/" that git takes as it is (no "..", no empty part, no part that
+// starts with "." or ends with ".lock").
+func plainBranchName(name string) bool {
+	if name == "" || strings.Contains(name, "..") {
+		return false
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "" || part[0] == '.' || part[0] == '-' || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+		for _, r := range part {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hexID is true for a full object id (SHA-1 or SHA-256) in lower case.
+func hexID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // RevParse resolves rev to a full commit id (rev^{commit}); when rev already
