@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/cli/cmdutil"
-	"github.com/claudopilot/claudopilot/issues"
+	"github.com/claudopilot/claudopilot/issues/queuelog"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/roadmap"
 	"github.com/claudopilot/claudopilot/runview"
@@ -75,7 +75,7 @@ func TestViewsAgree(t *testing.T) {
 	for _, e := range evs {
 		tv.apply(e)
 		page.Apply(e)
-		qlog = append(qlog, issues.LogLines(qf, e)...)
+		qlog = append(qlog, queuelog.Lines(qf, e)...)
 	}
 	lines := tv.tableLines(200, now)
 
