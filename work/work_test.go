@@ -96,6 +96,12 @@ func newFixtureWith(t *testing.T, key string, add func(ctx context.Context, dir 
 		t.Fatal(err)
 	}
 	g := worktree.Known(top, filepath.Join(top, ".git"), env)
+	// The long-lived cat-file lives as long as the test (as a run keeps
+	// it, engine.Run): an agent or a kill grace longer than its idle time
+	// started another, ~20 a package run. It ends before the test's folder
+	// goes (cleanups run last-registered first).
+	g.KeepResolvers(true)
+	t.Cleanup(g.Close)
 	f := &fixture{t: t, ctx: ctx, git: g, top: g.Dir, tmp: t.TempDir()}
 	f.layout = state.Layout{Top: g.Dir, RoadmapRel: "roadmap", Base: "main"}
 	f.runner = &work.Runner{
@@ -242,10 +248,12 @@ func (f *fixture) agentFile(body string) string {
 
 // doneBody finishes the phase the way the contract asks. The doc's folder
 // and name by the shell's own expansion (the doc is always in the roadmap
-// folder): dirname and basename were two processes an attempt.
+// folder): dirname and basename were two processes an attempt. The
+// rename is a plain mv, which the add -A that follows stages as git mv
+// would have (a git process an attempt more).
 const doneBody = `
 d=${CLAUDOPILOT_PHASE_DOC%/*}; b=${CLAUDOPILOT_PHASE_DOC##*/}
-git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" || exit 20
+mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" || exit 20
 git add -A && git commit -q -m "$CLAUDOPILOT_PHASE: done" || exit 21
 `
 
