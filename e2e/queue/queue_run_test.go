@@ -68,7 +68,7 @@ case "$CLAUDOPILOT_PHASE" in
 		echo "p1 started before #1 was merged"; exit 3
 	fi
 	echo "$CLAUDOPILOT_PHASE" > "$CLAUDOPILOT_PHASE.txt"
-	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	doc=$CLAUDOPILOT_PHASE_DOC; d=${doc%/*}; b=${doc##*/} # roadmap/p1.md: the shell's expansions, not dirname and basename
 	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$CLAUDOPILOT_PHASE"
 	;;
 esac
@@ -163,7 +163,7 @@ case "$CLAUDOPILOT_PHASE" in
 	;;
 *)
 	echo "$CLAUDOPILOT_PHASE" > "$CLAUDOPILOT_PHASE.txt"
-	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	doc=$CLAUDOPILOT_PHASE_DOC; d=${doc%/*}; b=${doc##*/} # roadmap/p1.md: the shell's expansions, not dirname and basename
 	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm "$CLAUDOPILOT_PHASE"
 	;;
 esac
@@ -260,7 +260,7 @@ case "$CLAUDOPILOT_PHASE" in
 *)
 	if [ ! -f "$ISSUE_DONE" ]; then echo "503 Service Unavailable"; exit 1; fi
 	echo p0 > p0.txt
-	d=$(dirname "$CLAUDOPILOT_PHASE_DOC"); b=$(basename "$CLAUDOPILOT_PHASE_DOC")
+	doc=$CLAUDOPILOT_PHASE_DOC; d=${doc%/*}; b=${doc##*/} # roadmap/p1.md: the shell's expansions, not dirname and basename
 	git add -A && git mv "$CLAUDOPILOT_PHASE_DOC" "$d/DONE_$b" && git commit -qm p0
 	touch "$PHASE_RAN"
 	;;
