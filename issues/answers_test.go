@@ -340,12 +340,7 @@ func TestLostMergeAnswerIsMerged(t *testing.T) {
 			if sum.Count(Merged) != 1 || hasLabel(is, "agent-blocked") || is.State != "closed" {
 				t.Fatalf("summary %+v\n%s\n%s", sum, log, dump(e, n))
 			}
-			merges := 0
-			for _, r := range e.fake.Requests() {
-				if r.Method == "PUT" && strings.HasSuffix(r.Path, "/merge") {
-					merges++
-				}
-			}
+			merges := countRequests(e.fake.Requests(), "PUT", "/merge")
 			if merges != 1 {
 				t.Errorf("%d merge requests, want 1 (the retry must read the pull request first)", merges)
 			}
@@ -386,12 +381,7 @@ func TestMergeAnswersAtTheClient(t *testing.T) {
 			if err := g.Merge(ctx, p.Number, p.HeadSHA, "merge", "t"); err != nil {
 				t.Fatalf("Merge: %v", err)
 			}
-			merges := 0
-			for _, r := range e.fake.Requests()[before:] {
-				if r.Method == "PUT" && strings.HasSuffix(r.Path, "/merge") {
-					merges++
-				}
-			}
+			merges := countRequests(e.fake.Requests()[before:], "PUT", "/merge")
 			if merges != tc.merges || e.fake.FaultsServed()-served != max(tc.fault.Times, 1) || !e.onMain(branch+".txt") {
 				t.Errorf("%d merge requests (want %d: a lost merge is read before a retry), %d faults served, on main %v",
 					merges, tc.merges, e.fake.FaultsServed()-served, e.onMain(branch+".txt"))

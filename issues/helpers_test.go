@@ -581,3 +581,15 @@ func TestFixtureCloneIsAClone(t *testing.T) {
 		t.Errorf("a clone after the push has main and origin/main %q, want origin's new main %s", got, want)
 	}
 }
+
+// countRequests counts the requests among reqs (the fake's log, or a
+// tail of it) made with method to a path ending in suffix.
+func countRequests(reqs []ghfake.Request, method, suffix string) int {
+	n := 0
+	for _, r := range reqs {
+		if r.Method == method && strings.HasSuffix(r.Path, suffix) {
+			n++
+		}
+	}
+	return n
+}

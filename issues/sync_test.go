@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -60,12 +59,7 @@ func TestSyncFetchesOnlyWhatMoved(t *testing.T) {
 	if tip, err := q.liveBase(ctx); err != nil || tip != again || tracking("main") != again {
 		t.Errorf("liveBase: %s, %v: want the base fetched at %s", tip, err, again)
 	}
-	asked := 0
-	for _, r := range e.fake.Requests() {
-		if r.Method == "GET" && strings.HasSuffix(r.Path, "/git/ref/heads/main") {
-			asked++
-		}
-	}
+	asked := countRequests(e.fake.Requests(), "GET", "/git/ref/heads/main")
 	if asked != 5 {
 		t.Errorf("GitHub asked %d times for main's tip, want 5 (once per sync and liveBase)", asked)
 	}
