@@ -15,6 +15,7 @@ import (
 // in which nothing ran meanwhile. The manifest, which the driver itself
 // rewrites, is not reported, and the phase still finishes.
 func TestRunReportsWritesOutsideTheWorktree(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	other := filepath.Join(f.top, ".claudopilot", "worktrees", "p2")
 	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p2", other, "main")
@@ -49,6 +50,7 @@ echo work > work.txt
 // An agent that stays in its worktree gives no warning, whatever a human
 // left dirty in the base checkout before it started.
 func TestRunNoStrayWarningForAWellBehavedAgent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write(f.top, "notes.txt", "a human's unsaved notes\n")
 	f.runner.Agent = f.agent("echo work > work.txt\n" + doneBody)
@@ -64,6 +66,7 @@ func TestRunNoStrayWarningForAWellBehavedAgent(t *testing.T) {
 // git no longer lists it, and a status there fails, or reads the base
 // checkout's repository from a folder left behind.
 func TestStrayWatchSkipsARemovedWorktree(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	other := filepath.Join(f.top, ".claudopilot", "worktrees", "p2")
 	f.gitIn(f.top, "worktree", "add", "-q", "-b", "auto/p2", other, "main")

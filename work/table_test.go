@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -123,6 +124,7 @@ func hostAddress() string {
 // (with SANDBOX_NET=1, and =0 and =outside for the network rows) and without a sandbox,
 // row by row (issue 21). Without bubblewrap only the off column is checked.
 func TestSandboxTable(t *testing.T) {
+	t.Parallel()
 	table := docTable(t)
 	for id, row := range tableRows {
 		if table[row] == nil {
@@ -140,27 +142,42 @@ func TestSandboxTable(t *testing.T) {
 	if slirp == "" {
 		t.Log("slirp4netns is not installed: the SANDBOX_NET=outside rows are not probed")
 	}
+	// Every probe run has a repository, listeners and folders of its
+	// own: they run side by side (one after the other they were the
+	// package's longest serial stretch, at the suite's tail).
+	var mu sync.Mutex
+	gots := map[string]map[string][2]bool{}
+	t.Run("probe", func(t *testing.T) {
+		for _, mode := range modes(t) {
+			gots[mode] = map[string][2]bool{}
+			var nets []string
+			for _, net := range []string{"1", "0", "o"} {
+				if mode == sandbox.Off && net != "1" {
+					continue // SANDBOX_NET means nothing without the sandbox
+				}
+				if net == "o" && slirp == "" {
+					continue
+				}
+				nets = append(nets, net)
+			}
+			for i, net := range nets {
+				// The filesystem rows are probed once a mode, by its
+				// last run: the runs before it probe the network only.
+				full := i == len(nets)-1
+				t.Run(mode+"-net-"+net, func(t *testing.T) {
+					t.Parallel()
+					res := probeRun(t, mode, net, addr, slirp, full)
+					mu.Lock()
+					defer mu.Unlock()
+					for id, v := range res {
+						gots[mode][id] = v
+					}
+				})
+			}
+		}
+	})
 	for _, mode := range modes(t) {
-		got := map[string][2]bool{}
-		var nets []string
-		for _, net := range []string{"1", "0", "o"} {
-			if mode == sandbox.Off && net != "1" {
-				continue // SANDBOX_NET means nothing without the sandbox
-			}
-			if net == "o" && slirp == "" {
-				continue
-			}
-			nets = append(nets, net)
-		}
-		for i, net := range nets {
-			// The filesystem rows are the last run's (each run's
-			// overwrote the one before): the runs before it probe the
-			// network only.
-			res := probeRun(t, mode, net, addr, slirp, i == len(nets)-1)
-			for id, v := range res {
-				got[id] = v
-			}
-		}
+		got := gots[mode]
 		if mode == sandbox.Off {
 			got["loop0"], got["addr0"] = got["loop1"], got["addr1"]
 			got["loopo"], got["addro"] = got["loop1"], got["addr1"]
