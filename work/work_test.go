@@ -160,9 +160,16 @@ func (f *fixture) gitIn(dir string, args ...string) string {
 	return out
 }
 
+// rev resolves spec to a commit through the fixture's long-lived
+// cat-file (the runner's resolver): a `git rev-parse --verify` was one
+// process a call, some 40 a package run.
 func (f *fixture) rev(spec string) string {
 	f.t.Helper()
-	return f.gitIn(f.top, "rev-parse", "--verify", spec)
+	c, err := f.git.RevParse(f.ctx, spec)
+	if err != nil {
+		f.t.Fatalf("rev-parse %s: %v", spec, err)
+	}
+	return c
 }
 
 func (f *fixture) write(dir, rel, content string) {
