@@ -34,6 +34,9 @@ type Client struct {
 	// worktree is registered and the worktree lock let go, before its
 	// checkout.
 	registered func()
+	// refLockWait, when set (tests), is how long ClearStaleRefLocks
+	// waits for a live git to let go of a lock (0: staleLockWait).
+	refLockWait time.Duration
 }
 
 // repoLocks serialize what must not run concurrently in one repository,

@@ -34,7 +34,14 @@ func TestRemoteCredentialComesOverAPipe(t *testing.T) {
 	ctx := context.Background()
 	const tok = "tok-pipe-8d31f0"
 	dir := t.TempDir()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+	// git's housekeeping off (a `maintenance run --auto` after each
+	// commit and fetch, a `gc --auto` after each receive: 5 processes
+	// of this test's 68), as package kube's TestMain does.
+	global := filepath.Join(dir, "gitconfig")
+	if err := os.WriteFile(global, []byte("[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n[receive]\n\tautogc = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_GLOBAL=" + global, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com"}
 	origin := filepath.Join(dir, "origin.git")
 	work := filepath.Join(dir, "work")

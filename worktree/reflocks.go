@@ -37,7 +37,11 @@ func (c *Client) ClearStaleRefLocks(ctx context.Context) ([]string, error) {
 			first[l] = fi
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
+	wait := c.refLockWait
+	if wait == 0 {
+		wait = staleLockWait
+	}
+	deadline := time.Now().Add(wait)
 	for len(first) > 0 && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
@@ -70,6 +74,11 @@ func (c *Client) ClearStaleRefLocks(ctx context.Context) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// staleLockWait is how long a ref lock must stay, unopened, to be taken
+// for a killed git's: a live git writes a ref's lock, closes it and
+// renames it within moments.
+const staleLockWait = 3 * time.Second
 
 // refLocks lists the ref lock files in the common dir.
 func refLocks(common string) ([]string, error) {

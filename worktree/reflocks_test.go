@@ -6,13 +6,18 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The ref locks a killed git leaves (packed-refs.lock, HEAD.lock, a
 // branch's lock under refs/) are removed; one a process holds open is not.
+// The wait for a live git to let go is shortened: the product's 3 s
+// (staleLockWait) held the package's slot for nothing, since these locks
+// never go by themselves.
 func TestClearStaleRefLocks(t *testing.T) {
 	t.Parallel()
 	c := newRepo(t)
+	c.refLockWait = 200 * time.Millisecond
 	ctx := context.Background()
 	common, err := c.CommonDir(ctx)
 	if err != nil {

@@ -10,22 +10,44 @@ package githttp
 import (
 	"net/http"
 	"net/http/cgi"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
+
+// backend is git-http-backend's path in git's exec path, found once: run
+// as `git http-backend`, every request was two processes (git, which
+// runs the dashed git-http-backend as its child). The path is a fact of
+// the installed git, not state: computed once, never changed.
+var backend = sync.OnceValues(func() (string, error) {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(gitPath, "--exec-path").Output()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+})
 
 // Serve answers r, a request under prefix (the repository's URL path, such
 // as /owner/repo.git), from the bare repository origin: git http-backend
 // with git's environment env and REMOTE_USER user.
 func Serve(w http.ResponseWriter, r *http.Request, env []string, origin, prefix, user string) {
-	gitPath, err := exec.LookPath("git")
+	path, err := backend()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	h := &cgi.Handler{
-		Path: gitPath, Args: []string{"http-backend"},
+		Path: path,
 		Env: append(append([]string(nil), env...),
 			"GIT_PROJECT_ROOT="+filepath.Dir(origin), "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER="+user),
 	}
