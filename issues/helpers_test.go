@@ -500,35 +500,16 @@ func (e *env) originRef(name string) string {
 
 // originCommit commits path with body on origin's branch, on its tip (a
 // new branch on main's), by "human": what their fetch, commit and push
-// would leave there, written in origin by plumbing (6 git processes; a
-// clone's checkout, add, commit and push were 10, with a fetch 14). The
-// ref moves only from the tip read (a new one only if still missing).
+// would leave there, written in origin by the fake (ghfake.Server.Commit:
+// no git process; by plumbing it was 6, by a clone's checkout, add,
+// commit and push 10, with a fetch 14). The ref moves only from the tip
+// read (a new one only if still missing).
 func (e *env) originCommit(branch, path, body, msg string) string {
 	e.t.Helper()
-	ref := "refs/heads/" + branch
-	old := e.originRef(ref)
-	parent := old
-	if parent == "" {
-		parent = e.originRef("refs/heads/main")
+	sha, err := e.fake.Commit(branch, "main", path, body, msg, "human <human@example.com>")
+	if err != nil {
+		e.t.Fatalf("commit %s on %s: %v", path, branch, err)
 	}
-	git := func(stdin string, extra []string, args ...string) string {
-		cmd := exec.Command("git", append([]string{"-C", e.origin}, args...)...)
-		cmd.Env = append(append([]string(nil), e.genv...), extra...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.Output()
-		if err != nil {
-			e.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	idx := []string{"GIT_INDEX_FILE=" + filepath.Join(e.t.TempDir(), "index")}
-	blob := git(body, nil, "hash-object", "-w", "--stdin")
-	git("", idx, "read-tree", parent)
-	git("", idx, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+path)
-	tree := git("", idx, "write-tree")
-	sha := git("", []string{"GIT_AUTHOR_NAME=human", "GIT_AUTHOR_EMAIL=human@example.com", "GIT_COMMITTER_NAME=human", "GIT_COMMITTER_EMAIL=human@example.com"},
-		"commit-tree", tree, "-p", parent, "-m", msg)
-	git("", nil, "update-ref", ref, sha, old)
 	return sha
 }
 
@@ -592,4 +573,45 @@ func countRequests(reqs []ghfake.Request, method, suffix string) int {
 		}
 	}
 	return n
+}
+
+// TestFakeCommitIsGits: what the fake writes into origin itself (a web
+// commit's blob, trees and commit; update-branch's and a merge's commits
+// and the branches they move) is what git reads and checks as its own:
+// fsck --strict (sorted trees, well-formed commits) and the files, the
+// authors and the parents where each was written.
+func TestFakeCommitIsGits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.originCommit("main", "a/b.txt", "b\n", "a folder")
+	e.originCommit("main", "a.txt", "a\n", "a file beside it")
+	deeper := e.originCommit("main", "a/c/d.txt", "d\n", "deeper")
+	feat := e.originCommit("feature", "f.txt", "f\n", "a branch")
+	base := e.originCommit("main", "README.md", "# changed\n", "a file replaced")
+	ctx := context.Background()
+	g := e.github(nil)
+	pr, err := g.CreatePR(ctx, "feature", "main", "f", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := g.UpdateBranch(ctx, pr.Number, feat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Merge(ctx, pr.Number, head, "merge", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.git(e.origin, "fsck", "--strict", "--no-dangling"); got != "" {
+		t.Errorf("fsck: %s", got)
+	}
+	if got, want := e.git(e.origin, "ls-tree", "-r", "--name-only", "main"), "README.md\na.txt\na/b.txt\na/c/d.txt\nf.txt"; got != want {
+		t.Errorf("main's files: %q, want %q", got, want)
+	}
+	got := e.git(e.origin, "show", "-s", "--format=%an <%ae>|%cn|%s|%P", "main", "main^2", "main^2^2")
+	want := "GitHub <noreply@github.com>|GitHub|Merge pull request #1 from acme/feature|" + base + " " + head + "\n" +
+		"GitHub <noreply@github.com>|GitHub|Merge branch 'main' into feature|" + feat + " " + base + "\n" +
+		"human <human@example.com>|human|a file replaced|" + deeper
+	if got != want {
+		t.Errorf("main's history:\n%s\nwant\n%s", got, want)
+	}
 }

@@ -8,7 +8,9 @@
 // injected clock's timestamps, collaborators and their permissions, check
 // runs and commit statuses (from a CI callback, per commit), and merges that
 // are real git merges into a local bare repository standing in for origin
-// (a pull request's head is that repository's branch, read live; a merge
+// (git's merge-tree where the head lacks the base; the commit and the
+// moved branch written as git's own files by the fake, objects.go, as is a
+// person's commit, Commit) (a pull request's head is that repository's branch, read live; a merge
 // checks the expected head sha, answers 409 when it moved, 405 for drafts
 // and conflicts and 405 "Base branch was modified" when the base moved
 // under it, and closes the issues the body says it closes; update-branch

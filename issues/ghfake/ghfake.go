@@ -206,6 +206,7 @@ type Server struct {
 	srv   *httptest.Server
 	opt   Options
 	git   *worktree.Client
+	files bool // the fake writes the origin's objects and refs itself (objects.go)
 	mu    sync.Mutex
 	now   func() time.Time
 	users map[string]string // login → permission (admin, maintain, write, triage, read, none)
@@ -287,6 +288,7 @@ func New(opt Options) *Server {
 		"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
 		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
 	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
+	s.files = plainFiles(opt.Origin)
 	// One long-lived cat-file for the server's life (Close ends it), not
 	// one per burst of requests: a test's pauses (an agent, a reviewer)
 	// outlast its idle time, and each start is a git process.
@@ -1689,9 +1691,9 @@ func (s *Server) mergePull(c *call) {
 			title = fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, s.opt.Owner, p.Head)
 		}
 	}
-	sha, err := s.git.CommitTree(ctx, tree, parents, title)
+	sha, err := s.commitObject(ctx, tree, parents, title)
 	if err == nil {
-		err = s.git.UpdateRef(ctx, "refs/heads/"+p.Base, sha, base)
+		err = s.moveRef(ctx, "refs/heads/"+p.Base, sha, base)
 	}
 	if err != nil {
 		// Another merge moved the base between our read and our write.
@@ -1784,7 +1786,7 @@ func (s *Server) advanceQueue(p *Pull) {
 			s.dequeue(p, "merge conflict")
 			return
 		}
-		sha, err := s.git.CommitTree(ctx, tree, []string{base, s.headSHA(p)}, fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, s.opt.Owner, p.Head))
+		sha, err := s.commitObject(ctx, tree, []string{base, s.headSHA(p)}, fmt.Sprintf("Merge pull request #%d from %s/%s", p.Number, s.opt.Owner, p.Head))
 		if err != nil {
 			return
 		}
@@ -1810,7 +1812,7 @@ func (s *Server) advanceQueue(p *Pull) {
 			return
 		}
 	}
-	if s.git.UpdateRef(ctx, "refs/heads/"+p.Base, e.group, base) != nil {
+	if s.moveRef(ctx, "refs/heads/"+p.Base, e.group, base) != nil {
 		return // the base moved: a new group next time
 	}
 	delete(s.queue, p.Number)
@@ -1999,9 +2001,9 @@ func (s *Server) updateBranch(c *call) {
 		c.fail(http.StatusUnprocessableEntity, "merge conflict between base and head")
 		return
 	}
-	sha, err := s.git.CommitTree(ctx, tree, []string{head, base}, fmt.Sprintf("Merge branch '%s' into %s", p.Base, p.Head))
+	sha, err := s.commitObject(ctx, tree, []string{head, base}, fmt.Sprintf("Merge branch '%s' into %s", p.Base, p.Head))
 	if err == nil {
-		err = s.git.UpdateRef(ctx, "refs/heads/"+p.Head, sha, head)
+		err = s.moveRef(ctx, "refs/heads/"+p.Head, sha, head)
 	}
 	if err != nil {
 		c.fail(http.StatusUnprocessableEntity, "expected head sha didn't match current head ref.")
