@@ -18,7 +18,7 @@ func TestMergeStopsWhenTheMarkerCheckCannotRun(t *testing.T) {
 	f := newFixture(t, manifestSrc)
 	base := f.rev("main")
 	// Committed by `git commit`, as an agent does: the blob is a loose
-	// object (f.branch's import writes a pack).
+	// object, as f.branch's import writes it too; it is removed below.
 	wt, _ := f.branchOut("p1", "p1-first.md", nil)
 	tip := f.commitOn(wt, "lost", map[string]string{"lost.txt": "a blob that goes missing\n"})
 	blob := f.gitIn(f.top, "rev-parse", tip+":lost.txt")

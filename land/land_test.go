@@ -248,8 +248,8 @@ func (f *fixture) head(dir string) string {
 // branch cuts auto/<id> from main, commits files there with the doc
 // renamed to DONE_, links the phase's worktree to it and returns both. The
 // live manifest says [running], as the scheduler leaves it. The commit is
-// imported (one git) and the worktree linked without a checkout
-// (gittest.LinkWorktree, no git): a landing reads the branch and removes
+// imported (gittest.Import: no process) and the worktree linked without a
+// checkout (gittest.LinkWorktree, no git): a landing reads the branch and removes
 // the folder, never looks inside it. A test that works in the worktree,
 // or whose landing runs a command there (a lockfile regeneration), uses
 // branchOut. `worktree add -b`, `mv`, `add`, `commit` and `rev-parse`
@@ -267,7 +267,7 @@ type phase struct {
 }
 
 // branches is branch for several phases at once, their commits in one
-// git fast-import (one process a branch fewer); it returns their tips.
+// gittest.Import; it returns their tips.
 func (f *fixture) branches(ps ...phase) []string {
 	f.t.Helper()
 	cs := make([]gittest.Commit, len(ps))

@@ -51,8 +51,9 @@ const protectManifest = `# Execution Manifest
 `
 
 // change is what a hostile branch does, beyond its own work and DONE_
-// rename: a change to the one commit its branch is (made with one git
-// fast-import; a git add a change, a commit and a rev-parse before).
+// rename: a change to the one commit its branch is (made by
+// gittest.Import, no process; a git add a change, a commit and a
+// rev-parse before).
 type change func(c *gittest.Commit)
 
 // add writes rel (git add -f: an ignored path too).
@@ -153,7 +154,7 @@ func TestMergeRefusesProtectedFiles(t *testing.T) {
 		f := newProtectFixture(t)
 		base := f.rev("main")
 		src := []byte(f.committed("main", manifestRel))
-		// Every case's branch in one git fast-import.
+		// Every case's branch in one gittest.Import (no process).
 		commits := make([]gittest.Commit, len(cases))
 		for i, tc := range cases {
 			commits[i] = f.hostileCommit(fmt.Sprintf("case/%d", i), "p1", "p1-first.md", tc.changes...)

@@ -21,7 +21,7 @@ import (
 // from a clone of their own.
 
 // upstream is a fixture with an origin, where "someone else" pushes:
-// their commits are imported into origin (one git fast-import), not made
+// their commits are imported into origin (gittest.Import), not made
 // in a clone of their own and pushed (a pull, an add, a commit and a
 // push: nine processes a commit with their children, and a clone).
 type upstream struct {

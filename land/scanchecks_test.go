@@ -38,8 +38,8 @@ func TestChecksReadTheScansDiff(t *testing.T) {
 		{"conflict markers", []change{add("work/m.txt", "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")}, state.ReasonConflict, "work/m.txt"},
 		{"its own work", nil, "", ""},
 	}
-	// Every case's branch, and its merge on the base, in one git
-	// fast-import (a merge-tree and a commit-tree a case before): the
+	// Every case's branch, and its merge on the base, in one
+	// gittest.Import (a merge-tree and a commit-tree a case before): the
 	// branch is the base with the case's changes, so the merge's tree is
 	// the base's with the same changes, its parents the base and the tip.
 	commits := make([]gittest.Commit, 0, 2*len(cases))

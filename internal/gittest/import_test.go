@@ -3,6 +3,7 @@ package gittest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,89 @@ func TestMemTempDir(t *testing.T) {
 	cleanup()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) || os.Getenv("TMPDIR") != "" {
 		t.Errorf("after the cleanup: %s stat %v, TMPDIR %q; want it gone and TMPDIR unset", dir, err, os.Getenv("TMPDIR"))
+	}
+}
+
+// importLoose writes, without a process, the very objects and refs git
+// fast-import writes for the same commits (renames of a file and of a
+// folder, a deletion that empties a folder, a file over a folder, a
+// file that sorts before a folder of its prefix, a
+// link, an executable, a merge by mark, a branch's commits in a row, a
+// full id), and its reflog lines; a revision it does not read, a move
+// that is not a fast-forward, a repository in a SHA-256 format are left
+// to fast-import.
+func TestImportLooseIsFastImport(t *testing.T) {
+	dir := t.TempDir()
+	env := Env(dir)
+	git := Runner(t, env)
+	make := func(name string) string {
+		repo := filepath.Join(dir, name)
+		git("init", "-q", "-b", "main", repo)
+		for p, c := range map[string]string{"a.txt": "a\n", "d/x.txt": "x\n", "d/e/y.txt": "y\n", "f/z.txt": "z\n", "gone/only.txt": "o\n"} {
+			p = filepath.Join(repo, p)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		git("-C", repo, "add", "-A")
+		git("-C", repo, "commit", "-qm", "init")
+		return repo
+	}
+	loose, fast := make("loose"), filepath.Join(dir, "fast")
+	if err := CopyTree(fast, loose); err != nil {
+		t.Fatal(err)
+	}
+	main := git("-C", loose, "rev-parse", "main")
+	commits := []Commit{
+		{Ref: "auto/p1", From: "main^0", Message: "one\n", Renames: [][2]string{{"a.txt", "b/a.txt"}, {"d", "moved/d"}}, Delete: []string{"gone/only.txt"},
+			Files: map[string]string{"sp ace/q\"uote\\back\u00e9.txt": "x\n", "run.sh": "#!/bin/sh\n", "f": "a file where a folder was\n", "moved/d.txt": "sorts before the folder moved/d\n"}, Exec: []string{"run.sh"}, Links: map[string]string{"ln": "../evil"}},
+		{Ref: "auto/p1", Message: "two", Delete: []string{"moved/d/e/y.txt"}, Files: map[string]string{"moved/d/e2/w.txt": "w\n"}},
+		{Ref: "main", From: main, Merge: []string{":2"}, Message: "merge", Files: map[string]string{"c.txt": "c\n"}},
+		{Ref: "refs/heads/empty", Message: "root, nothing in it"},
+	}
+	when := "1700000000 +0000"
+	got, ok := importLoose(env, loose, commits, when)
+	if !ok {
+		t.Fatal("importLoose left a plain import to fast-import")
+	}
+	want := importFast(t, env, fast, commits, when)
+	if !slices.Equal(got, want) {
+		t.Fatalf("importLoose wrote %v, fast-import %v", got, want)
+	}
+	refs := func(repo string) string {
+		return git("-C", repo, "for-each-ref", "--format=%(refname) %(objectname)")
+	}
+	if refs(loose) != refs(fast) {
+		t.Errorf("refs: loose\n%s\nfast-import\n%s", refs(loose), refs(fast))
+	}
+	git("-C", loose, "fsck", "--strict", "--no-dangling")
+	reflog := func(repo, ref string) string {
+		b, _ := os.ReadFile(filepath.Join(repo, ".git", "logs", ref))
+		var ls []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(l)
+			ls = append(ls, f[0]+" "+f[1]+" "+l[strings.IndexByte(l, '\t'):])
+		}
+		return strings.Join(ls, "\n")
+	}
+	for _, ref := range []string{"refs/heads/auto/p1", "refs/heads/main", "HEAD"} {
+		if a, b := reflog(loose, ref), reflog(fast, ref); a != b {
+			t.Errorf("reflog of %s: loose\n%s\nfast-import\n%s", ref, a, b)
+		}
+	}
+	for _, c := range [][]Commit{
+		{{Ref: "x", From: "main~1", Message: "m"}},
+		{{Ref: "main", From: "refs/heads/empty", Message: "not a fast-forward of main"}},
+		{{Ref: "x", From: "nosuch", Message: "m"}},
+	} {
+		if _, ok := importLoose(env, loose, c, when); ok {
+			t.Errorf("importLoose took %+v, want it left to fast-import", c)
+		}
+	}
+	sha256 := filepath.Join(dir, "sha256")
+	git("init", "-q", "--object-format=sha256", sha256)
+	if _, ok := importLoose(env, sha256, commits[3:], when); ok {
+		t.Error("importLoose wrote in a SHA-256 repository")
 	}
 }
