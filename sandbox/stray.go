@@ -295,7 +295,8 @@ func (w *Watch) busy(dir string, start time.Time) bool {
 // watched lists the base checkout and the phase worktrees other than wt.
 func watched(ctx context.Context, git *worktree.Client, top, wt string) []string {
 	dirs := []string{top}
-	wts, err := git.Worktrees(ctx)
+	// From the files git's list reads: no git process per attempt.
+	wts, err := git.WorktreesNoHead(ctx)
 	if err != nil {
 		return dirs
 	}

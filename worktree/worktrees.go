@@ -351,3 +351,103 @@ func (c *Client) MoveWorktree(ctx context.Context, from, to string) error {
 	}
 	return nil
 }
+
+// WorktreesNoHead is Worktrees without the Head of each entry, read from
+// the files `git worktree list` reads where they are plain (the main
+// worktree's HEAD; each admin folder's HEAD, gitdir and locked): the
+// stray-write watch's list at every attempt's start was a git process
+// (issue 23). Where a file is not as git's own tools write it, git is
+// asked. A listing only: which registrations are stale enough to drop is
+// git's word alone (Prune), since agents can write the admin folders.
+func (c *Client) WorktreesNoHead(ctx context.Context) ([]Worktree, error) {
+	c.locks().wt.Lock()
+	defer c.locks().wt.Unlock()
+	if wts, err := c.worktreesFromFiles(ctx); err == nil {
+		return wts, nil
+	}
+	wts, err := c.worktrees(ctx)
+	for i := range wts {
+		wts[i].Head = ""
+	}
+	return wts, err
+}
+
+// worktreesFromFiles lists the worktrees as git 2.39's get_worktrees
+// does: the main one (c.Dir, whose .git is the common dir), then each
+// admin folder whose gitdir names its worktree's .git file (the
+// worktree's path: that name without "/.git"); prunable when that file
+// is gone and the worktree is not locked. errNotPlain for anything else.
+func (c *Client) worktreesFromFiles(ctx context.Context) ([]Worktree, error) {
+	common, err := c.CommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	top, err := filepath.Abs(c.abs(""))
+	if err != nil {
+		return nil, errNotPlain
+	}
+	if fi, err := os.Lstat(filepath.Join(top, ".git")); err != nil || !fi.IsDir() || !samePath(filepath.Join(top, ".git"), common) {
+		return nil, errNotPlain
+	}
+	main := Worktree{Path: top}
+	if err := readHeadFile(filepath.Join(common, "HEAD"), &main); err != nil {
+		return nil, err
+	}
+	wts := []Worktree{main}
+	admins, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return wts, nil
+	}
+	if err != nil {
+		return nil, errNotPlain
+	}
+	for _, a := range admins {
+		admin := filepath.Join(common, "worktrees", a.Name())
+		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil || !a.IsDir() {
+			return nil, errNotPlain
+		}
+		link := strings.TrimRight(string(back), " \t\r\n")
+		path, ok := strings.CutSuffix(link, "/.git")
+		if !ok || !filepath.IsAbs(link) || filepath.Clean(path) != path {
+			return nil, errNotPlain
+		}
+		wt := Worktree{Path: path}
+		if err := readHeadFile(filepath.Join(admin, "HEAD"), &wt); err != nil {
+			return nil, err
+		}
+		switch _, err := os.Lstat(filepath.Join(admin, "locked")); {
+		case err == nil:
+			wt.Locked = true
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, errNotPlain
+		}
+		switch _, err := os.Stat(link); {
+		case errors.Is(err, fs.ErrNotExist):
+			wt.Prunable = !wt.Locked
+		case err != nil:
+			return nil, errNotPlain
+		}
+		wts = append(wts, wt)
+	}
+	return wts, nil
+}
+
+// readHeadFile sets wt's Branch (a HEAD "ref: refs/heads/<name>") or
+// Detached (a HEAD that is a commit id); errNotPlain for any other HEAD.
+func readHeadFile(p string, wt *Worktree) error {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return errNotPlain
+	}
+	head := strings.TrimRight(string(b), "\n")
+	if name, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && name != "" && !strings.ContainsAny(name, " \t\r\n") {
+		wt.Branch = name
+		return nil
+	}
+	if (len(head) == 40 || len(head) == 64) && strings.Trim(head, "0123456789abcdef") == "" {
+		wt.Detached = true
+		return nil
+	}
+	return errNotPlain
+}

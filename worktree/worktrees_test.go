@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -256,6 +257,48 @@ func TestWorktreeOfReadsFiles(t *testing.T) {
 	if b, _ := os.ReadFile(trace); strings.Contains(string(b), "built-in: git") {
 		t.Errorf("git asked:\n%s", b)
 	}
+	// WorktreesNoHead reads the same files: git's list (Worktrees) is
+	// the oracle, for a worktree on a branch, one whose folder is gone
+	// (prunable), then the same locked (not prunable) and one detached
+	// (its HEAD a commit id, as git writes it).
+	common, _ := c.CommonDir(ctx)
+	head := mustGit(t, c, "", "rev-parse", "HEAD")
+	steps := []func() error{
+		func() error { return nil },
+		func() error { return os.WriteFile(filepath.Join(common, "worktrees", "gone", "locked"), nil, 0o644) },
+		func() error {
+			return os.WriteFile(filepath.Join(common, "worktrees", "task", "HEAD"), []byte(head+"\n"), 0o644)
+		},
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		want, err := c.Worktrees(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(trace)
+		got, err := traced.WorktreesNoHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range want {
+			want[k].Head = ""
+		}
+		sortWorktrees(got)
+		sortWorktrees(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("step %d: WorktreesNoHead = %+v\ngit lists %+v", i, got, want)
+		}
+		if b, _ := os.ReadFile(trace); strings.Contains(string(b), "built-in: git") {
+			t.Errorf("step %d: git asked:\n%s", i, b)
+		}
+	}
+}
+
+func sortWorktrees(wts []Worktree) {
+	slices.SortFunc(wts, func(a, b Worktree) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // TestAddWorktreeChecksOutOutsideTheLock: a worktree add holds the
