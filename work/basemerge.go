@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/claudopilot/claudopilot/atomicfile"
 	"github.com/claudopilot/claudopilot/scheduler"
@@ -49,7 +50,7 @@ func MergingMark(l state.Layout, id string) string {
 // The record stays only when git did not end on its own (killed with the
 // driver, or cancelled by an interrupt).
 func GuardedMerge(ctx context.Context, git *worktree.Client, l state.Layout, id, wt, ref string) error {
-	tip, err := git.GitIn(ctx, wt, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	tip, err := headCommit(ctx, git, wt)
 	if err != nil {
 		return fmt.Errorf("merge %s into %s: %w", ref, wt, err)
 	}
@@ -73,6 +74,26 @@ func GuardedMerge(ctx context.Context, git *worktree.Client, l state.Layout, id,
 		os.Remove(mark)
 	}
 	return err
+}
+
+// headCommit is the commit checked out in the phase worktree wt: its
+// admin folder's HEAD names the branch (as the files backend writes it)
+// and the resolver reads the branch's tip, where a `git rev-parse HEAD`
+// in wt was one process a merge. Anything else (a detached HEAD, a
+// reftable stub, a branch the resolver cannot read) asks git there.
+func headCommit(ctx context.Context, git *worktree.Client, wt string) (string, error) {
+	gd, err := OwnGitDir(ctx, git, wt)
+	if err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(filepath.Join(gd, "HEAD")); err == nil {
+		if branch, ok := strings.CutPrefix(string(b), "ref: refs/heads/"); ok && strings.HasSuffix(branch, "\n") && branch != ".invalid\n" {
+			if tip, err := git.RevParse(ctx, "refs/heads/"+strings.TrimSuffix(branch, "\n")); err == nil {
+				return tip, nil
+			}
+		}
+	}
+	return git.GitIn(ctx, wt, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 }
 
 func writeIntent(path string, in mergeIntent) error {

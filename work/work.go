@@ -672,7 +672,9 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 		return false, false, err
 	}
 	firstTry := j.Role == state.Worker && (j.Attempt == 1 || j.Fresh) && !j.Resume && !j.Retry
-	if exists {
+	if exists && firstTry {
+		// Whether it landed matters only to a first try (a merge-base
+		// process; a retry or resume carries the branch on either way).
 		tip, err := r.Git.RevParse(ctx, "refs/heads/"+branch)
 		if err != nil {
 			return false, false, err
@@ -681,16 +683,16 @@ func (r *Runner) ensureWorktree(ctx context.Context, j scheduler.Job, wt string,
 		if err != nil {
 			return false, false, err
 		}
-		if merged && firstTry {
+		if merged {
 			// A leftover of an earlier run that landed: start afresh.
 			if err := r.Git.DeleteBranch(ctx, branch); err != nil {
 				return false, false, err
 			}
 			exists = false
-		} else if !firstTry && !j.Retry && !j.Resume {
-			return false, false, fmt.Errorf("the worktree %s is gone", wt)
 		}
-	} else if !firstTry && !j.Resume && !j.Retry {
+	} else if exists && !j.Retry && !j.Resume {
+		return false, false, fmt.Errorf("the worktree %s is gone", wt)
+	} else if !exists && !firstTry && !j.Resume && !j.Retry {
 		return false, false, fmt.Errorf("the worktree %s and branch %s are gone", wt, branch)
 	}
 	if exists {

@@ -722,11 +722,18 @@ func TestUnfinished(t *testing.T) {
 	}
 }
 
+// A retry of a parked branch (its worktree gone) attaches the branch and
+// merges the base in before the agent starts. Without asking git whether
+// the branch landed (that is a first try's question: a merge-base), and
+// the merge's record reads the tip it starts from through the resolver
+// (a rev-parse HEAD in the worktree before).
 func TestRunRetryMergesBaseIntoKeptBranch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, false)
 	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "base\n"})
+	trace := filepath.Join(t.TempDir(), "trace")
+	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 	seen := filepath.Join(f.tmp, "seen")
 	f.runner.Agent = f.agent(`
 test -f kept.txt && test -f base.txt && echo both > '` + seen + `'
@@ -743,6 +750,15 @@ test -f kept.txt && test -f base.txt && echo both > '` + seen + `'
 	for _, a := range []string{kept, base} {
 		if ok, _ := f.git.IsAncestor(f.ctx, a, o.Tip); !ok {
 			t.Errorf("%s is not in the tip", a)
+		}
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"built-in: git merge-base", "built-in: git rev-parse"} {
+		if strings.Contains(string(b), c) {
+			t.Errorf("%s ran:\n%s", strings.TrimPrefix(c, "built-in: "), b)
 		}
 	}
 }
