@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -38,7 +39,10 @@ func browserPath(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("drives a browser")
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+	// The headless shell first: it is Chromium without its window code,
+	// and starts the three browser tests for about half the CPU (BENCHMARKS.md,
+	// section 5, session 13 brw).
+	for _, name := range []string{"chromium-headless-shell", "headless-shell", "chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
@@ -69,6 +73,37 @@ func newTab(t *testing.T) context.Context {
 	tab, cancel := chromedp.NewContext(chromium.root, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	return tab
+}
+
+// shows waits until the CSS selector sel finds an element and each
+// element it finds is visible (has a box), as chromedp.WaitVisible does,
+// but on the page's events: one DevTools call whose answer the page gives
+// when a DOM mutation makes it true. WaitVisible asks again every 5 ms,
+// several DevTools calls each time, keeping the test process and Chromium
+// busy for as long as a step waits. Its bound is the caller's context.
+func shows(sel string) chromedp.Action[chromedp.Void] { return waitShown("css", sel) }
+
+// showsX is shows for an XPath expression (what chromedp.Search matched).
+func showsX(xpath string) chromedp.Action[chromedp.Void] { return waitShown("xpath", xpath) }
+
+func waitShown(kind, sel string) chromedp.Action[chromedp.Void] {
+	const shown = `(kind, sel) => {
+		let found = [];
+		if (kind === "css") {
+			found = [...document.querySelectorAll(sel)];
+		} else {
+			const r = document.evaluate(sel, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+			for (let i = 0; i < r.snapshotLength; i++) found.push(r.snapshotItem(i));
+		}
+		return found.length > 0 && found.every((e) => e.offsetWidth || e.offsetHeight || e.getClientRects().length > 0);
+	}`
+	poll := chromedp.PollFunction[chromedp.Void](shown, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(0), chromedp.WithPollingArgs(kind, sel))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := poll(ctx, tg); err != nil {
+			return chromedp.Void{}, fmt.Errorf("wait for %s %s: %w", kind, sel, err)
+		}
+		return chromedp.Void{}, nil
+	}
 }
 
 // stop ends the shared browser, if a test started it, and waits until

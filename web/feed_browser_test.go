@@ -66,16 +66,16 @@ func TestFeedPageInChromium(t *testing.T) {
 	}{
 		{"open the login URL", chromedp.Navigate(f.ts.URL + "/login?code=" + code)},
 		{"1280 wide", chromedp.EmulateViewport(1280, 900)},
-		{"the scanners are listed", chromedp.WaitVisible(chromedp.CSS(`#scanners tr[data-scanner="bugs"]`))},
-		{"with what bugs filed", chromedp.WaitVisible(chromedp.Search(`//tr[@data-scanner="bugs"][contains(., "#41")][contains(., "#42")]`))},
-		{"a failed run says so", chromedp.WaitVisible(chromedp.Search(`//tr[@data-scanner="security"][contains(., "failed")][contains(., "running")]`))},
-		{"the red step in the header", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Promote staging→production is red")][contains(., "e2e-tests")]`))},
-		{"and in the promote table", chromedp.WaitVisible(chromedp.CSS(`#promote tr[data-step="staging→production"] td.red`))},
-		{"the campaign's progress", chromedp.WaitVisible(chromedp.Search(`//tr[@data-campaign="speed"][td[2]="3"][td[3]="1"][td[4]="2"]`))},
+		{"the scanners are listed", shows(`#scanners tr[data-scanner="bugs"]`)},
+		{"with what bugs filed", showsX(`//tr[@data-scanner="bugs"][contains(., "#41")][contains(., "#42")]`)},
+		{"a failed run says so", showsX(`//tr[@data-scanner="security"][contains(., "failed")][contains(., "running")]`)},
+		{"the red step in the header", showsX(`//div[@id="holds"]/div[contains(., "Promote staging→production is red")][contains(., "e2e-tests")]`)},
+		{"and in the promote table", shows(`#promote tr[data-step="staging→production"] td.red`)},
+		{"the campaign's progress", showsX(`//tr[@data-campaign="speed"][td[2]="3"][td[3]="1"][td[4]="2"]`)},
 		{"run bugs now", click(`#scanners button[data-run="bugs"]`, "scanner run bugs")},
 		{"switch bugs off", click(`#scanners button[data-switch="bugs"]`, "scanner bugs on=false")},
-		{"fits at 1280", fits(1280)},
-		{"fits at 420", fits(420)},
+		{"fits at 1280", fitsAt(1280)},
+		{"fits at 420", fitsAt(420)},
 	}
 	for _, s := range steps {
 		if _, err := chromedp.Run(bctx, s.act); err != nil {
@@ -91,34 +91,5 @@ func TestFeedPageInChromium(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-// fits sets the window w px wide and checks that nothing is wider: the
-// page and every table in its box (as the root's TestWebPageMorning).
-func fits(w int64) chromedp.Action[chromedp.Void] {
-	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.EmulateViewport(w, 900)(ctx, tg); err != nil {
-			return chromedp.Void{}, err
-		}
-		js := `(() => { const clipped = [];
-			document.querySelectorAll("table, svg, pre, .tablewrap, section").forEach((e) => {
-				const box = e.closest(".tablewrap") || e.parentElement;
-				if (e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0 || e.getBoundingClientRect().right > box.getBoundingClientRect().right + 1)
-					clipped.push((e.id || e.className.baseVal || e.className || e.tagName) + " " + e.scrollWidth + ">" + e.clientWidth);
-			});
-			return {Scroll: document.scrollingElement.scrollWidth, Inner: innerWidth, Clipped: clipped}; })()`
-		type figures struct {
-			Scroll, Inner int
-			Clipped       []string
-		}
-		got, err := chromedp.Evaluate[figures](js)(ctx, tg)
-		if err != nil {
-			return chromedp.Void{}, err
-		}
-		if got.Scroll > got.Inner || len(got.Clipped) > 0 {
-			return chromedp.Void{}, fmt.Errorf("at %d px: scrollWidth %d, innerWidth %d, clipped %v", w, got.Scroll, got.Inner, got.Clipped)
-		}
-		return chromedp.Void{}, nil
 	}
 }

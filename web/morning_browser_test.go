@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,13 +56,14 @@ func TestPageMorningView(t *testing.T) {
 	defer cancel()
 	bctx, bcancel := context.WithTimeout(newTab(t), 3*time.Minute) // an upper bound
 	defer bcancel()
-	dir := t.TempDir()
 	run := func(steps ...morningStep) {
 		t.Helper()
 		for _, s := range steps {
 			if _, err := chromedp.Run(bctx, s.act); err != nil {
-				shot, _ := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-				os.WriteFile(filepath.Join(dir, "failed.png"), shot, 0o644)
+				if p := os.Getenv("CLAUDOPILOT_SCREENSHOT"); p != "" {
+					shot, _ := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+					os.WriteFile(strings.TrimSuffix(p, ".png")+"-failed.png", shot, 0o644)
+				}
 				t.Fatalf("%s: %v", s.what, err)
 			}
 		}
@@ -78,31 +80,39 @@ func TestPageMorningView(t *testing.T) {
 	node := func(id, state string) string { return `g.node[data-id="` + id + `"][data-state="` + state + `"]` }
 	run(
 		morningStep{"open the login URL", chromedp.Navigate(f.ts.URL + "/login?code=" + code)},
-		morningStep{"storage merged", chromedp.WaitVisible(chromedp.CSS(node("storage", "merged")))},
-		morningStep{"api-handlers parked on its red gate", chromedp.WaitVisible(chromedp.CSS(node("api-handlers", "blocked")))},
-		morningStep{"docs runs", chromedp.WaitVisible(chromedp.CSS(node("docs", "running")))},
-		morningStep{"search's usage limit holds launches, counting down", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Usage limit")][contains(., "resets in")]`))},
+		morningStep{"storage merged", shows(node("storage", "merged"))},
+		morningStep{"api-handlers parked on its red gate", shows(node("api-handlers", "blocked"))},
+		morningStep{"docs runs", shows(node("docs", "running"))},
+		morningStep{"search's usage limit holds launches, counting down", showsX(`//div[@id="holds"]/div[contains(., "Usage limit")][contains(., "resets in")]`)},
 		morningStep{"the countdown shows minutes and seconds", expect(`/^1?[0-9]:[0-5][0-9]$/.test(document.querySelector("#holds b[data-until]").textContent)`)},
-		morningStep{"schema's question waits on you", chromedp.WaitVisible(chromedp.Search(`//div[@id="holds"]/div[contains(., "Waiting on you")][contains(., "Postgres or SQLite")]`))},
-		morningStep{"the header counts it", chromedp.WaitVisible(chromedp.Search(`//span[@id="status"][contains(., "1 waiting on you")]`))},
+		morningStep{"schema's question waits on you", showsX(`//div[@id="holds"]/div[contains(., "Waiting on you")][contains(., "Postgres or SQLite")]`)},
+		morningStep{"the header counts it", showsX(`//span[@id="status"][contains(., "1 waiting on you")]`)},
 		morningStep{"pick api-handlers", clickRow(`tr[data-id="api-handlers"]`)},
-		morningStep{"its pane opens on the gate's failing output", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "got 500, want 200")]`))},
+		morningStep{"its pane opens on the gate's failing output", showsX(`//div[@id="log"][contains(., "got 500, want 200")]`)},
 		morningStep{"the gate log is the one chosen", expect(`document.querySelector("#logsel").selectedOptions[0].textContent.includes("gate 2 (failed)")`)},
 		morningStep{"pick contracts", clickRow(`tr[data-id="contracts"]`)},
 		morningStep{"no answer box for a node that asks nothing", expect(`getComputedStyle(document.querySelector("#askform")).display === "none"`)},
-		morningStep{"its output reads as a transcript", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"]//*[contains(@class,"tx-tool")][contains(., "go test ./...")]`))},
-		morningStep{"the assistant's text", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"][contains(., "Fixed the off-by-one in Parse")]`))},
-		morningStep{"the timeline draws attempts and gates", chromedp.WaitVisible(chromedp.CSS(`#timeline svg.timeline .tl-attempt[data-role="supervisor"]`))},
+		morningStep{"its output reads as a transcript", showsX(`//div[@id="log"]//*[contains(@class,"tx-tool")][contains(., "go test ./...")]`)},
+		morningStep{"the assistant's text", showsX(`//div[@id="log"][contains(., "Fixed the off-by-one in Parse")]`)},
+		morningStep{"the timeline draws attempts and gates", shows(`#timeline svg.timeline .tl-attempt[data-role="supervisor"]`)},
 		morningStep{"the timeline marks gates", expect(`document.querySelectorAll("#timeline .tl-gate").length >= 3`)},
-		morningStep{"the timeline shades search's cooldown", chromedp.WaitVisible(chromedp.CSS(`#timeline .tl-wait[data-reason="cooldown"]`))},
+		morningStep{"the timeline shades search's cooldown", shows(`#timeline .tl-wait[data-reason="cooldown"]`)},
 	)
 	for _, w := range []int64{1280, 420} {
 		run(morningStep{fmt.Sprintf("fits at %d", w), fitsAt(w)})
+		// A full-page screenshot is as wide as the page's scrollWidth,
+		// which fitsAt checks; taking one (Chromium paints the whole page
+		// and encodes a PNG) costs about as much CPU as the rest of
+		// the test, so only when CLAUDOPILOT_SCREENSHOT asks, to look at:
+		// CLAUDOPILOT_SCREENSHOT=/tmp/m.png go test -run TestPageMorningView ./web
+		p := os.Getenv("CLAUDOPILOT_SCREENSHOT")
+		if p == "" {
+			continue
+		}
 		shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("page-%d.png", w)), shot, 0o644)
 		img, err := png.DecodeConfig(bytes.NewReader(shot))
 		if err != nil {
 			t.Fatal(err)
@@ -110,12 +120,15 @@ func TestPageMorningView(t *testing.T) {
 		if int64(img.Width) > w {
 			t.Errorf("a full-page screenshot %d px wide at a %d px window: the page overflows", img.Width, w)
 		}
+		if err := os.WriteFile(fmt.Sprintf("%s-%d.png", strings.TrimSuffix(p, ".png"), w), shot, 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 	f.acts.seen = make(chan string, 1)
 	run(
 		morningStep{"window 1280 wide again", chromedp.EmulateViewport(1280, 900)},
 		morningStep{"open schema's question", clickRow(`#holds button[data-ask="schema"]`)},
-		morningStep{"the box shows it", chromedp.WaitVisible(chromedp.Search(`//div[@id="question"][contains(., "Postgres or SQLite for the store?")]`))},
+		morningStep{"the box shows it", showsX(`//div[@id="question"][contains(., "Postgres or SQLite for the store?")]`)},
 		morningStep{"type the answer", chromedp.SendKeys(chromedp.CSS("#answer"), "SQLite")},
 		morningStep{"answer", clickRow("#btn-answer")},
 	)
@@ -139,7 +152,7 @@ func TestPageMorningView(t *testing.T) {
 		f.srv.Hub.Publish(ev)
 	}
 	run(
-		morningStep{"schema goes on and merges", chromedp.WaitVisible(chromedp.CSS(node("schema", "merged")))},
+		morningStep{"schema goes on and merges", shows(node("schema", "merged"))},
 		morningStep{"nothing waits on you", expect(`!document.querySelector("#holds .ask") && document.querySelector("#askform").hidden`)},
 	)
 }
@@ -296,7 +309,7 @@ func morningTranscript(t *testing.T) string {
 // node that is gone.
 func clickRow(sel string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.WaitVisible(chromedp.CSS(sel))(ctx, tg); err != nil {
+		if _, err := shows(sel)(ctx, tg); err != nil {
 			return chromedp.Void{}, err
 		}
 		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel))(ctx, tg)

@@ -79,10 +79,10 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 		return s
 	}
 	step("open the login URL", chromedp.Navigate(f.ts.URL+"/login?code="+code))
-	step("#7 is a running node of the graph", chromedp.WaitVisible(chromedp.CSS(`g.node[data-id="#7"][data-state="running"]`)))
-	step("#7 is a row of the table", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="#7"] td.state.running`)))
+	step("#7 is a running node of the graph", shows(`g.node[data-id="#7"][data-state="running"]`))
+	step("#7 is a row of the table", shows(`tr[data-id="#7"] td.state.running`))
 	step("click Drain (and say yes)", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.WaitVisible(chromedp.CSS("#btn-drain"))(ctx, tg); err != nil {
+		if _, err := shows("#btn-drain")(ctx, tg); err != nil {
 			return chromedp.Void{}, err
 		}
 		_, err := chromedp.Evaluate[bool](`(() => { window.confirm = () => true; document.querySelector("#btn-drain").click(); return true; })()`)(ctx, tg)
@@ -118,7 +118,7 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	paused := scheduler.Event{Kind: scheduler.EvPaused, Time: asked}
 	f.srv.Model.Apply(paused)
 	f.srv.Hub.Publish(paused)
-	step("the page says paused", chromedp.WaitVisible(chromedp.Search(`//span[@id="status"][contains(., "PAUSED")]`)))
+	step("the page says paused", showsX(`//span[@id="status"][contains(., "PAUSED")]`))
 	step("click Resume", chromedp.Click(chromedp.CSS("#btn-resume")))
 	heard("Resume", "resume")
 	// The drain re-renders the table: a Click that found the row before
@@ -126,13 +126,13 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	// node with given id", once in a quiet suite). The page clicks the row
 	// it finds now, as the Drain step does.
 	step("pick b", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		if _, err := chromedp.WaitVisible(chromedp.CSS(`tr[data-id="b"]`))(ctx, tg); err != nil {
+		if _, err := shows(`tr[data-id="b"]`)(ctx, tg); err != nil {
 			return chromedp.Void{}, err
 		}
 		_, err := chromedp.Evaluate[bool](`(() => { document.querySelector('tr[data-id="b"]').click(); return true; })()`)(ctx, tg)
 		return chromedp.Void{}, err
 	})
-	step("the question shows", chromedp.WaitVisible(chromedp.Search(`//*[@id="question"][contains(., "which port?")]`)))
+	step("the question shows", showsX(`//*[@id="question"][contains(., "which port?")]`))
 	q := text("#question")
 	at, by, ok := strings.Cut(q, "; parks unanswered at ")
 	by, _, _ = strings.Cut(by, ")")
@@ -142,7 +142,7 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	}
 
 	step("open the Terminal view", chromedp.Click(chromedp.CSS("#btn-term")))
-	step("the agent's screen shows", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"]//pre[contains(., "Proceed? [y/N]")]`)))
+	step("the agent's screen shows", showsX(`//div[@id="log"]//pre[contains(., "Proceed? [y/N]")]`))
 	if s := text("#log pre"); !strings.Contains(s, "Task: the prompt of b") || strings.Contains(s, "\x1b") {
 		t.Errorf("terminal view %q: want the prompt file's line, escape sequences dropped", s)
 	}
@@ -155,7 +155,7 @@ func TestPageTerminalAndQuestion(t *testing.T) {
 	defer writer.Close()
 	writer.Write([]byte{proc.AttachWrite})
 	writer.Write([]byte("n\r"))
-	step("the page shows what the writer typed", chromedp.WaitVisible(chromedp.Search(`//div[@id="log"]//pre[contains(., "you said n")]`)))
+	step("the page shows what the writer typed", showsX(`//div[@id="log"]//pre[contains(., "you said n")]`))
 	if s := text("#log pre"); strings.Contains(s, "you said y") {
 		t.Errorf("keys typed on the page reached the agent:\n%s", s)
 	}
