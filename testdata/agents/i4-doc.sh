@@ -145,8 +145,7 @@ hold() {
 	done
 }
 
-fence='```'
-block=$(awk -v open="$fence$role" '$0 == open { on = 1; next } on && /^```/ { exit } on { print }' "$src")
+block_of "$role" "$src"
 if [ -z "$block" ]; then
 	case $role in
 	worker) block='work; finish' ;;

@@ -37,10 +37,16 @@ check_contract() {
 	[ -n "${CLAUDOPILOT_BASE:-}" ] || die "CLAUDOPILOT_BASE is empty"
 	[ -n "${CLAUDOPILOT_ATTEMPT:-}" ] || die "CLAUDOPILOT_ATTEMPT is empty"
 	[ -n "${CLAUDOPILOT_GATE:-}" ] || die "CLAUDOPILOT_GATE is empty"
-	head=$(git symbolic-ref --short HEAD) || die "HEAD is detached"
-	[ "$head" = "$CLAUDOPILOT_BRANCH" ] || die "HEAD is $head, not $CLAUDOPILOT_BRANCH"
+	# The top of its worktree and its branch, read as git reads them
+	# (read_head): no git process (#23: symbolic-ref and rev-parse
+	# --show-toplevel were two of ~8 ms each per agent start).
 	here=$(pwd -P)
-	[ "$(git rev-parse --show-toplevel)" = "$here" ] || die "not started at the top of its worktree"
+	read_head
+	case $head in
+	"ref: refs/heads/"*) head=${head#ref: refs/heads/} ;;
+	*) die "HEAD is detached" ;;
+	esac
+	[ "$head" = "$CLAUDOPILOT_BRANCH" ] || die "HEAD is $head, not $CLAUDOPILOT_BRANCH"
 	case "$here" in
 	*/.claudopilot/worktrees/*) ;;
 	*) die "started in $here, not in a phase worktree" ;;
@@ -52,6 +58,38 @@ check_contract() {
 	[ -s "${CLAUDOPILOT_PROMPT_FILE:-/nonexistent}" ] || die "no prompt file at '${CLAUDOPILOT_PROMPT_FILE:-}'"
 	if [ $# -gt 0 ]; then prompt=$1; else prompt=$(cat); fi
 	[ -n "$prompt" ] || die "no prompt on stdin"
+}
+
+# read_head: $head is what HEAD holds in the worktree whose top is the
+# current folder ("ref: refs/heads/NAME", or a commit id when detached),
+# read as git reads it: the top holds .git, a file naming the worktree's
+# git folder, which holds HEAD. Dies when the current folder is not the
+# top of a worktree.
+read_head() {
+	[ -f .git ] || die "not started at the top of its worktree ($(pwd -P))"
+	IFS= read -r gitdir <.git || die "cannot read .git"
+	gitdir=${gitdir#gitdir: }
+	case $gitdir in /*) ;; *) gitdir=$(pwd -P)/$gitdir ;; esac
+	IFS= read -r head <"$gitdir/HEAD" || die "cannot read $gitdir/HEAD"
+}
+
+# block_of TAG FILE: $block is the body of FILE's first fenced block
+# opened by a line ```TAG (up to the next line starting with ```), as the
+# awk the agents ran did, in the shell: no process per agent start (#23).
+block_of() {
+	block="" on="" has="" f='```'
+	while IFS= read -r l || [ -n "$l" ]; do
+		if [ "$l" = "$f$1" ]; then
+			on=1
+			continue
+		fi
+		[ -n "$on" ] || continue
+		case $l in "$f"*) break ;; esac
+		[ -z "$l" ] || has=1
+		block="$block$l
+"
+	done <"$2"
+	[ -n "$has" ] || block="" # only empty lines: none, as $(awk) gave
 }
 
 # do_work: the phase's work, work/<phase>.txt holding its id, committed with

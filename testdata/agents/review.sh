@@ -25,23 +25,28 @@ case "$(pwd -P)" in
 */.claudopilot/review/*) ;;
 *) die "started in $(pwd -P), not in a review checkout" ;;
 esac
-if git symbolic-ref -q HEAD >/dev/null; then die "HEAD is on a branch"; fi
-[ "$(git rev-parse HEAD)" = "$CLAUDOPILOT_REVIEW_HEAD" ] || die "HEAD is not CLAUDOPILOT_REVIEW_HEAD"
+# HEAD read as git reads it (read_head): no git process (#23).
+read_head
+case $head in "ref: "*) die "HEAD is on a branch" ;; esac
+[ "$head" = "$CLAUDOPILOT_REVIEW_HEAD" ] || die "HEAD is not CLAUDOPILOT_REVIEW_HEAD"
 [ -f "$doc" ] || die "the phase doc $doc is not in the checkout"
 [ -z "$(find . -path ./.git -prune -o -type f -perm -u+w -print | head -1)" ] || die "the checkout is writable"
 prompt=$(cat)
-printf '%s' "$prompt" | grep -q "$CLAUDOPILOT_REVIEW_FINGERPRINT" || die "the prompt lacks the fingerprint"
-printf '%s' "$prompt" | grep -q "Your lens: $CLAUDOPILOT_REVIEW_LENS" || die "the prompt lacks the lens"
-# The manifest line file holds the line without its newline.
-[ "$(tail -c 1 "$CLAUDOPILOT_MANIFEST_LINE_FILE" | od -An -c | tr -d ' ')" != '\n' ] || die "the manifest line ends in a newline"
-grep -q "\*\*$phase\*\*" "$CLAUDOPILOT_MANIFEST_LINE_FILE" || die "the manifest line does not name $phase"
+# Fixed strings, matched by the shell (no printf | grep per check, #23).
+case $prompt in *"$CLAUDOPILOT_REVIEW_FINGERPRINT"*) ;; *) die "the prompt lacks the fingerprint" ;; esac
+case $prompt in *"Your lens: $CLAUDOPILOT_REVIEW_LENS"*) ;; *) die "the prompt lacks the lens" ;; esac
+# The manifest line file holds the line without its newline: read finds
+# no whole line in it (and leaves the text in $line).
+if IFS= read -r line <"$CLAUDOPILOT_MANIFEST_LINE_FILE"; then die "the manifest line ends in a newline"; fi
+case $line in *"**$phase**"*) ;; *) die "the manifest line does not name $phase" ;; esac
 # sha256 over head, base, the doc at head and the manifest line, joined by 0x1e.
 fp=$({
 	printf '%s\036%s\036' "$CLAUDOPILOT_REVIEW_HEAD" "$CLAUDOPILOT_REVIEW_BASE"
 	git show "HEAD:$doc"
 	printf '\036'
-	cat "$CLAUDOPILOT_MANIFEST_LINE_FILE"
-} | sha256sum | cut -d' ' -f1)
+	printf '%s' "$line"
+} | sha256sum)
+fp=${fp%% *}
 [ "$fp" = "$CLAUDOPILOT_REVIEW_FINGERPRINT" ] || die "fingerprint $CLAUDOPILOT_REVIEW_FINGERPRINT, recomputed $fp"
 echo "$me: $phase: round $CLAUDOPILOT_REVIEW_ROUND, lens $CLAUDOPILOT_REVIEW_LENS: reading"
 
@@ -94,8 +99,7 @@ late_commit() {
 	git -C "$wt" commit -q --allow-empty -m "$phase: a commit after the review"
 }
 
-fence='```'
-block=$(awk -v open="${fence}reviewer" '$0 == open { on = 1; next } on && /^```/ { exit } on { print }' "$doc")
+block_of reviewer "$doc"
 if [ -z "$block" ]; then
 	block='pass'
 fi
