@@ -119,3 +119,77 @@ func TestBranchDescriptionReadsConfigFirst(t *testing.T) {
 		t.Errorf("set: got %q, %v", d, err)
 	}
 }
+
+// A branch's description is read from the config file as git reads it:
+// quotes, escapes, comments, blanks, the case of the section and key
+// names, a subsection with quotes, the last of two values. The oracle is
+// git's own reading of the same file (one `git config -z --get-regexp`);
+// none of these asks git. A value continued on the next line is left to
+// git.
+func TestDescriptionReadAsGitReadsIt(t *testing.T) {
+	t.Parallel()
+	c := newRepo(t)
+	ctx := context.Background()
+	conf := `[branch "plain"]
+	description = one line
+[branch "multi"]
+	description = first\nsecond\n
+[branch "quoted"]
+	description = "  lead and trail  " # a comment
+[branch "inner"]
+	description = a  b	c ; a comment
+[branch "esc"]
+	description = back\\slash \"q\" tab\there "in ; quotes"
+[Branch "Case"]
+	Description = case of section and key
+[branch "twice"]
+	description = old
+; a comment line
+[branch "twice"]
+	description = new
+[branch "sub \"quoted\" name"]
+	description = odd subsection
+[branch "x"]  # after a header
+    description=no spaces
+[core]
+	flag
+	other = "a;b" \t
+`
+	f, err := os.OpenFile(filepath.Join(c.Dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(conf)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustGit(t, c, "", "config", "-z", "--get-regexp", `^branch\..*\.description$`)
+	want := map[string]string{}
+	for rec := range strings.SplitSeq(out, "\x00") {
+		if k, v, ok := strings.Cut(rec, "\n"); ok {
+			want[strings.TrimSuffix(strings.TrimPrefix(k, "branch."), ".description")] = strings.TrimRight(v, "\n")
+		}
+	}
+	if len(want) != 9 {
+		t.Fatalf("git reads %d descriptions, want 9: %q", len(want), want)
+	}
+	want["none"] = ""
+	for b, w := range want {
+		got, ok := c.describedInConfig(ctx, b)
+		if !ok || got != w {
+			t.Errorf("%s: read %q, %v; git reads %q", b, got, ok, w)
+		}
+	}
+	if _, ok := c.describedInConfig(ctx, "case"); !ok {
+		t.Error("a subsection's case matters: none is no reason to ask git")
+	}
+	mustGit(t, c, "", "config", "branch.cont.other", "x")
+	b, _ := os.ReadFile(filepath.Join(c.Dir, ".git", "config"))
+	os.WriteFile(filepath.Join(c.Dir, ".git", "config"), append(b, "[branch \"cont\"]\n\tdescription = one \\\n\ttwo\n"...), 0o644)
+	if _, ok := c.describedInConfig(ctx, "cont"); ok {
+		t.Error("a continued line was read")
+	}
+	if d, err := c.BranchDescription(ctx, "cont"); err != nil || !strings.HasPrefix(d, "one ") || !strings.HasSuffix(d, "two") {
+		t.Errorf("continued: %q, %v", d, err)
+	}
+}
