@@ -2,6 +2,7 @@ package land
 
 import (
 	"context"
+	"time"
 
 	"github.com/claudopilot/claudopilot/scheduler"
 )
@@ -46,3 +47,8 @@ func WaitCleanups(o *Owner) { o.cleaning.Wait() }
 // SetAttempts bounds how often one Merge rebuilds a merge because the
 // base moved under it (the constant attempts otherwise).
 func SetAttempts(o *Owner, n int) { o.tries = n }
+
+// SetDebounce sets the watch's wait after a change (watchDebounce, a
+// second, otherwise): a test of what wakes the watch need not wait a
+// second for each wake-up.
+func SetDebounce(o *Owner, d time.Duration) { o.debounce = d }

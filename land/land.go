@@ -99,6 +99,7 @@ type ownerState struct {
 	pred      predictCache    // conflict prediction's merge-tree answers
 	drops     dropped         // landed worktrees removed, not yet pruned
 	tries     int             // tests: the bound of attempts (0: attempts)
+	debounce  time.Duration   // tests: watchClean's wait (0: watchDebounce)
 	baseRead  func(string)    // tests: called between checkBase's read and its judgement
 }
 

@@ -59,6 +59,9 @@ func TestMergeWaitsWhileTheBaseKeepsMoving(t *testing.T) {
 func TestMergeWaitWatchesTheCheckout(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, manifestSrc)
+	// What wakes the watch is the point here, not the coalescing of a
+	// burst (a second each, three seconds of this test's wall before).
+	land.SetDebounce(f.owner, 10*time.Millisecond)
 	_, tip := f.branch("p1", "p1-first.md", map[string]string{"a.txt": "a from p1\n", "feature/new.txt": "p1's\n"})
 	for _, tc := range []struct {
 		name  string

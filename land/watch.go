@@ -80,7 +80,7 @@ func (o *Owner) watchClean(ctx context.Context, dir, gitDir string, blocking []s
 					return
 				}
 				if d := filepath.Dir(ev.Name); names[d][filepath.Base(ev.Name)] && fire == nil {
-					fire = time.After(watchDebounce)
+					fire = time.After(o.debounceWait())
 				}
 			case <-w.Errors:
 			case <-fire:
@@ -94,6 +94,15 @@ func (o *Owner) watchClean(ctx context.Context, dir, gitDir string, blocking []s
 		}
 	}()
 	return changed
+}
+
+// debounceWait is watchClean's wait after a change (a test's shorter
+// one when set).
+func (o *Owner) debounceWait() time.Duration {
+	if o.debounce > 0 {
+		return o.debounce
+	}
+	return watchDebounce
 }
 
 // stopWatching ends the watch of an earlier wait: a new merge looks again.
