@@ -210,6 +210,13 @@ func (o *Owner) pushUp(ctx context.Context, js []scheduler.MergeJob) (note strin
 		if err != nil {
 			return "", err
 		}
+		if o.remoteHad(ctx, base) {
+			// The base is the remote's as last fetched or pushed (a
+			// fast-forward to it, a start with nothing new): a push
+			// would publish nothing, and cost a push and its scan
+			// (two git processes and eight with the push's children).
+			break
+		}
 		if err := o.scanPush(ctx, base); err != nil {
 			return "", err
 		}
@@ -230,6 +237,13 @@ func (o *Owner) pushUp(ctx context.Context, js []scheduler.MergeJob) (note strin
 		}
 	}
 	return o.dropBranches(ctx, js), nil
+}
+
+// remoteHad reports whether the remote-tracking ref of the base holds
+// base: the remote had it when it was last fetched or pushed.
+func (o *Owner) remoteHad(ctx context.Context, base string) bool {
+	cur, err := o.Git.RevParse(ctx, o.trackRef())
+	return err == nil && cur == base
 }
 
 // scanPush looks at what the push of base would publish beyond the

@@ -142,14 +142,22 @@ func TestPushBase(t *testing.T) {
 	// The base and origin's are read through the shared resolver, and one
 	// merge-base tells a base behind from one ahead or diverged: four
 	// rev-parse and two merge-base --is-ancestor before, per landing.
-	var reads []string
+	// The base fast-forwarded to origin's is not pushed back to it:
+	// one push, the landing's (two before, and the first one's scan).
+	var reads, pushes []string
 	for _, c := range gitCalls(t, trace) {
 		if strings.HasPrefix(c, "rev-parse") || strings.HasPrefix(c, "merge-base") {
 			reads = append(reads, c)
 		}
+		if strings.HasPrefix(c, "push ") || strings.Contains(c, " push ") {
+			pushes = append(pushes, c)
+		}
 	}
 	if len(reads) != 1 {
 		t.Errorf("%d rev-parse and merge-base processes in a landing that levels and pushes, want 1 merge-base:\n%s", len(reads), strings.Join(reads, "\n"))
+	}
+	if len(pushes) != 2 || !strings.Contains(pushes[0], ":refs/heads/main") || !strings.Contains(pushes[1], ":refs/heads/auto/p1") {
+		t.Errorf("pushes in a landing after a fast-forward to origin's base: want the landing's and the delete of auto/p1:\n%s", strings.Join(pushes, "\n"))
 	}
 	if got, want := u.originMain(), u.rev("main"); got != want {
 		t.Fatalf("origin main %.12s, want the landed %.12s", got, want)
