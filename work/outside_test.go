@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,16 +65,19 @@ func newOriginFixture(t *testing.T) (*fixture, string) {
 	return f, strings.TrimSpace(string(b))
 }
 
-// commitAt makes a commit with files on top of parent, touching no branch,
-// and returns it. Imported on a scratch ref, deleted after (two gits; a
-// worktree add, add, commit, rev-parse and worktree remove were six
-// processes).
-func (f *fixture) commitAt(parent string, files map[string]string) string {
+// commits makes commits straight on the refs they are for (a commit's
+// From: its parent, a mark ":N" for the N-th commit of the call) in one
+// Import, no process: a commit on a scratch ref, its deletion and a
+// `git branch` or `update-ref` to put it in place were three processes
+// a commit.
+func (f *fixture) commits(cs ...gittest.Commit) []string {
 	f.t.Helper()
-	const scratch = "refs/scratch/commit-at"
-	tip := gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: scratch, From: parent, Message: "commit at " + parent[:7], Files: files})[0]
-	f.gitIn(f.top, "update-ref", "-d", scratch)
-	return tip
+	for i := range cs {
+		if cs[i].Message == "" {
+			cs[i].Message = "commit " + strconv.Itoa(i+1)
+		}
+	}
+	return gittest.Import(f.t, f.runner.Env, f.top, cs...)
 }
 
 func issueJob() scheduler.Job {
@@ -367,10 +371,9 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	t.Run("kept: From merged in", func(t *testing.T) {
 		t.Parallel()
 		f, from := newOriginFixture(t)
-		kept := f.commitAt(from, map[string]string{"kept.txt": "kept\n"})
-		f.gitIn(f.top, "branch", issueBranch, kept)
-		moved := f.commitAt(from, map[string]string{"moved.txt": "moved\n"})
-		f.gitIn(f.top, "update-ref", originMain, moved)
+		cs := f.commits(gittest.Commit{Ref: issueBranch, From: from, Files: map[string]string{"kept.txt": "kept\n"}},
+			gittest.Commit{Ref: originMain, From: from, Files: map[string]string{"moved.txt": "moved\n"}})
+		kept, moved := cs[0], cs[1]
 		f.runner.Agent = f.agent(`test -f kept.txt && test -f moved.txt || exit 30
 ` + commitBody)
 		o := f.run(issueJob())
@@ -389,9 +392,8 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	t.Run("conflict with From: the supervisor repairs it", func(t *testing.T) {
 		t.Parallel()
 		f, from := newOriginFixture(t)
-		f.gitIn(f.top, "branch", issueBranch, f.commitAt(from, map[string]string{"README.md": "ours\n"}))
-		moved := f.commitAt(from, map[string]string{"README.md": "theirs\n"})
-		f.gitIn(f.top, "update-ref", originMain, moved)
+		moved := f.commits(gittest.Commit{Ref: issueBranch, From: from, Files: map[string]string{"README.md": "ours\n"}},
+			gittest.Commit{Ref: originMain, From: from, Files: map[string]string{"README.md": "theirs\n"}})[1]
 		o := f.run(issueJob())
 		if o.Reason != state.ReasonConflict || !strings.Contains(o.Detail, "README.md") {
 			t.Fatalf("worker = %+v, want a conflict on README.md", o)
@@ -410,10 +412,8 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 	t.Run("already merged: started afresh", func(t *testing.T) {
 		t.Parallel()
 		f, from := newOriginFixture(t)
-		old := f.commitAt(from, map[string]string{"old.txt": "old\n"})
-		f.gitIn(f.top, "branch", issueBranch, old)
-		newer := f.commitAt(old, map[string]string{"newer.txt": "newer\n"})
-		f.gitIn(f.top, "update-ref", originMain, newer)
+		newer := f.commits(gittest.Commit{Ref: issueBranch, From: from, Files: map[string]string{"old.txt": "old\n"}},
+			gittest.Commit{Ref: originMain, From: ":1", Files: map[string]string{"newer.txt": "newer\n"}})[1]
 		f.runner.Agent = f.agent(commitBody)
 		o := f.run(issueJob())
 		if !o.OK {
@@ -430,7 +430,7 @@ func TestRunOutsideKeptBranch(t *testing.T) {
 func TestRunOutsideResumeDone(t *testing.T) {
 	t.Parallel()
 	f, from := newOriginFixture(t)
-	f.gitIn(f.top, "branch", issueBranch, f.commitAt(from, map[string]string{"done.txt": "done\n"}))
+	f.commits(gittest.Commit{Ref: issueBranch, From: from, Files: map[string]string{"done.txt": "done\n"}})
 	marker := filepath.Join(f.tmp, "agent-ran")
 	f.runner.Agent = "touch '" + marker + "'"
 	j := issueJob()

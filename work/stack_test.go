@@ -11,8 +11,8 @@ import (
 
 // depTip makes a dep's branch with one commit beside main, as a done dep
 // waiting to land leaves it, and returns its tip. The commit is imported
-// (one git; the dep's worktree, which no test reads, with add, commit and
-// rev-parse were six processes).
+// (one Import, no process; the dep's worktree, which no test reads, with
+// add, commit and rev-parse were six processes).
 func (f *fixture) depTip() string {
 	f.t.Helper()
 	return gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: "auto/dep", From: "main^0", Message: "the dep's work", Files: map[string]string{"dep.txt": "dep\n"}})[0]

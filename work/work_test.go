@@ -277,8 +277,9 @@ func (f *fixture) wt() string { return f.layout.Worktree("p1") }
 
 // parkBranch makes auto/p1 with the given commit on it and no worktree, as a
 // parked phase leaves it after `claudopilot clean` or a lost worktree. The
-// commit is imported (one git; a worktree add -b, add, commit, rev-parse
-// and worktree remove were eight), the kept worktree added on it.
+// commit is imported (one Import, no process; a worktree add -b, add,
+// commit, rev-parse and worktree remove were eight), the kept worktree
+// added on it.
 func (f *fixture) parkBranch(files map[string]string, keepWorktree bool) string {
 	f.t.Helper()
 	tip := gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: "auto/p1", From: "main^0", Message: "earlier work", Files: files})[0]
