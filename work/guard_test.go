@@ -256,7 +256,7 @@ func TestRunResumeOverUnfinishedMerge(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.parkBranch(map[string]string{"README.md": "the branch's\n"}, true)
-	f.commitOn(f.top, "main moves", map[string]string{"README.md": "main's\n"})
+	f.moveMain("main moves", map[string]string{"README.md": "main's\n"})
 	if _, err := f.git.GitIn(f.ctx, f.wt(), "merge", "--no-edit", "main"); err == nil {
 		t.Fatal("the merge did not conflict")
 	}

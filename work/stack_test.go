@@ -118,10 +118,12 @@ func TestRunStackedOnChecksTheTip(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(wt, "roadmap/DONE_p1-first.md")); err != nil {
 			t.Fatalf("fixture: %v", err)
 		}
+		// main moves (moveMain; the merge of the dep imported as git
+		// merge --no-ff makes it: main's tree with dep.txt added).
 		if rewritten {
-			f.commitOn(f.top, "the dep, rewritten", map[string]string{"dep.txt": "dep, rewritten\n"})
+			f.moveMain("the dep, rewritten", map[string]string{"dep.txt": "dep, rewritten\n"})
 		} else {
-			f.gitIn(f.top, "merge", "-q", "--no-ff", "--no-edit", "auto/dep")
+			gittest.Import(t, f.runner.Env, f.top, gittest.Commit{Ref: "main", From: "main^0", Merge: []string{"auto/dep^0"}, Message: "Merge branch 'auto/dep'", Files: map[string]string{"dep.txt": "dep\n"}})
 		}
 		ran := filepath.Join(f.tmp, "ran")
 		f.runner.Agent = f.agent(`: > '` + ran + `'

@@ -224,6 +224,16 @@ func (f *fixture) commitOn(dir, msg string, files map[string]string) string {
 	return fs[len(fs)-1]
 }
 
+// moveMain commits files on main as someone else moves the base (a
+// human's commit, another phase landing) and returns the commit: one
+// Import, no process, where a commit in the base checkout was two (add,
+// commit). The base checkout does not follow (as after an update-ref):
+// nothing of the runner's reads it, its merges take refs/heads/main.
+func (f *fixture) moveMain(msg string, files map[string]string) string {
+	f.t.Helper()
+	return gittest.Import(f.t, f.runner.Env, f.top, gittest.Commit{Ref: "main", From: "main^0", Message: msg, Files: files})[0]
+}
+
 // agent writes a fake agent script and returns the command that runs it:
 // read by the shell the runner starts (`. 'path'`), where `sh 'path'`
 // was a second shell per agent start. Its exit is the command's; a
@@ -732,7 +742,7 @@ func TestRunRetryMergesBaseIntoKeptBranch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, false)
-	base := f.commitOn(f.top, "human", map[string]string{"base.txt": "base\n"})
+	base := f.moveMain("human", map[string]string{"base.txt": "base\n"})
 	trace := filepath.Join(t.TempDir(), "trace")
 	f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 	seen := filepath.Join(f.tmp, "seen")
@@ -786,7 +796,7 @@ func TestRunRetryConflictThenSupervisor(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	tip := f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
-	f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+	f.moveMain("human", map[string]string{"README.md": "readme from a human\n"})
 	marker := filepath.Join(f.tmp, "worker-ran")
 	f.runner.Agent = "touch '" + marker + "'"
 	wt := f.wt()
@@ -861,7 +871,7 @@ func TestRunSupervisorResolvedMergeIsConcluded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
-	f.commitOn(f.top, "human", map[string]string{"README.md": "readme from a human\n"})
+	f.moveMain("human", map[string]string{"README.md": "readme from a human\n"})
 	j := job()
 	j.Retry = true
 	if o := f.run(j); o.Reason != state.ReasonConflict {
@@ -1009,8 +1019,11 @@ func TestRunFirstTryReplacesLandedLeftover(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	old := f.parkBranch(map[string]string{"old.txt": "old\n"}, false)
-	f.gitIn(f.top, "merge", "-q", "--no-ff", "-m", "landed", "auto/p1")
-	f.commitOn(f.top, "later", map[string]string{"later.txt": "later\n"})
+	// It landed (a merge as git merge --no-ff makes it), and main moved
+	// on: one Import, no process (a merge and a commit were three).
+	gittest.Import(t, f.runner.Env, f.top,
+		gittest.Commit{Ref: "main", From: "main^0", Merge: []string{"auto/p1^0"}, Message: "landed", Files: map[string]string{"old.txt": "old\n"}},
+		gittest.Commit{Ref: "main", Message: "later", Files: map[string]string{"later.txt": "later\n"}})
 	f.runner.Agent = f.agent(doneBody)
 	o := f.run(job())
 	if !o.OK {
@@ -1371,7 +1384,7 @@ func TestRunTakeBaseMergesTheBaseBetweenAttempts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	kept := f.parkBranch(map[string]string{"kept.txt": "kept\n"}, true)
-	base := f.commitOn(f.top, "the other phase", map[string]string{"base.txt": "base\n"})
+	base := f.moveMain("the other phase", map[string]string{"base.txt": "base\n"})
 	seen := filepath.Join(f.tmp, "seen")
 	f.runner.Agent = f.agent(`
 test -f kept.txt && test -f base.txt && echo both > '` + seen + `'
@@ -1399,7 +1412,7 @@ func TestRunTakeBaseConflict(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.parkBranch(map[string]string{"README.md": "readme from p1\n"}, true)
-	f.commitOn(f.top, "the other phase", map[string]string{"README.md": "readme from p2\n"})
+	f.moveMain("the other phase", map[string]string{"README.md": "readme from p2\n"})
 	marker := filepath.Join(f.tmp, "worker-ran")
 	f.runner.Agent = "touch '" + marker + "'"
 	j := job()
