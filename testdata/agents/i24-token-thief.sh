@@ -9,32 +9,41 @@
 # (claudopilot, however many of them in a row): those are the user's
 # shell and what started it (here the test's own processes), not the
 # driver's to hide, and each cost ~10 forks (a quarter of the test's CPU
-# went to walking them up to init, #23).
+# went to walking them up to init, #23). One process a read: grep -z
+# and sed -z read the NUL-separated files (sh drops the NULs of a
+# $(...)), the shell's read the parent from status; the pipes of tr,
+# head and sed were 11 processes an ancestor, a fifth of the test's CPU
+# (#23, perf).
 set -u
 found=""
 driver=""
 p=$PPID
 while [ "$p" -gt 1 ]; do
-	argv0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -n 1)
+	argv0=$(sed -z -n 1p "/proc/$p/cmdline" 2>/dev/null)
 	if [ "${argv0##*/}" = claudopilot ]; then
 		driver=1
 	elif [ -n "$driver" ]; then
 		break
 	fi
-	if env=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ"); then
-		tok=$(printf '%s\n' "$env" | sed -n 's/^\(GITHUB_TOKEN\|GH_TOKEN\)=//p' | head -n 1)
-		if [ -n "$tok" ]; then e=TOKEN; found=$tok; else e=clean; fi
-	else
-		e=denied
-	fi
-	if tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -q 'tok-'; then c=TOKEN; else c=clean; fi
+	# grep exits 0 (a token), 1 (read, none) or 2 (not readable).
+	tok=$(grep -z -m 1 -E '^(GITHUB_TOKEN|GH_TOKEN)=' "/proc/$p/environ" 2>/dev/null)
+	case $? in
+	0) e=TOKEN found=${tok#*=} ;;
+	1) e=clean ;;
+	*) e=denied ;;
+	esac
+	if grep -qa 'tok-' "/proc/$p/cmdline" 2>/dev/null; then c=TOKEN; else c=clean; fi
 	m=denied
-	addr=$(sed -n 's/^\([0-9a-f]*\)-[0-9a-f]* r.*/\1/p' "/proc/$p/maps" 2>/dev/null | head -n 1)
+	addr=$(sed -n '/^[0-9a-f]*-[0-9a-f]* r/{s/-.*//p;q}' "/proc/$p/maps" 2>/dev/null)
 	if [ -n "$addr" ] && dd if="/proc/$p/mem" bs=1 count=1 skip=$((0x$addr)) iflag=skip_bytes of=/dev/null 2>/dev/null; then
 		m=read
 	fi
 	echo "$p ${argv0##*/} environ=$e cmdline=$c mem=$m" >>"$REPORT"
-	p=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)
+	pp=
+	while read -r k v; do
+		[ "$k" != PPid: ] || pp=$v
+	done 2>/dev/null <"/proc/$p/status" || true
+	p=$pp
 	[ -n "$p" ] || break
 done
 mkdir -p out
