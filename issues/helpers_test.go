@@ -579,7 +579,8 @@ func countRequests(reqs []ghfake.Request, method, suffix string) int {
 // commit's blob, trees and commit; update-branch's and a merge's commits
 // and the branches they move) is what git reads and checks as its own:
 // fsck --strict (sorted trees, well-formed commits) and the files, the
-// authors and the parents where each was written.
+// authors and the parents where each was written; with origin packed, the
+// fake's reads and writes go through git and agree.
 func TestFakeCommitIsGits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -613,5 +614,23 @@ func TestFakeCommitIsGits(t *testing.T) {
 		"human <human@example.com>|human|a file replaced|" + deeper
 	if got != want {
 		t.Errorf("main's history:\n%s\nwant\n%s", got, want)
+	}
+	// Packed (objects and refs), what the files do not answer is asked of
+	// git: the same answers, and a commit on a packed branch.
+	e.git(e.origin, "repack", "-a", "-d", "-q")
+	e.git(e.origin, "pack-refs", "--all")
+	if !e.fake.Has("main", "a/c/d.txt") || e.fake.Has("main", "a/c/x.txt") || !e.fake.Has("feature", "f.txt") {
+		t.Error("Has, packed: wrong")
+	}
+	merge := e.git(e.origin, "rev-parse", "main")
+	if got, err := g.BranchTip(ctx, "main"); err != nil || got != merge {
+		t.Errorf("the tip of main, packed: %s, %v, want %s", got, err, merge)
+	}
+	packed := e.originCommit("main", "a/e.txt", "e\n", "on a packed branch")
+	if got := e.git(e.origin, "show", "-s", "--format=%H %s %P", "main"); got != packed+" on a packed branch "+merge {
+		t.Errorf("main after a commit on it packed: %q", got)
+	}
+	if got := e.git(e.origin, "fsck", "--strict", "--no-dangling"); got != "" {
+		t.Errorf("fsck: %s", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -268,7 +267,7 @@ func TestRecordFailedBeforeLanding(t *testing.T) {
 		commentsWith(is, "The branch `claudopilot/issue-1` is pushed and kept") != 1 {
 		t.Errorf("after Record(failed):\n%s", dump(e, n))
 	}
-	if err := exec.Command("git", "-C", e.origin, "cat-file", "-e", "claudopilot/issue-1:work.txt").Run(); err != nil {
+	if !e.fake.Has("claudopilot/issue-1", "work.txt") {
 		t.Errorf("the branch with work was not pushed")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -183,8 +182,9 @@ func TestOutsiderLabelIsNotWorked(t *testing.T) {
 }
 
 // ci is a fake CI: check "ci/test" passes once the commit has FIXED, and
-// status "ci/lint" always passes. A commit's answer is asked of git once
-// (a commit's tree never changes): the landing reads checks at each poll.
+// status "ci/lint" always passes. A commit's answer is read once from
+// origin (the fake's Has: no git process; a commit's tree never changes):
+// the landing reads checks at each poll.
 func (e *env) ci() func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 	var mu sync.Mutex
 	fixed := map[string]bool{}
@@ -192,9 +192,7 @@ func (e *env) ci() func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		mu.Lock()
 		ok, known := fixed[sha]
 		if !known {
-			cmd := exec.Command("git", "-C", e.origin, "cat-file", "-e", sha+":FIXED")
-			cmd.Env = e.genv
-			ok = cmd.Run() == nil
+			ok = e.fake.Has(sha, "FIXED")
 			fixed[sha] = ok
 		}
 		mu.Unlock()

@@ -289,9 +289,10 @@ func New(opt Options) *Server {
 		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
 	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
 	s.files = plainFiles(opt.Origin)
-	// One long-lived cat-file for the server's life (Close ends it), not
-	// one per burst of requests: a test's pauses (an agent, a reviewer)
-	// outlast its idle time, and each start is a git process.
+	// What the origin's files do not answer (objects.go: a packed object,
+	// an origin left to git) goes to one long-lived cat-file for the
+	// server's life (Close ends it), started on first use, not one per
+	// burst of requests: a test's pauses outlast its idle time.
 	s.git.KeepResolvers(true)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handler))
 	return s
@@ -304,15 +305,14 @@ func (s *Server) URL() string { return s.srv.URL + "/" }
 func (s *Server) Close() {
 	s.srv.Close()
 	s.git.KeepResolvers(false)
-	s.git.Close() // its long-lived cat-file (Has, the merges' reads)
+	s.git.Close() // its long-lived cat-file, if one was started
 }
 
 // Has reports whether origin's ref (a branch name, or any name git
-// resolves) has path: asked of the origin's long-lived cat-file, which a
-// test's merges have started already, not a git process of its own.
+// resolves) has path: read from the origin's files (objects.go), not a
+// git process of its own.
 func (s *Server) Has(ref, path string) bool {
-	_, err := s.git.RevParse(context.Background(), ref+":"+path)
-	return err == nil
+	return s.hasPath(context.Background(), ref, path)
 }
 
 // AddUser makes login known with a repository permission: admin,
@@ -1475,7 +1475,7 @@ func (s *Server) permission(c *call) {
 // headSHA reads the pull request's head from origin (live), keeping the
 // last one seen when the branch is gone.
 func (s *Server) headSHA(p *Pull) string {
-	if sha, err := s.git.RevParse(context.Background(), "refs/heads/"+p.Head); err == nil {
+	if sha, err := s.tip(context.Background(), p.Head); err == nil {
 		p.headSHA = sha
 	}
 	if _, ok := s.seen[p.headSHA]; !ok && p.headSHA != "" {
@@ -1544,11 +1544,11 @@ func (s *Server) createPull(c *call) {
 		writeJSON(c.w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed", "errors": []map[string]string{{"resource": "PullRequest", "code": "custom", "message": msg}}})
 	}
 	ctx := context.Background()
-	if _, err := s.git.RevParse(ctx, "refs/heads/"+head); err != nil {
+	if _, err := s.tip(ctx, head); err != nil {
 		c.json(http.StatusUnprocessableEntity, HeadInvalid)
 		return
 	}
-	if _, err := s.git.RevParse(ctx, "refs/heads/"+in.GetBase()); err != nil {
+	if _, err := s.tip(ctx, in.GetBase()); err != nil {
 		invalid("base invalid: " + in.GetBase())
 		return
 	}
@@ -1668,7 +1668,7 @@ func (s *Server) mergePull(c *call) {
 		c.fail(http.StatusConflict, MsgHeadModified)
 		return
 	}
-	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	base, err := s.tip(ctx, p.Base)
 	if err != nil {
 		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
 		return
@@ -1776,7 +1776,7 @@ func (s *Server) advanceQueue(p *Pull) {
 		return
 	}
 	ctx := context.Background()
-	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	base, err := s.tip(ctx, p.Base)
 	if err != nil {
 		return
 	}
@@ -1987,7 +1987,7 @@ func (s *Server) updateBranch(c *call) {
 		c.fail(http.StatusUnprocessableEntity, "expected head sha didn't match current head ref.")
 		return
 	}
-	base, err := s.git.RevParse(ctx, "refs/heads/"+p.Base)
+	base, err := s.tip(ctx, p.Base)
 	if err != nil {
 		c.fail(http.StatusUnprocessableEntity, "base branch is gone")
 		return
@@ -2014,19 +2014,19 @@ func (s *Server) updateBranch(c *call) {
 }
 
 // mergeTree is the tree of base and head merged: head's own when head
-// holds base (a landing merges only such a head; its tree read through
-// the origin's long-lived cat-file), else git merge-tree's.
+// holds base (a landing merges only such a head; its tree read from the
+// origin's files, commitOf), else git merge-tree's.
 func (s *Server) mergeTree(ctx context.Context, base, head string) (string, []string, error) {
 	if rh, err := s.reach(ctx, head); err == nil && rh[base] {
-		tree, err := s.git.RevParse(ctx, head+"^{tree}")
+		tree, _, err := s.commitOf(ctx, head)
 		return tree, nil, err
 	}
 	return s.git.MergeTree(ctx, base, head)
 }
 
 // reach is the set of commits reachable from tip, tip included: each
-// commit's parents (<id>^1, ^2, … until one does not resolve) asked of
-// the origin's long-lived cat-file.
+// commit's parents read from the origin's files (commitOf); a commit
+// that is missing has none.
 func (s *Server) reach(ctx context.Context, tip string) (map[string]bool, error) {
 	seen := map[string]bool{}
 	todo := []string{tip}
@@ -2037,25 +2037,20 @@ func (s *Server) reach(ctx context.Context, tip string) (map[string]bool, error)
 			continue
 		}
 		seen[id] = true
-		for i := 1; ; i++ {
-			p, err := s.git.RevParse(ctx, fmt.Sprintf("%s^%d", id, i))
-			if errors.Is(err, worktree.ErrNoRev) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			todo = append(todo, p)
+		_, parents, err := s.commitOf(ctx, id)
+		if err != nil && !errors.Is(err, worktree.ErrNoRev) {
+			return nil, err
 		}
+		todo = append(todo, parents...)
 	}
 	return seen, nil
 }
 
 // getRef answers GET /git/ref/heads/{branch}: the branch's tip in the
-// origin, read by its long-lived cat-file (no git process), or 404.
+// origin, read from its files (tip: no git process), or 404.
 func (s *Server) getRef(c *call) {
 	b := c.args[2]
-	sha, err := s.git.RevParse(context.Background(), "refs/heads/"+b)
+	sha, err := s.tip(context.Background(), b)
 	if err != nil {
 		c.fail(http.StatusNotFound, "Not Found")
 		return
@@ -2072,8 +2067,13 @@ func (s *Server) compare(c *call) {
 	}
 	ctx := context.Background()
 	rev := func(r string) (string, bool) {
-		if sha, err := s.git.RevParse(ctx, "refs/heads/"+r); err == nil {
+		if sha, err := s.tip(ctx, r); err == nil {
 			return sha, true
+		}
+		if isID(r) {
+			if _, _, err := s.commitOf(ctx, r); err == nil {
+				return r, true
+			}
 		}
 		sha, err := s.git.RevParse(ctx, r+"^{commit}")
 		return sha, err == nil
@@ -2086,8 +2086,8 @@ func (s *Server) compare(c *call) {
 	}
 	// The commits only b has (behind) and those only h has (ahead), as
 	// rev-list --left-right --count b...h counts them, from each side's
-	// history read through the origin's long-lived cat-file: no git
-	// process (a test's cost is its processes; a test's history is short).
+	// history read from the origin's files (reach): no git process (a
+	// test's cost is its processes; a test's history is short).
 	rb, err1 := s.reach(ctx, b)
 	rh, err2 := s.reach(ctx, h)
 	if err1 != nil || err2 != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/atomicfile"
+	"github.com/claudopilot/claudopilot/worktree"
 )
 
 // What GitHub's own git writes into the origin (a merge's commit, a
@@ -73,28 +75,13 @@ func (s *Server) writeObject(kind string, body []byte) (string, error) {
 // readObject reads object id's body from its loose file, or (packed) from
 // git cat-file, checking its kind.
 func (s *Server) readObject(ctx context.Context, kind, id string) ([]byte, error) {
-	if len(id) != 40 {
-		return nil, fmt.Errorf("object %q: not a SHA-1", id)
+	body, err := s.looseObject(kind, id)
+	if errors.Is(err, errNotLoose) {
+		cmd := exec.CommandContext(ctx, "git", "-C", s.opt.Origin, "cat-file", kind, "--end-of-options", id)
+		cmd.Env = s.git.Env
+		return cmd.Output() // raw: a tree's last id byte may be a line break
 	}
-	f, err := os.Open(filepath.Join(s.opt.Origin, "objects", id[:2], id[2:]))
-	if err != nil {
-		out, err := s.git.Git(ctx, "cat-file", kind, id)
-		return []byte(out), err
-	}
-	defer f.Close()
-	zr, err := zlib.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", id, err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", id, err)
-	}
-	hdr, body, ok := bytes.Cut(b, []byte{0})
-	if !ok || string(hdr) != fmt.Sprintf("%s %d", kind, len(body)) {
-		return nil, fmt.Errorf("object %s: not a %s", id, kind)
-	}
-	return body, nil
+	return body, err
 }
 
 // commitObject writes the commit of tree with parents and msg (a line
@@ -300,15 +287,15 @@ func parseTree(b []byte) ([]treeEntry, error) {
 func (s *Server) Commit(branch, base, path, body, msg, who string) (string, error) {
 	ctx := context.Background()
 	ref := "refs/heads/" + branch
-	old, _ := s.git.RevParse(ctx, ref)
+	old, _ := s.tip(ctx, branch)
 	parent := old
 	if parent == "" {
 		var err error
-		if parent, err = s.git.RevParse(ctx, "refs/heads/"+base); err != nil {
+		if parent, err = s.tip(ctx, base); err != nil {
 			return "", fmt.Errorf("the base %s: %w", base, err)
 		}
 	}
-	tree, err := s.git.RevParse(ctx, parent+"^{tree}")
+	tree, _, err := s.commitOf(ctx, parent)
 	if err != nil {
 		return "", err
 	}
@@ -320,4 +307,174 @@ func (s *Server) Commit(branch, base, path, body, msg, who string) (string, erro
 		return "", err
 	}
 	return sha, s.moveRef(ctx, ref, sha, old)
+}
+
+// The fake's reads of the origin (a branch's tip, a commit's tree and
+// parents, a path in a branch) come from git's files too, as git's
+// long-lived cat-file answered them: a loose ref or packed-refs' line, a
+// loose object. That cat-file was a git process per test. What the files
+// do not answer (an object packed, a name that is not a plain branch, an
+// origin left to git) is asked of that cat-file, started then.
+
+// errNotLoose is an object with no loose file (packed, or missing).
+var errNotLoose = errors.New("not a loose object")
+
+// looseObject is readObject from the loose file only: errNotLoose when
+// there is none (or the origin is left to git).
+func (s *Server) looseObject(kind, id string) ([]byte, error) {
+	if !s.files || !isID(id) {
+		return nil, errNotLoose
+	}
+	f, err := os.Open(filepath.Join(s.opt.Origin, "objects", id[:2], id[2:]))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNotLoose
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := zlib.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	hdr, body, ok := bytes.Cut(b, []byte{0})
+	if !ok || string(hdr) != fmt.Sprintf("%s %d", kind, len(body)) {
+		return nil, fmt.Errorf("object %s: not a %s", id, kind)
+	}
+	return body, nil
+}
+
+// isID reports whether id is a full SHA-1 in lower-case hex.
+func isID(id string) bool {
+	if len(id) != 40 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainBranch reports whether b is a branch name whose ref file is
+// refs/heads/<b> beneath the origin: slash-separated parts, none empty,
+// none starting with a dot or ending with .lock, no byte git refuses in a
+// ref name. Anything else is left to git.
+func plainBranch(b string) bool {
+	if b == "" || strings.ContainsAny(b, "\\:?*[~^ \t\x7f@{") {
+		return false
+	}
+	for _, part := range strings.Split(b, "/") {
+		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+		for _, c := range part {
+			if c < ' ' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// tip is branch b's commit: its ref read from the origin's files, else
+// asked of git; worktree.ErrNoRev (wrapped) when there is no such branch.
+func (s *Server) tip(ctx context.Context, b string) (string, error) {
+	if !s.files || !plainBranch(b) {
+		return s.git.RevParse(ctx, "refs/heads/"+b)
+	}
+	id, err := s.refValue("refs/heads/" + b)
+	switch {
+	case err != nil:
+		return "", err
+	case id == "":
+		return "", fmt.Errorf("refs/heads/%s: %w", b, worktree.ErrNoRev)
+	case !isID(id):
+		return s.git.RevParse(ctx, "refs/heads/"+b)
+	}
+	return id, nil
+}
+
+// commitOf is commit id's tree and parents (first parent first): from
+// its loose object, else asked of git (<id>^{tree}, then <id>^1, ^2, …
+// until one does not resolve, as before).
+func (s *Server) commitOf(ctx context.Context, id string) (tree string, parents []string, err error) {
+	body, err := s.looseObject("commit", id)
+	if errors.Is(err, errNotLoose) {
+		if tree, err = s.git.RevParse(ctx, id+"^{tree}"); err != nil {
+			return "", nil, err
+		}
+		for i := 1; ; i++ {
+			p, err := s.git.RevParse(ctx, fmt.Sprintf("%s^%d", id, i))
+			if errors.Is(err, worktree.ErrNoRev) {
+				return tree, parents, nil
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			parents = append(parents, p)
+		}
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if l == "" {
+			break // the headers end
+		}
+		if v, ok := strings.CutPrefix(l, "tree "); ok {
+			tree = v
+		} else if v, ok := strings.CutPrefix(l, "parent "); ok {
+			parents = append(parents, v)
+		}
+	}
+	if !isID(tree) {
+		return "", nil, fmt.Errorf("commit %s: no tree", id)
+	}
+	return tree, parents, nil
+}
+
+// hasPath reports whether branch's (or a commit id's) tree has path:
+// walked through loose trees, else asked of git (<branch>:<path>).
+func (s *Server) hasPath(ctx context.Context, branch, p string) bool {
+	ask := func() bool {
+		_, err := s.git.RevParse(ctx, branch+":"+p)
+		return err == nil
+	}
+	id := branch // a commit's id, as git takes 40 hex digits
+	if !isID(id) {
+		if !s.files || !plainBranch(branch) {
+			return ask()
+		}
+		var err error
+		if id, err = s.tip(ctx, branch); err != nil {
+			return false
+		}
+	}
+	tree, _, err := s.commitOf(ctx, id)
+	if err != nil {
+		return ask()
+	}
+	names := strings.Split(strings.Trim(p, "/"), "/")
+	for k, name := range names {
+		body, err := s.looseObject("tree", tree)
+		if err != nil {
+			return ask()
+		}
+		es, err := parseTree(body)
+		if err != nil {
+			return ask()
+		}
+		i := slices.IndexFunc(es, func(e treeEntry) bool { return e.name == name })
+		if i < 0 || k < len(names)-1 && es[i].mode != "40000" {
+			return false // (a file is no folder)
+		}
+		tree = hex.EncodeToString(es[i].id)
+	}
+	return true
 }
