@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/claudopilot/claudopilot/atomicfile"
 )
 
 // importLoose makes Import's commits without a process: the blobs, trees
@@ -50,45 +52,7 @@ func importLoose(env []string, dir string, commits []Commit, when string) (hashe
 			}
 			old[ref] = v
 		}
-		var parents []string
-		from := tips[ref]
-		if c.From != "" {
-			if from, ok = r.resolve(c.From, hashes); !ok {
-				return nil, false
-			}
-		}
-		if from != "" {
-			parents = append(parents, from)
-		}
-		for _, m := range c.Merge {
-			h, ok := r.resolve(m, hashes)
-			if !ok {
-				return nil, false
-			}
-			parents = append(parents, h)
-		}
-		root := &treeNode{}
-		if from != "" {
-			t, ok := r.commitTree(from)
-			if !ok {
-				return nil, false
-			}
-			root.hash = t
-		}
-		if !r.edit(root, c) {
-			return nil, false
-		}
-		tree, _, ok := r.writeTree(root)
-		if !ok {
-			return nil, false
-		}
-		var b strings.Builder
-		b.WriteString("tree " + tree + "\n")
-		for _, p := range parents {
-			b.WriteString("parent " + p + "\n")
-		}
-		b.WriteString("author " + author + "\ncommitter " + committer + "\n\n" + c.Message)
-		h, ok := r.write("commit", []byte(b.String()))
+		h, ok := r.commit(c, tips[ref], hashes, author, committer)
 		if !ok {
 			return nil, false
 		}
@@ -142,6 +106,52 @@ func plainEnv(env []string) bool {
 		}
 	}
 	return global && nosystem
+}
+
+// commit writes c's blobs, trees and commit (its parent tip, this
+// import's tip of its ref, unless From says another; marks the commits
+// written so far) and returns the commit's id.
+func (r *repo) commit(c Commit, tip string, marks []string, author, committer string) (string, bool) {
+	from := tip
+	if c.From != "" {
+		var ok bool
+		if from, ok = r.resolve(c.From, marks); !ok {
+			return "", false
+		}
+	}
+	var parents []string
+	if from != "" {
+		parents = append(parents, from)
+	}
+	for _, m := range c.Merge {
+		h, ok := r.resolve(m, marks)
+		if !ok {
+			return "", false
+		}
+		parents = append(parents, h)
+	}
+	root := &treeNode{}
+	if from != "" {
+		t, ok := r.commitTree(from)
+		if !ok {
+			return "", false
+		}
+		root.hash = t
+	}
+	if !r.edit(root, c) {
+		return "", false
+	}
+	tree, _, ok := r.writeTree(root)
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("tree " + tree + "\n")
+	for _, p := range parents {
+		b.WriteString("parent " + p + "\n")
+	}
+	b.WriteString("author " + author + "\ncommitter " + committer + "\n\n" + c.Message)
+	return r.write("commit", []byte(b.String()))
 }
 
 // reaches reports whether from leads to to through parents (the
@@ -397,23 +407,10 @@ func (r *repo) write(kind string, body []byte) (string, bool) {
 	return h, writeAtomic(p, z.Bytes(), 0o444)
 }
 
-// writeAtomic writes b to p through a temporary file in its folder and a
-// rename: a reader never sees half of it.
+// writeAtomic writes b to p as the driver replaces a file (a temp file
+// beside it renamed over it; no fsync: a test's repository).
 func writeAtomic(p string, b []byte, mode os.FileMode) bool {
-	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-import-")
-	if err != nil {
-		return false
-	}
-	_, err = f.Write(b)
-	if err = errorsJoin(err, f.Chmod(mode), f.Close()); err != nil {
-		os.Remove(f.Name())
-		return false
-	}
-	if os.Rename(f.Name(), p) != nil {
-		os.Remove(f.Name())
-		return false
-	}
-	return true
+	return atomicfile.Write(p, b, mode, atomicfile.NoSync(), atomicfile.Mode()) == nil
 }
 
 func errorsJoin(errs ...error) error {
