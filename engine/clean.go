@@ -93,7 +93,10 @@ type CleanPlan struct {
 	layout   state.Layout
 	lockPath string
 	holder   state.LockInfo // the stale lock's holder when it was read
-	pruned   bool
+	// wts: the worktrees git lists, read once per plan (one git
+	// worktree list where the four findings ran one each).
+	wts    []worktree.Worktree
+	pruned bool
 	// parkedWork: the parked phases whose work goes (ParkedWork).
 	parkedWork []CleanItem
 }
@@ -123,15 +126,14 @@ func PlanClean(ctx context.Context, o CleanOptions) (*CleanPlan, error) {
 	if o.Parked && !o.DryRun && live {
 		return nil, &CleanRefusedError{Holder: holder}
 	}
-	if err := p.registrations(ctx); err != nil {
+	if p.wts, err = o.Git.Worktrees(ctx); err != nil {
 		return nil, err
 	}
+	p.registrations()
 	if err := p.leftovers(ctx, o, baseTip); err != nil {
 		return nil, err
 	}
-	if err := p.issueWork(ctx); err != nil {
-		return nil, err
-	}
+	p.issueWork()
 	if err := p.litter(ctx, o.Roadmap, live); err != nil {
 		return nil, err
 	}
@@ -154,24 +156,19 @@ func PlanClean(ctx context.Context, o CleanOptions) (*CleanPlan, error) {
 }
 
 // registrations finds the registrations of worktrees whose folder is gone.
-func (p *CleanPlan) registrations(ctx context.Context) error {
-	wts, err := p.git.Worktrees(ctx)
-	if err != nil {
-		return err
-	}
-	for _, wt := range wts {
+func (p *CleanPlan) registrations() {
+	for _, wt := range p.wts {
 		if wt.Prunable && !wt.Locked {
 			p.Items = append(p.Items, CleanItem{Kind: CleanRegistration, Path: wt.Path})
 		}
 	}
-	return nil
 }
 
 // leftovers decides about the phases' worktrees and branches: landed ones
 // go when the base contains them, parked ones only when asked, active
 // ones never.
 func (p *CleanPlan) leftovers(ctx context.Context, o CleanOptions, baseTip string) error {
-	lefts, err := land.Leftovers(ctx, p.git, o.Layout, o.Roadmap)
+	lefts, err := land.LeftoversIn(ctx, p.git, o.Layout, o.Roadmap, p.wts)
 	if err != nil {
 		return err
 	}
@@ -270,17 +267,12 @@ func phaseItem(l *land.Leftover) CleanItem {
 // issueWork keeps the worktrees of issues (branch claudopilot/issue-N: a
 // blocked issue, or one that went away while worked on): the queue
 // continues one if its issue is queued again.
-func (p *CleanPlan) issueWork(ctx context.Context) error {
-	wts, err := p.git.Worktrees(ctx)
-	if err != nil {
-		return err
-	}
-	for _, wt := range wts {
+func (p *CleanPlan) issueWork() {
+	for _, wt := range p.wts {
 		if strings.HasPrefix(wt.Branch, "claudopilot/issue-") && !wt.Prunable {
 			p.Items = append(p.Items, CleanItem{Kind: CleanIssue, Path: wt.Path, Branch: wt.Branch, Keep: KeptIssue})
 		}
 	}
-	return nil
 }
 
 // litter finds what kills left of merged phases and, when no run goes on,
@@ -292,7 +284,7 @@ func (p *CleanPlan) litter(ctx context.Context, rm *roadmap.Roadmap, live bool) 
 			ids = append(ids, n.ID)
 		}
 	}
-	ls, err := land.FindLitter(ctx, p.git, p.layout, ids)
+	ls, err := land.FindLitterIn(p.layout, ids, func() ([]worktree.Worktree, error) { return p.wts, nil })
 	if err != nil {
 		return err
 	}

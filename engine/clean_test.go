@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,9 +130,19 @@ func TestCleanPolicy(t *testing.T) {
 	o, git := cleanRepo(t)
 	before := git("for-each-ref", "--format=%(refname) %(objectname)") + git("worktree", "list", "--porcelain")
 
+	// One listing of the worktrees for the whole plan (the registrations,
+	// the phases' leftovers, the issues' work and the litter read it:
+	// four git worktree list before).
+	trace := filepath.Join(t.TempDir(), "trace")
+	plain := o.Git
+	o.Git = plain.WithEnv(append(slices.Clone(plain.Env), "GIT_TRACE="+trace))
 	plan, err := PlanClean(ctx, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	o.Git = plain
+	if b, _ := os.ReadFile(trace); strings.Count(string(b), "built-in: git worktree list") != 1 {
+		t.Errorf("git worktree list ran %d times in one plan, want 1", strings.Count(string(b), "built-in: git worktree list"))
 	}
 	want := "worktree p1 \nbranch p1 \nphase p4 not-on-base\nphase p5 dirty\nphase p2 parked\nissue %2312 issue\n"
 	if got := plainItems(plan.Items); got != want {

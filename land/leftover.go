@@ -68,6 +68,18 @@ func (l *Leftover) OnBase(ctx context.Context, git *worktree.Client, baseTip str
 // worktree is one of ours, so branches of other tools are left alone. rm
 // may be nil (every phase is then unknown).
 func Leftovers(ctx context.Context, git *worktree.Client, l state.Layout, rm *roadmap.Roadmap) ([]*Leftover, error) {
+	wts, err := git.Worktrees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return LeftoversIn(ctx, git, l, rm, wts)
+}
+
+// LeftoversIn is Leftovers with the worktrees git lists read by the
+// caller (worktree.Client.Worktrees), which shares one listing between
+// several findings of one moment (engine.PlanClean: one git worktree
+// list where four ran).
+func LeftoversIn(ctx context.Context, git *worktree.Client, l state.Layout, rm *roadmap.Roadmap, wts []worktree.Worktree) ([]*Leftover, error) {
 	node := func(id string) *roadmap.Node {
 		if rm == nil {
 			return nil
@@ -81,10 +93,6 @@ func Leftovers(ctx context.Context, git *worktree.Client, l state.Layout, rm *ro
 			byID[id] = &Leftover{ID: id, Node: node(id)}
 		}
 		return byID[id]
-	}
-	wts, err := git.Worktrees(ctx)
-	if err != nil {
-		return nil, err
 	}
 	wtDir := filepath.Join(l.Dir(), "worktrees")
 	for i := range wts {

@@ -35,6 +35,13 @@ func (l Litter) Describe() string {
 // git still lists is no litter (clean and the merge owner remove it as a
 // worktree), nor is a folder moved aside as .broken-<n>.
 func FindLitter(ctx context.Context, git *worktree.Client, l state.Layout, ids []string) ([]Litter, error) {
+	return FindLitterIn(l, ids, func() ([]worktree.Worktree, error) { return git.Worktrees(ctx) })
+}
+
+// FindLitterIn is FindLitter with the worktrees git lists read by list,
+// only when a folder needs them (a caller's listing of the moment,
+// LeftoversIn).
+func FindLitterIn(l state.Layout, ids []string, list func() ([]worktree.Worktree, error)) ([]Litter, error) {
 	var out, folders []Litter
 	for _, id := range ids {
 		for _, p := range work.PhaseNotes(l, id) {
@@ -49,7 +56,7 @@ func FindLitter(ctx context.Context, git *worktree.Client, l state.Layout, ids [
 	if len(folders) == 0 {
 		return out, nil
 	}
-	wts, err := git.Worktrees(ctx)
+	wts, err := list()
 	if err != nil {
 		return nil, err
 	}
