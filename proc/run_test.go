@@ -296,6 +296,7 @@ func TestCancelKillsEscapedDescendant(t *testing.T) {
 }
 
 func TestKillGraceEscalatesToSIGKILL(t *testing.T) {
+	t.Parallel()
 	s, d := spec(t, "")
 	ready := fifo(t, d)
 	// An ignored SIGTERM is inherited by the sleep, so only SIGKILL works.
@@ -317,6 +318,7 @@ func TestKillGraceEscalatesToSIGKILL(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	s, _ := spec(t, "echo working; sleep 60")
 	s.Timeout = 300 * time.Millisecond
 	r := run(t, s)
@@ -329,11 +331,18 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestStuck(t *testing.T) {
-	s, _ := spec(t, "echo once; sleep 60")
-	// The silence is timed from the start, so the shell must print "once"
-	// within it even on a busy machine: 2 s, not the 300 ms a quiet one
-	// needs.
-	s.StuckTimeout = 2 * time.Second
+	t.Parallel()
+	s, d := spec(t, "")
+	said := fifo(t, d)
+	// The silence is timed from the last output, and the stuck timer starts
+	// once OnStart returns. The agent says "once", then tells the test on
+	// the fifo, and OnStart waits for that: so the timer need not cover a
+	// slow shell's start on a busy machine (it was 2 s timed from the start,
+	// the test's whole wait), only the supervisor's read of "once" after
+	// the agent wrote it.
+	s.Command = `echo once; echo said > "$D/ready.fifo"; exec sleep 60`
+	s.OnStart = func(int) { readLine(t, said) }
+	s.StuckTimeout = 500 * time.Millisecond
 	r := run(t, s)
 	if r.Reason != ReasonStuck || r.ExitCode != -1 || r.Err == nil {
 		t.Errorf("got %+v", r)
