@@ -157,7 +157,7 @@ func setup(e *testscript.Env, agents string) error {
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	// No `git maintenance run --auto` after each commit, merge and fetch
 	// of the scripts, their agents and the drivers (gittest.NoAutoMaintenance
-	// says why): 48 of e2e/run's 774 git processes, 31 of e2e/cli's 653.
+	// says why): 79 of the 1,427 git processes of e2e/cli's scripts.
 	for _, kv := range gittest.NoAutoMaintenance() {
 		k, v, _ := strings.Cut(kv, "=")
 		e.Setenv(k, v)

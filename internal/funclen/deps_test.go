@@ -28,14 +28,14 @@ var heavyDeps = []struct {
 	allowed     []string
 }{
 	{"k8s.io/", "only the Kubernetes runner, its wiring and the root that injects it link k8s.io (wire.Cluster)",
-		[]string{".", "kube", "internal/cli/kubewire", "internal/cli/root", "internal/e2e", "e2e/cli", "e2e/crash", "e2e/queue", "e2e/run"}},
+		[]string{".", "kube", "internal/cli/kubewire", "internal/cli/root", "internal/e2e", "e2e/cli", "e2e/crash", "e2e/queue"}},
 	{"k8s.io/client-go/testing", "the kube tests' fake API server keeps its own store: the object tracker took ~78 packages (protobuf, kube-openapi) into kube's test binary",
 		nil},
 	{"github.com/google/go-github/", "the GitHub client (27 MB of archive, the largest a link reads) is the queue's: package issues, the fake GitHub, and what runs the queue; a test needing a remote over HTTP uses internal/githttp, not the fake GitHub",
 		[]string{".", "issues", "issues/ghfake", "engine", "promote", "internal/cli/answer", "internal/cli/clean", "internal/cli/demo", "internal/cli/doctor",
 			"internal/cli/kubewire", "internal/cli/lanes", "internal/cli/pause", "internal/cli/promote", "internal/cli/queue",
 			"internal/cli/retry", "internal/cli/root", "internal/cli/run", "internal/cli/scanners", "internal/cli/web", "internal/cli/wire",
-			"internal/e2e", "e2e/cli", "e2e/crash", "e2e/queue", "e2e/run"}},
+			"internal/e2e", "e2e/cli", "e2e/crash", "e2e/queue"}},
 	{"github.com/chromedp/", "the browser tests' driver (~60 packages): the page's own tests and e2e/queue's",
 		[]string{"web", "e2e/queue"}},
 }
