@@ -95,6 +95,16 @@ func (c *Client) registerWorktree(ctx context.Context, path, branch, start strin
 		}
 		return false, fmt.Errorf("branch %s exists and %s already exists", branch, path)
 	}
+	if exists && missing {
+		// Written as git writes it where nothing is odd (2 processes
+		// fewer an attempt); git otherwise.
+		switch err := c.registerFromFiles(ctx, path, branch); {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, errNotPlain):
+			return false, err
+		}
+	}
 	args := []string{"worktree", "add", "--quiet", "--no-checkout"}
 	if exists {
 		args = append(args, path, branch)

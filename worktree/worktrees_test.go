@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -338,5 +339,78 @@ func TestAddWorktreeChecksOutOutsideTheLock(t *testing.T) {
 	// Already there: nothing is checked out again.
 	if err := c.AddWorktree(ctx, p, "feat", "main"); err != nil || calls != 1 {
 		t.Errorf("second add: %v, registered called %d times", err, calls)
+	}
+}
+
+// A worktree on an existing branch is registered by writing the files
+// git worktree add --no-checkout writes (registerFromFiles), without git:
+// the oracle is a worktree git adds the same way beside it. Both admin
+// folders hold the same files with the same contents (paths and branch
+// names aside) once checked out; git lists the written one as its own,
+// finds it clean, refuses its branch elsewhere and removes it.
+func TestRegisterAsGitDoes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newRepo(t)
+	head := mustGit(t, c, "", "rev-parse", "HEAD")
+	update := "create refs/heads/auto/pone " + head + "\ncreate refs/heads/auto/ptwo " + head + "\n"
+	if _, err := c.GitInput(ctx, "", []byte(update), "update-ref", "--stdin"); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	pa, pb := filepath.Join(base, "wts", "pone"), filepath.Join(base, "wts", "ptwo")
+	trace := filepath.Join(t.TempDir(), "trace")
+	traced := c.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
+	yes := true
+	if err := traced.AddWorktreeKnown(ctx, pa, "auto/pone", "", &yes); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(trace); strings.Contains(string(b), "worktree add") || strings.Contains(string(b), "symbolic-ref") {
+		t.Errorf("git made the worktree:\n%s", b)
+	}
+	mustGit(t, c, "", "worktree", "add", "--quiet", "--no-checkout", pb, "auto/ptwo")
+	mustGit(t, c, pb, "reset", "--hard", "--no-recurse-submodules", "--quiet")
+	common, _ := c.CommonDir(ctx)
+	real, _ := filepath.EvalSymlinks(base)
+	files := func(w string) map[string]string {
+		m := map[string]string{}
+		admin := filepath.Join(common, "worktrees", w)
+		filepath.WalkDir(admin, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(admin, p)
+				b, _ := os.ReadFile(p)
+				if rel == "index" || rel == "logs/HEAD" {
+					b = nil // git's own, written by the reset alike
+				}
+				m[rel] = strings.ReplaceAll(string(b), w, "W")
+			}
+			return err
+		})
+		b, _ := os.ReadFile(filepath.Join(base, "wts", w, ".git"))
+		m["(.git)"] = strings.ReplaceAll(string(b), w, "W")
+		return m
+	}
+	if a, b := files("pone"), files("ptwo"); !maps.Equal(a, b) {
+		t.Errorf("written admin folder %q\ngit's %q", a, b)
+	}
+	wts, err := c.Worktrees(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(wts, func(w Worktree) bool { return w.Branch == "auto/pone" })
+	if i < 0 || wts[i].Path != filepath.Join(real, "wts", "pone") || wts[i].Head != head || wts[i].Locked || wts[i].Prunable {
+		t.Errorf("git lists %+v", wts)
+	}
+	if d, err := c.Dirty(ctx, pa); err != nil || len(d) != 0 {
+		t.Errorf("the written worktree is not clean: %q, %v", d, err)
+	}
+	if _, err := c.GitIn(ctx, "", "worktree", "add", filepath.Join(base, "elsewhere"), "auto/pone"); err == nil {
+		t.Error("git checked out auto/pone a second time")
+	}
+	if err := c.RemoveWorktree(ctx, pa); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(common, "worktrees", "pone")); !os.IsNotExist(err) {
+		t.Errorf("the admin folder stayed: %v", err)
 	}
 }
