@@ -42,7 +42,9 @@ func TestRunMakesTheBranchOutsideTheWorktreeLock(t *testing.T) {
 			made = !added
 		}
 	}
-	if !made || !added {
-		t.Errorf("want the branch made by update-ref before the worktree add (made %v, added %v):\n%s", made, added, b)
+	// No `git worktree add` at all where the registration is written
+	// from files (worktree.registerFromFiles, TestRegisterAsGitDoes).
+	if !made {
+		t.Errorf("want the branch made by update-ref before any worktree add (made %v, added %v):\n%s", made, added, b)
 	}
 }
