@@ -56,7 +56,7 @@ func queueKillResume(t *testing.T, bin string, roadmap bool) {
 		files["roadmap/EXECUTION-MANIFEST.md"] = "# Kill\n\n1. [merged] **p0** — done before (deps: none)\n"
 		files["roadmap/p0.md"] = "# p0\n"
 	}
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", files)
+	seedOrigin(t, env, origin, "seed", files)
 
 	fake := fakeGitHub(t, origin, env, "tok-kill-123")
 	fake.NewIssue("alice", "Issue", "Write a file.", []string{"agent-ready"}, "alice")

@@ -79,7 +79,6 @@ func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
 	merged := filepath.Join(dir, "first-merge")
 	record := filepath.Join(dir, "record")
 	files := map[string]string{"README": "lanes\n"}
@@ -87,7 +86,7 @@ func laneLabelScenario(t *testing.T, withRoadmap bool, args ...string) string {
 		files["roadmap/EXECUTION-MANIFEST.md"] = "# Lanes\n\n1. [pending] **p0** — after the issues (deps: #1, #3)\n"
 		files["roadmap/p0.md"] = "# p0\n"
 	}
-	seedOrigin(t, env, origin, seed, "seed", files)
+	seedOrigin(t, env, origin, "seed", files)
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(merged, nil, 0o644) })

@@ -31,7 +31,7 @@ func TestQueueRetriesAsRunDoes(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"README.md": "# widgets\n"})
+	seedOrigin(t, env, origin, "init", map[string]string{"README.md": "# widgets\n"})
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "failure"}}, nil

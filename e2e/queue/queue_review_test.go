@@ -33,7 +33,7 @@ func TestRunIssuesOneReviewPool(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "roadmap", map[string]string{
+	seedOrigin(t, env, origin, "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Reviews\n\n1. [pending] **p0** — a phase (deps: none)\n",
 		"roadmap/p0.md":                 "# p0\n",
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claudopilot/claudopilot/internal/e2e"
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 )
 
@@ -36,13 +37,12 @@ func TestRunIssuesPhaseWaitsOnIssue(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
 	mergedFlag := filepath.Join(dir, "issue-merged")
-	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
+	seedOrigin(t, env, origin, "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# Mixed\n\n1. [pending] **p1** — needs the issue's work (deps: #1)\n",
 		"roadmap/p1.md":                 "# p1\n",
 	})
-	e2e.Git(t, seed, env, "push", "-q", origin, "main:develop")
+	e2e.Git(t, dir, env, "--git-dir", origin, "branch", "develop", "main")
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.OnMerge(func(pr int) { os.WriteFile(mergedFlag, nil, 0o644) })
@@ -121,7 +121,6 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
 	running := filepath.Join(dir, "running")
 	seen := filepath.Join(dir, "seen")
 	if err := os.MkdirAll(running, 0o755); err != nil {
@@ -131,7 +130,7 @@ func TestRunIssuesSharesAgentSlots(t *testing.T) {
 	for _, id := range []string{"p1", "p2", "p3"} {
 		files["roadmap/"+id+".md"] = "# " + id + "\n"
 	}
-	seedOrigin(t, env, origin, seed, "roadmap", files)
+	seedOrigin(t, env, origin, "roadmap", files)
 
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
@@ -224,10 +223,9 @@ func TestRunIssuesCIWaitHoldsNoSlot(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
 	phaseRan := filepath.Join(dir, "p0-ran")
 	issueDone := filepath.Join(dir, "issue-done")
-	seedOrigin(t, env, origin, seed, "roadmap", map[string]string{
+	seedOrigin(t, env, origin, "roadmap", map[string]string{
 		"roadmap/EXECUTION-MANIFEST.md": "# CI\n\n1. [pending] **p0** — independent (deps: none)\n",
 		"roadmap/p0.md":                 "# p0\n",
 	})
@@ -283,8 +281,6 @@ esac
 	}
 }
 
-// seedOrigin makes a bare origin whose main holds files, committed with
-// msg in a seed clone: the repository the fake GitHub serves.
 // runWithin runs the driver's cmd to its end and fails the test if it
 // fails or has not ended within e2e.Bound (an upper bound against a hang, not
 // a wait); it returns what it printed.
@@ -322,20 +318,13 @@ func fakeGitHub(t *testing.T, origin string, env []string, token string) *ghfake
 	return fake
 }
 
-func seedOrigin(t *testing.T, env []string, origin, seed, msg string, files map[string]string) {
+// seedOrigin makes a bare origin whose main holds files (mode 644) in
+// one commit with message msg: the repository the fake GitHub serves. Two
+// git processes (init, fast-import), where a seed clone's init, add,
+// commit and push to it were eight with the push's receive-pack and
+// unpack-objects (#23; every queue test makes one).
+func seedOrigin(t *testing.T, env []string, origin, msg string, files map[string]string) {
 	t.Helper()
 	e2e.Git(t, filepath.Dir(origin), env, "init", "-q", "--bare", "-b", "main", origin)
-	e2e.Git(t, filepath.Dir(seed), env, "init", "-q", "-b", "main", seed)
-	for name, body := range files {
-		p := filepath.Join(seed, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e2e.Git(t, seed, env, "add", "-A")
-	e2e.Git(t, seed, env, "commit", "-qm", msg)
-	e2e.Git(t, seed, env, "push", "-q", origin, "main")
+	gittest.Import(t, env, origin, gittest.Commit{Ref: "main", Message: msg, Files: files})
 }

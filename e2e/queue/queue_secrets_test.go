@@ -79,7 +79,7 @@ func TestQueueHostileIssueReviewed(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", map[string]string{"README": "seed\n"})
+	seedOrigin(t, env, origin, "seed", map[string]string{"README": "seed\n"})
 	fake := fakeGitHub(t, origin, env, tok)
 	var gitRequests atomic.Int32
 	var mu sync.Mutex

@@ -47,7 +47,7 @@ func TestQueueListenServesIssues(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "init", map[string]string{"a.txt": "a\n"})
+	seedOrigin(t, env, origin, "init", map[string]string{"a.txt": "a\n"})
 	fake := fakeGitHub(t, origin, env, "tok-123")
 	fake.SetCI(func(sha string) ([]ghfake.CheckRun, []ghfake.Status) {
 		return []ghfake.CheckRun{{Name: "ci/test", Status: "completed", Conclusion: "success"}}, nil

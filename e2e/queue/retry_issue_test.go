@@ -30,7 +30,7 @@ func TestRetryIssue(t *testing.T) {
 	dir := t.TempDir()
 	env := e2e.Env(dir, filepath.Join(dir, "trace"))
 	origin := filepath.Join(dir, "origin.git")
-	seedOrigin(t, env, origin, filepath.Join(dir, "seed"), "seed", map[string]string{"README": "x\n"})
+	seedOrigin(t, env, origin, "seed", map[string]string{"README": "x\n"})
 	work := filepath.Join(dir, "work")
 	e2e.Git(t, dir, env, "clone", "-q", origin, work)
 

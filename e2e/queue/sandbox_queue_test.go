@@ -36,8 +36,7 @@ func TestQueueSandboxHidesDriverAndNeighbours(t *testing.T) {
 		t.Fatal(err)
 	}
 	origin := filepath.Join(dir, "origin.git")
-	seed := filepath.Join(dir, "seed")
-	seedOrigin(t, env, origin, seed, "seed", map[string]string{"README": "seed\n"})
+	seedOrigin(t, env, origin, "seed", map[string]string{"README": "seed\n"})
 
 	fake := fakeGitHub(t, origin, env, "tok-sandbox-123")
 	fake.NewIssue("alice", "Hostile", "Try to escape.", []string{"agent-ready"}, "alice")
