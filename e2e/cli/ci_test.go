@@ -31,6 +31,8 @@ done
 // apt-get: one update and one install of everything missing (not one of
 // each per tool, #23: CI's time on a fresh machine), a package that cannot
 // be had does not keep the others out, and the messages and warnings stay.
+// chromium-headless-shell comes beside chromium: the web package's browser
+// tests prefer it (about half the CPU); e2e/queue's still drive chromium.
 func TestCIInstall(t *testing.T) {
 	t.Parallel()
 	bash, err := exec.LookPath("bash")
@@ -51,7 +53,7 @@ func TestCIInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"git", "bwrap", "slirp4netns", "chromium", "tmux"}
+	all := []string{"git", "bwrap", "slirp4netns", "chromium", "chromium-headless-shell", "tmux"}
 	for _, c := range []struct {
 		name          string
 		have          []string // commands there before
@@ -62,16 +64,16 @@ func TestCIInstall(t *testing.T) {
 		wantExit      int
 	}{
 		{name: "a fresh machine", apt: true,
-			wantLog: []string{"update -qq", "install -y -qq git bubblewrap slirp4netns chromium tmux"},
-			want:    []string{"ci: installing git (need 2.38 or newer)", "ci: installing bubblewrap", "ci: installing slirp4netns", "ci: installing chromium", "ci: installing tmux"},
+			wantLog: []string{"update -qq", "install -y -qq git bubblewrap slirp4netns chromium chromium-headless-shell tmux"},
+			want:    []string{"ci: installing git (need 2.38 or newer)", "ci: installing bubblewrap", "ci: installing slirp4netns", "ci: installing chromium", "ci: installing chromium-headless-shell", "ci: installing tmux"},
 			notWant: []string{"warning"}},
 		{name: "nothing missing", have: all, apt: true, notWant: []string{"installing", "warning"}},
 		{name: "one package cannot be had", have: []string{"git", "bwrap", "slirp4netns"}, apt: true, fail: "chromium",
-			wantLog: []string{"update -qq", "install -y -qq chromium tmux", "install -y -qq chromium", "install -y -qq tmux"},
+			wantLog: []string{"update -qq", "install -y -qq chromium chromium-headless-shell tmux", "install -y -qq chromium", "install -y -qq chromium-headless-shell", "install -y -qq tmux"},
 			want:    []string{"ci: could not install chromium", "ci: warning: chromium is missing; the browser test will skip"},
-			notWant: []string{"tmux is missing", "installing git"}},
+			notWant: []string{"tmux is missing", "chromium-headless-shell is missing", "installing git"}},
 		{name: "no apt-get", have: []string{"git"},
-			want:    []string{"ci: warning: bubblewrap is missing", "ci: warning: slirp4netns is missing", "ci: warning: chromium is missing", "ci: warning: tmux is missing"},
+			want:    []string{"ci: warning: bubblewrap is missing", "ci: warning: slirp4netns is missing", "ci: warning: chromium is missing", "ci: warning: chromium-headless-shell is missing", "ci: warning: tmux is missing"},
 			notWant: []string{"installing"}},
 		{name: "no git and no apt-get", wantExit: 1,
 			want: []string{"ci: installing git (need 2.38 or newer)", "ci: git 2.38 or newer is required"}},
