@@ -94,9 +94,10 @@ func TestRunSandboxedDoneCheckCountsNothing(t *testing.T) {
 }
 
 // The done check's "at least one commit beyond the base" asks no git
-// process when the base's tip is among the tip's first few first-parent
-// ancestors (the tip then cannot be reachable from the base); any other
-// branch is counted, and a branch the base holds is still not done.
+// process when the base's tip is among the tip's ancestors of the first
+// few generations, through a merge of the base too (the tip then cannot
+// be reachable from the base); any other branch is counted, and a branch
+// the base holds is still not done.
 func TestDoneCheckOnTopOfBase(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -110,12 +111,19 @@ func TestDoneCheckOnTopOfBase(t *testing.T) {
 	}
 	// c[0]: the DONE_ rename on the base; c[1..5] on top of it.
 	c := gittest.Import(t, f.runner.Env, f.top, append([]gittest.Commit{{Ref: "scratch", From: "main^0", Message: "done", Renames: [][2]string{{docRel, doneRel}}}}, more(5)...)...)
+	// The base moved on (m[0]) and was merged into the branch (m[1],
+	// as git merge makes it), one commit on top (m[2]).
+	m := gittest.Import(t, f.runner.Env, f.top,
+		gittest.Commit{Ref: "scratch-base", From: "main^0", Message: "the base moves", Files: map[string]string{"other.txt": "other\n"}},
+		gittest.Commit{Ref: "scratch-merged", From: c[0], Merge: []string{":1"}, Message: "merge the base", Files: map[string]string{"other.txt": "other\n"}},
+		gittest.Commit{Ref: "scratch-merged", Message: "after the merge", Files: map[string]string{"after.txt": "after\n"}})
 	for _, tc := range []struct {
 		name          string
 		branch, main  string
 		done, revList bool
 	}{
 		{"one commit on the base", c[0], base, true, false},
+		{"the base merged in, a commit on top", m[2], m[0], true, false},
 		{"four commits on the base", c[3], base, true, false},
 		{"six commits on the base: counted", c[5], base, true, true},
 		{"the base moved on to the tip: counted", c[5], c[5], false, true},

@@ -105,6 +105,9 @@ func (r *Runner) outsideDone(ctx context.Context, j scheduler.Job, t target) (ti
 	if since == "" {
 		since = t.from
 	}
+	if r.beyond(ctx, since, tip) {
+		return tip, true, "" // since is among tip's first ancestors: no count
+	}
 	n, err := r.Git.CountCommits(ctx, since, tip)
 	if err != nil {
 		return tip, false, err.Error()

@@ -192,12 +192,21 @@ func TestOutsideDone(t *testing.T) {
 		if tc.since != "" {
 			j.Role, j.Failure, j.Since = state.Supervisor, state.ReasonChecks, tc.since
 		}
+		trace := filepath.Join(t.TempDir(), "trace")
+		f.runner.Git = f.git.WithEnv(append(testEnv(), "GIT_TRACE="+trace))
 		tip, ok, why := work.DoneCheck(f.runner, j)
+		f.runner.Git.Close()
 		if tip != tc.tip || ok != tc.ok || ok != (why == "") {
 			t.Errorf("%s: tip %.12s, done %v (%q), want tip %.12s, done %v", tc.name, tip, ok, why, tc.tip, tc.ok)
 		}
 		if !ok && !strings.Contains(why, "without a commit beyond") {
 			t.Errorf("%s: why %q", tc.name, why)
+		}
+		// A commit on top of From or Since is seen through the resolver
+		// (work's beyond); only a branch without one is counted.
+		b, _ := os.ReadFile(trace)
+		if counted := strings.Contains(string(b), "built-in: git rev-list"); counted == tc.ok {
+			t.Errorf("%s: rev-list ran: %v, want %v", tc.name, counted, !tc.ok)
 		}
 	}
 }

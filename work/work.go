@@ -871,33 +871,51 @@ func (r *Runner) doneCheck(ctx context.Context, j scheduler.Job, t target) (tip 
 	return tip, true, ""
 }
 
-// onTopOfBase is true when the base's tip is one of tip's first
-// onTopSteps first-parent ancestors (not tip itself): then tip is beyond
-// the base (were it reachable from the base, the two would each descend
-// from the other). The lookups go through the resolver already running
-// for the done check, where a rev-list --count was one git process an
-// attempt; anything else (the base moved on, a longer branch, a lookup
-// that fails) is left to the count.
+// onTopOfBase is beyond for the base branch.
 func (r *Runner) onTopOfBase(ctx context.Context, tip string) bool {
-	base, err := r.Git.RevParse(ctx, "refs/heads/"+r.Layout.Base)
-	if err != nil || base == tip {
+	return r.beyond(ctx, "refs/heads/"+r.Layout.Base, tip)
+}
+
+// beyond is true when base's commit is among tip's ancestors of the first
+// onTopSteps generations (any parent: a merge of the base into the branch
+// counts), and is not tip itself: then tip holds a commit base does not
+// (were tip reachable from base, each would descend from the other, and
+// be the same). The lookups go through the resolver already running for
+// the done check, where a rev-list --count was one git process an
+// attempt; anything else (base moved on, a longer branch, an octopus, a
+// lookup that fails) is left to the count.
+func (r *Runner) beyond(ctx context.Context, base, tip string) bool {
+	b, err := r.Git.RevParse(ctx, base)
+	if err != nil || b == tip {
 		return false
 	}
-	for k := 1; k <= onTopSteps; k++ {
-		up, err := r.Git.RevParse(ctx, tip+"~"+strconv.Itoa(k))
-		if err != nil {
-			return false
+	seen := map[string]bool{tip: true}
+	gen := []string{tip}
+	for range onTopSteps {
+		var next []string
+		for _, c := range gen {
+			for p := 1; p <= 2; p++ {
+				up, err := r.Git.RevParse(ctx, c+"^"+strconv.Itoa(p))
+				if err != nil {
+					break // no such parent
+				}
+				if up == b {
+					return true
+				}
+				if !seen[up] {
+					seen[up] = true
+					next = append(next, up)
+				}
+			}
 		}
-		if up == base {
-			return true
-		}
+		gen = next
 	}
 	return false
 }
 
-// onTopSteps bounds onTopOfBase's walk: an agent's few commits (its work,
-// its DONE_ rename, the driver's leftover commit) on the base it started
-// from.
+// onTopSteps bounds beyond's walk: an agent's few commits (its work,
+// its DONE_ rename, the driver's leftover commit, a merge of the base)
+// on the base it started from.
 const onTopSteps = 4
 
 func (r *Runner) contractEnv(j scheduler.Job, t target) []string {
