@@ -314,6 +314,7 @@ func TestLandHeadMovedIsCheckedAgain(t *testing.T) {
 		e.originCommit(Branch(n), "human.txt", "a human was here\n", "human")
 	})
 	l := newLander(t, e, n, nil)
+	l.inWorktree = true // the landing follows the moved head into it
 	tip := l.commit(t, "work.txt", "work\n")
 	if out := l.land(tip); !out.OK || out.Commit == tip || !e.onMain("human.txt") || !e.onMain("work.txt") {
 		t.Fatalf("%+v\n%s", out, l.log)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claudopilot/claudopilot/internal/gittest"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/manifest"
 	"github.com/claudopilot/claudopilot/review"
@@ -32,6 +33,8 @@ type lander struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	done <-chan struct{} // the bookkeeping drained
+	// inWorktree: commit makes its commits in the issue's worktree.
+	inWorktree bool
 }
 
 // newLander makes a queue, claims issue n for it (as the coordinator's
@@ -58,12 +61,37 @@ func newLander(t *testing.T, e *env, n int, mod func(*Config)) *lander {
 	return l
 }
 
-// commit commits path (with body) on the issue's branch in its worktree,
-// made on first use from origin's main as the clone has it (the runner
-// fetches it first; a fresh clone has it already: no fetch, 4 processes),
-// and returns the new tip: what the runner's agent (or the supervisor)
-// would leave.
+// commit commits path (with body) on the issue's branch, made on first
+// use from origin's main as the clone has it (the runner fetches it first;
+// a fresh clone has it already), and returns the new tip: what the
+// runner's agent (or the supervisor) would leave. Written into the clone
+// by gittest.Import (no process), no worktree checked out: a landing reads
+// the branch, never the worktree's files, and finish removes a worktree
+// that is not there as one that is (git worktree prune, not remove). A
+// worktree and a commit in it were 7 processes, and each further commit 3
+// (add -A, diff --cached, commit). inWorktree commits in the worktree, as
+// the runner does, for the landing that follows a moved head into it and
+// the removal of the worktree after a merge (TestLandRedChecksThenRepaired).
 func (l *lander) commit(t *testing.T, path, body string) string {
+	t.Helper()
+	if l.inWorktree {
+		return l.commitInWorktree(t, path, body)
+	}
+	q, ref := l.q, "refs/heads/"+Branch(l.n)
+	from, err := q.git.RevParse(l.ctx, ref)
+	if err != nil {
+		if from, err = q.git.RevParse(l.ctx, "refs/remotes/origin/main"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gittest.Import(t, append(l.e.genv, "GIT_AUTHOR_NAME=runner", "GIT_AUTHOR_EMAIL=runner@example.com",
+		"GIT_COMMITTER_NAME=runner", "GIT_COMMITTER_EMAIL=runner@example.com"), q.git.Dir,
+		gittest.Commit{Ref: ref, From: from, Message: "work on " + l.id + ": " + path + "\n", Files: map[string]string{path: body}})[0]
+}
+
+// commitInWorktree is commit made in the issue's worktree (added on first
+// use from origin's main as the clone has it), as the runner's agent does.
+func (l *lander) commitInWorktree(t *testing.T, path, body string) string {
 	t.Helper()
 	q, wt := l.q, l.q.WorktreePath(l.n)
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
@@ -113,6 +141,7 @@ func TestLandRedChecksThenRepaired(t *testing.T) {
 	e.fake.SetCI(e.ci())
 	n := e.fake.NewIssue("alice", "needs CI", "x", []string{"agent-ready"}, "")
 	l := newLander(t, e, n, nil)
+	l.inWorktree = true // the worktree is removed after the merge
 	red := l.commit(t, "work.txt", "work\n")
 	if !l.heartbeat() {
 		t.Errorf("no claim heartbeat after Claimed")
@@ -282,6 +311,7 @@ func TestLandBaseMovedIsUpdatedBeforeMerge(t *testing.T) {
 	e.fake.SetCI(mover.ci)
 	n := e.fake.NewIssue("alice", "moving base", "x", []string{"agent-ready"}, "")
 	l := newLander(t, e, n, nil)
+	l.inWorktree = true // the landing follows the moved head into it
 	tip := l.commit(t, "work.txt", "work\n")
 	out := l.land(tip)
 	if !out.OK || out.Commit == tip || !e.onMain("other.txt") || !e.onMain("work.txt") {
