@@ -22,12 +22,14 @@ if [ "$CLAUDOPILOT_PHASE" != "#1" ]; then
 	exit 0
 fi
 wait_for "$rv/other"
-other=$(cat "$rv/other")
-top=$(dirname "$(git rev-parse --path-format=absolute --git-common-dir)")
+read -r other <"$rv/other"
+common=$(git rev-parse --path-format=absolute --git-common-dir)
+top=${common%/*}
 out=work/result.txt
 token=hidden
+# One grep a process (-z: the environ's entries end in NUL), not tr|grep.
 for f in /proc/[0-9]*/environ; do
-	if tr '\0' '\n' <"$f" 2>/dev/null | grep -q '^GITHUB_TOKEN='; then token=found; fi
+	if grep -qz '^GITHUB_TOKEN=' "$f" 2>/dev/null; then token=found; fi
 done
 echo "token $token" >>"$out"
 if cat "$top/base-secret.txt" >/dev/null 2>&1; then echo "read-base found"; else echo "read-base hidden"; fi >>"$out"
