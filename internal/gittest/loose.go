@@ -1,22 +1,14 @@
 package gittest
 
 import (
-	"bufio"
-	"bytes"
-	"compress/zlib"
-	"crypto/sha1"
-	"encoding/hex"
-	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/claudopilot/claudopilot/atomicfile"
+	"github.com/claudopilot/claudopilot/internal/gitobj"
 )
 
 // importLoose makes Import's commits without a process: the blobs, trees
@@ -37,17 +29,17 @@ func importLoose(env []string, dir string, commits []Commit, when string) (hashe
 	if !ok {
 		return nil, false
 	}
-	ident := func(who string) string {
-		return envGet(env, "GIT_"+who+"_NAME", "t") + " <" + envGet(env, "GIT_"+who+"_EMAIL", "t@x") + "> " + when
+	who := func(role string) string {
+		return envGet(env, "GIT_"+role+"_NAME", "t") + " <" + envGet(env, "GIT_"+role+"_EMAIL", "t@x") + ">"
 	}
-	author, committer := ident("AUTHOR"), ident("COMMITTER")
+	author, committer := who("AUTHOR")+" "+when, who("COMMITTER")+" "+when
 	tips := map[string]string{} // ref → its tip as this import left it
 	old := map[string]string{}  // ref → its value before ("" none)
 	for _, c := range commits {
 		ref := fullRef(c.Ref)
 		if _, seen := old[ref]; !seen {
-			v, ok := r.ref(ref)
-			if !ok {
+			v, err := r.Ref(ref)
+			if err != nil {
 				return nil, false
 			}
 			old[ref] = v
@@ -72,7 +64,8 @@ func importLoose(env []string, dir string, commits []Commit, when string) (hashe
 		}
 	}
 	for _, ref := range slices.Sorted(maps.Keys(tips)) {
-		if !r.setRef(ref, old[ref], tips[ref], committer) {
+		// fast-import's reflog line: the committer now, "fast-import".
+		if r.MoveRef(ref, tips[ref], old[ref], &gitobj.Reflog{Who: who("COMMITTER"), Msg: "fast-import"}) != nil {
 			return nil, false
 		}
 	}
@@ -145,13 +138,8 @@ func (r *repo) commit(c Commit, tip string, marks []string, author, committer st
 	if !ok {
 		return "", false
 	}
-	var b strings.Builder
-	b.WriteString("tree " + tree + "\n")
-	for _, p := range parents {
-		b.WriteString("parent " + p + "\n")
-	}
-	b.WriteString("author " + author + "\ncommitter " + committer + "\n\n" + c.Message)
-	return r.write("commit", []byte(b.String()))
+	h, err := r.Write("commit", gitobj.CommitBody(tree, parents, author, committer, c.Message))
+	return h, err == nil
 }
 
 // reaches reports whether from leads to to through parents (the
@@ -170,19 +158,11 @@ func reaches(parents map[string][]string, from, to string) bool {
 
 // commitParents reads the parents of the loose commit h.
 func commitParents(r *repo, h string) []string {
-	_, body, ok := r.read(h)
-	if !ok {
+	body, err := r.ReadKind("commit", h)
+	if err != nil {
 		return nil
 	}
-	var ps []string
-	for _, l := range strings.Split(string(body), "\n") {
-		if l == "" {
-			break
-		}
-		if p, ok := strings.CutPrefix(l, "parent "); ok {
-			ps = append(ps, p)
-		}
-	}
+	_, ps, _ := gitobj.ParseCommit(body)
 	return ps
 }
 
@@ -202,116 +182,32 @@ func fullRef(ref string) string {
 	return ref
 }
 
-// repo is a repository's git dir and common dir, as importLoose reads
-// and writes them.
-type repo struct {
-	gitDir, common string
-	bare           bool
-}
+// repo is the repository importLoose writes in (gitobj's files).
+type repo struct{ *gitobj.Repo }
 
-// openRepo finds dir's git dir: dir/.git (a folder, or a file naming a
-// linked worktree's), or dir itself when bare. ok false: a layout or a
-// config importLoose leaves to fast-import.
+// openRepo opens dir's repository (gitobj.Open: SHA-1, refs in files, no
+// extension). ok false: a layout or a config importLoose leaves to
+// fast-import.
 func openRepo(dir string) (*repo, bool) {
-	r := &repo{}
-	dotGit := filepath.Join(dir, ".git")
-	st, err := os.Stat(dotGit)
-	switch {
-	case err == nil && st.IsDir():
-		r.gitDir = dotGit
-	case err == nil:
-		b, err := os.ReadFile(dotGit)
-		gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-		if err != nil || !ok {
-			return nil, false
-		}
-		if !filepath.IsAbs(gd) {
-			gd = filepath.Join(dir, gd)
-		}
-		r.gitDir = gd
-	default:
-		if _, err := os.Stat(filepath.Join(dir, "objects")); err != nil {
-			return nil, false
-		}
-		r.gitDir, r.bare = dir, true
-	}
-	r.common = r.gitDir
-	if b, err := os.ReadFile(filepath.Join(r.gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(r.gitDir, c)
-		}
-		r.common = c
-	}
-	cfg, err := os.ReadFile(filepath.Join(r.common, "config"))
-	if err != nil {
+	g, ok := gitobj.Open(dir)
+	if !ok {
 		return nil, false
 	}
-	logs := ""
-	for _, l := range strings.Split(string(cfg), "\n") {
-		l = strings.ToLower(strings.TrimSpace(l))
-		if strings.HasPrefix(l, "[") {
-			// SHA-256, reftable, a worktree config: fast-import's.
-			if strings.HasPrefix(l, "[extensions") {
-				return nil, false
-			}
-			continue
-		}
-		k, v, _ := strings.Cut(l, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		switch k {
-		case "bare":
-			r.bare = v == "true"
-		case "logallrefupdates":
-			logs = v
-		case "sharedrepository", "worktree", "precomposeunicode", "protecthfs", "protectntfs":
+	for _, k := range []string{"sharedrepository", "worktree", "precomposeunicode", "protecthfs", "protectntfs"} {
+		if _, set := g.Core[k]; set {
 			return nil, false
 		}
 	}
 	// git init writes core.logAllRefUpdates = true where it is the
 	// default (a repository with a worktree); anything else is left to
 	// fast-import.
-	if logs != "" && (logs != "true" || r.bare) {
+	if logs, set := g.Core["logallrefupdates"]; set && (logs != "true" || g.Bare) {
 		return nil, false
 	}
-	if _, err := os.Stat(filepath.Join(r.common, "objects", "info", "alternates")); err == nil {
+	if _, err := os.Stat(filepath.Join(g.Common, "objects", "info", "alternates")); err == nil {
 		return nil, false
 	}
-	return r, true
-}
-
-// ref reads ref's value from its loose file or packed-refs; "" when it
-// does not exist. ok false: a symbolic ref, or a file it cannot read.
-func (r *repo) ref(ref string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(r.common, filepath.FromSlash(ref)))
-	if err == nil {
-		v := strings.TrimSpace(string(b))
-		return v, isHash(v)
-	}
-	if !os.IsNotExist(err) {
-		return "", false
-	}
-	b, err = os.ReadFile(filepath.Join(r.common, "packed-refs"))
-	if os.IsNotExist(err) {
-		return "", true
-	}
-	if err != nil {
-		return "", false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if h, name, ok := strings.Cut(l, " "); ok && name == ref && isHash(h) {
-			return h, true
-		}
-	}
-	return "", true
-}
-
-func isHash(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
+	return &repo{g}, true
 }
 
 // resolve is rev as fast-import reads a from or merge line: a mark of
@@ -325,7 +221,7 @@ func (r *repo) resolve(rev string, marks []string) (string, bool) {
 		}
 		return marks[i-1], true
 	}
-	if isHash(rev) {
+	if gitobj.IsID(rev) {
 		return rev, true
 	}
 	name := strings.TrimSuffix(rev, "^0")
@@ -334,92 +230,26 @@ func (r *repo) resolve(rev string, marks []string) (string, bool) {
 	}
 	// git's order: <name>, refs/<name>, refs/tags/<name>, then
 	// refs/heads/<name>: only a name none of the first three is.
-	if _, err := os.Stat(filepath.Join(r.gitDir, name)); err == nil {
+	if _, err := os.Stat(filepath.Join(r.GitDir, name)); err == nil {
 		return "", false
 	}
 	for _, p := range []string{"refs/" + name, "refs/tags/" + name} {
-		if v, ok := r.ref(p); !ok || v != "" {
+		if v, err := r.Ref(p); err != nil || v != "" {
 			return "", false
 		}
 	}
-	v, ok := r.ref("refs/heads/" + name)
-	return v, ok && v != ""
-}
-
-// read reads the loose object h: its kind and body. ok false: not
-// loose (packed, or missing).
-func (r *repo) read(h string) (kind string, body []byte, ok bool) {
-	f, err := os.Open(r.objectPath(h))
-	if err != nil {
-		return "", nil, false
-	}
-	defer f.Close()
-	z, err := zlib.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return "", nil, false
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		return "", nil, false
-	}
-	head, body, ok := bytes.Cut(b, []byte{0})
-	kind, size, _ := strings.Cut(string(head), " ")
-	if n, err := strconv.Atoi(size); !ok || err != nil || n != len(body) {
-		return "", nil, false
-	}
-	return kind, body, true
-}
-
-func (r *repo) objectPath(h string) string {
-	return filepath.Join(r.common, "objects", h[:2], h[2:])
+	v, err := r.Ref("refs/heads/" + name)
+	return v, err == nil && v != ""
 }
 
 // commitTree is the tree of the loose commit h.
 func (r *repo) commitTree(h string) (string, bool) {
-	kind, body, ok := r.read(h)
-	t, ok2 := strings.CutPrefix(string(body), "tree ")
-	if !ok || !ok2 || kind != "commit" || len(t) < 40 {
+	body, err := r.ReadKind("commit", h)
+	if err != nil {
 		return "", false
 	}
-	return t[:40], true
-}
-
-// write writes the object (kind, body) as git does, unless it is there
-// (loose; a packed copy does not matter: git reads the loose one alike),
-// and returns its id.
-func (r *repo) write(kind string, body []byte) (string, bool) {
-	obj := append([]byte(kind+" "+strconv.Itoa(len(body))+"\x00"), body...)
-	sum := sha1.Sum(obj)
-	h := hex.EncodeToString(sum[:])
-	p := r.objectPath(h)
-	if _, err := os.Stat(p); err == nil {
-		return h, true
-	}
-	var z bytes.Buffer
-	w := zlib.NewWriter(&z)
-	w.Write(obj)
-	if w.Close() != nil {
-		return "", false
-	}
-	if os.MkdirAll(filepath.Dir(p), 0o755) != nil {
-		return "", false
-	}
-	return h, writeAtomic(p, z.Bytes(), 0o444)
-}
-
-// writeAtomic writes b to p as the driver replaces a file (a temp file
-// beside it renamed over it; no fsync: a test's repository).
-func writeAtomic(p string, b []byte, mode os.FileMode) bool {
-	return atomicfile.Write(p, b, mode, atomicfile.NoSync(), atomicfile.Mode()) == nil
-}
-
-func errorsJoin(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+	t, _, err := gitobj.ParseCommit(body)
+	return t, err == nil
 }
 
 // treeNode is a tree being edited: read from hash when entries is nil
@@ -446,18 +276,16 @@ func (r *repo) load(n *treeNode) bool {
 	if n.hash == "" {
 		return true
 	}
-	kind, body, ok := r.read(n.hash)
-	if !ok || kind != "tree" {
+	body, err := r.ReadKind("tree", n.hash)
+	if err != nil {
 		return false
 	}
-	for len(body) > 0 {
-		sp := bytes.IndexByte(body, ' ')
-		nul := bytes.IndexByte(body, 0)
-		if sp < 0 || nul < sp || len(body) < nul+21 {
-			return false
-		}
-		n.entries[string(body[sp+1:nul])] = &treeEntry{mode: string(body[:sp]), hash: hex.EncodeToString(body[nul+1 : nul+21])}
-		body = body[nul+21:]
+	es, err := gitobj.ParseTree(body)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		n.entries[e.Name] = &treeEntry{mode: e.Mode, hash: e.ID}
 	}
 	return true
 }
@@ -514,9 +342,9 @@ func (r *repo) edit(root *treeNode, c Commit) bool {
 		}
 	}
 	put := func(p, mode, content string) bool {
-		h, ok := r.write("blob", []byte(content))
+		h, err := r.Write("blob", []byte(content))
 		n, name := r.lookup(root, p, true)
-		if !ok || n == nil || name == "" {
+		if err != nil || n == nil || name == "" {
 			return false
 		}
 		n.entries[name] = &treeEntry{mode: mode, hash: h}
@@ -546,8 +374,7 @@ func (r *repo) writeTree(n *treeNode) (string, int, bool) {
 	if n.entries == nil && n.hash != "" {
 		return n.hash, 1, true // never opened: unchanged (and not empty)
 	}
-	type ent struct{ key, name, mode, hash string }
-	var es []ent
+	var es []gitobj.Entry
 	for name, e := range n.entries {
 		if e.isDir() && e.sub != nil {
 			h, count, ok := r.writeTree(e.sub)
@@ -559,74 +386,12 @@ func (r *repo) writeTree(n *treeNode) (string, int, bool) {
 			}
 			e.hash = h
 		}
-		key := name
-		if e.isDir() {
-			key += "/" // git sorts a folder as its name with a slash
-		}
-		es = append(es, ent{key, name, e.mode, e.hash})
+		es = append(es, gitobj.Entry{Mode: e.mode, Name: name, ID: e.hash})
 	}
-	slices.SortFunc(es, func(a, b ent) int { return strings.Compare(a.key, b.key) })
-	var b bytes.Buffer
-	for _, e := range es {
-		raw, err := hex.DecodeString(e.hash)
-		if err != nil || len(raw) != 20 {
-			return "", 0, false
-		}
-		b.WriteString(e.mode + " " + e.name + "\x00")
-		b.Write(raw)
+	body, err := gitobj.FormatTree(es) // git's order
+	if err != nil {
+		return "", 0, false
 	}
-	h, ok := r.write("tree", b.Bytes())
-	return h, len(es), ok
-}
-
-// setRef points ref at tip (it was old, "" none) as a loose ref file, and
-// adds the reflog lines git's ref update adds in a repository with a
-// worktree (core.logAllRefUpdates' default): the ref's, and HEAD's when
-// HEAD names the ref.
-func (r *repo) setRef(ref, old, tip, committer string) bool {
-	p := filepath.Join(r.common, filepath.FromSlash(ref))
-	if os.MkdirAll(filepath.Dir(p), 0o755) != nil || !writeAtomic(p, []byte(tip+"\n"), 0o644) {
-		return false
-	}
-	if old == "" {
-		old = strings.Repeat("0", 40)
-	}
-	line := old + " " + tip + " " + reflogIdent(committer) + "\tfast-import\n"
-	logs := []string{filepath.Join(r.common, "logs", filepath.FromSlash(ref))}
-	if b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD")); err == nil && strings.TrimSpace(string(b)) == "ref: "+ref {
-		logs = append(logs, filepath.Join(r.gitDir, "logs", "HEAD"))
-	}
-	for i, l := range logs {
-		_, err := os.Stat(l)
-		if r.bare && err != nil {
-			continue // a bare repository logs only where a log is
-		}
-		if i == 0 && err != nil && !strings.HasPrefix(ref, "refs/heads/") && !strings.HasPrefix(ref, "refs/remotes/") && !strings.HasPrefix(ref, "refs/notes/") {
-			continue
-		}
-		if os.MkdirAll(filepath.Dir(l), 0o755) != nil {
-			return false
-		}
-		f, err := os.OpenFile(l, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return false
-		}
-		_, err = f.WriteString(line)
-		if errorsJoin(err, f.Close()) != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// reflogIdent is the committer line's "name <email> seconds zone" with
-// the zone of now, as git writes a reflog entry.
-func reflogIdent(committer string) string {
-	i := strings.LastIndexByte(committer, '>')
-	_, off := time.Now().Zone()
-	sign := '+'
-	if off < 0 {
-		sign, off = '-', -off
-	}
-	return fmt.Sprintf("%s %d %c%02d%02d", committer[:i+1], time.Now().Unix(), sign, off/3600, off/60%60)
+	h, err := r.Write("tree", body)
+	return h, len(es), err == nil
 }
