@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/claudopilot/claudopilot/internal/chromepath"
 )
 
 // TestMain stops the browser tests' shared Chromium after the tests.
@@ -39,13 +40,8 @@ func browserPath(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("drives a browser")
 	}
-	// The headless shell first: it is Chromium without its window code,
-	// and starts the three browser tests for about half the CPU (BENCHMARKS.md,
-	// section 5, session 13 brw).
-	for _, name := range []string{"chromium-headless-shell", "headless-shell", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	if p := chromepath.Find(); p != "" {
+		return p
 	}
 	t.Skip("no chromium on this machine (.ci/run installs Debian's chromium)")
 	return ""

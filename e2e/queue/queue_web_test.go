@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/claudopilot/claudopilot/internal/chromepath"
 	"github.com/claudopilot/claudopilot/internal/e2e"
 	"github.com/claudopilot/claudopilot/issues/ghfake"
 	"github.com/claudopilot/claudopilot/web"
@@ -190,7 +191,7 @@ git add -A && git commit -qm "issue work"
 	if logs.StatusCode != http.StatusOK || !strings.Contains(string(b), "hello from the issue's agent") {
 		t.Errorf("the log of #1 through the API (%s):\n%s", logs.Status, b)
 	}
-	if browser := findChromium(); browser != "" && e2e.Soak() {
+	if browser := chromepath.Find(); browser != "" && e2e.Soak() {
 		// The page shows the issue in the graph and the table, and its
 		// Drain button reaches the queue.
 		bctx := chromium.tab(t, browser)

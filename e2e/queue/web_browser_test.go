@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/claudopilot/claudopilot/internal/chromepath"
 	"github.com/claudopilot/claudopilot/internal/e2e"
 )
 
@@ -151,7 +152,7 @@ func startWebRun(t *testing.T, files map[string]string, args ...string) *webRun 
 	if testing.Short() {
 		t.Skip("drives a browser against a live run")
 	}
-	browser := findChromium()
+	browser := chromepath.Find()
 	if browser == "" {
 		t.Skip("no chromium on this machine (.ci/run installs Debian's chromium)")
 	}
@@ -406,13 +407,4 @@ func (r *webRun) state() webState {
 		r.t.Fatal(err)
 	}
 	return st
-}
-
-func findChromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
 }
