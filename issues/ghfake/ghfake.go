@@ -21,6 +21,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-github/v84/github"
 
+	"github.com/claudopilot/claudopilot/internal/gitobj"
 	"github.com/claudopilot/claudopilot/internal/lazy"
 	"github.com/claudopilot/claudopilot/worktree"
 )
@@ -206,7 +207,7 @@ type Server struct {
 	srv   *httptest.Server
 	opt   Options
 	git   *worktree.Client
-	files bool // the fake writes the origin's objects and refs itself (objects.go)
+	obj   *gitobj.Repo // the origin's files, which the fake writes itself (objects.go); nil: left to git
 	mu    sync.Mutex
 	now   func() time.Time
 	users map[string]string // login → permission (admin, maintain, write, triage, read, none)
@@ -288,7 +289,7 @@ func New(opt Options) *Server {
 		"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com",
 		"GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com")
 	s.git = &worktree.Client{Dir: opt.Origin, Env: env}
-	s.files = plainFiles(opt.Origin)
+	s.obj = plainFiles(opt.Origin)
 	// What the origin's files do not answer (objects.go: a packed object,
 	// an origin left to git) goes to one long-lived cat-file for the
 	// server's life (Close ends it), started on first use, not one per
@@ -2070,7 +2071,7 @@ func (s *Server) compare(c *call) {
 		if sha, err := s.tip(ctx, r); err == nil {
 			return sha, true
 		}
-		if isID(r) {
+		if gitobj.IsID(r) {
 			if _, _, err := s.commitOf(ctx, r); err == nil {
 				return r, true
 			}
