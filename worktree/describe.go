@@ -83,7 +83,7 @@ func (c *Client) mayDescribe(ctx context.Context) bool {
 		return true
 	}
 	for _, name := range []string{"config", "config.worktree"} {
-		b, err := os.ReadFile(filepath.Join(common, name))
+		b, err := readPlain(filepath.Join(common, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -114,7 +114,7 @@ func (c *Client) describedInConfig(ctx context.Context, branch string) (string, 
 	if _, err := os.Lstat(filepath.Join(common, "config.worktree")); !errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
-	b, err := os.ReadFile(filepath.Join(common, "config"))
+	b, err := readPlain(filepath.Join(common, "config"))
 	if err != nil || bytes.Contains(bytes.ToLower(b), []byte("include")) || bytes.ContainsRune(b, '\r') {
 		return "", false
 	}

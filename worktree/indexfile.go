@@ -7,9 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // errIndexForm is an index file this reader does not read (a split or
@@ -26,20 +24,17 @@ var errIndexForm = errors.New("index file not in a form read here")
 // errIndexForm, and the caller runs git instead: the check never falls
 // open.
 func gitlinksInIndex(path string) ([]string, error) {
-	// A plain file only, opened without following a link nor waiting
-	// on a named pipe: the agent may have put either there (git is then
-	// asked, and the admin check refuses them anyway).
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
+	// A plain file only (openPlain): the agent may have put a link or a
+	// named pipe there (git is then asked, and the admin check refuses
+	// them anyway).
+	f, err := openPlain(path)
+	if errors.Is(err, errNotPlain) {
 		return nil, errIndexForm
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errIndexForm
-	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err

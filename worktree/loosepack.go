@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -62,14 +61,11 @@ func writeLoosePack(w io.Writer, loose []string) error {
 // writeEntry writes the loose object file p as one pack entry to w,
 // compressed by zw (reset here to write to w).
 func writeEntry(w io.Writer, zw *zlib.Writer, p string) error {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openPlain(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a plain file", p)
-	}
 	zr, err := zlib.NewReader(bufio.NewReader(f))
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)

@@ -31,7 +31,7 @@ func (c *Client) registerFromFiles(ctx context.Context, path, branch string) err
 	if err != nil {
 		return errNotPlain
 	}
-	cfg, err := os.ReadFile(filepath.Join(common, "config"))
+	cfg, err := readPlain(filepath.Join(common, "config"))
 	low := bytes.ToLower(cfg)
 	if err != nil || bytes.Contains(low, []byte("extensions")) || bytes.Contains(low, []byte("sparse")) || bytes.Contains(low, []byte("include")) {
 		return errNotPlain

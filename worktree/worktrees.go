@@ -270,7 +270,7 @@ func (c *Client) worktreeOfFiles(ctx context.Context, branch string) (string, bo
 		return "", false, errNotPlain
 	}
 	want := "ref: refs/heads/" + branch
-	head, err := os.ReadFile(filepath.Join(common, "HEAD"))
+	head, err := readPlain(filepath.Join(common, "HEAD"))
 	if err != nil {
 		return "", false, errNotPlain
 	}
@@ -286,14 +286,14 @@ func (c *Client) worktreeOfFiles(ctx context.Context, branch string) (string, bo
 	}
 	for _, a := range admins {
 		admin := filepath.Join(common, "worktrees", a.Name())
-		head, err := os.ReadFile(filepath.Join(admin, "HEAD"))
+		head, err := readPlain(filepath.Join(admin, "HEAD"))
 		if err != nil {
 			return "", false, errNotPlain
 		}
 		if strings.TrimSpace(string(head)) != want {
 			continue
 		}
-		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		back, err := readPlain(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			return "", false, errNotPlain
 		}
@@ -413,7 +413,7 @@ func (c *Client) worktreesFromFiles(ctx context.Context) ([]Worktree, error) {
 	}
 	for _, a := range admins {
 		admin := filepath.Join(common, "worktrees", a.Name())
-		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		back, err := readPlain(filepath.Join(admin, "gitdir"))
 		if err != nil || !a.IsDir() {
 			return nil, errNotPlain
 		}
@@ -446,7 +446,7 @@ func (c *Client) worktreesFromFiles(ctx context.Context) ([]Worktree, error) {
 // readHeadFile sets wt's Branch (a HEAD "ref: refs/heads/<name>") or
 // Detached (a HEAD that is a commit id); errNotPlain for any other HEAD.
 func readHeadFile(p string, wt *Worktree) error {
-	b, err := os.ReadFile(p)
+	b, err := readPlain(p)
 	if err != nil {
 		return errNotPlain
 	}
