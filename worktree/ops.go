@@ -314,7 +314,7 @@ func (c *Client) PushBranch(ctx context.Context, remote, branch string) error {
 // else (a detached HEAD, another branch, a reftable stub, an unreadable
 // file) asks git, so the answer is git's whenever it is not ref.
 func (c *Client) HeadIs(ctx context.Context, dir, gitDir, ref string) (string, error) {
-	if b, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil && string(b) == "ref: "+ref+"\n" {
+	if b, err := readPlain(filepath.Join(gitDir, "HEAD")); err == nil && string(b) == "ref: "+ref+"\n" {
 		return ref, nil
 	}
 	return c.HeadRef(ctx, dir)

@@ -65,7 +65,7 @@ func headBranchFile(top string) (branch string, ok bool) {
 	case err != nil:
 		return "", false
 	case fi.Mode().IsRegular(): // a linked worktree's "gitdir: " link
-		b, err := os.ReadFile(gitDir)
+		b, err := readPlain(gitDir)
 		link, found := strings.CutPrefix(string(b), "gitdir: ")
 		link = strings.TrimSuffix(link, "\n")
 		if err != nil || !found || !filepath.IsAbs(link) || strings.ContainsAny(link, "\n\r") {
@@ -79,7 +79,7 @@ func headBranchFile(top string) (branch string, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", false
 	}
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	b, err := readPlain(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", false
 	}
