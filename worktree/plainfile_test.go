@@ -27,7 +27,7 @@ func TestPlainFilesNeverFollowNorWait(t *testing.T) {
 	}
 	pipe := filepath.Join(dir, "pipe")
 	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
-		t.Skipf("no named pipes here: %v", err)
+		t.Fatal(err) // Linux and macOS, where the package builds, have them
 	}
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(plain, link); err != nil {
